@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# tests/run.sh [STAGE...] - run Slat's test stages and print one summary line.
+#
+# Stages: unit (cmocka under ASan+UBSan, *_mt tests also under TSan),
+#         boot (emulator boot tests, tests/boot/t_*.sh),
+#         bench (the quick benchmark run produces valid JSON; no timings judged).
+# Without arguments all stages run. The last line is "N passed, N failed".
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+out=build/test
+mkdir -p "$out"
+passed=0
+failed=0
+failures=()
+
+note_pass() { passed=$((passed + $1)); }
+note_fail() {
+	failed=$((failed + $1))
+	failures+=("$2")
+}
+
+# Run one cmocka binary; count its tests from cmocka's own closing lines.
+run_cmocka() {
+	local bin=$1 tag=$2 log p f
+	log="$out/unit/$tag-$(basename "$bin").log"
+	mkdir -p "$out/unit"
+	local start=$SECONDS
+	"$bin" >"$log" 2>&1
+	local rc=$?
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | tail -1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | tail -1)
+	p=${p:-0}
+	f=${f:-0}
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi # crashed or sanitizer abort
+	note_pass "$p"
+	[ "$f" -gt 0 ] && note_fail "$f" "$tag $(basename "$bin") (log: $log)"
+	printf '  %-5s %-36s %3d passed %3d failed  %4ds\n' "$tag" "$(basename "$bin")" \
+		"$p" "$f" $((SECONDS - start))
+	if [ "$f" -gt 0 ]; then
+		grep -E '^\[  (FAILED|  ERROR) \]|ERROR|Sanitizer|runtime error' "$log" | head -20 | sed 's/^/      /'
+	fi
+}
+
+stage_unit() {
+	echo "== unit tests (cmocka; ASan+UBSan, concurrency tests also TSan)"
+	make -s unit-build || { note_fail 1 "unit build"; return; }
+	local b
+	for b in build/hosted/asan/bin/test_*; do [ -x "$b" ] && run_cmocka "$b" asan; done
+	for b in build/hosted/tsan/bin/test_*; do [ -x "$b" ] && run_cmocka "$b" tsan; done
+}
+
+stage_boot() {
+	echo "== emulator boot tests"
+	local t name start
+	for t in tests/boot/t_*.sh; do
+		[ -e "$t" ] || continue
+		name=$(basename "$t" .sh)
+		start=$SECONDS
+		if bash "$t" >"$out/boot-$name.out" 2>&1; then
+			note_pass 1
+			printf '  boot  %-36s passed  %4ds\n' "$name" $((SECONDS - start))
+		else
+			note_fail 1 "boot $name (output: $out/boot-$name.out)"
+			printf '  boot  %-36s FAILED  %4ds\n' "$name" $((SECONDS - start))
+			tail -n 40 "$out/boot-$name.out" | sed 's/^/      /'
+		fi
+	done
+}
+
+stage_bench() {
+	echo "== benchmark smoke (quick run must produce valid JSON; timings not judged)"
+	[ -f tools/bench_check.py ] || { echo "  (no benchmarks yet)"; return; }
+	if make -s bench QUICK=1 >"$out/bench.out" 2>&1 &&
+		python3 tools/bench_check.py build/bench/latest.json >>"$out/bench.out" 2>&1; then
+		note_pass 1
+		echo "  bench quick-json                                passed"
+	else
+		note_fail 1 "bench (output: $out/bench.out)"
+		tail -n 30 "$out/bench.out" | sed 's/^/      /'
+	fi
+}
+
+stages=("$@")
+[ "${#stages[@]}" -eq 0 ] && stages=(unit boot bench)
+for s in "${stages[@]}"; do
+	case "$s" in
+	unit | boot | bench) "stage_$s" ;;
+	*) echo "run.sh: unknown stage '$s'" >&2; exit 2 ;;
+	esac
+done
+
+if [ "${#failures[@]}" -gt 0 ]; then
+	echo "Failures:"
+	printf '  %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
