@@ -87,8 +87,8 @@ unpack_arm64() {
 	log "fetching $name:arm64 into ${dest#"$top"/}"
 	mkdir -p "$deps_dir/dl"
 	(cd "$deps_dir/dl" && rm -f "${name}"_*_arm64.deb &&
-		{ apt-get download -q "$name:arm64" >/dev/null 2>&1 ||
-			{ apt_update_once && apt-get download -q "$name:arm64" >/dev/null; }; })
+		{ apt-get download -q -o APT::Sandbox::User=root "$name:arm64" >/dev/null 2>&1 ||
+			{ apt_update_once && apt-get download -q -o APT::Sandbox::User=root "$name:arm64" >/dev/null; }; })
 	rm -rf "$dest"
 	dpkg-deb -x "$deps_dir/dl/${name}"_*_arm64.deb "$dest"
 	touch "$dest/.unpacked"
