@@ -31,8 +31,8 @@ run_cmocka() {
 	local start=$SECONDS
 	"$bin" >"$log" 2>&1
 	local rc=$?
-	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | tail -1)
-	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | tail -1)
+	p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' "$log" | tail -1)
+	f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | tail -1)
 	p=${p:-0}
 	f=${f:-0}
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi # crashed or sanitizer abort
