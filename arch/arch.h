@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The architecture contract of slat.efi: what boot/ asks of arch/arm64 and
+// arch/x86. The boot flow is
+//
+//   arch_console_init()      serial console up, installed as the log sink
+//   arch_probe()             read the CPU's identification registers once
+//   arch_report()            log what the CPU offers for virtualization
+//   arch_virt_unusable()     NULL, or why Slat cannot run on this CPU
+//   (next: arch_enter_hypervisor(), which deprivileges the firmware)
+//
+// The capability record is opaque to boot/: each architecture defines
+// `struct arch_caps` in its own directory. Every function here runs on the
+// boot CPU with boot services available.
+#ifndef SLAT_ARCH_ARCH_H
+#define SLAT_ARCH_ARCH_H
+
+#include <stdbool.h>
+
+#include "boot/firmware.h"
+
+struct arch_caps;
+
+// "aarch64" or "x86_64".
+const char *arch_name(void);
+
+// Brings up the console UART (the firmware's SPCR/DT choice, else the board
+// default) and installs it with log_set_sink(). Never uses UEFI ConOut.
+void arch_console_init(const struct fw_info *fw);
+
+// Probes the boot CPU. The record lives in static storage and stays valid.
+const struct arch_caps *arch_probe(const struct fw_info *fw);
+
+// Logs the capabilities, one topic per line.
+void arch_report(const struct arch_caps *caps);
+
+// NULL when the CPU offers what Slat needs (EL2 + stage-2, SVM + NPT, or VMX
+// + EPT); otherwise one sentence saying what is missing.
+const char *arch_virt_unusable(const struct arch_caps *caps);
+
+#endif

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// boot/: the UEFI side of slat.efi (entry point, firmware discovery).
+#ifndef SLAT_BOOT_BOOT_H
+#define SLAT_BOOT_BOOT_H
+
+#include "boot/efi.h"
+#include "boot/firmware.h"
+
+// Fills `fw` from the system table's configuration tables (ACPI, DTB).
+void boot_collect_firmware_info(EFI_SYSTEM_TABLE *st, struct fw_info *fw);
+
+#endif

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// slat.efi entry point. Today: bring the serial console up, report what the
+// CPU and the firmware offer, and power off (with EFI_UNSUPPORTED when the CPU
+// cannot host Slat). Next: deprivilege the firmware (arch_enter_hypervisor).
+#include "arch/arch.h"
+#include "boot/boot.h"
+#include "boot/memmap.h"
+#include "core/log.h"
+#include "slat_version.h"
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st);
+
+static const char *status_name(EFI_STATUS s)
+{
+	return s == EFI_SUCCESS	      ? "EFI_SUCCESS"
+	       : s == EFI_UNSUPPORTED ? "EFI_UNSUPPORTED"
+				      : "error";
+}
+
+// Powers the machine off. ResetSystem does not return on success; if it does,
+// the status goes back to the boot manager instead.
+static EFI_STATUS power_off(EFI_SYSTEM_TABLE *st, EFI_STATUS status)
+{
+	log_info("slat: powering off (%s)\n", status_name(status));
+	log_flush();
+	st->RuntimeServices->ResetSystem(EfiResetShutdown, status, 0, NULL);
+	log_err("ResetSystem returned; handing %s back to the firmware\n", status_name(status));
+	return status;
+}
+
+static void report_firmware(EFI_SYSTEM_TABLE *st, const struct fw_info *fw)
+{
+	log_info("firmware: UEFI %u.%u, vendor revision 0x%x, ACPI %s, device tree %s\n",
+		 st->Hdr.Revision >> 16, (st->Hdr.Revision & 0xffff) / 10, st->FirmwareRevision,
+		 fw->acpi_rsdp ? "yes" : "no", fw->fdt ? "yes" : "no");
+	if (fw->uart.kind != FW_UART_NONE)
+		log_info("firmware: console UART %s at %s0x%llx (from %s)\n",
+			 fw->uart.kind == FW_UART_PL011 ? "PL011" : "16550",
+			 fw->uart.port_io ? "port " : "", (unsigned long long)fw->uart.base,
+			 fw->uart.source);
+}
+
+EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
+{
+	struct fw_info fw;
+	struct memmap_summary mm;
+
+	boot_collect_firmware_info(st, &fw);
+	arch_console_init(&fw);
+	log_info("\nSlat %s (%s), a bare-metal hypervisor\n", SLAT_VERSION, arch_name());
+	report_firmware(st, &fw);
+
+	const struct arch_caps *caps = arch_probe(&fw);
+	arch_report(caps);
+
+	EFI_STATUS ms = memmap_summarise(st->BootServices, &mm);
+	if (EFI_ERROR(ms))
+		log_err("memmap: GetMemoryMap failed (0x%llx)\n", (unsigned long long)ms);
+	else
+		memmap_report(&mm);
+
+	const char *why_not = arch_virt_unusable(caps);
+	if (why_not) {
+		log_err("no usable virtualization: %s\n", why_not);
+		return power_off(st, EFI_UNSUPPORTED);
+	}
+	log_info("slat: virtualization usable\n");
+	return power_off(st, EFI_SUCCESS);
+}

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Console log and the small printf-style formatter behind it. Freestanding:
+// no libc, so the same file runs in slat.efi and in the hosted build.
+#include "core/log.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+// ---- formatter ----------------------------------------------------------
+
+struct spec {
+	bool left; // '-': pad on the right
+	bool zero; // '0': pad with zeros
+	unsigned width;
+	int length; // 0: int, 1: long, 2: long long
+};
+
+static size_t emit_padded(log_out_fn out, void *ctx, const struct spec *sp, const char *text,
+			  size_t len, bool numeric_neg)
+{
+	size_t pad = sp->width > len ? sp->width - len : 0;
+	size_t total = len + pad;
+	char fill = sp->zero && !sp->left ? '0' : ' ';
+
+	// A zero-padded negative number keeps its sign in front of the zeros.
+	if (numeric_neg && fill == '0') {
+		out(ctx, text, 1);
+		text++;
+		len--;
+	}
+	if (!sp->left) {
+		for (; pad; pad--)
+			out(ctx, &fill, 1);
+	}
+	out(ctx, text, len);
+	for (; pad; pad--)
+		out(ctx, " ", 1);
+	return total;
+}
+
+// Writes `v` in `base` into the end of `buf` (size >= 24); returns the start.
+static char *utoa(char *end, unsigned long long v, unsigned base, bool upper)
+{
+	const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+	char *p = end;
+
+	do {
+		*--p = digits[v % base];
+		v /= base;
+	} while (v);
+	return p;
+}
+
+static unsigned long long arg_unsigned(va_list *ap, int length)
+{
+	if (length == 2)
+		return va_arg(*ap, unsigned long long);
+	if (length == 1)
+		return va_arg(*ap, unsigned long);
+	return va_arg(*ap, unsigned int);
+}
+
+static long long arg_signed(va_list *ap, int length)
+{
+	if (length == 2)
+		return va_arg(*ap, long long);
+	if (length == 1)
+		return va_arg(*ap, long);
+	return va_arg(*ap, int);
+}
+
+static const char *parse_spec(const char *f, struct spec *sp)
+{
+	*sp = (struct spec){0};
+	for (;; f++) {
+		if (*f == '-')
+			sp->left = true;
+		else if (*f == '0')
+			sp->zero = true;
+		else
+			break;
+	}
+	while (*f >= '0' && *f <= '9')
+		sp->width = sp->width * 10 + (unsigned)(*f++ - '0');
+	while (*f == 'l' && sp->length < 2) {
+		sp->length++;
+		f++;
+	}
+	return f;
+}
+
+static size_t format_one(log_out_fn out, void *ctx, char conv, const struct spec *sp, va_list *ap)
+{
+	char buf[24];
+	char *end = buf + sizeof(buf);
+	char *p;
+
+	switch (conv) {
+	case 'd':
+	case 'i': {
+		long long v = arg_signed(ap, sp->length);
+		unsigned long long mag =
+		    v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+		p = utoa(end, mag, 10, false);
+		if (v < 0)
+			*--p = '-';
+		return emit_padded(out, ctx, sp, p, (size_t)(end - p), v < 0);
+	}
+	case 'u':
+		p = utoa(end, arg_unsigned(ap, sp->length), 10, false);
+		return emit_padded(out, ctx, sp, p, (size_t)(end - p), false);
+	case 'x':
+	case 'X':
+		p = utoa(end, arg_unsigned(ap, sp->length), 16, conv == 'X');
+		return emit_padded(out, ctx, sp, p, (size_t)(end - p), false);
+	case 'p':
+		p = utoa(end, (uintptr_t)va_arg(*ap, void *), 16, false);
+		*--p = 'x';
+		*--p = '0';
+		return emit_padded(out, ctx, sp, p, (size_t)(end - p), false);
+	case 'c':
+		buf[0] = (char)va_arg(*ap, int);
+		return emit_padded(out, ctx, sp, buf, 1, false);
+	case 's': {
+		const char *s = va_arg(*ap, const char *);
+		size_t n = 0;
+		if (!s)
+			s = "(null)";
+		while (s[n])
+			n++;
+		return emit_padded(out, ctx, sp, s, n, false);
+	}
+	case '%':
+		out(ctx, "%", 1);
+		return 1;
+	default:
+		// Unknown directive: show it rather than guess at the argument.
+		out(ctx, "%?", 2);
+		return 2;
+	}
+}
+
+size_t log_vformat(log_out_fn out, void *ctx, const char *fmt, va_list ap)
+{
+	size_t total = 0;
+	va_list args;
+
+	va_copy(args, ap);
+	while (*fmt) {
+		const char *lit = fmt;
+		while (*fmt && *fmt != '%')
+			fmt++;
+		if (fmt != lit) {
+			out(ctx, lit, (size_t)(fmt - lit));
+			total += (size_t)(fmt - lit);
+		}
+		if (!*fmt)
+			break;
+		struct spec sp;
+		fmt = parse_spec(fmt + 1, &sp);
+		if (!*fmt)
+			break; // a lone '%' at the end prints nothing
+		total += format_one(out, ctx, *fmt++, &sp, &args);
+	}
+	va_end(args);
+	return total;
+}
+
+struct strbuf {
+	char *buf;
+	size_t size; // capacity including the NUL
+	size_t used; // characters stored (< size)
+};
+
+static void strbuf_out(void *ctx, const char *text, size_t len)
+{
+	struct strbuf *sb = ctx;
+
+	for (size_t i = 0; i < len && sb->used + 1 < sb->size; i++)
+		sb->buf[sb->used++] = text[i];
+}
+
+size_t log_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
+{
+	struct strbuf sb = {buf, size, 0};
+	size_t n = log_vformat(strbuf_out, &sb, fmt, ap);
+
+	if (size)
+		buf[sb.used] = '\0';
+	return n;
+}
+
+size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	size_t n = log_vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+// ---- log ----------------------------------------------------------------
+
+static struct log_sink log_sink_current;
+static enum log_level log_level_current = LOG_INFO;
+static int log_lock_word;
+
+// Bounded so that a CPU re-entering from an exception handler while it holds
+// the lock cannot deadlock itself (see log.h). Far longer than any message.
+#define LOG_LOCK_SPINS 50000000u
+
+static void log_lock(void)
+{
+	for (unsigned i = 0; i < LOG_LOCK_SPINS; i++) {
+		if (!__atomic_exchange_n(&log_lock_word, 1, __ATOMIC_ACQUIRE))
+			return;
+		while (__atomic_load_n(&log_lock_word, __ATOMIC_RELAXED) && ++i < LOG_LOCK_SPINS)
+			;
+	}
+	__atomic_store_n(&log_lock_word, 1, __ATOMIC_RELAXED); // stolen
+}
+
+static void log_unlock(void)
+{
+	__atomic_store_n(&log_lock_word, 0, __ATOMIC_RELEASE);
+}
+
+void log_set_sink(const struct log_sink *sink)
+{
+	log_sink_current = sink ? *sink : (struct log_sink){0};
+}
+
+void log_set_level(enum log_level level)
+{
+	log_level_current = level;
+}
+
+enum log_level log_get_level(void)
+{
+	return log_level_current;
+}
+
+// Messages are staged in a small buffer so the sink sees few, larger writes.
+struct log_stage {
+	char buf[128];
+	size_t used;
+};
+
+static void stage_flush(struct log_stage *st)
+{
+	if (st->used && log_sink_current.write)
+		log_sink_current.write(log_sink_current.ctx, st->buf, st->used);
+	st->used = 0;
+}
+
+static void stage_out(void *ctx, const char *text, size_t len)
+{
+	struct log_stage *st = ctx;
+
+	for (size_t i = 0; i < len; i++) {
+		if (st->used == sizeof(st->buf))
+			stage_flush(st);
+		st->buf[st->used++] = text[i];
+	}
+}
+
+static void log_vprintf_prefixed(const char *prefix, const char *fmt, va_list ap)
+{
+	struct log_stage st;
+
+	st.used = 0;
+	log_lock();
+	if (prefix) {
+		for (; *prefix; prefix++)
+			stage_out(&st, prefix, 1);
+	}
+	log_vformat(stage_out, &st, fmt, ap);
+	stage_flush(&st);
+	log_unlock();
+}
+
+void log_vprintf(enum log_level level, const char *fmt, va_list ap)
+{
+	static const char *const prefixes[] = {
+	    [LOG_ERROR] = "error: ",
+	    [LOG_WARN] = "warning: ",
+	    [LOG_INFO] = 0,
+	    [LOG_DEBUG] = 0,
+	};
+
+	if (level > log_level_current || !log_sink_current.write)
+		return;
+	log_vprintf_prefixed((unsigned)level <= LOG_DEBUG ? prefixes[level] : 0, fmt, ap);
+}
+
+void log_printf(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vprintf(level, fmt, ap);
+	va_end(ap);
+}
+
+void log_flush(void)
+{
+	if (log_sink_current.flush)
+		log_sink_current.flush(log_sink_current.ctx);
+}

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Slat's console log: printf-style messages written to one sink.
+//
+// The sink is the only thing that differs between builds: in slat.efi it is a
+// UART driver (drivers/), usable before and after ExitBootServices and from
+// hypervisor exception handlers (it never calls the firmware); hosted it is
+// stdout or a test buffer. Each message is formatted and written while a
+// spinlock is held, so lines from different CPUs never interleave. The lock is
+// taken with a bounded spin: a CPU that faults while holding it (and then logs
+// from its exception handler) eventually steals it instead of deadlocking, at
+// the price of possibly garbled output in that one case.
+//
+// Format directives: %d %i %u %x %X %c %s %p %% with the flags `0` and `-`, a
+// field width, and the length modifiers l and ll (EFI targets are LLP64: pass
+// 64-bit values as `unsigned long long` with %llx, portable on both builds).
+#ifndef SLAT_CORE_LOG_H
+#define SLAT_CORE_LOG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+enum log_level {
+	LOG_ERROR,
+	LOG_WARN,
+	LOG_INFO,
+	LOG_DEBUG,
+};
+
+// Where the bytes go. `write` gets text exactly as formatted ("\n" line ends:
+// a UART sink turns them into CRLF); `flush` (may be NULL) returns once every
+// byte has left the device, e.g. before the machine powers off.
+struct log_sink {
+	void (*write)(void *ctx, const char *text, size_t len);
+	void (*flush)(void *ctx);
+	void *ctx;
+};
+
+// Installs the sink (NULL: discard everything). Not synchronised with logging
+// CPUs: call it during single-threaded bring-up.
+void log_set_sink(const struct log_sink *sink);
+
+// Messages above `level` are dropped. Default: LOG_INFO.
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+
+// Prints one message if `level` is enabled. Errors and warnings are prefixed
+// with "error: " / "warning: ". The text is written as given (add "\n").
+void log_printf(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_vprintf(enum log_level level, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+// Waits until the sink has sent everything (no-op without a flush hook).
+void log_flush(void);
+
+#define log_err(...)   log_printf(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...)  log_printf(LOG_WARN, __VA_ARGS__)
+#define log_info(...)  log_printf(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_printf(LOG_DEBUG, __VA_ARGS__)
+
+// Formats into `buf` (always NUL-terminated when `size` > 0). Returns the
+// length the full text would have, like snprintf.
+size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+size_t log_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+// The formatter itself: emits the text in pieces through `out`.
+typedef void (*log_out_fn)(void *ctx, const char *text, size_t len);
+size_t log_vformat(log_out_fn out, void *ctx, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+#endif

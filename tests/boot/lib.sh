@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# tests/boot/lib.sh - harness for emulator boot tests. Source it from a test
+# script (tests/boot/t_NAME.sh), boot once, then state expectations:
+#
+#   . "$(dirname "$0")/lib.sh"
+#   boot_qemu_arm64 cortex-a72                  # or boot_qemu_x86 / boot_bochs
+#   expect 'arm64: CurrentEL EL2'               # extended regex, some line
+#   expect_literal 'VHE no'                     # fixed string, some line
+#   expect_in_order '^Slat ' 'memmap:' 'powering off'   # regexes, in this order
+#   expect_absent 'Synchronous Exception'       # no line may match
+#   expect_exit                                 # the emulator stopped by itself
+#   boot_done                                   # verdict; exit status 0 / 1
+#
+# Before booting, a test may build its own ESP with extra files:
+#   boot_esp x86_64 path/to/slat.cfg=slat.cfg build/guest/x86_64/vmlinuz=EFI/slat/vmlinuz
+# (otherwise the boot_* helpers make one holding just slat.efi). The ESP,
+# serial log and emulator files are under build/test/boot/NAME/. On failure
+# boot_done names every expectation that failed and prints the last 40 lines
+# of the serial log. Timeouts: BOOT_TIMEOUT (seconds) overrides the defaults
+# (QEMU 180 s, Bochs 420 s: the machine is shared and has 2 cores).
+
+BOOT_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../../tools/emu.sh
+. "$BOOT_TOP/tools/emu.sh"
+
+BOOT_NAME=$(basename "${0%.sh}")
+BOOT_DIR="$BOOT_TOP/build/test/boot/$BOOT_NAME"
+BOOT_LOG="$BOOT_DIR/serial.log"
+BOOT_ESP=""
+BOOT_ARCH=""
+BOOT_RC=""
+BOOT_EMU=""
+BOOT_ELAPSED=""
+BOOT_FAILURES=()
+BOOT_CHECKS=0
+mkdir -p "$BOOT_DIR"
+
+_boot_fail() {
+	BOOT_FAILURES+=("$*")
+}
+
+# Builds build/ARCH/slat.efi if needed (quiet when up to date).
+_boot_build() {
+	make -s -C "$BOOT_TOP" "build/$1/slat.efi" >"$BOOT_DIR/make.out" 2>&1 || {
+		cat "$BOOT_DIR/make.out" >&2
+		echo "boot: building build/$1/slat.efi failed" >&2
+		exit 1
+	}
+}
+
+# boot_esp ARCH [SRC=ESP_PATH ...]: the ESP for the next boot.
+boot_esp() {
+	local arch=$1
+	shift
+	_boot_build "$arch"
+	BOOT_ARCH=$arch
+	BOOT_ESP="$BOOT_DIR/esp.img"
+	emu_esp "$BOOT_ESP" "$arch" "$BOOT_TOP/build/$arch/slat.efi" "$@" || {
+		echo "boot: could not build the ESP image" >&2
+		exit 1
+	}
+}
+
+_boot_ensure_esp() {
+	if [ -z "$BOOT_ESP" ] || [ "$BOOT_ARCH" != "$1" ]; then
+		boot_esp "$1"
+	fi
+}
+
+# Runs one emulator function; records status and wall time.
+_boot_run() {
+	local what=$1
+	shift
+	rm -f "$BOOT_LOG" "$BOOT_DIR/bochs.log"
+	case "$1" in
+	emu_bochs) BOOT_EMU=bochs ;;
+	*) BOOT_EMU=qemu ;;
+	esac
+	echo "boot: $what (timeout ${EMU_TIMEOUT}s)"
+	local start end
+	start=$(date +%s.%N)
+	"$@"
+	BOOT_RC=$?
+	end=$(date +%s.%N)
+	BOOT_ELAPSED=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+	touch "$BOOT_LOG"
+	echo "boot: emulator exited with status $BOOT_RC after ${BOOT_ELAPSED}s"
+}
+
+# boot_qemu_arm64 CPU [QEMU ARGS...]: QEMU virt, EL2, GICv3, edk2.
+boot_qemu_arm64() {
+	local cpu=$1
+	shift
+	_boot_ensure_esp aarch64
+	EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU aarch64 -cpu $cpu" \
+		emu_qemu_arm64 batch "$BOOT_LOG" "$BOOT_ESP" "$cpu" "$@"
+}
+
+# boot_qemu_x86 CPU [QEMU ARGS...]: QEMU x86-64 (TCG) with OVMF.
+boot_qemu_x86() {
+	local cpu=$1
+	shift
+	_boot_ensure_esp x86_64
+	EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU x86_64 -cpu $cpu" \
+		emu_qemu_x86 batch "$BOOT_LOG" "$BOOT_ESP" "$cpu" "$@"
+}
+
+# boot_bochs MODEL [BXRC LINES...]: Bochs with OVMF (the VT-x path).
+boot_bochs() {
+	local model=$1
+	shift
+	_boot_ensure_esp x86_64
+	EMU_TIMEOUT=${BOOT_TIMEOUT:-420} _boot_run "Bochs cpu model=$model" \
+		emu_bochs batch "$BOOT_LOG" "$BOOT_ESP" "$model" "$@"
+}
+
+# The serial log without carriage returns and terminal escape sequences.
+_boot_text() {
+	tr -d '\r' <"$BOOT_LOG" | sed 's/\x1b\[[0-9;=?]*[A-Za-z]//g'
+}
+
+# expect REGEX...: each extended regex matches at least one line.
+expect() {
+	local re
+	for re in "$@"; do
+		BOOT_CHECKS=$((BOOT_CHECKS + 1))
+		_boot_text | grep -Eq -- "$re" || _boot_fail "expected a line matching /$re/"
+	done
+}
+
+# expect_literal STRING...: each fixed string occurs in some line.
+expect_literal() {
+	local s
+	for s in "$@"; do
+		BOOT_CHECKS=$((BOOT_CHECKS + 1))
+		_boot_text | grep -Fq -- "$s" || _boot_fail "expected a line containing '$s'"
+	done
+}
+
+# expect_in_order REGEX...: lines matching each regex appear in this order
+# (each after the line that matched the previous one).
+expect_in_order() {
+	BOOT_CHECKS=$((BOOT_CHECKS + 1))
+	local after=0 re n
+	for re in "$@"; do
+		# the regex goes through the environment: awk -v would eat backslashes
+		n=$(_boot_text | RE="$re" awk -v from="$after" \
+			'NR > from && $0 ~ ENVIRON["RE"] { print NR; exit }')
+		if [ -z "$n" ]; then
+			_boot_fail "expected /$re/ after line $after (in-order check)"
+			return
+		fi
+		after=$n
+	done
+}
+
+# expect_absent REGEX...: no line matches.
+expect_absent() {
+	local re hit
+	for re in "$@"; do
+		BOOT_CHECKS=$((BOOT_CHECKS + 1))
+		hit=$(_boot_text | grep -Em1 -- "$re")
+		[ -z "$hit" ] || _boot_fail "unexpected line matching /$re/: $hit"
+	done
+}
+
+# expect_count N REGEX: exactly N lines match.
+expect_count() {
+	BOOT_CHECKS=$((BOOT_CHECKS + 1))
+	local n
+	n=$(_boot_text | grep -Ec -- "$2")
+	[ "$n" -eq "$1" ] || _boot_fail "expected $1 line(s) matching /$2/, found $n"
+}
+
+# expect_exit: the emulator stopped on its own (power-off), not by the
+# timeout. QEMU exits 0 on power-off; Bochs exits 1 on an ACPI soft power-off,
+# so for Bochs its own log must say so.
+expect_exit() {
+	BOOT_CHECKS=$((BOOT_CHECKS + 1))
+	case "$BOOT_RC" in
+	124 | 137)
+		_boot_fail "the emulator did not stop by itself (killed by the timeout)"
+		return
+		;;
+	esac
+	if [ "$BOOT_EMU" = bochs ]; then
+		grep -q 'ACPI control: soft power off' "$BOOT_DIR/bochs.log" 2>/dev/null ||
+			_boot_fail "Bochs stopped without an ACPI power-off (status $BOOT_RC)"
+	elif [ "$BOOT_RC" -ne 0 ]; then
+		_boot_fail "the emulator exited with status $BOOT_RC"
+	fi
+}
+
+# expect_slat_report ARCH STATUS: the parts every slat.efi report has: the
+# banner, the memory-map summary, the power-off line with STATUS
+# (EFI_SUCCESS / EFI_UNSUPPORTED), in this order, exactly one banner (no
+# reboot loop), no firmware exception dump, and the emulator powered off.
+expect_slat_report() {
+	expect_in_order "^Slat [^ ]+ \\($1\\), a bare-metal hypervisor\$" \
+		'^memmap: [0-9]+ entries, RAM [0-9]+ MiB, largest free region [0-9]+ MiB at 0x[0-9a-f]+$' \
+		'^memmap: +Conventional +[0-9]+ regions' \
+		"^slat: powering off \\($2\\)\$"
+	expect_count 1 '^Slat '
+	expect_absent 'Synchronous Exception' 'X64 Exception Type' '^error: ResetSystem returned'
+	expect_exit
+}
+
+# boot_done: prints the verdict and exits (0 when every expectation held).
+boot_done() {
+	if [ "$BOOT_CHECKS" -eq 0 ]; then
+		_boot_fail "the test states no expectations"
+	fi
+	if [ "${#BOOT_FAILURES[@]}" -eq 0 ]; then
+		echo "boot: $BOOT_NAME passed ($BOOT_CHECKS checks, emulator ${BOOT_ELAPSED}s)"
+		exit 0
+	fi
+	echo "boot: $BOOT_NAME FAILED (${#BOOT_FAILURES[@]} of $BOOT_CHECKS checks," \
+		"emulator ${BOOT_ELAPSED}s, status $BOOT_RC)"
+	printf '  - %s\n' "${BOOT_FAILURES[@]}"
+	echo "---- last 40 lines of $BOOT_LOG"
+	_boot_text | tail -n 40
+	echo "----"
+	exit 1
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# tools/emu.sh - the one place that knows how to boot slat.efi under each
+# emulator. Sourced by tests/boot/lib.sh (boot tests) and run by `make run`.
+#
+# As a command:
+#   tools/emu.sh run ARCH [CPU] [SRC=ESP_PATH ...]
+#     ARCH aarch64: QEMU virt (EL2, GICv3), CPU = a QEMU -cpu (default cortex-a72)
+#     ARCH x86_64:  CPU amd (default) = QEMU -cpu max (SVM + NPT);
+#                   CPU intel = Bochs corei7_skylake_x (VT-x + EPT);
+#                   any other value is passed to QEMU as -cpu.
+#   The serial console is the terminal (QEMU: stdin attached, Ctrl-A x quits).
+#   Set EMU_TIMEOUT=SECONDS to bound the run.
+#
+# As a library (after `source tools/emu.sh`):
+#   emu_esp IMG ARCH EFI [SRC=ESP_PATH ...]    FAT16 ESP image made with mtools
+#   emu_qemu_arm64 MODE LOG ESP CPU [QEMU ARGS...]
+#   emu_qemu_x86   MODE LOG ESP CPU [QEMU ARGS...]
+#   emu_bochs      MODE LOG ESP MODEL [BXRC LINES...]
+#     MODE "batch": stdin closed, serial to LOG, bounded by EMU_TIMEOUT (default
+#     180 s QEMU, 420 s Bochs); returns the emulator's status (124: timed out).
+#     MODE "interactive": serial on the terminal (Bochs: output only, also in LOG).
+# Always software emulation (-accel tcg): the machine has no usable VT-x/SVM.
+
+EMU_QEMU_EFI_AARCH64=${EMU_QEMU_EFI_AARCH64:-/usr/share/qemu-efi-aarch64/QEMU_EFI.fd}
+EMU_OVMF=${EMU_OVMF:-/usr/share/ovmf/OVMF.fd}
+EMU_VGABIOS=${EMU_VGABIOS:-/usr/share/vgabios/vgabios.bin}
+EMU_MEM_MB=${EMU_MEM_MB:-1024}
+
+# FAT16 "superfloppy" of 32 cylinders x 16 heads x 63 sectors (15.75 MiB):
+# Bochs derives the disk geometry from it; edk2 mounts it without a partition
+# table. Built without mounting anything.
+EMU_ESP_CYL=32 EMU_ESP_HEADS=16 EMU_ESP_SPT=63
+
+emu_die() {
+	echo "emu: $*" >&2
+	return 1
+}
+
+# emu_esp IMG ARCH EFI [SRC=ESP_PATH ...]
+emu_esp() {
+	local img=$1 arch=$2 efi=$3 boot_name
+	shift 3
+	case "$arch" in
+	aarch64) boot_name=BOOTAA64.EFI ;;
+	x86_64) boot_name=BOOTX64.EFI ;;
+	*) emu_die "unknown arch '$arch'" || return ;;
+	esac
+	[ -f "$efi" ] || emu_die "no EFI image at $efi" || return
+	mkdir -p "$(dirname "$img")"
+	rm -f "$img"
+	local sectors=$((EMU_ESP_CYL * EMU_ESP_HEADS * EMU_ESP_SPT))
+	mkfs.fat -F 16 -n SLATESP -g "$EMU_ESP_HEADS/$EMU_ESP_SPT" -C "$img" $((sectors / 2)) \
+		>/dev/null || emu_die "mkfs.fat failed for $img" || return
+	export MTOOLS_SKIP_CHECK=1
+	mmd -i "$img" ::/EFI ::/EFI/BOOT || return
+	mcopy -i "$img" "$efi" "::/EFI/BOOT/$boot_name" || return
+	local spec src dst dir
+	for spec in "$@"; do
+		src=${spec%%=*}
+		dst=${spec#*=}
+		[ "$src" != "$spec" ] && [ -n "$dst" ] ||
+			emu_die "extra file '$spec' is not SRC=ESP_PATH" || return
+		[ -f "$src" ] || emu_die "extra file '$src' does not exist" || return
+		dst=${dst#/}
+		dir=$(dirname "$dst")
+		if [ "$dir" != . ]; then
+			# create each missing parent folder
+			local part path=""
+			IFS=/ read -ra parts <<<"$dir"
+			for part in "${parts[@]}"; do
+				path="$path/$part"
+				mmd -i "$img" "::$path" 2>/dev/null || true
+			done
+		fi
+		mcopy -o -i "$img" "$src" "::/$dst" || return
+	done
+}
+
+# Runs "$@" per MODE with its serial console in LOG.
+_emu_exec() {
+	local mode=$1 log=$2 limit=$3
+	shift 3
+	if [ "$mode" = batch ]; then
+		timeout -k 10 "$limit" "$@" </dev/null
+	elif [ -n "${EMU_TIMEOUT:-}" ]; then
+		timeout --foreground -k 10 "$EMU_TIMEOUT" "$@"
+	else
+		"$@"
+	fi
+}
+
+_emu_qemu() {
+	local mode=$1 log=$2
+	shift 2
+	local serial=(-serial "file:$log" -display none -monitor none)
+	[ "$mode" = interactive ] && serial=(-nographic)
+	_emu_exec "$mode" "$log" "${EMU_TIMEOUT:-180}" "$@" "${serial[@]}" -no-reboot -net none
+}
+
+# emu_qemu_arm64 MODE LOG ESP CPU [QEMU ARGS...]
+emu_qemu_arm64() {
+	local mode=$1 log=$2 esp=$3 cpu=$4
+	shift 4
+	_emu_qemu "$mode" "$log" qemu-system-aarch64 -accel tcg \
+		-M virt,virtualization=on,gic-version=3 -cpu "$cpu" -m "$EMU_MEM_MB" \
+		-bios "$EMU_QEMU_EFI_AARCH64" -boot menu=on,splash-time=0 \
+		-drive "file=$esp,format=raw,if=virtio" "$@"
+}
+
+# emu_qemu_x86 MODE LOG ESP CPU [QEMU ARGS...]
+emu_qemu_x86() {
+	local mode=$1 log=$2 esp=$3 cpu=$4
+	shift 4
+	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel tcg -cpu "$cpu" -m "$EMU_MEM_MB" \
+		-bios "$EMU_OVMF" -drive "file=$esp,format=raw" \
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@"
+}
+
+# emu_bochs MODE LOG ESP MODEL [BXRC LINES...]
+# Bochs has no headless display in Debian's build: it uses the rfb display in
+# a private network namespace (no port exposed) and runs its debugger's
+# "continue" from a command file. A clean ACPI power-off exits with status 1,
+# so judge a run by its serial output.
+emu_bochs() {
+	local mode=$1 log=$2 esp=$3 model=$4
+	shift 4
+	local dir
+	dir=$(cd "$(dirname "$log")" && pwd)
+	local rc_file="$dir/bochs.rc" bxrc="$dir/bochs.bxrc"
+	echo c >"$rc_file"
+	: >"$log"
+	{
+		echo "megs: $EMU_MEM_MB"
+		echo "cpu: model=$model, count=1, ips=100000000"
+		echo "romimage: file=$EMU_OVMF"
+		echo "vgaromimage: file=$EMU_VGABIOS"
+		echo "ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14"
+		echo "ata0-master: type=disk, mode=flat, path=$(cd "$(dirname "$esp")" && pwd)/$(basename "$esp"), cylinders=$EMU_ESP_CYL, heads=$EMU_ESP_HEADS, spt=$EMU_ESP_SPT"
+		echo "boot: disk"
+		echo "com1: enabled=1, mode=file, dev=$dir/$(basename "$log")"
+		echo "speaker: enabled=0"
+		echo "sound: driver=dummy" # else its ALSA mixer thread aborts without a sound card
+		echo "mouse: enabled=0"
+		echo 'display_library: rfb, options="timeout=0"'
+		echo "log: $dir/bochs.log"
+		echo "panic: action=fatal"
+		echo "error: action=report"
+		echo "info: action=ignore"
+		printf '%s\n' "$@"
+	} >"$bxrc"
+	local cmd=(unshare -n bochs -q -f "$bxrc" -rc "$rc_file")
+	if [ "$mode" = batch ]; then
+		_emu_exec batch "$log" "${EMU_TIMEOUT:-420}" "${cmd[@]}" >"$dir/bochs.out" 2>&1
+		return
+	fi
+	# Interactive: show the serial file as it grows until Bochs exits.
+	"${cmd[@]}" </dev/null >"$dir/bochs.out" 2>&1 &
+	local pid=$!
+	tail -n +1 -f --pid="$pid" "$log"
+	wait "$pid"
+}
+
+# The command-line entry used by `make run`.
+_emu_main() {
+	local top
+	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	[ "${1:-}" = run ] || { sed -n '4,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 2; }
+	local arch=${2:-aarch64} cpu=${3:-}
+	shift $(($# < 3 ? $# : 3))
+	local efi="$top/build/$arch/slat.efi" dir="$top/build/run/$arch-${cpu:-default}"
+	mkdir -p "$dir"
+	emu_esp "$dir/esp.img" "$arch" "$efi" "$@" || return
+	echo "emu: booting $efi (${arch} ${cpu:-default}); serial console follows" >&2
+	case "$arch:$cpu" in
+	aarch64:*) emu_qemu_arm64 interactive "$dir/serial.log" "$dir/esp.img" "${cpu:-cortex-a72}" ;;
+	x86_64: | x86_64:amd) emu_qemu_x86 interactive "$dir/serial.log" "$dir/esp.img" max ;;
+	x86_64:intel) emu_bochs interactive "$dir/serial.log" "$dir/esp.img" corei7_skylake_x ;;
+	x86_64:*) emu_qemu_x86 interactive "$dir/serial.log" "$dir/esp.img" "$cpu" ;;
+	*) emu_die "unknown ARCH '$arch' (aarch64 or x86_64)" ;;
+	esac
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	set -uo pipefail
+	_emu_main "$@"
+fi
