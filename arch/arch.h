@@ -24,6 +24,10 @@ struct arch_caps;
 // "aarch64" or "x86_64".
 const char *arch_name(void);
 
+// A number unique to the calling CPU (from its hardware id: MPIDR affinity,
+// initial APIC ID). Safe in exception handlers.
+unsigned arch_cpu_id(void);
+
 // Brings up the console UART (the firmware's SPCR/DT choice, else the board
 // default) and installs it with log_set_sink(). Never uses UEFI ConOut.
 void arch_console_init(const struct fw_info *fw);

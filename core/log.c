@@ -205,26 +205,40 @@ size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
 
 static struct log_sink log_sink_current;
 static enum log_level log_level_current = LOG_INFO;
-static int log_lock_word;
+static unsigned (*log_cpu_id)(void);
+// 0 when free; otherwise the holder's CPU id + 1, or LOG_OWNER_ANON when no
+// CPU-id hook is installed.
+static unsigned log_owner;
+#define LOG_OWNER_ANON (~0u)
 
-// Bounded so that a CPU re-entering from an exception handler while it holds
-// the lock cannot deadlock itself (see log.h). Far longer than any message.
-#define LOG_LOCK_SPINS 50000000u
-
-static void log_lock(void)
+// Returns false when this CPU already holds the lock (a message printed from
+// an exception handler that interrupted a message): it then goes through
+// without taking the lock, and must not release it.
+static bool log_lock(void)
 {
-	for (unsigned i = 0; i < LOG_LOCK_SPINS; i++) {
-		if (!__atomic_exchange_n(&log_lock_word, 1, __ATOMIC_ACQUIRE))
-			return;
-		while (__atomic_load_n(&log_lock_word, __ATOMIC_RELAXED) && ++i < LOG_LOCK_SPINS)
+	unsigned me = log_cpu_id ? log_cpu_id() + 1 : LOG_OWNER_ANON;
+
+	if (me != LOG_OWNER_ANON && __atomic_load_n(&log_owner, __ATOMIC_RELAXED) == me)
+		return false; // only this CPU ever stores `me`
+	for (;;) {
+		unsigned expected = 0;
+		if (__atomic_compare_exchange_n(&log_owner, &expected, me, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return true;
+		while (__atomic_load_n(&log_owner, __ATOMIC_RELAXED))
 			;
 	}
-	__atomic_store_n(&log_lock_word, 1, __ATOMIC_RELAXED); // stolen
 }
 
-static void log_unlock(void)
+static void log_unlock(bool taken)
 {
-	__atomic_store_n(&log_lock_word, 0, __ATOMIC_RELEASE);
+	if (taken)
+		__atomic_store_n(&log_owner, 0, __ATOMIC_RELEASE);
+}
+
+void log_set_cpu_id(unsigned (*cpu_id)(void))
+{
+	log_cpu_id = cpu_id;
 }
 
 void log_set_sink(const struct log_sink *sink)
@@ -271,14 +285,14 @@ static void log_vprintf_prefixed(const char *prefix, const char *fmt, va_list ap
 	struct log_stage st;
 
 	st.used = 0;
-	log_lock();
+	bool taken = log_lock();
 	if (prefix) {
 		for (; *prefix; prefix++)
 			stage_out(&st, prefix, 1);
 	}
 	log_vformat(stage_out, &st, fmt, ap);
 	stage_flush(&st);
-	log_unlock();
+	log_unlock(taken);
 }
 
 void log_vprintf(enum log_level level, const char *fmt, va_list ap)

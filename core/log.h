@@ -6,10 +6,10 @@
 // UART driver (drivers/), usable before and after ExitBootServices and from
 // hypervisor exception handlers (it never calls the firmware); hosted it is
 // stdout or a test buffer. Each message is formatted and written while a
-// spinlock is held, so lines from different CPUs never interleave. The lock is
-// taken with a bounded spin: a CPU that faults while holding it (and then logs
-// from its exception handler) eventually steals it instead of deadlocking, at
-// the price of possibly garbled output in that one case.
+// spinlock is held, so messages from different CPUs never interleave. With a
+// CPU-id hook installed (log_set_cpu_id), a CPU that logs while it already
+// holds the lock (an exception handler interrupting a message) goes through
+// instead of deadlocking on itself; its text lands inside the interrupted one.
 //
 // Format directives: %d %i %u %x %X %c %s %p %% with the flags `0` and `-`, a
 // field width, and the length modifiers l and ll (EFI targets are LLP64: pass
@@ -39,6 +39,11 @@ struct log_sink {
 // Installs the sink (NULL: discard everything). Not synchronised with logging
 // CPUs: call it during single-threaded bring-up.
 void log_set_sink(const struct log_sink *sink);
+
+// Installs the function that names the calling CPU (0, 1, ...), used only to
+// let a CPU re-enter the log from an exception handler. NULL (the default):
+// no re-entry detection. Call it during single-threaded bring-up.
+void log_set_cpu_id(unsigned (*cpu_id)(void));
 
 // Messages above `level` are dropped. Default: LOG_INFO.
 void log_set_level(enum log_level level);

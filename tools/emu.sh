@@ -160,6 +160,12 @@ emu_bochs() {
 	local pid=$!
 	tail -n +1 -f --pid="$pid" "$log"
 	wait "$pid"
+	local rc=$?
+	# Bochs reports a clean ACPI power-off as status 1.
+	if [ "$rc" -eq 1 ] && grep -q 'ACPI control: soft power off' "$dir/bochs.log"; then
+		rc=0
+	fi
+	return "$rc"
 }
 
 # The command-line entry used by `make run`.

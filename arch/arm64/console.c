@@ -3,12 +3,21 @@
 // arm64 console: the UART the firmware names (ACPI SPCR or device tree),
 // else the PL011 of QEMU's virt machine.
 #include "arch/arch.h"
+#include "arch/arm64/sysreg.h"
 #include "core/log.h"
 #include "drivers/uart.h"
 
 #define ARM64_DEFAULT_PL011 0x09000000u
 
 static struct uart arm64_console;
+
+unsigned arch_cpu_id(void)
+{
+	uint64_t mpidr = read_sysreg(SYSREG_MPIDR_EL1);
+
+	// Aff2.Aff1.Aff0 (Aff3 is zero on every platform Slat targets).
+	return (unsigned)(mpidr & 0xffffff);
+}
 
 void arch_console_init(const struct fw_info *fw)
 {
@@ -21,4 +30,5 @@ void arch_console_init(const struct fw_info *fw)
 
 	struct log_sink sink = uart_log_sink(&arm64_console);
 	log_set_sink(&sink);
+	log_set_cpu_id(arch_cpu_id);
 }

@@ -25,6 +25,11 @@ static const struct uart_16550_io x86_pio = {
     .write = pio_write,
 };
 
+unsigned arch_cpu_id(void)
+{
+	return cpuid(1, 0).ebx >> 24; // initial APIC ID
+}
+
 void arch_console_init(const struct fw_info *fw)
 {
 	if (fw->uart.kind == FW_UART_16550 && !fw->uart.port_io)
@@ -37,4 +42,5 @@ void arch_console_init(const struct fw_info *fw)
 
 	struct log_sink sink = uart_log_sink(&x86_console);
 	log_set_sink(&sink);
+	log_set_cpu_id(arch_cpu_id);
 }
