@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// VM and vCPU records, exit statistics and the exit summary (see vm.h).
+#include "core/vm.h"
+
+#include "core/log.h"
+#include "core/mem.h"
+
+static const char *const exit_names[EXIT_REASONS] = {
+    [EXIT_FIRMWARE_CALL] = "firmware-call",
+    [EXIT_HYPERCALL] = "hypercall",
+    [EXIT_SLAT_FAULT] = "slat-fault",
+    [EXIT_SYSREG] = "sysreg",
+    [EXIT_IO] = "io",
+    [EXIT_CPUID] = "cpuid",
+    [EXIT_WAIT] = "wait",
+    [EXIT_INTERRUPT] = "interrupt",
+    [EXIT_OTHER] = "other",
+};
+
+const char *exit_reason_name(enum exit_reason r)
+{
+	return (unsigned)r < EXIT_REASONS ? exit_names[r] : "invalid";
+}
+
+void vm_init(struct vm *vm, const char *name, const char *slat_name, struct vcpu *vcpus,
+	     unsigned max_vcpus)
+{
+	memset(vcpus, 0, sizeof(*vcpus) * max_vcpus);
+	for (unsigned i = 0; i < max_vcpus; i++)
+		vcpus[i].hw_id = UINT64_MAX; // free slot
+	*vm = (struct vm){
+	    .name = name,
+	    .slat_name = slat_name,
+	    .vcpus = vcpus,
+	    .max_vcpus = max_vcpus,
+	};
+}
+
+struct vcpu *vm_vcpu_find(struct vm *vm, uint64_t hw_id)
+{
+	for (unsigned i = 0; i < vm->max_vcpus; i++) {
+		if (__atomic_load_n(&vm->vcpus[i].hw_id, __ATOMIC_ACQUIRE) == hw_id)
+			return &vm->vcpus[i];
+	}
+	return NULL;
+}
+
+struct vcpu *vm_vcpu_for(struct vm *vm, uint64_t hw_id)
+{
+	struct vcpu *v = vm_vcpu_find(vm, hw_id);
+
+	if (v || hw_id == UINT64_MAX)
+		return v;
+	// Claim the first free slot; a slot, once claimed, is never released, so
+	// two CPUs racing for the same id cannot both succeed on different slots
+	// unless they are different ids.
+	for (unsigned i = 0; i < vm->max_vcpus; i++) {
+		uint64_t expected = UINT64_MAX;
+		if (__atomic_compare_exchange_n(&vm->vcpus[i].hw_id, &expected, hw_id, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			vm->vcpus[i].index = i;
+			return &vm->vcpus[i];
+		}
+		if (expected == hw_id)
+			return &vm->vcpus[i];
+	}
+	return NULL;
+}
+
+uint64_t vm_exit_total(const struct vm *vm, enum exit_reason r)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < vm->max_vcpus; i++)
+		sum += __atomic_load_n(&vm->vcpus[i].exits[r], __ATOMIC_RELAXED);
+	return sum;
+}
+
+static unsigned vm_vcpus_used(const struct vm *vm)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < vm->max_vcpus; i++)
+		n += __atomic_load_n(&vm->vcpus[i].hw_id, __ATOMIC_RELAXED) != UINT64_MAX;
+	return n;
+}
+
+// "  3 (vcpu0 2, vcpu1 1)" into buf.
+static void format_per_vcpu(const struct vm *vm, enum exit_reason r, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	for (unsigned i = 0; i < vm->max_vcpus && len < size; i++) {
+		const struct vcpu *v = &vm->vcpus[i];
+		if (__atomic_load_n(&v->hw_id, __ATOMIC_RELAXED) == UINT64_MAX)
+			continue;
+		len += log_snprintf(
+		    buf + len, size - len, "%svcpu%u %llu", len ? ", " : "", i,
+		    (unsigned long long)__atomic_load_n(&v->exits[r], __ATOMIC_RELAXED));
+	}
+	if (!len && size)
+		buf[0] = '\0';
+}
+
+void vm_print_exit_summary(const struct vm *vm, const struct exit_summary *s)
+{
+	uint64_t total = 0;
+	char per[160];
+
+	for (unsigned r = 0; r < EXIT_REASONS; r++)
+		total += vm_exit_total(vm, (enum exit_reason)r);
+	log_info("slat: exit summary: vm %s %s after %llu.%06llu s uptime, %u vCPUs\n", vm->name,
+		 s->event, (unsigned long long)(s->uptime_us / 1000000),
+		 (unsigned long long)(s->uptime_us % 1000000), vm_vcpus_used(vm));
+	log_info("slat: exits: %llu total\n", (unsigned long long)total);
+	for (unsigned r = 0; r < EXIT_REASONS; r++) {
+		uint64_t n = vm_exit_total(vm, (enum exit_reason)r);
+		if (!n)
+			continue;
+		format_per_vcpu(vm, (enum exit_reason)r, per, sizeof(per));
+		log_info("slat: exits: %-14s %llu (%s)\n", exit_names[r], (unsigned long long)n,
+			 per);
+	}
+	log_info("slat: %s: %llu table pages (max %llu), %llu invalidations, %llu cache "
+		 "maintenance ops\n",
+		 vm->slat_name, (unsigned long long)s->live.table_pages,
+		 (unsigned long long)s->live.table_pages_max,
+		 (unsigned long long)s->live.invalidations, (unsigned long long)s->live.cmos);
+	log_info("slat: %s teardown: %llu table pages freed, %llu invalidations\n", vm->slat_name,
+		 (unsigned long long)s->teardown_pages,
+		 (unsigned long long)s->teardown_invalidations);
+}
