@@ -7,7 +7,7 @@
 //   arch_probe()             read the CPU's identification registers once
 //   arch_report()            log what the CPU offers for virtualization
 //   arch_virt_unusable()     NULL, or why Slat cannot run on this CPU
-//   (next: arch_enter_hypervisor(), which deprivileges the firmware)
+//   arch_enter_hypervisor()  deprivilege the firmware into the primary VM
 //
 // The capability record is opaque to boot/: each architecture defines
 // `struct arch_caps` in its own directory. Every function here runs on the
@@ -41,5 +41,14 @@ void arch_report(const struct arch_caps *caps);
 // NULL when the CPU offers what Slat needs (EL2 + stage-2, SVM + NPT, or VMX
 // + EPT); otherwise one sentence saying what is missing.
 const char *arch_virt_unusable(const struct arch_caps *caps);
+
+struct slat_plan;
+
+// Takes the hypervisor mode of the boot CPU with Slat's resident copy
+// (core/plan.h) and returns to the caller *inside the primary VM* (arm64: at
+// EL1 under Slat's stage-2), with the firmware still usable: 0. On failure
+// nothing has changed for the firmware and it returns non-zero after logging
+// why. Boot services must still be available.
+int arch_enter_hypervisor(struct slat_plan *plan);
 
 #endif

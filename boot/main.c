@@ -6,6 +6,7 @@
 #include "arch/arch.h"
 #include "boot/boot.h"
 #include "boot/memmap.h"
+#include "boot/primary.h"
 #include "core/log.h"
 #include "slat_version.h"
 
@@ -66,5 +67,5 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 		return power_off(st, EFI_UNSUPPORTED);
 	}
 	log_info("slat: virtualization usable\n");
-	return power_off(st, EFI_SUCCESS);
+	return power_off(st, boot_primary(image, st, &fw));
 }

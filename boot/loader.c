@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Loading and starting the next loader (see loader.h). The initrd protocol is
+// the one Linux's EFI stub documents (drivers/firmware/efi/libstub, "initrd
+// media device path"): LoadFile2 with BootPolicy FALSE returns the whole file.
+#include "boot/loader.h"
+
+#include "core/log.h"
+#include "core/mem.h"
+
+#define LINUX_INITRD_MEDIA_GUID                                                                    \
+	{                                                                                          \
+		0x5568e427, 0x68fc, 0x4f3d,                                                        \
+		{                                                                                  \
+			0xac, 0x74, 0xca, 0x55, 0x52, 0x31, 0xcc, 0x68                             \
+		}                                                                                  \
+	}
+#define LOAD_FILE2_PROTOCOL_GUID                                                                   \
+	{                                                                                          \
+		0x4006c0c1, 0xfcb3, 0x403e,                                                        \
+		{                                                                                  \
+			0x99, 0x6d, 0x4a, 0x6c, 0x87, 0x24, 0xe0, 0x6d                             \
+		}                                                                                  \
+	}
+#define LOADER_MAX_INITRD (1ull << 30)
+
+// The vendor media node plus the end node, packed as the spec lays them out.
+struct __attribute__((packed)) initrd_device_path {
+	EFI_DEVICE_PATH vendor;
+	EFI_GUID guid;
+	EFI_DEVICE_PATH end;
+};
+
+static struct {
+	EFI_LOAD_FILE_PROTOCOL proto; // LoadFile2 has LoadFile's layout
+	const void *data;
+	uint64_t size;
+} initrd_lf2;
+
+static struct initrd_device_path initrd_dp = {
+    .vendor = {MEDIA_DEVICE_PATH, MEDIA_VENDOR_DP, {20, 0}},
+    .guid = LINUX_INITRD_MEDIA_GUID,
+    .end = {END_DEVICE_PATH_TYPE, END_ENTIRE_DEVICE_PATH_SUBTYPE, {4, 0}},
+};
+
+static EFI_STATUS EFIAPI initrd_load_file(struct _EFI_LOAD_FILE_PROTOCOL *self,
+					  EFI_DEVICE_PATH *path, BOOLEAN boot_policy, UINTN *size,
+					  VOID *buf)
+{
+	if (self != &initrd_lf2.proto || !size || boot_policy)
+		return EFI_INVALID_PARAMETER;
+	if (!buf || *size < initrd_lf2.size) {
+		*size = initrd_lf2.size;
+		return EFI_BUFFER_TOO_SMALL;
+	}
+	memcpy(buf, initrd_lf2.data, initrd_lf2.size);
+	*size = initrd_lf2.size;
+	return EFI_SUCCESS;
+}
+
+static EFI_STATUS install_initrd(struct esp *esp, const char *path)
+{
+	EFI_GUID dp_guid = DEVICE_PATH_PROTOCOL, lf2_guid = LOAD_FILE2_PROTOCOL_GUID;
+	EFI_HANDLE handle = NULL;
+	void *data;
+	uint64_t size;
+	EFI_STATUS s = esp_read(esp, path, EfiLoaderData, LOADER_MAX_INITRD, &data, &size);
+
+	if (EFI_ERROR(s)) {
+		log_err("slat: cannot read initrd %s (0x%llx)\n", path, (unsigned long long)s);
+		return s;
+	}
+	initrd_lf2.proto.LoadFile = initrd_load_file;
+	initrd_lf2.data = data;
+	initrd_lf2.size = size;
+	s = esp->bs->InstallMultipleProtocolInterfaces(&handle, &dp_guid, &initrd_dp, &lf2_guid,
+						       &initrd_lf2.proto, NULL);
+	if (EFI_ERROR(s))
+		log_err("slat: cannot install the initrd LoadFile2 protocol (0x%llx)\n",
+			(unsigned long long)s);
+	else
+		log_info("slat: initrd %s, %llu KiB, offered via LoadFile2\n", path,
+			 (unsigned long long)(size / 1024));
+	return s;
+}
+
+static EFI_STATUS set_load_options(EFI_BOOT_SERVICES *bs, EFI_HANDLE child, const char *cmdline)
+{
+	EFI_GUID li_guid = LOADED_IMAGE_PROTOCOL;
+	EFI_LOADED_IMAGE *li;
+	size_t n = 0;
+	CHAR16 *w;
+
+	while (cmdline[n])
+		n++;
+	EFI_STATUS s = bs->HandleProtocol(child, &li_guid, (void **)&li);
+	if (!EFI_ERROR(s))
+		s = bs->AllocatePool(EfiLoaderData, (n + 1) * sizeof(CHAR16), (void **)&w);
+	if (EFI_ERROR(s))
+		return s;
+	ascii_to_ucs2(cmdline, w, n + 1);
+	li->LoadOptions = w;
+	li->LoadOptionsSize = (UINT32)((n + 1) * sizeof(CHAR16));
+	return EFI_SUCCESS;
+}
+
+EFI_STATUS loader_start(EFI_HANDLE parent, struct esp *esp, const struct loader_request *req)
+{
+	EFI_BOOT_SERVICES *bs = esp->bs;
+	EFI_HANDLE child = NULL;
+	EFI_DEVICE_PATH *dp = esp_file_device_path(esp, req->loader);
+	EFI_STATUS s;
+
+	if (!dp) {
+		log_err("slat: no device path for %s\n", req->loader);
+		return EFI_OUT_OF_RESOURCES;
+	}
+	if (req->initrd[0] && EFI_ERROR((s = install_initrd(esp, req->initrd))))
+		return s;
+	s = bs->LoadImage(FALSE, parent, dp, NULL, 0, &child);
+	if (EFI_ERROR(s)) {
+		log_err("slat: LoadImage %s failed (0x%llx)\n", req->loader, (unsigned long long)s);
+		return s;
+	}
+	s = set_load_options(bs, child, req->cmdline);
+	if (EFI_ERROR(s)) {
+		log_err("slat: cannot set load options (0x%llx)\n", (unsigned long long)s);
+		return s;
+	}
+	log_info("slat: starting %s with \"%s\"\n", req->loader, req->cmdline);
+	log_flush();
+	s = bs->StartImage(child, NULL, NULL);
+	log_err("slat: %s returned 0x%llx\n", req->loader, (unsigned long long)s);
+	return EFI_ERROR(s) ? s : EFI_ABORTED;
+}

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Making the running firmware Slat's primary VM and booting the OS in it:
+//
+//   1. read slat.cfg from the ESP (bad lines: a message with the line number,
+//      the default kept);
+//   2. reserve Slat's region and copy + relocate slat.efi into it
+//      (boot/resident.h);
+//   3. describe the machine's memory for the back end (core/plan.h);
+//   4. arch_enter_hypervisor(): the firmware continues, deprivileged, here;
+//   5. load and start the configured loader with its command line and initrd.
+//
+// With no slat.cfg and no default loader on the ESP there is nothing to boot:
+// Slat reports and returns EFI_SUCCESS without touching the machine.
+#ifndef SLAT_BOOT_PRIMARY_H
+#define SLAT_BOOT_PRIMARY_H
+
+#include "boot/efi.h"
+#include "boot/firmware.h"
+
+// Returns only when there is nothing to boot or something failed (status).
+EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_info *fw);
+
+#endif
