@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// EL2 entry points of Slat on arm64: the exception vectors, the drop of the
+// running firmware to EL1, the secondary-CPU entry used by PSCI CPU_ON, and a
+// few instructions C cannot express. Only the resident copy's instances of
+// these run at EL2 after the drop (see arch/arm64/hyp.h).
+
+#define FRAME_SIZE 272 // struct arm64_frame: x0..x30, elr, spsr, pad
+#define FRAME_ELR  248
+
+	.text
+
+// ---- exception vectors ---------------------------------------------------
+// 16 entries of 0x80 bytes; each saves x0/x1, puts its index in x0 and joins
+// the common path. Index: 0-3 current EL with SP_EL0, 4-7 current EL with
+// SP_ELx, 8-11 lower EL AArch64, 12-15 lower EL AArch32 (sync, IRQ, FIQ, SError).
+.macro vector idx
+	.balign 0x80
+	sub	sp, sp, #FRAME_SIZE
+	stp	x0, x1, [sp, #0]
+	mov	x0, #\idx
+	b	el2_trap_common
+.endm
+
+	.balign 2048
+	.globl	arm64_el2_vectors
+arm64_el2_vectors:
+	vector 0
+	vector 1
+	vector 2
+	vector 3
+	vector 4
+	vector 5
+	vector 6
+	vector 7
+	vector 8
+	vector 9
+	vector 10
+	vector 11
+	vector 12
+	vector 13
+	vector 14
+	vector 15
+
+el2_trap_common:
+	stp	x2, x3, [sp, #16]
+	stp	x4, x5, [sp, #32]
+	stp	x6, x7, [sp, #48]
+	stp	x8, x9, [sp, #64]
+	stp	x10, x11, [sp, #80]
+	stp	x12, x13, [sp, #96]
+	stp	x14, x15, [sp, #112]
+	stp	x16, x17, [sp, #128]
+	stp	x18, x19, [sp, #144]
+	stp	x20, x21, [sp, #160]
+	stp	x22, x23, [sp, #176]
+	stp	x24, x25, [sp, #192]
+	stp	x26, x27, [sp, #208]
+	stp	x28, x29, [sp, #224]
+	mrs	x1, elr_el2
+	stp	x30, x1, [sp, #240]
+	mrs	x1, spsr_el2
+	str	x1, [sp, #256]
+	mov	x1, sp
+	bl	arm64_el2_trap
+	ldr	x1, [sp, #256]
+	msr	spsr_el2, x1
+	ldp	x30, x1, [sp, #240]
+	msr	elr_el2, x1
+	ldp	x0, x1, [sp, #0]
+	ldp	x2, x3, [sp, #16]
+	ldp	x4, x5, [sp, #32]
+	ldp	x6, x7, [sp, #48]
+	ldp	x8, x9, [sp, #64]
+	ldp	x10, x11, [sp, #80]
+	ldp	x12, x13, [sp, #96]
+	ldp	x14, x15, [sp, #112]
+	ldp	x16, x17, [sp, #128]
+	ldp	x18, x19, [sp, #144]
+	ldp	x20, x21, [sp, #160]
+	ldp	x22, x23, [sp, #176]
+	ldp	x24, x25, [sp, #192]
+	ldp	x26, x27, [sp, #208]
+	ldp	x28, x29, [sp, #224]
+	add	sp, sp, #FRAME_SIZE
+	eret
+
+// ---- int64_t arm64_call_then_drop(uint64_t fn, void *arg) ----------------
+// Runs in the firmware-loaded image. Saves the callee-saved registers on the
+// current (firmware) stack and calls fn(arg, resume_pc, el1_sp) at EL2. fn
+// either returns an error (we return it, still at EL2) or ERETs to resume_pc
+// at EL1 with SP_EL1 = el1_sp and x0 = 0: we then restore and return 0 at EL1.
+	.balign 4
+	.globl	arm64_call_then_drop
+arm64_call_then_drop:
+	stp	x29, x30, [sp, #-112]!
+	mov	x29, sp
+	stp	x19, x20, [sp, #16]
+	stp	x21, x22, [sp, #32]
+	stp	x23, x24, [sp, #48]
+	stp	x25, x26, [sp, #64]
+	stp	x27, x28, [sp, #80]
+	mrs	x3, daif            // interrupts stay masked until we are back
+	str	x3, [sp, #96]
+	msr	daifset, #0xf
+	mov	x16, x0
+	mov	x0, x1
+	adr	x1, 1f
+	mov	x2, sp
+	blr	x16
+1:	ldr	x3, [sp, #96]
+	msr	daif, x3
+	ldp	x19, x20, [sp, #16]
+	ldp	x21, x22, [sp, #32]
+	ldp	x23, x24, [sp, #48]
+	ldp	x25, x26, [sp, #64]
+	ldp	x27, x28, [sp, #80]
+	ldp	x29, x30, [sp], #112
+	ret
+
+// ---- void arm64_eret_to_el1(pc, el1_sp, x0, el2_sp) ----------------------
+	.balign 4
+	.globl	arm64_eret_to_el1
+arm64_eret_to_el1:
+	msr	elr_el2, x0
+	mov	x5, #0x3c5 // EL1h, D A I F masked
+	msr	spsr_el2, x5
+	msr	sp_el1, x1
+	mov	sp, x3
+	mov	x0, x2
+	mov	x1, xzr
+	mov	x2, xzr
+	mov	x3, xzr
+	mov	x4, xzr
+	mov	x5, xzr
+	mov	x29, xzr
+	mov	x30, xzr
+	isb
+	eret
+
+// ---- uint64_t arm64_smc4(x0, x1, x2, x3) ---------------------------------
+	.balign 4
+	.globl	arm64_smc4
+arm64_smc4:
+	smc	#0
+	ret
+
+// ---- void arm64_el2_switch_ttbr0(uint64_t ttbr0) -------------------------
+// Both the old and the new tables map the running code identically.
+	.balign 4
+	.globl	arm64_el2_switch_ttbr0
+arm64_el2_switch_ttbr0:
+	dsb	ish
+	msr	ttbr0_el2, x0
+	isb
+	tlbi	alle2
+	dsb	ish
+	isb
+	ret
+
+// ---- PSCI CPU_ON target: x0 = struct arm64_pcpu *, MMU and caches off -----
+// Turns on Slat's EL2 translation (the boot CPU's values), then calls
+// arm64_secondary_main(pcpu) on the CPU's own stack; that never returns.
+	.balign 4
+	.globl	arm64_secondary_entry
+arm64_secondary_entry:
+	mov	x19, x0
+	ldr	x1, [x19, #8]      // pcpu->mmu
+	ldr	x2, [x1, #0]
+	msr	tcr_el2, x2
+	ldr	x2, [x1, #8]
+	msr	mair_el2, x2
+	ldr	x2, [x1, #16]
+	msr	ttbr0_el2, x2
+	isb
+	tlbi	alle2
+	ic	iallu
+	dsb	nsh
+	isb
+	ldr	x2, [x1, #24]
+	msr	sctlr_el2, x2
+	isb
+	ldr	x2, [x1, #32]
+	msr	vbar_el2, x2
+	ldr	x2, [x19, #0]      // pcpu->stack_top
+	mov	sp, x2
+	msr	tpidr_el2, x19
+	mov	x29, xzr
+	mov	x30, xzr
+	mov	x0, x19
+	bl	arm64_secondary_main
+2:	wfe
+	b	2b

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// EL2 system registers and the bit fields Slat programs (Arm ARM DDI 0487,
+// D19). Registers the assembler may not know for the baseline architecture
+// are named by their S<op0>_<op1>_C<n>_C<m>_<op2> encodings.
+#ifndef SLAT_ARCH_ARM64_EL2_REGS_H
+#define SLAT_ARCH_ARM64_EL2_REGS_H
+
+#include "arch/arm64/sysreg.h"
+
+#define write_sysreg(name, v) __asm__ volatile("msr " name ", %0" ::"r"((uint64_t)(v)) : "memory")
+#define isb()		      __asm__ volatile("isb" ::: "memory")
+#define dsb(opt)	      __asm__ volatile("dsb " #opt ::: "memory")
+
+#define SYSREG_ID_AA64ISAR1_EL1 "S3_0_C0_C6_1"
+#define SYSREG_ID_AA64ISAR2_EL1 "S3_0_C0_C6_2"
+#define SYSREG_ZCR_EL2		"S3_4_C1_C2_0"
+#define SYSREG_SMCR_EL2		"S3_4_C1_C2_6"
+#define SYSREG_ICC_SRE_EL2	"S3_4_C12_C9_5"
+#define SYSREG_ICC_SRE_EL1	"S3_0_C12_C12_5"
+
+// HCR_EL2
+#define HCR_VM	(1ull << 0)
+#define HCR_IMO (1ull << 4)
+#define HCR_FMO (1ull << 3)
+#define HCR_TSC (1ull << 19)
+#define HCR_TGE (1ull << 27)
+#define HCR_RW	(1ull << 31)
+#define HCR_APK (1ull << 40)
+#define HCR_API (1ull << 41)
+
+// CPTR_EL2 (E2H = 0)
+#define CPTR_TZ	 (1ull << 8)
+#define CPTR_TFP (1ull << 10)
+#define CPTR_TSM (1ull << 12)
+
+// SCTLR_ELx
+#define SCTLR_M	   (1ull << 0)
+#define SCTLR_A	   (1ull << 1)
+#define SCTLR_C	   (1ull << 2)
+#define SCTLR_SA   (1ull << 3)
+#define SCTLR_SA0  (1ull << 4)
+#define SCTLR_I	   (1ull << 12)
+#define SCTLR_NTWI (1ull << 16)
+#define SCTLR_NTWE (1ull << 18)
+#define SCTLR_WXN  (1ull << 19)
+#define SCTLR_SPAN (1ull << 23)
+// SCTLR_EL1 bits that are RES1 in Armv8.0 (11, 20, 22, 23, 28, 29).
+#define SCTLR_EL1_RES1 0x30d00800ull
+
+// SPSR / PSTATE
+#define PSR_MODE_MASK 0xfull
+#define PSR_MODE_EL0T 0x0ull
+#define PSR_MODE_EL1T 0x4ull
+#define PSR_MODE_EL1H 0x5ull
+#define PSR_RW32      (1ull << 4)
+#define PSR_DAIF      (0xfull << 6)
+#define PSR_PAN	      (1ull << 22)
+
+// ESR_ELx
+#define ESR_EC_SHIFT 26
+#define ESR_IL	     (1ull << 25)
+#define ESR_ISS_MASK 0x1ffffffull
+#define EC_UNKNOWN   0x00
+#define EC_WFX	     0x01
+#define EC_HVC64     0x16
+#define EC_SMC64     0x17
+#define EC_SYSREG    0x18
+#define EC_IABT_LOW  0x20
+#define EC_IABT_CUR  0x21
+#define EC_DABT_LOW  0x24
+#define EC_DABT_CUR  0x25
+#define ISS_DABT_WNR (1ull << 6)
+#define FSC_SEA	     0x10 // synchronous external abort, not on a table walk
+
+static inline unsigned esr_ec(uint64_t esr)
+{
+	return (unsigned)(esr >> ESR_EC_SHIFT) & 0x3f;
+}
+
+#endif

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The arm64 side of the mm back-end contract: TLB invalidation for the
+// primary's VMID, cache maintenance to the point of coherency, and table pages
+// from Slat's reserved region. Every operation is counted for the exit
+// summary. Runs only in the resident copy, at EL2.
+#include "arch/arm64/el2_regs.h"
+#include "arch/arm64/hyp.h"
+
+static struct region *mm_region;
+static uint64_t mm_free_list; // freed pages, linked through their first word
+static uint64_t mm_pages_live, mm_pages_max, mm_invalidations, mm_cmos;
+static unsigned mm_dline; // smallest data cache line, bytes
+
+void arm64_mm_backend_init(struct region *r)
+{
+	uint64_t ctr = read_sysreg("ctr_el0");
+
+	mm_region = r;
+	mm_dline = 4u << ((ctr >> 16) & 0xf); // CTR_EL0.DminLine: log2 words
+}
+
+static void count_add(uint64_t *c, uint64_t n)
+{
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+uint64_t arm64_mm_page_alloc(void)
+{
+	uint64_t pa = mm_free_list;
+
+	if (pa) {
+		mm_free_list = *(uint64_t *)(uintptr_t)pa;
+		for (unsigned i = 0; i < 512; i++)
+			((uint64_t *)(uintptr_t)pa)[i] = 0;
+	} else {
+		pa = region_alloc(mm_region, 1, 4096);
+		if (!pa)
+			return 0;
+	}
+	count_add(&mm_pages_live, 1);
+	if (mm_pages_live > mm_pages_max)
+		mm_pages_max = mm_pages_live;
+	return pa;
+}
+
+void arm64_mm_page_free(uint64_t pa)
+{
+	*(uint64_t *)(uintptr_t)pa = mm_free_list;
+	mm_free_list = pa;
+	__atomic_fetch_sub(&mm_pages_live, 1, __ATOMIC_RELAXED);
+}
+
+// Pages the stage-2 builder took directly from the region.
+void arm64_mm_account_pages(uint64_t n)
+{
+	count_add(&mm_pages_live, n);
+	if (mm_pages_live > mm_pages_max)
+		mm_pages_max = mm_pages_live;
+}
+
+// Every stage-1 and stage-2 entry of the current VMID, on every CPU of the
+// inner-shareable domain.
+void arm64_tlbi_vmalls12e1is(void)
+{
+	dsb(ishst);
+	__asm__ volatile("tlbi vmalls12e1is" ::: "memory");
+	dsb(ish);
+	isb();
+	count_add(&mm_invalidations, 1);
+}
+
+// Stage-2 entries for one IPA page of the current VMID. Stage-1 entries that
+// used it are removed separately (TLBI VMALLE1IS) as the architecture asks.
+void arm64_tlbi_ipas2e1is(uint64_t ipa)
+{
+	dsb(ishst);
+	__asm__ volatile("tlbi ipas2e1is, %0" ::"r"(ipa >> 12) : "memory");
+	dsb(ish);
+	__asm__ volatile("tlbi vmalle1is" ::: "memory");
+	dsb(ish);
+	isb();
+	count_add(&mm_invalidations, 1);
+}
+
+void arm64_dcache_clean_inval_poc(uint64_t start, uint64_t len)
+{
+	uint64_t line = mm_dline ? mm_dline : 64;
+	uint64_t end = start + len;
+
+	for (uint64_t a = start & ~(line - 1); a < end; a += line)
+		__asm__ volatile("dc civac, %0" ::"r"(a) : "memory");
+	dsb(ish);
+	count_add(&mm_cmos, 1);
+}
+
+void arm64_mm_counts(struct slat_mm_counts *out)
+{
+	*out = (struct slat_mm_counts){
+	    .table_pages = __atomic_load_n(&mm_pages_live, __ATOMIC_RELAXED),
+	    .table_pages_max = mm_pages_max,
+	    .invalidations = __atomic_load_n(&mm_invalidations, __ATOMIC_RELAXED),
+	    .cmos = __atomic_load_n(&mm_cmos, __ATOMIC_RELAXED),
+	};
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// PSCI as the primary VM sees it (Arm DEN 0022, function IDs in section 5).
+// Every CPU enters Slat first: CPU_ON starts the target at Slat's EL2 entry,
+// which then enters the OS at EL1. Power-off and reset go through Slat's
+// shutdown (teardown and exit summary). Calls that would resume a CPU at an
+// address Slat did not choose (CPU_SUSPEND, SYSTEM_SUSPEND, ...) are refused;
+// everything else in the PSCI range goes to the firmware unchanged, and any
+// other SMC gets the SMCCC "unknown function" answer.
+#include "arch/arm64/hyp.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+#define PSCI_VERSION	       0x84000000u
+#define PSCI_CPU_SUSPEND       0x01u
+#define PSCI_CPU_OFF	       0x84000002u
+#define PSCI_CPU_ON	       0x03u
+#define PSCI_AFFINITY_INFO     0x04u
+#define PSCI_MIGRATE	       0x05u
+#define PSCI_MIGRATE_INFO_TYPE 0x84000006u
+#define PSCI_MIGRATE_INFO_UP   0x07u
+#define PSCI_SYSTEM_OFF	       0x84000008u
+#define PSCI_SYSTEM_RESET      0x84000009u
+#define PSCI_FEATURES	       0x8400000au
+#define PSCI_CPU_FREEZE	       0x8400000bu
+#define PSCI_CPU_DEFAULT_SUSP  0x0cu
+#define PSCI_SYSTEM_SUSPEND    0x0eu
+#define PSCI_SYSTEM_RESET2     0x12u
+
+#define PSCI_RET_NOT_SUPPORTED	  ((uint64_t)-1)
+#define PSCI_RET_INVALID_PARAMS	  ((uint64_t)-2)
+#define PSCI_RET_INTERNAL_FAILURE ((uint64_t)-6)
+
+// 0x84000000 + n (SMC32) or 0xc4000000 + n (SMC64), n < 0x20.
+static bool psci_decode(uint32_t fid, unsigned *n)
+{
+	if ((fid & ~0x4000001fu) != 0x84000000u)
+		return false;
+	*n = fid & 0x1f;
+	return true;
+}
+
+static bool is64(uint32_t fid)
+{
+	return fid & 0x40000000u;
+}
+
+static uint64_t forward(const struct arm64_frame *f)
+{
+	return arm64_smc4(f->x[0], f->x[1], f->x[2], f->x[3]);
+}
+
+// Functions Slat refuses because the CPU would come back outside Slat.
+static bool refused(unsigned n)
+{
+	return n == PSCI_CPU_SUSPEND || n == PSCI_SYSTEM_SUSPEND || n == PSCI_CPU_DEFAULT_SUSP ||
+	       n == (PSCI_CPU_FREEZE & 0x1f);
+}
+
+static uint64_t psci_cpu_on(struct arm64_frame *f, bool wide)
+{
+	uint64_t mask = wide ? ~0ull : 0xffffffffull;
+	uint64_t target = f->x[1] & mask, entry = f->x[2] & mask, ctx = f->x[3] & mask;
+	struct arm64_pcpu *pc = arm64_pcpu_for(target);
+
+	if (!pc) {
+		log_err("slat: CPU_ON 0x%llx: no room for another CPU (max %u)\n",
+			(unsigned long long)target, ARM64_MAX_CPUS);
+		return PSCI_RET_INTERNAL_FAILURE;
+	}
+	pc->guest_entry = entry;
+	pc->guest_context = ctx;
+	// The new CPU reads its record with the MMU and caches off.
+	arm64_dcache_clean_inval_poc((uint64_t)(uintptr_t)pc, sizeof(*pc));
+	uint64_t ret = arm64_smc4(f->x[0], target, (uint64_t)(uintptr_t)arm64_secondary_entry,
+				  (uint64_t)(uintptr_t)pc);
+	log_debug("slat: CPU_ON 0x%llx entry 0x%llx: %lld\n", (unsigned long long)target,
+		  (unsigned long long)entry, (long long)ret);
+	return ret;
+}
+
+static uint64_t psci_features(const struct arm64_frame *f)
+{
+	unsigned n;
+
+	if (!psci_decode((uint32_t)f->x[1], &n) || refused(n))
+		return PSCI_RET_NOT_SUPPORTED;
+	return forward(f);
+}
+
+void arm64_psci_call(struct arm64_frame *f)
+{
+	uint32_t fid = (uint32_t)f->x[0];
+	unsigned n;
+
+	if (!psci_decode(fid, &n)) {
+		f->x[0] = PSCI_RET_NOT_SUPPORTED; // SMCCC: unknown function identifier
+		return;
+	}
+	switch (n) {
+	case PSCI_CPU_ON:
+		f->x[0] = psci_cpu_on(f, is64(fid));
+		return;
+	case PSCI_SYSTEM_OFF & 0x1f:
+		arm64_vm_shutdown(f, false, PSCI_SYSTEM_OFF);
+	case PSCI_SYSTEM_RESET & 0x1f:
+		arm64_vm_shutdown(f, true, PSCI_SYSTEM_RESET);
+	case PSCI_SYSTEM_RESET2:
+		arm64_vm_shutdown(f, true, fid);
+	case PSCI_FEATURES & 0x1f:
+		f->x[0] = psci_features(f);
+		return;
+	default:
+		// VERSION, CPU_OFF, AFFINITY_INFO, MIGRATE*, and the rest: the firmware
+		// answers (CPU_OFF does not come back when it succeeds).
+		f->x[0] = refused(n) ? PSCI_RET_NOT_SUPPORTED : forward(f);
+		return;
+	}
+}

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// EL2 synchronous exception handling for the primary VM: decode ESR_EL2 into
+// an exit reason, count it, handle it. Stage-2 faults are never fatal: the
+// primary gets a synchronous external abort, exactly as if the memory had
+// answered with an error.
+#include "arch/arm64/el2_regs.h"
+#include "arch/arm64/hyp.h"
+#include "core/log.h"
+
+// Vector offsets of VBAR_EL1 (Arm ARM D1.10.2) for a synchronous exception.
+#define VEC_CUR_SP0   0x000
+#define VEC_CUR_SPX   0x200
+#define VEC_LOWER_A64 0x400
+#define VEC_LOWER_A32 0x600
+
+#define TRAP_LOWER_A64_SYNC 8
+
+// Makes the primary take a synchronous exception with syndrome `esr1` at EL1,
+// as the hardware would have: the interrupted state goes to ELR/SPSR_EL1 and
+// execution continues at the right VBAR_EL1 vector with DAIF masked.
+static void inject_sync(struct arm64_frame *f, uint64_t esr1, uint64_t far, bool set_far)
+{
+	uint64_t mode = f->spsr & PSR_MODE_MASK;
+	uint64_t off = (f->spsr & PSR_RW32)    ? VEC_LOWER_A32
+		       : mode == PSR_MODE_EL0T ? VEC_LOWER_A64
+		       : mode == PSR_MODE_EL1T ? VEC_CUR_SP0
+					       : VEC_CUR_SPX;
+	uint64_t spsr = PSR_DAIF | PSR_MODE_EL1H;
+
+	if (arm64_hyp.has_pan) {
+		// PSTATE.PAN is kept, and set on entry when SCTLR_EL1.SPAN is 0.
+		spsr |= f->spsr & PSR_PAN;
+		if (!(read_sysreg("sctlr_el1") & SCTLR_SPAN))
+			spsr |= PSR_PAN;
+	}
+	write_sysreg("esr_el1", esr1);
+	if (set_far)
+		write_sysreg("far_el1", far);
+	write_sysreg("elr_el1", f->elr);
+	write_sysreg("spsr_el1", f->spsr);
+	f->elr = read_sysreg("vbar_el1") + off;
+	f->spsr = spsr;
+}
+
+static bool from_el0(const struct arm64_frame *f)
+{
+	return (f->spsr & PSR_RW32) || (f->spsr & PSR_MODE_MASK) == PSR_MODE_EL0T;
+}
+
+void arm64_inject_undef(struct arm64_frame *f)
+{
+	inject_sync(f, ((uint64_t)EC_UNKNOWN << ESR_EC_SHIFT) | ESR_IL, 0, false);
+}
+
+static void inject_external_abort(struct arm64_frame *f, uint64_t esr2, bool insn)
+{
+	unsigned ec = insn ? (from_el0(f) ? EC_IABT_LOW : EC_IABT_CUR)
+			   : (from_el0(f) ? EC_DABT_LOW : EC_DABT_CUR);
+	uint64_t iss = FSC_SEA | (insn ? 0 : (esr2 & ISS_DABT_WNR));
+
+	inject_sync(f, ((uint64_t)ec << ESR_EC_SHIFT) | ESR_IL | iss, read_sysreg("far_el2"), true);
+}
+
+// Distinct pages already reported, so a guest that retries does not flood the log.
+#define FAULT_LOG_PAGES 8
+static uint64_t fault_logged[FAULT_LOG_PAGES];
+static unsigned fault_logged_n;
+static int fault_log_lock;
+
+static bool fault_first_time(uint64_t page)
+{
+	bool first = true;
+
+	while (__atomic_exchange_n(&fault_log_lock, 1, __ATOMIC_ACQUIRE))
+		;
+	for (unsigned i = 0; i < fault_logged_n && first; i++)
+		first = fault_logged[i] != page;
+	if (first && fault_logged_n < FAULT_LOG_PAGES)
+		fault_logged[fault_logged_n++] = page;
+	else if (first)
+		first = false; // table full: stay quiet
+	__atomic_store_n(&fault_log_lock, 0, __ATOMIC_RELEASE);
+	return first;
+}
+
+static void handle_stage2_fault(struct arm64_frame *f, uint64_t esr, bool insn)
+{
+	uint64_t far = read_sysreg("far_el2");
+	uint64_t ipa = ((read_sysreg("hpfar_el2") >> 4) << 12) | (far & 0xfff);
+
+	if (arm64_vm_is_shutting_down()) {
+		// The stage-2 is gone: this CPU has nothing left to run.
+		for (;;)
+			__asm__ volatile("wfe");
+	}
+	if (fault_first_time(ipa >> 12)) {
+		bool ours = arm64_in_slat_region(ipa, 1);
+		log_warn("slat: stage-2 fault on %s at IPA 0x%llx (VA 0x%llx, %s %s at EL%u, ESR "
+			 "0x%llx): injecting an external abort\n",
+			 ours ? "Slat memory" : "an unmapped address", (unsigned long long)ipa,
+			 (unsigned long long)far, insn ? "fetch" : "access",
+			 insn			? ""
+			 : (esr & ISS_DABT_WNR) ? "write"
+						: "read",
+			 from_el0(f) ? 0u : 1u, (unsigned long long)esr);
+	}
+	inject_external_abort(f, esr, insn);
+}
+
+static void unexpected_lower(struct arm64_frame *f, uint64_t esr)
+{
+	static int seen[64];
+	unsigned ec = esr_ec(esr);
+
+	if (!__atomic_exchange_n(&seen[ec], 1, __ATOMIC_RELAXED))
+		log_warn("slat: unhandled trap EC 0x%x (ESR 0x%llx) at 0x%llx: injecting undefined "
+			 "instruction\n",
+			 ec, (unsigned long long)esr, (unsigned long long)f->elr);
+	arm64_inject_undef(f);
+}
+
+static void lower_sync(struct arm64_frame *f)
+{
+	struct arm64_pcpu *pc = arm64_this_pcpu();
+	uint64_t esr = read_sysreg("esr_el2");
+
+	switch (esr_ec(esr)) {
+	case EC_SMC64:
+		vcpu_count_exit(pc->vcpu, EXIT_FIRMWARE_CALL);
+		f->elr += 4; // a trapped SMC returns to itself
+		arm64_psci_call(f);
+		break;
+	case EC_HVC64:
+		vcpu_count_exit(pc->vcpu, EXIT_HYPERCALL);
+		f->x[0] = (uint64_t)-1; // SMCCC: unknown function
+		break;
+	case EC_DABT_LOW:
+	case EC_IABT_LOW:
+		vcpu_count_exit(pc->vcpu, EXIT_SLAT_FAULT);
+		handle_stage2_fault(f, esr, esr_ec(esr) == EC_IABT_LOW);
+		break;
+	case EC_SYSREG:
+		vcpu_count_exit(pc->vcpu, EXIT_SYSREG);
+		unexpected_lower(f, esr);
+		break;
+	case EC_WFX:
+		vcpu_count_exit(pc->vcpu, EXIT_WAIT);
+		f->elr += 4;
+		break;
+	default:
+		vcpu_count_exit(pc->vcpu, EXIT_OTHER);
+		unexpected_lower(f, esr);
+		break;
+	}
+}
+
+static const char *const trap_kinds[16] = {
+    "EL2t sync",      "EL2t IRQ",      "EL2t FIQ",	"EL2t SError",
+    "EL2h sync",      "EL2h IRQ",      "EL2h FIQ",	"EL2h SError",
+    "lower A64 sync", "lower A64 IRQ", "lower A64 FIQ", "lower A64 SError",
+    "lower A32 sync", "lower A32 IRQ", "lower A32 FIQ", "lower A32 SError",
+};
+
+void arm64_el2_trap(uint64_t kind, struct arm64_frame *f)
+{
+	if (kind == TRAP_LOWER_A64_SYNC) {
+		lower_sync(f);
+		return;
+	}
+	if (kind > TRAP_LOWER_A64_SYNC) {
+		// Interrupts and SErrors are routed to EL1 (IMO/FMO/AMO clear) and AArch32
+		// is not offered: none of these should reach EL2.
+		struct arm64_pcpu *pc = arm64_this_pcpu();
+		vcpu_count_exit(pc->vcpu, EXIT_OTHER);
+		log_warn("slat: unexpected %s exception from the primary (ESR 0x%llx)\n",
+			 trap_kinds[kind & 15], (unsigned long long)read_sysreg("esr_el2"));
+		if (kind == 12)
+			arm64_inject_undef(f);
+		return;
+	}
+	// An exception in Slat itself: report it and stop this CPU.
+	log_err("slat: %s exception at EL2: ESR 0x%llx ELR 0x%llx FAR 0x%llx\n", trap_kinds[kind],
+		(unsigned long long)read_sysreg("esr_el2"), (unsigned long long)f->elr,
+		(unsigned long long)read_sysreg("far_el2"));
+	log_flush();
+	for (;;)
+		__asm__ volatile("wfe");
+}
