@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# arm64 primary VM on -cpu cortex-a72 (Armv8.0, no VHE, no PAN), 2 CPUs: edk2
+# dropped to EL1 under Slat's stage-2 boots Debian's kernel, which runs at EL1,
+# brings CPU 1 up through Slat's PSCI, cannot read Slat's memory, powers off
+# through Slat's exit summary.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/arm64_primary.sh"
+arm64_primary_boot cortex-a72
+arm64_primary_expect
+expect_literal 'slat: HCR_EL2 0x80080001,'
+boot_done

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# arm64 primary VM on -cpu max,pauth=off (Armv8.x with VHE, PAN, SVE, no
+# pointer auth), 2 CPUs: the same guarantees as on cortex-a72.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/arm64_primary.sh"
+arm64_primary_boot max,pauth=off
+arm64_primary_expect
+expect_literal 'slat: HCR_EL2 0x80080001,'
+boot_done
