@@ -3,7 +3,8 @@
 # Emulator boot tests and `make run`. The emulator command lines live in one
 # place, tools/emu.sh, shared by `make run` and tests/boot/lib.sh.
 #
-#   make run                       QEMU arm64 virt (EL2), -cpu cortex-a72
+#   make run                       QEMU arm64 virt (EL2), -cpu cortex-a72: Slat boots
+#                                  Debian's kernel to a busybox shell
 #   make run ARCH=x86_64           QEMU x86-64 -cpu max (AMD SVM + NPT)
 #   make run ARCH=x86_64 CPU=intel Bochs corei7_skylake_x (Intel VT-x + EPT)
 #   make run ARCH=aarch64 CPU=max,pauth=off    any QEMU -cpu for arm64
@@ -14,8 +15,20 @@
 TEST_STAGES ?= unit boot bench
 RUN_FILES ?=
 
-run: deps $(BUILD)/$(ARCH)/slat.efi
-	$(Q)bash tools/emu.sh run $(ARCH) $(CPU) $(RUN_FILES)
+# arm64: slat.efi boots Debian's kernel (make guest-aarch64) on 2 CPUs to an
+# interactive busybox shell on the serial console (`exit` powers off).
+RUN_CFG_aarch64   := $(BUILD)/run/aarch64.slat.cfg
+RUN_DEPS_aarch64  := guest-aarch64 $(RUN_CFG_aarch64)
+RUN_FILES_aarch64 := $(RUN_CFG_aarch64)=slat.cfg \
+	$(BUILD)/guest/aarch64/vmlinuz=slat/vmlinuz $(BUILD)/guest/aarch64/initrd.img=slat/initrd.img
+RUN_ENV_aarch64   := EMU_ESP_CYL=128 EMU_SMP=2
+$(RUN_CFG_aarch64): mk/boot.mk
+	@mkdir -p $(@D)
+	@printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
+		'cmdline = console=ttyAMA0' > $@
+
+run: deps $(BUILD)/$(ARCH)/slat.efi $(RUN_DEPS_$(ARCH))
+	$(Q)$(RUN_ENV_$(ARCH)) bash tools/emu.sh run $(ARCH) '$(CPU)' $(RUN_FILES_$(ARCH)) $(RUN_FILES)
 
 boot-test: deps $(EFI_IMAGES)
 	$(Q)bash tests/run.sh boot

@@ -31,7 +31,7 @@ EMU_MEM_MB=${EMU_MEM_MB:-1024}
 # FAT16 "superfloppy" of 32 cylinders x 16 heads x 63 sectors (15.75 MiB):
 # Bochs derives the disk geometry from it; edk2 mounts it without a partition
 # table. Built without mounting anything.
-EMU_ESP_CYL=32 EMU_ESP_HEADS=16 EMU_ESP_SPT=63
+EMU_ESP_CYL=${EMU_ESP_CYL:-32} EMU_ESP_HEADS=16 EMU_ESP_SPT=63 # EMU_ESP_CYL=128: 63 MiB
 
 emu_die() {
 	echo "emu: $*" >&2
@@ -105,6 +105,7 @@ emu_qemu_arm64() {
 	shift 4
 	_emu_qemu "$mode" "$log" qemu-system-aarch64 -accel tcg \
 		-M virt,virtualization=on,gic-version=3 -cpu "$cpu" -m "$EMU_MEM_MB" \
+		-smp "${EMU_SMP:-1}" \
 		-bios "$EMU_QEMU_EFI_AARCH64" -boot menu=on,splash-time=0 \
 		-drive "file=$esp,format=raw,if=virtio" "$@"
 }
