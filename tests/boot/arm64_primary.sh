@@ -27,7 +27,7 @@ arm64_primary_boot() {
 	# The kernel alone is ~27 MiB: a 63 MiB ESP instead of the default 15.75 MiB.
 	EMU_ESP_CYL=128
 	boot_esp aarch64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd.img=slat/initrd.img"
-	boot_qemu_arm64 "$cpu" -smp 2
+	EMU_SMP=2 boot_qemu_arm64 "$cpu"
 }
 
 arm64_primary_expect() {
