@@ -6,23 +6,27 @@
 # initramfs runs tests/guest/primary.sh; Slat prints its exit summary when the
 # guest powers off.
 #
-#   arm64_primary_boot CPU     build the ESP and boot it under QEMU -cpu CPU
+#   arm64_primary_boot CPU [TEST [CFG LINE...]]
+#                              build the ESP and boot it under QEMU -cpu CPU with
+#                              slat.test=TEST (default primary) and extra slat.cfg lines
 #   arm64_primary_expect       the assertions every CPU model shares
 
 arm64_primary_boot() {
-	local cpu=$1 cfg
+	local cpu=$1 test=${2:-primary} cfg
+	shift $(($# < 2 ? $# : 2))
 	make -s -C "$BOOT_TOP" guest-aarch64 >"$BOOT_DIR/guest.out" 2>&1 || {
 		cat "$BOOT_DIR/guest.out" >&2
 		echo "boot: building the arm64 guest failed" >&2
 		exit 1
 	}
 	cfg="$BOOT_DIR/slat.cfg"
-	cat >"$cfg" <<-'CFG'
-	# written by tests/boot/arm64_primary.sh
-	loader  = \slat\vmlinuz
-	initrd  = \slat\initrd.img
-	cmdline = console=ttyAMA0 panic=-1 slat.test=primary
-	CFG
+	{
+		echo '# written by tests/boot/arm64_primary.sh'
+		echo 'loader  = \slat\vmlinuz'
+		echo 'initrd  = \slat\initrd.img'
+		echo "cmdline = console=ttyAMA0 panic=-1 slat.test=$test"
+		printf '%s\n' "$@"
+	} >"$cfg"
 	local g="$BOOT_TOP/build/guest/aarch64"
 	# The kernel alone is ~27 MiB: a 63 MiB ESP instead of the default 15.75 MiB.
 	EMU_ESP_CYL=128
@@ -41,6 +45,7 @@ arm64_primary_expect() {
 		'^SLAT-GUEST: init up on aarch64' \
 		'^SLAT-GUEST: el EL1$' \
 		'^SLAT-GUEST: cpus online 0-1$' \
+		'^SLAT-GUEST: hotplug cpu1 off \(0\) on \(0-1\)$' \
 		'^SLAT-GUEST: region 0x[0-9a-f]+\+0x400000 reserved in /proc/iomem$' \
 		'^SLAT-GUEST: devmem-ctl reserved 0x[0-9a-f]+ read status 0 \(0x[0-9a-f]+\)$' \
 		'^SLAT-GUEST: slat-read blocked \(status 135' \
@@ -54,7 +59,7 @@ arm64_primary_expect() {
 	expect_count 1 "^warning: slat: stage-2 fault on Slat memory at IPA $hex \\(VA $hex, access read at EL0"
 	expect '^slat: exits: firmware-call +[0-9]+ \(vcpu0 [1-9][0-9]*, vcpu1 [0-9]+\)$' \
 		'^slat: exits: slat-fault +1 \(vcpu0 [01], vcpu1 [01]\)$'
-	expect_absent 'Synchronous Exception' '^error: ' 'Kernel panic' 'unhandled trap' \
+	expect_absent 'Synchronous Exception' '^error: (slat|arm64):' 'Kernel panic' 'unhandled trap' \
 		'exception at EL2'
 	expect_exit
 }

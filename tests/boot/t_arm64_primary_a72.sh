@@ -3,10 +3,13 @@
 # arm64 primary VM on -cpu cortex-a72 (Armv8.0, no VHE, no PAN), 2 CPUs: edk2
 # dropped to EL1 under Slat's stage-2 boots Debian's kernel, which runs at EL1,
 # brings CPU 1 up through Slat's PSCI, cannot read Slat's memory, powers off
-# through Slat's exit summary.
+# through Slat's exit summary. A bad slat.cfg line is reported with its line
+# number and ignored.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/arm64_primary.sh"
-arm64_primary_boot cortex-a72
+arm64_primary_boot cortex-a72 primary 'colour = blue'
 arm64_primary_expect
 expect_literal 'slat: HCR_EL2 0x80080001,'
+expect_count 1 '^error: slat\.cfg:5: '
+expect_literal 'slat: slat.cfg read (1 line ignored): loader \slat\vmlinuz, initrd \slat\initrd.img'
 boot_done

@@ -5,6 +5,7 @@
 # Each check prints one "SLAT-GUEST: ..." line that tests/boot asserts:
 #   el         the kernel started at EL1 (Slat holds EL2), or EL2 when booted bare
 #   cpus       which CPUs are online
+#   hotplug    CPU 1 goes offline and comes back
 #   region     Slat's region (slat.region=BASE,SIZE from Slat) is listed as reserved
 #   devmem-ctl another reserved range reads fine (the method itself works)
 #   slat-read  a /dev/mem read of Slat's region fails, and the guest goes on
@@ -20,6 +21,15 @@ else
 fi
 
 say "cpus online $(cat /sys/devices/system/cpu/online)"
+
+# CPU hotplug: CPU_OFF, AFFINITY_INFO and a second CPU_ON, all through Slat.
+cpu1=/sys/devices/system/cpu/cpu1/online
+if [ -w "$cpu1" ] && echo 0 >"$cpu1" && off=$(cat /sys/devices/system/cpu/online) &&
+	echo 1 >"$cpu1"; then
+	say "hotplug cpu1 off ($off) on ($(cat /sys/devices/system/cpu/online))"
+else
+	say "hotplug cpu1 failed"
+fi
 
 region=$(sed -n 's/.*slat\.region=\(0x[0-9a-f]*\),\(0x[0-9a-f]*\).*/\1 \2/p' /proc/cmdline)
 if [ -z "$region" ]; then
