@@ -27,8 +27,10 @@ void vm_init(struct vm *vm, const char *name, const char *slat_name, struct vcpu
 	     unsigned max_vcpus)
 {
 	memset(vcpus, 0, sizeof(*vcpus) * max_vcpus);
-	for (unsigned i = 0; i < max_vcpus; i++)
+	for (unsigned i = 0; i < max_vcpus; i++) {
+		vcpus[i].index = i;
 		vcpus[i].hw_id = UINT64_MAX; // free slot
+	}
 	*vm = (struct vm){
 	    .name = name,
 	    .slat_name = slat_name,
@@ -52,16 +54,14 @@ struct vcpu *vm_vcpu_for(struct vm *vm, uint64_t hw_id)
 
 	if (v || hw_id == UINT64_MAX)
 		return v;
-	// Claim the first free slot; a slot, once claimed, is never released, so
-	// two CPUs racing for the same id cannot both succeed on different slots
-	// unless they are different ids.
+	// Claim the first free slot. A slot, once claimed, is never released, and
+	// a CPU that loses the race for a slot to the same id takes that slot, so
+	// one id never ends up in two records.
 	for (unsigned i = 0; i < vm->max_vcpus; i++) {
 		uint64_t expected = UINT64_MAX;
 		if (__atomic_compare_exchange_n(&vm->vcpus[i].hw_id, &expected, hw_id, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			vm->vcpus[i].index = i;
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			return &vm->vcpus[i];
-		}
 		if (expected == hw_id)
 			return &vm->vcpus[i];
 	}
