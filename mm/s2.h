@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The SLAT engine's public interface: VMs, roots, memslots, map/unmap/protect,
+// faults, teardown, the identity map for primary VMs, and the generic walker
+// (for mm/ itself and for the nested shadow code). See docs/mm.md.
+//
+// Locking: every function takes the locks it needs; callers hold none.
+// Errors are negative S2_E_* values; 0 is success.
+#ifndef SLAT_MM_S2_H
+#define SLAT_MM_S2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mm/s2_backend.h"
+#include "mm/s2_fmt.h"
+
+enum s2_err {
+	S2_OK = 0,
+	S2_E_INVAL = -1,     // bad argument (NULL, unknown flag, bad ia_bits)
+	S2_E_UNALIGNED = -2, // address or size not 4 KiB aligned
+	S2_E_ZERO = -3,	     // zero-sized slot or range
+	S2_E_RANGE = -4,     // beyond the format's input address width
+	S2_E_OVERLAP = -5,   // overlaps another slot of the address space
+	S2_E_EXIST = -6,     // slot id already used
+	S2_E_NOENT = -7,     // no such slot
+	S2_E_NOMEM = -8,     // page allocation failed: nothing changed
+	S2_E_FULL = -9,	     // too many slots
+	S2_E_AS = -10,	     // address space id out of range
+	S2_E_PERM = -11,     // access not allowed by the slot (write to read-only)
+};
+
+#define S2_NR_AS       2   // address spaces per VM (normal, SMM-like)
+#define S2_MAX_SLOTS   128 // slots per address space
+#define S2_YIELD_EVERY 512 // a yieldable walk checks need_resched at least this often
+
+enum s2_zap_mode {
+	S2_ZAP_SLOT = 0, // default: slot delete/move zaps the slot's range only
+	S2_ZAP_ALL = 1,	 // A/B mode: invalidate all roots, zap them entirely
+};
+
+struct s2_vm_config {
+	const struct s2_fmt *fmt;
+	unsigned ia_bits;	// 0: fmt->max_ia_bits
+	unsigned caps;		// enabled S2_CAP_* (subset of fmt->caps)
+	unsigned mmio_gen_bits; // 0: fmt->mmio_gen_bits (tests use few bits)
+	enum s2_zap_mode zap_mode;
+	const struct s2_backend *be;
+	void *be_ctx;
+};
+
+// Counters of everything the engine did (per VM). The backend counts what it
+// received independently; these are for reports and benchmarks.
+struct s2_stats {
+	uint64_t inval_context, inval_range, inval_range_pages;
+	uint64_t cmo_calls, cmo_bytes;
+	uint64_t tables_alloc, tables_freed, tables_deferred;
+	uint64_t leaves_mapped[S2_MAX_LEVELS];
+	uint64_t leaves_zapped, tables_zapped, splits, collapses, bbm;
+	uint64_t yield_checks, yields, restarts, max_entries_between_checks;
+	uint64_t faults, faults_mmio, faults_retry, markers, zap_all, slot_updates;
+	uint64_t lock_read, lock_write, lock_contended;
+	uint64_t roots_alloc, roots_freed;
+};
+
+struct s2_vm;
+struct s2_root;
+
+// ---- VM -------------------------------------------------------------------
+int s2_vm_create(const struct s2_vm_config *cfg, struct s2_vm **out);
+// Zaps everything, frees every root, table and slot array (teardown rules:
+// no per-leaf invalidation, no CMO, at most one context invalidation).
+void s2_vm_destroy(struct s2_vm *vm);
+const struct s2_geom *s2_vm_geom(const struct s2_vm *vm);
+const struct s2_fmt *s2_vm_fmt(const struct s2_vm *vm);
+unsigned s2_vm_caps(const struct s2_vm *vm);
+void s2_vm_stats(struct s2_vm *vm, struct s2_stats *out);
+void s2_vm_set_zap_mode(struct s2_vm *vm, enum s2_zap_mode mode);
+
+// Optional hooks of the nested shadow code (mm/shadow*). Called with the mmu
+// lock held for write.
+struct s2_shadow_ops {
+	// Zap shadow pages that shadow guest tables in [gpa, gpa + size) of
+	// address space `as`, and shadow leaves that map it. Returns true when a
+	// live (valid-root) entry changed: the caller's one flush covers it.
+	bool (*zap_range)(void *ctx, struct s2_vm *vm, unsigned as, uint64_t gpa, uint64_t size);
+	// Everything goes (VM teardown, zap-all).
+	void (*destroy_all)(void *ctx, struct s2_vm *vm);
+};
+void s2_vm_set_shadow(struct s2_vm *vm, const struct s2_shadow_ops *ops, void *ctx);
+
+// ---- roots ----------------------------------------------------------------
+// A root's role: the address space (and room for more role bits).
+struct s2_role {
+	uint16_t as;
+	uint16_t kind; // 0 for the direct (non-nested) map
+};
+
+// Returns a valid root of `role` with one reference for the caller (a vCPU),
+// allocating it (with a second reference for the MMU) when none exists.
+// Never returns an invalid root. S2_E_NOMEM when allocation fails.
+int s2_root_get(struct s2_vm *vm, struct s2_role role, struct s2_root **out);
+// Drops the caller's reference. The last reference may drop only on an
+// invalid root (asserts otherwise); the root is freed after a grace period.
+void s2_root_put(struct s2_vm *vm, struct s2_root *root);
+uint64_t s2_root_pa(const struct s2_root *root); // for EPTP/nCR3/VTTBR
+bool s2_root_is_invalid(const struct s2_root *root);
+unsigned s2_root_refs(const struct s2_root *root);
+// Marks every root invalid and scheduled for zapping (mmu lock for write),
+// asks vCPUs to drop them (backend kick_reload), then zaps them under the
+// read lock. Returns after the zap is done.
+void s2_roots_invalidate_all(struct s2_vm *vm);
+// The two halves of the above (tests, and the zap-all slot path).
+void s2_roots_mark_invalid(struct s2_vm *vm);
+void s2_roots_zap_invalid(struct s2_vm *vm);
+
+// ---- memslots ---------------------------------------------------------------
+enum {
+	S2_SLOT_READONLY = 1u << 0,  // writes fault with S2_E_PERM (emulated)
+	S2_SLOT_DEVICE = 1u << 1,    // mapped as device memory (pass-through MMIO)
+	S2_SLOT_DIRTY_LOG = 1u << 2, // reserved: refused for now
+};
+
+struct s2_slot {
+	uint32_t id;
+	uint16_t as;
+	uint16_t flags; // S2_SLOT_*; bit 15 internal (being changed)
+	uint64_t gpa;	// guest-physical base
+	uint64_t size;	// bytes
+	uint64_t hpa;	// backing host-physical base
+};
+
+// Every request is checked before anything changes: unaligned, zero-sized,
+// out-of-range (gpa + size beyond the input width), overlapping, duplicate or
+// unknown ids give their own error and no change.
+int s2_slot_add(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64_t size,
+		uint64_t hpa, unsigned flags);
+// Delete and move return only once no root maps the old range any more (and
+// the translation caches are flushed).
+int s2_slot_delete(struct s2_vm *vm, unsigned as, uint32_t id);
+int s2_slot_move(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t new_gpa);
+int s2_slot_set_flags(struct s2_vm *vm, unsigned as, uint32_t id, unsigned flags);
+// Copy of the slot containing gpa (false when none).
+bool s2_slot_find(struct s2_vm *vm, unsigned as, uint64_t gpa, struct s2_slot *out);
+// Memslot generation: bit 63 set while an update is in progress.
+#define S2_GEN_IN_PROGRESS (1ull << 63)
+uint64_t s2_slots_generation(struct s2_vm *vm);
+
+// ---- faults -----------------------------------------------------------------
+enum s2_fault_result {
+	S2_FAULT_MAPPED = 0, // a leaf now maps gpa (or already did)
+	S2_FAULT_MMIO = 1,   // no slot: emulate (a marker may have been cached)
+	S2_FAULT_RETRY = 2,  // raced with a concurrent change (frozen entry): re-enter the guest
+};
+struct s2_fault_info {
+	unsigned level;	  // leaf level mapped
+	bool from_marker; // S2_FAULT_MMIO answered by a current marker
+	uint64_t hpa;	  // translation of gpa (MAPPED)
+};
+// Handles a stage-2 fault at gpa for `access` (S2_PROT_*) in `root`: maps the
+// largest leaf that the slot bounds and the gpa/hpa alignment allow, or
+// answers MMIO. Returns enum s2_fault_result or a negative S2_E_*.
+int s2_fault(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsigned access,
+	     struct s2_fault_info *info);
+
+// ---- explicit mapping (primary VMs, tests) ---------------------------------
+// Maps [gpa, gpa + size) to [hpa, ...) with the largest leaves alignment
+// allows, replacing what is there (splitting or collapsing large leaves,
+// break-before-make where the format needs it). All-or-nothing on S2_E_NOMEM.
+int s2_map(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, uint64_t hpa,
+	   unsigned prot, enum s2_memtype mt);
+// Unmaps exactly [gpa, gpa + size) (splits partially covered large leaves),
+// reclaims empty tables, one flush. All-or-nothing on S2_E_NOMEM.
+int s2_unmap(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size);
+// Changes permissions of the mapped leaves in the range (splits as unmap).
+int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot);
+
+// Identity map of a list of ranges, eagerly populated with the largest blocks.
+struct s2_ident_range {
+	uint64_t base, size;
+	enum s2_memtype mt;
+	unsigned prot;
+};
+int s2_map_identity(struct s2_vm *vm, struct s2_root *root, const struct s2_ident_range *r,
+		    unsigned n);
+
+// Software translation (a full walk; what hardware would see).
+struct s2_xlate {
+	bool mapped;
+	bool mmio_marker;
+	unsigned level, prot;
+	enum s2_memtype mt;
+	uint64_t hpa; // of the input address (not the leaf base)
+	s2_pte_t pte;
+};
+void s2_translate(struct s2_vm *vm, const struct s2_root *root, uint64_t gpa, struct s2_xlate *out);
+
+// ---- teardown of one root (primary VM shutdown) ----------------------------
+// Detaches the tree below `root` (the root page itself stays, empty, since a
+// CPU may still point at it), issues one context invalidation when anything
+// was attached, then frees every table page below the root in bounded chunks
+// with no per-leaf invalidation and no CMO. Returns the pages freed.
+uint64_t s2_root_teardown(struct s2_vm *vm, struct s2_root *root);
+
+// ---- the walker -------------------------------------------------------------
+enum {
+	S2_WALK_LEAF = 1u << 0,	      // visit present leaves
+	S2_WALK_TABLE_PRE = 1u << 1,  // visit table entries before descending
+	S2_WALK_TABLE_POST = 1u << 2, // visit table entries after their subtree
+	S2_WALK_SHARED = 1u << 3,     // mmu lock held for read: entries change by CAS
+	S2_WALK_YIELDABLE = 1u << 4,  // may flush, drop the lock and restart
+	S2_WALK_SKIP_INVAL = 1u << 5, // no invalidation (detached/invalid root)
+	S2_WALK_SKIP_CMO = 1u << 6,   // no cache maintenance (teardown)
+	S2_WALK_NONPRESENT = 1u << 7, // also visit non-present leaf-level entries
+};
+
+struct s2_walk;
+struct s2_walk_entry {
+	uint64_t addr; // base address the entry covers
+	unsigned level;
+	s2_pte_t *ptep;
+	s2_pte_t old; // value read (re-read before the visit)
+};
+// Visitor return values: 0 continue; S2_WALK_SKIP_CHILDREN from a TABLE_PRE
+// visit: do not descend; negative: stop the walk with that error.
+#define S2_WALK_SKIP_CHILDREN 1
+typedef int (*s2_visit_fn)(struct s2_walk *w, const struct s2_walk_entry *e, unsigned kind,
+			   void *ctx);
+#define S2_VISIT_LEAF	    S2_WALK_LEAF
+#define S2_VISIT_TABLE_PRE  S2_WALK_TABLE_PRE
+#define S2_VISIT_TABLE_POST S2_WALK_TABLE_POST
+
+// Walks [lo, hi) of `root` down to min_level. Must be called with the mmu
+// lock held (read with S2_WALK_SHARED, write otherwise); a YIELDABLE walk may
+// release and retake it, restarting from the root at the saved address.
+// Invalidations needed by zaps are batched and issued once at the end (or
+// before a yield).
+int s2_walk(struct s2_vm *vm, struct s2_root *root, uint64_t lo, uint64_t hi, unsigned min_level,
+	    unsigned flags, s2_visit_fn fn, void *ctx);
+// Helpers for visitors: zap the entry (leaf or table with its subtree
+// reclaimed), or replace it (break-before-make when the format needs it).
+// They account the pending invalidation and the CMO policy.
+void s2_walk_zap(struct s2_walk *w, const struct s2_walk_entry *e);
+void s2_walk_replace(struct s2_walk *w, const struct s2_walk_entry *e, s2_pte_t new_pte);
+struct s2_vm *s2_walk_vm(struct s2_walk *w);
+
+// Table pages for the shadow code: same allocator and accounting.
+uint64_t s2_table_alloc(struct s2_vm *vm);
+void s2_table_free_deferred(struct s2_vm *vm, uint64_t pa);
+
+#endif
