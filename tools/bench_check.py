@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tools/bench_check.py RUN.json [--strict] - validate one benchmark run's JSON.
+
+Checks the shape, never the timings: the top-level facts (schema, machine,
+git commit), that every scenario is present exactly once with a known status,
+that a scenario reported "ok" carries its parameters and the result fields
+listed below with finite numbers, that no number anywhere is NaN/Infinity, and
+that the plots the run lists exist. "unavailable" (the engine API a scenario
+needs is not in the tree) and "skipped" (not selected, or boots in a QUICK run)
+are accepted with a reason and listed; --strict refuses them (full runs for
+docs/benchmarks.md). "failed" is always an error.
+
+Exit status 0 when valid; messages on stdout.
+"""
+import json
+import math
+import os
+import sys
+
+SCENARIOS = ["b1_slot_perf", "b2_mod_stress", "b3_root_load", "b4_teardown",
+             "b5_nested_churn", "b6_delete_vs_size", "boot"]
+STATUSES = {"ok", "unavailable", "skipped", "failed"}
+
+# For each scenario: keys every element of "results" must have (results is a
+# non-empty list of objects). Latency objects are checked separately.
+RESULT_KEYS = {
+    "b1_slot_perf": ["test", "mode", "slots", "iterations", "ns_per_iter", "setup_ns"],
+    "b2_mod_stress": ["mode", "vcpus", "bytes_per_vcpu", "iterations", "add_delete",
+                      "refaulted_pages_per_iter"],
+    "b3_root_load": ["design", "threads", "load", "histogram"],
+    "b4_teardown": ["page_size", "policy", "mapped_bytes", "teardown_ns", "leaf_invalidations",
+                    "cmos", "context_invalidations"],
+    "b5_nested_churn": ["mode", "cycles", "per_cycle", "final_slot0_delete_ns"],
+    "b6_delete_vs_size": ["mode", "vm_bytes", "delete"],
+    "boot": ["bench", "cpu", "mode", "run", "marker_s"],
+}
+LATENCY_KEYS = ["n", "min_ns", "p50_ns", "p99_ns", "max_ns", "mean_ns"]
+MACHINE_KEYS = ["cpu_model", "cores", "memory_bytes", "kernel"]
+
+
+class Checker:
+    def __init__(self):
+        self.errors = []
+        self.notes = []
+
+    def err(self, where, msg):
+        self.errors.append(f"{where}: {msg}")
+
+    def finite(self, obj, where):
+        """Every number is finite; null only where a figure legitimately has no value."""
+        if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+            return
+        if isinstance(obj, (int, float)):
+            if not math.isfinite(obj):
+                self.err(where, f"non-finite number {obj!r}")
+            return
+        if isinstance(obj, list):
+            for i, x in enumerate(obj):
+                self.finite(x, f"{where}[{i}]")
+            return
+        if isinstance(obj, dict):
+            for k, x in obj.items():
+                self.finite(x, f"{where}.{k}")
+            return
+        self.err(where, f"unexpected JSON value {type(obj).__name__}")
+
+    def latency(self, obj, where):
+        if not isinstance(obj, dict):
+            self.err(where, "latency summary is not an object")
+            return
+        for k in LATENCY_KEYS:
+            if not isinstance(obj.get(k), (int, float)) or isinstance(obj.get(k), bool):
+                self.err(where, f"latency field '{k}' missing or not a number")
+
+    def histogram(self, obj, where):
+        if not isinstance(obj, dict):
+            self.err(where, "histogram is not an object")
+            return
+        e, c = obj.get("edges_ns"), obj.get("counts")
+        if not isinstance(e, list) or not isinstance(c, list) or len(e) != len(c) + 1:
+            self.err(where, "histogram needs edges_ns (n+1) and counts (n)")
+
+    def scenario(self, s):
+        name = s.get("scenario")
+        where = f"scenario {name}"
+        status = s.get("status")
+        if status not in STATUSES:
+            self.err(where, f"unknown status {status!r}")
+            return
+        if status in ("unavailable", "skipped"):
+            if not isinstance(s.get("reason"), str) or not s["reason"]:
+                self.err(where, f"status {status} without a reason")
+            self.notes.append(f"{status.upper()}: {name}: {s.get('reason')}")
+            return
+        if status == "failed":
+            self.err(where, f"failed: {s.get('reason')}")
+            return
+        if name != "boot" and not isinstance(s.get("params"), dict):
+            self.err(where, "no params object")
+        results = s.get("results")
+        if not isinstance(results, list) or not results:
+            self.err(where, "results must be a non-empty list")
+            return
+        for i, r in enumerate(results):
+            w = f"{where} results[{i}]"
+            if not isinstance(r, dict):
+                self.err(w, "not an object")
+                continue
+            for k in RESULT_KEYS.get(name, []):
+                if k not in r:
+                    self.err(w, f"missing '{k}'")
+            for k, v in r.items():
+                if k in ("add_delete", "delete", "load", "teardown", "per_iter") or k.endswith(
+                        "_latency"):
+                    self.latency(v, f"{w}.{k}")
+                if k == "histogram":
+                    self.histogram(v, f"{w}.{k}")
+        self.finite(s, where)
+        self.extra(name, s, where)
+
+    def extra(self, name, s, where):
+        """Scenario-specific structure beyond the per-result keys."""
+        res = s["results"]
+        if name == "b1_slot_perf":
+            tests = {r.get("test") for r in res}
+            want = {"map", "unmap", "unmap_chunked", "move_active", "move_inactive", "rw"}
+            if not want <= tests:
+                self.err(where, f"missing memslot_perf tests {sorted(want - tests)}")
+            self.both_modes(res, where, "mode", {"slot", "all"})
+        elif name == "b2_mod_stress":
+            self.both_modes(res, where, "mode", {"slot", "all"})
+        elif name == "b3_root_load":
+            self.both_modes(res, where, "design", {"lock_light", "write_lock"})
+        elif name == "b4_teardown":
+            self.both_modes(res, where, "policy", {"per_leaf", "no_cmo", "batched"})
+            self.both_modes(res, where, "page_size", {4096, 2097152})
+            if not isinstance(s.get("floor"), list) or not s["floor"]:
+                self.err(where, "no physical floor measurements")
+        elif name == "b5_nested_churn":
+            self.both_modes(res, where, "mode", {"recursive", "non_recursive"})
+            for i, r in enumerate(res):
+                pc = r.get("per_cycle")
+                if not isinstance(pc, list) or len(pc) != r.get("cycles"):
+                    self.err(f"{where} results[{i}]", "per_cycle must have one entry per cycle")
+        elif name == "b6_delete_vs_size":
+            if len({r.get("vm_bytes") for r in res}) < 2:
+                self.err(where, "needs at least two VM sizes")
+
+    def both_modes(self, res, where, key, want):
+        got = {r.get(key) for r in res}
+        if not want <= got:
+            self.err(where, f"'{key}' must cover {sorted(want, key=str)}, got {sorted(got, key=str)}")
+
+    def run(self, doc, base, strict):
+        if doc.get("schema") != "slat-bench/1":
+            self.err("top", f"schema is {doc.get('schema')!r}, want 'slat-bench/1'")
+        m = doc.get("machine")
+        if not isinstance(m, dict):
+            self.err("top", "no machine facts")
+        else:
+            for k in MACHINE_KEYS:
+                if k not in m or m[k] in ("", 0, None):
+                    self.err("machine", f"missing '{k}'")
+        g = doc.get("git")
+        if not isinstance(g, dict) or not g.get("commit"):
+            self.err("top", "no git commit")
+        if not isinstance(doc.get("timestamp"), str):
+            self.err("top", "no timestamp")
+        scen = doc.get("scenarios")
+        if not isinstance(scen, list):
+            self.err("top", "no scenarios list")
+            return
+        names = [s.get("scenario") for s in scen if isinstance(s, dict)]
+        for n in SCENARIOS:
+            if names.count(n) != 1:
+                self.err("top", f"scenario {n} present {names.count(n)} times, want once")
+        for n in names:
+            if n not in SCENARIOS:
+                self.err("top", f"unknown scenario {n!r}")
+        for s in scen:
+            if isinstance(s, dict):
+                self.scenario(s)
+        for p in doc.get("plots", []):
+            if not os.path.isfile(os.path.join(base, os.path.basename(p))) and not os.path.isfile(p):
+                self.err("plots", f"{p} does not exist")
+        if doc.get("plot_error"):
+            self.err("plots", doc["plot_error"])
+        self.finite(doc, "top")
+        if strict:
+            for s in scen:
+                if isinstance(s, dict) and s.get("status") != "ok":
+                    self.err(f"scenario {s.get('scenario')}", f"--strict: status {s.get('status')}")
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    strict = "--strict" in argv
+    if len(args) != 1:
+        print(__doc__.splitlines()[0])
+        return 2
+    try:
+        with open(args[0]) as f:
+            doc = json.load(f, parse_constant=lambda c: float(c))
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"bench_check: cannot read {args[0]}: {e}")
+        return 1
+    c = Checker()
+    c.run(doc, os.path.dirname(os.path.abspath(args[0])), strict)
+    for n in c.notes:
+        print(f"bench_check: {n}")
+    for e in c.errors:
+        print(f"bench_check: ERROR {e}")
+    ok = not c.errors
+    n_ok = sum(1 for s in doc.get("scenarios", []) if isinstance(s, dict) and s.get("status") == "ok")
+    print(f"bench_check: {args[0]}: {'valid' if ok else 'INVALID'} "
+          f"({n_ok}/{len(SCENARIOS)} scenarios ok, {len(c.errors)} error(s))")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tools/bench_run.py - run Slat's benchmarks once and record everything.
+
+Called by `make bench` (mk/bench.mk). Runs every hosted scenario program of
+tools/bench/ (built into --bindir), each of which prints one JSON object on
+stdout and a progress line on stderr, and in a full run also the emulator
+boot-time scripts tools/bench-*-boot.sh. Writes
+
+  <out>/<UTC timestamp>.json   machine facts, git commit, parameters, every figure
+  <out>/latest.json            a copy of the same
+  <out>/*.png                  plots (tools/bench_plot.py)
+
+A scenario whose program cannot run yet (the engine API it needs is not in the
+tree) reports status "unavailable" with the reason; nothing is invented.
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The scenarios, in run order. tools/bench_check.py holds the same names.
+SCENARIOS = [
+    ("b1_slot_perf", "B1 memslot_perf_test scenarios, SLOT vs ALL zap mode"),
+    ("b2_mod_stress", "B2 slot add/delete under vCPU writes, SLOT vs ALL"),
+    ("b3_root_load", "B3 root-load latency after invalidate-all, lock-light vs write lock"),
+    ("b4_teardown", "B4 teardown of 64 GiB at 4K and 2M: per-leaf vs no-CMO vs batched, floor"),
+    ("b5_nested_churn", "B5 nested churn, recursive vs non-recursive orphan reclaim"),
+    ("b6_delete_vs_size", "B6 slot delete cost vs VM size"),
+]
+BOOT = ("boot", "Boot time to the guest marker, under Slat vs direct (emulated)")
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, cwd=TOP, capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def machine_facts():
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_kib = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem_kib = int(line.split()[1])
+    except OSError:
+        pass
+    return {
+        "cpu_model": cpu or platform.processor() or "unknown",
+        "cores": os.cpu_count() or 0,
+        "memory_bytes": mem_kib * 1024,
+        "kernel": platform.release(),
+        "os": sh(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
+        "hostname": platform.node(),
+        "compiler": sh(["clang", "--version"]).splitlines()[0] if sh(["clang", "--version"]) else "",
+    }
+
+
+def git_facts():
+    return {
+        "commit": sh(["git", "rev-parse", "HEAD"]),
+        "describe": sh(["git", "describe", "--always", "--dirty", "--tags"]),
+    }
+
+
+def run_program(name, title, bindir, quick, timeout):
+    prog = os.path.join(bindir, name)
+    entry = {"scenario": name, "title": title}
+    if not os.access(prog, os.X_OK):
+        entry.update(status="unavailable",
+                     reason=f"program tools/bench/{name}.c is not in the tree yet")
+        return entry
+    args = [prog] + (["quick=1"] if quick else [])
+    start = time.monotonic()
+    try:
+        # stderr goes straight to the terminal: it carries the progress line.
+        p = subprocess.run(args, cwd=TOP, stdout=subprocess.PIPE, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        entry.update(status="failed", reason=f"timed out after {timeout} s")
+        return entry
+    elapsed = time.monotonic() - start
+    lines = [l for l in p.stdout.splitlines() if l.strip()]
+    try:
+        data = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError as e:
+        data = None
+        err = str(e)
+    else:
+        err = "no JSON on stdout"
+    if p.returncode != 0 or not isinstance(data, dict):
+        entry.update(status="failed",
+                     reason=f"exit status {p.returncode}" + ("" if data else f"; {err}"))
+        return entry
+    if data.get("scenario") != name:
+        entry.update(status="failed", reason=f"program reported scenario {data.get('scenario')!r}")
+        return entry
+    data["title"] = title
+    data["elapsed_s"] = round(elapsed, 3)
+    return data
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return None if n == 0 else (xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2)
+
+
+def run_boot(quick, runs):
+    entry = {"scenario": BOOT[0], "title": BOOT[1]}
+    scripts = sorted(glob.glob(os.path.join(TOP, "tools", "bench-*-boot.sh")))
+    if quick:
+        entry.update(status="skipped", reason="QUICK run: emulator boots only in the full run",
+                     scripts=[os.path.relpath(s, TOP) for s in scripts])
+        return entry
+    if not scripts:
+        entry.update(status="unavailable", reason="no tools/bench-*-boot.sh script")
+        return entry
+    raw, failures = [], []
+    for s in scripts:
+        rel = os.path.relpath(s, TOP)
+        print(f"[boot] {rel} ({runs} run(s) per CPU and mode; emulated, slow)",
+              file=sys.stderr, flush=True)
+        try:
+            p = subprocess.run(["bash", s, str(runs)], cwd=TOP, stdout=subprocess.PIPE,
+                               text=True, timeout=3600)
+        except subprocess.TimeoutExpired:
+            failures.append(f"{rel}: timed out")
+            continue
+        got = 0
+        for line in p.stdout.splitlines():
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and "bench" in obj:
+                obj["script"] = rel
+                raw.append(obj)
+                got += 1
+        if p.returncode != 0 or got == 0:
+            failures.append(f"{rel}: exit status {p.returncode}, {got} result line(s)")
+    # One summary row per (bench, cpu, mode): median over runs that reached the marker.
+    groups = {}
+    for r in raw:
+        groups.setdefault((r.get("bench"), r.get("cpu"), r.get("mode")), []).append(r)
+    summary = []
+    for (bench, cpu, mode), rs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        ok = [r for r in rs if isinstance(r.get("marker_s"), (int, float))]
+        summary.append({
+            "bench": bench, "cpu": cpu, "mode": mode, "runs": len(rs), "reached_marker": len(ok),
+            "marker_s_median": median([r["marker_s"] for r in ok]),
+            "kernel_uptime_s_median": median([r["kernel_uptime_s"] for r in ok
+                                              if isinstance(r.get("kernel_uptime_s"), (int, float))]),
+        })
+    entry.update(status="ok" if raw else "failed", runs_per_cpu_mode=runs, results=raw,
+                 summary=summary)
+    if failures:
+        entry["failures"] = failures
+    return entry
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated prefixes (b1,b4,boot)")
+    ap.add_argument("--boot-runs", type=int, default=int(os.environ.get("BENCH_BOOT_RUNS", "2")))
+    args = ap.parse_args()
+    only = [o for o in args.only.split(",") if o]
+
+    def wanted(name):
+        return not only or any(name.startswith(o) for o in only)
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    os.makedirs(args.out, exist_ok=True)
+    doc = {
+        "schema": "slat-bench/1",
+        "timestamp": started.isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "only": only,
+        "machine": machine_facts(),
+        "git": git_facts(),
+        "scenarios": [],
+    }
+    t0 = time.monotonic()
+    todo = SCENARIOS + [BOOT]
+    for i, (name, title) in enumerate(todo, 1):
+        if not wanted(name):
+            doc["scenarios"].append({"scenario": name, "title": title, "status": "skipped",
+                                     "reason": f"not selected (--only {args.only})"})
+            continue
+        print(f"[bench] {i}/{len(todo)} {name}: {title}", file=sys.stderr, flush=True)
+        if name == BOOT[0]:
+            entry = run_boot(args.quick, args.boot_runs)
+        else:
+            timeout = 300 if args.quick else 3600
+            entry = run_program(name, title, args.bindir, args.quick, timeout)
+        print(f"[bench] {name}: {entry['status']}"
+              + (f" ({entry['reason']})" if entry.get("reason") else "")
+              + (f" in {entry['elapsed_s']} s" if "elapsed_s" in entry else ""),
+              file=sys.stderr, flush=True)
+        doc["scenarios"].append(entry)
+    doc["elapsed_s"] = round(time.monotonic() - t0, 3)
+
+    path = os.path.join(args.out, f"{stamp}.json")
+    latest = os.path.join(args.out, "latest.json")
+
+    def write():
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1, allow_nan=False)
+            f.write("\n")
+        shutil.copyfile(path, latest)
+
+    write()
+    plot = subprocess.run([sys.executable, os.path.join(TOP, "tools", "bench_plot.py"), path,
+                           "--out", args.out], cwd=TOP, stdout=subprocess.PIPE, text=True)
+    doc["plots"] = [l for l in plot.stdout.splitlines() if l.endswith(".png")]
+    if plot.returncode != 0:
+        doc["plot_error"] = f"tools/bench_plot.py exited with status {plot.returncode}"
+    write()
+    bad = [s["scenario"] for s in doc["scenarios"] if s["status"] == "failed"]
+    print(f"[bench] wrote {os.path.relpath(path, TOP)} and {os.path.relpath(latest, TOP)}, "
+          f"{len(doc['plots'])} plot(s), {doc['elapsed_s']} s"
+          + (f"; FAILED: {', '.join(bad)}" if bad else ""), file=sys.stderr)
+    return 1 if bad or plot.returncode != 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
