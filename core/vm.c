@@ -16,6 +16,7 @@ static const char *const exit_names[EXIT_REASONS] = {
     [EXIT_WAIT] = "wait",
     [EXIT_INTERRUPT] = "interrupt",
     [EXIT_OTHER] = "other",
+    [EXIT_MMIO] = "mmio",
 };
 
 const char *exit_reason_name(enum exit_reason r)

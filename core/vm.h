@@ -27,6 +27,7 @@ enum exit_reason {
 	EXIT_WAIT,	// WFI / WFE / HLT / PAUSE
 	EXIT_INTERRUPT, // physical interrupt taken while the guest ran
 	EXIT_OTHER,	// anything the back end could not classify
+	EXIT_MMIO,	// an emulated device access (x86: writes to the local APIC page)
 	EXIT_REASONS
 };
 

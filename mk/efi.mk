@@ -50,7 +50,11 @@ efi_cflags = --target=$(EFI_TARGET_$(1)) -std=gnu11 -O2 -g0 \
 EFI_WITH_MM ?= 0
 EFI_COMMON_SRCS = $(wildcard boot/*.c drivers/*.c core/*.c) \
 	$(if $(filter 1,$(EFI_WITH_MM)),$(wildcard mm/*.c))
-efi_arch_srcs = $(wildcard arch/$(EFI_ARCHDIR_$(1))/*.c arch/$(EFI_ARCHDIR_$(1))/*.S)
+# Sub-folders of an arch directory that join its image (each back end adds its own).
+EFI_SUBDIRS_x86_64 := svm
+EFI_SUBDIRS_aarch64 :=
+efi_arch_srcs = $(wildcard arch/$(EFI_ARCHDIR_$(1))/*.c arch/$(EFI_ARCHDIR_$(1))/*.S \
+	$(foreach d,$(EFI_SUBDIRS_$(1)),arch/$(EFI_ARCHDIR_$(1))/$(d)/*.c arch/$(EFI_ARCHDIR_$(1))/$(d)/*.S))
 
 EFI_SRCS_x86_64  = $(sort $(EFI_COMMON_SRCS) $(call efi_arch_srcs,x86_64))
 EFI_SRCS_aarch64 = $(sort $(EFI_COMMON_SRCS) $(call efi_arch_srcs,aarch64))

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The INIT/SIPI mailbox (../shared/design/svm-deprivilege.md): a real INIT
+// must never reach a CPU that runs a guest (under SVM it resets the CPU out of
+// guest mode or, intercepted, QEMU resets the host), so the primary's local
+// APIC page is mapped read-only in the second-level tables and every write to
+// it exits here. Ordinary writes are replayed on the real APIC by the CPU
+// that made them (each CPU sees its own local APIC at the same address). ICR
+// writes that send INIT or STARTUP are not replayed: an INIT moves each target
+// vCPU's mailbox to "wait for SIPI", the INIT de-assert is dropped, a STARTUP
+// posts its vector to targets that wait. Each vCPU's back end polls its
+// mailbox on every exit (x86_mailbox_poll) and restarts the vCPU in real mode
+// at vector << 12 when a SIPI arrived, as the hardware would.
+//
+// Targets are matched by physical APIC ID, by logical ID (flat and cluster
+// models, from the LDR/DFR values the guest wrote, which also exit here) and
+// by shorthand. An INIT or SIPI to a physical APIC ID Slat does not run is
+// passed to the hardware (that CPU is not virtualized; logged once).
+#include "arch/x86/cpu.h"
+#include "arch/x86/vcpu.h"
+#include "core/log.h"
+
+#define APIC_LDR     0x0d0
+#define APIC_DFR     0x0e0
+#define APIC_ICR_LO  0x300
+#define APIC_ICR_HI  0x310
+#define ICR_MODE(l)  (((l) >> 8) & 7)
+#define ICR_LOGICAL  (1u << 11)
+#define ICR_ASSERT   (1u << 14)
+#define ICR_SH(l)    (((l) >> 18) & 3)
+#define MODE_INIT    5
+#define MODE_STARTUP 6
+
+static volatile uint32_t *apic_reg(unsigned off)
+{
+	return (volatile uint32_t *)(uintptr_t)(x86_primary.apic_base + off);
+}
+
+static bool targets(const struct x86_vcpu *t, const struct x86_vcpu *self, uint32_t lo,
+		    uint32_t dest)
+{
+	switch (ICR_SH(lo)) {
+	case 1:
+		return t == self;
+	case 2:
+		return true;
+	case 3:
+		return t != self;
+	default:
+		break;
+	}
+	if (!(lo & ICR_LOGICAL))
+		return dest == 0xff || t->apic_id == dest;
+	uint32_t ldr = t->apic_ldr >> 24;
+	if ((t->apic_dfr >> 28) == 0xf) // flat model: a bit per CPU
+		return (ldr & dest) != 0;
+	return dest == 0xff || ((ldr >> 4) == (dest >> 4) && (ldr & dest & 0xf)); // cluster
+}
+
+static void post(struct x86_vcpu *t, unsigned mode, uint8_t vector)
+{
+	if (mode == MODE_INIT) {
+		__atomic_store_n(&t->mbox_state, X86_MBOX_WAIT_SIPI, __ATOMIC_RELEASE);
+		return;
+	}
+	// A STARTUP counts only for a CPU that waits for one (as in hardware; the
+	// second SIPI of the INIT-SIPI-SIPI sequence is dropped).
+	int expect = X86_MBOX_WAIT_SIPI;
+	t->sipi_vector = vector;
+	__atomic_compare_exchange_n(&t->mbox_state, &expect, X86_MBOX_SIPI, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+}
+
+// An ICR low write from `v`; returns true when it was consumed (not replayed).
+static bool icr_write(struct x86_vcpu *v, uint32_t lo)
+{
+	unsigned mode = ICR_MODE(lo);
+
+	if (mode != MODE_INIT && mode != MODE_STARTUP)
+		return false;
+	if (mode == MODE_INIT && !(lo & ICR_ASSERT))
+		return true;			      // INIT level de-assert: nothing to do
+	uint32_t dest = *apic_reg(APIC_ICR_HI) >> 24; // the guest's ICR high, already replayed
+	unsigned hits = 0;
+
+	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
+		struct x86_vcpu *t = &x86_primary.vcpus[i];
+		if (!t->stats->online || !targets(t, v, lo, dest))
+			continue;
+		post(t, mode, (uint8_t)lo);
+		hits++;
+	}
+	log_debug("x86: vcpu%u sends %s (ICR 0x%x, dest 0x%x) to %u vCPU(s)\n", v->index,
+		  mode == MODE_INIT ? "INIT" : "SIPI", lo, dest, hits);
+	if (!hits && ICR_SH(lo) == 0 && !(lo & ICR_LOGICAL) && dest != 0xff) {
+		static int seen;
+		if (!__atomic_exchange_n(&seen, 1, __ATOMIC_RELAXED))
+			log_warn("x86: %s to APIC ID %u, which Slat does not run: passed through\n",
+				 mode == MODE_INIT ? "INIT" : "SIPI", dest);
+		return false;
+	}
+	return true;
+}
+
+static bool write_value(struct x86_vcpu *v, const struct x86_insn *in, unsigned off, uint32_t *val)
+{
+	if (in->two_byte)
+		return false;
+	switch (in->opcode) {
+	case 0x89: // MOV r/m32, r32
+		*val = (uint32_t)v->gpr[in->reg];
+		return in->op_size == 4;
+	case 0xc7: // MOV r/m32, imm32
+		*val = (uint32_t)in->imm;
+		return in->op_size == 4;
+	case 0xa3: // MOV moffs32, EAX
+		*val = (uint32_t)v->gpr[X86_RAX];
+		return in->op_size == 4;
+	case 0x87: // XCHG r/m32, r32: the register gets the old value
+		if (in->op_size != 4)
+			return false;
+		*val = (uint32_t)v->gpr[in->reg];
+		v->gpr[in->reg] = *apic_reg(off);
+		return true;
+	default:
+		return false;
+	}
+}
+
+enum x86_action x86_handle_apic_write(struct x86_vcpu *v, uint64_t gpa)
+{
+	unsigned off = (unsigned)(gpa - x86_primary.apic_base) & 0xff0;
+	struct x86_insn in;
+	uint32_t val;
+
+	if (!x86_decode(v, &in) || !write_value(v, &in, off, &val)) {
+		static int seen;
+		if (!__atomic_exchange_n(&seen, 1, __ATOMIC_RELAXED))
+			log_warn(
+			    "x86: APIC write at 0x%llx by an instruction Slat does not emulate "
+			    "(RIP 0x%llx): #GP\n",
+			    (unsigned long long)gpa, (unsigned long long)v->rip);
+		return x86_inject_gp0(v);
+	}
+	unsigned len = v->ops->insn_len(v);
+	v->rip += len ? len : in.len;
+	if (off == APIC_LDR)
+		v->apic_ldr = val;
+	else if (off == APIC_DFR)
+		v->apic_dfr = val;
+	if (off == APIC_ICR_LO && icr_write(v, val))
+		return X86_CONTINUE;
+	*apic_reg(off) = val;
+	return X86_CONTINUE;
+}
+
+bool x86_mailbox_pending(const struct x86_vcpu *v)
+{
+	return __atomic_load_n(&v->mbox_state, __ATOMIC_ACQUIRE) != X86_MBOX_RUNNING;
+}
+
+bool x86_mailbox_poll(struct x86_vcpu *v, uint8_t *vector)
+{
+	int st = __atomic_load_n(&v->mbox_state, __ATOMIC_ACQUIRE);
+
+	if (st == X86_MBOX_RUNNING)
+		return false;
+	while (st == X86_MBOX_WAIT_SIPI) { // INIT: this CPU does nothing until a SIPI
+		if (x86_vm_is_shutting_down())
+			x86_park();
+		pause();
+		st = __atomic_load_n(&v->mbox_state, __ATOMIC_ACQUIRE);
+	}
+	*vector = v->sipi_vector;
+	// An INIT that arrives after this store starts the next round.
+	int expect = X86_MBOX_SIPI;
+	__atomic_compare_exchange_n(&v->mbox_state, &expect, X86_MBOX_RUNNING, false,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	return true;
+}

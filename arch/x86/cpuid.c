@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// CPUID policy of the primary VM, shared by the SVM and VMX back ends. The
+// guest sees the real CPU's answers with these changes (docs/x86-exits.md):
+//
+//   leaf 1 ECX       hypervisor bit (31) set; VMX (5) cleared until nested
+//                    virtualization exists; x2APIC (21) cleared, because the
+//                    INIT/SIPI mailbox traps the xAPIC ICR page (an x2APIC ICR
+//                    is an MSR); MONITOR/MWAIT (3) cleared so an OS idles with
+//                    HLT (an intercepted MWAIT would spin through the host);
+//                    OSXSAVE (27) = the guest's CR4.OSXSAVE (the host's own
+//                    CR4 would show otherwise)
+//   leaf 7.0 ECX     OSPKE (4) = the guest's CR4.PKE
+//   0x80000001 ECX   SVM (2) cleared
+//   0x8000000A       all zero (the SVM leaf)
+//   0x40000000       max leaf 0x40000001, vendor "SlatSlatSlat" in EBX ECX EDX
+//   0x40000001       zero: no Hyper-V interface ("Hv#1") is claimed, so
+//                    Windows and Linux use no enlightenment Slat lacks
+//   0x40000002-FF    zero
+#include "arch/x86/cpu.h"
+#include "arch/x86/vcpu.h"
+
+#define SLAT_HV_MAX_LEAF 0x40000001u
+
+// "SlatSlatSlat" as three little-endian words.
+#define SLAT_SIG_WORD 0x74616c53u // 'S' 'l' 'a' 't'
+
+static void set_bit32(uint32_t *r, unsigned bit, bool on)
+{
+	if (on)
+		*r |= 1u << bit;
+	else
+		*r &= ~(1u << bit);
+}
+
+void x86_cpuid_policy(struct x86_vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
+{
+	if (leaf >= 0x40000000u && leaf <= 0x400000ffu) {
+		out[0] = out[1] = out[2] = out[3] = 0;
+		if (leaf == 0x40000000u) {
+			out[0] = SLAT_HV_MAX_LEAF;
+			out[1] = out[2] = out[3] = SLAT_SIG_WORD;
+		}
+		return;
+	}
+	struct cpuid_regs r = cpuid(leaf, subleaf);
+	out[0] = r.eax, out[1] = r.ebx, out[2] = r.ecx, out[3] = r.edx;
+	uint64_t cr4;
+
+	switch (leaf) {
+	case 1:
+		cr4 = v->ops->read_cr(v, 4);
+		set_bit32(&out[2], 31, true);  // hypervisor present
+		set_bit32(&out[2], 5, false);  // VMX
+		set_bit32(&out[2], 21, false); // x2APIC
+		set_bit32(&out[2], 3, false);  // MONITOR/MWAIT
+		set_bit32(&out[2], 27, (out[2] & (1u << 26)) && (cr4 & CR4_OSXSAVE));
+		break;
+	case 7:
+		if (subleaf == 0) {
+			cr4 = v->ops->read_cr(v, 4);
+			set_bit32(&out[2], 4, (out[2] & (1u << 3)) && (cr4 & CR4_PKE));
+		}
+		break;
+	case 0x80000001u:
+		set_bit32(&out[2], 2, false); // SVM
+		break;
+	case 0x8000000au:
+		out[0] = out[1] = out[2] = out[3] = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+enum x86_action x86_handle_cpuid(struct x86_vcpu *v)
+{
+	uint32_t out[4];
+
+	x86_cpuid_policy(v, (uint32_t)v->gpr[X86_RAX], (uint32_t)v->gpr[X86_RCX], out);
+	// CPUID zero-extends into the 64-bit registers.
+	v->gpr[X86_RAX] = out[0];
+	v->gpr[X86_RBX] = out[1];
+	v->gpr[X86_RCX] = out[2];
+	v->gpr[X86_RDX] = out[3];
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Reading guest memory and decoding the few instructions Slat has to step
+// over or emulate when the CPU does not report their length (SVM without
+// NRIPS, as under QEMU) or their operands (no decode assists):
+//
+//   CPUID 0F A2, RDMSR 0F 32, WRMSR 0F 30, RDTSC 0F 31, RDPMC 0F 33,
+//   the 0F 01 group (XSETBV, VMMCALL, MWAIT, MONITOR, VMRUN, VMLOAD, VMSAVE,
+//   STGI, CLGI, SKINIT, INVLPGA, RDTSCP, and the ModRM memory forms),
+//   HLT F4, IN/OUT E4-E7 EC-EF, INS/OUTS 6C-6F,
+//   MOV 88 89 8A 8B C6 C7, MOV moffs A0-A3, XCHG 86 87 (the APIC-page writes),
+//
+// with legacy prefixes (66 67 F0 F2 F3, segment overrides) and REX. The
+// guest's code is read through its own page tables: the second level is an
+// identity map, so a guest-physical address is the host-physical one.
+#include <stddef.h>
+
+#include "arch/x86/cpu.h"
+#include "arch/x86/vcpu.h"
+
+#define PTE_P	    1ull
+#define PTE_PS	    (1ull << 7)
+#define PTE_ADDR_64 0x000ffffffffff000ull
+
+bool x86_guest_read_phys(uint64_t gpa, void *buf, unsigned len)
+{
+	const struct x86_vm *vm = &x86_primary;
+
+	if (!len || gpa + len < gpa || gpa + len > vm->host_map_top ||
+	    region_overlaps(&vm->slat_region, gpa, len))
+		return false;
+	const uint8_t *src = (const uint8_t *)(uintptr_t)gpa;
+	uint8_t *dst = buf;
+	for (unsigned i = 0; i < len; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	return true;
+}
+
+static bool read_pte(uint64_t pa, bool wide, uint64_t *pte)
+{
+	uint32_t narrow;
+
+	if (wide)
+		return x86_guest_read_phys(pa, pte, 8);
+	if (!x86_guest_read_phys(pa, &narrow, 4))
+		return false;
+	*pte = narrow;
+	return true;
+}
+
+// Linear -> physical for one address through the guest's paging structures.
+static bool translate(struct x86_vcpu *v, uint64_t la, uint64_t *pa)
+{
+	uint64_t cr0 = v->ops->read_cr(v, 0), cr3 = v->ops->read_cr(v, 3);
+	uint64_t cr4 = v->ops->read_cr(v, 4), efer = v->ops->read_efer(v);
+	uint64_t e;
+
+	if (!(cr0 & CR0_PG)) {
+		*pa = (efer & EFER_LMA) ? la : (uint32_t)la;
+		return true;
+	}
+	if (efer & EFER_LMA) {
+		unsigned levels = (cr4 & CR4_LA57) ? 5 : 4;
+		uint64_t table = cr3 & PTE_ADDR_64;
+		for (unsigned l = levels; l >= 1; l--) {
+			unsigned shift = 12 + 9 * (l - 1);
+			if (!read_pte(table + ((la >> shift) & 511) * 8, true, &e) || !(e & PTE_P))
+				return false;
+			if (l == 1 || (l <= 3 && (e & PTE_PS))) {
+				uint64_t mask = (1ull << shift) - 1;
+				*pa = ((e & PTE_ADDR_64) & ~mask) | (la & mask);
+				return true;
+			}
+			table = e & PTE_ADDR_64;
+		}
+		return false;
+	}
+	la = (uint32_t)la;
+	if (cr4 & CR4_PAE) {
+		if (!read_pte((cr3 & 0xffffffe0u) + (la >> 30) * 8, true, &e) || !(e & PTE_P))
+			return false;
+		if (!read_pte((e & PTE_ADDR_64) + ((la >> 21) & 511) * 8, true, &e) || !(e & PTE_P))
+			return false;
+		if (e & PTE_PS) {
+			*pa = ((e & PTE_ADDR_64) & ~0x1fffffull) | (la & 0x1fffff);
+			return true;
+		}
+		if (!read_pte((e & PTE_ADDR_64) + ((la >> 12) & 511) * 8, true, &e) || !(e & PTE_P))
+			return false;
+		*pa = (e & PTE_ADDR_64) | (la & 0xfff);
+		return true;
+	}
+	if (!read_pte((cr3 & 0xfffff000u) + (la >> 22) * 4, false, &e) || !(e & PTE_P))
+		return false;
+	if ((e & PTE_PS) && (cr4 & CR4_PSE)) {
+		*pa = (e & 0xffc00000u) | (la & 0x3fffff);
+		return true;
+	}
+	if (!read_pte((e & 0xfffff000u) + ((la >> 12) & 1023) * 4, false, &e) || !(e & PTE_P))
+		return false;
+	*pa = (e & 0xfffff000u) | (la & 0xfff);
+	return true;
+}
+
+bool x86_guest_read_linear(struct x86_vcpu *v, uint64_t la, void *buf, unsigned len)
+{
+	uint8_t *dst = buf;
+
+	while (len) {
+		unsigned chunk = 4096 - (unsigned)(la & 0xfff);
+		uint64_t pa;
+		if (chunk > len)
+			chunk = len;
+		if (!translate(v, la, &pa) || !x86_guest_read_phys(pa, dst, chunk))
+			return false;
+		la += chunk, dst += chunk, len -= chunk;
+	}
+	return true;
+}
+
+// ---- decoder ------------------------------------------------------------------
+struct fetch {
+	uint8_t b[15];
+	unsigned n, pos; // bytes available, next to decode
+};
+
+static bool next(struct fetch *f, uint8_t *out)
+{
+	if (f->pos >= f->n)
+		return false;
+	*out = f->b[f->pos++];
+	return true;
+}
+
+static bool take(struct fetch *f, unsigned n, uint64_t *val)
+{
+	uint64_t v = 0;
+
+	if (f->pos + n > f->n)
+		return false;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)f->b[f->pos + i] << (8 * i);
+	f->pos += n;
+	if (val)
+		*val = v;
+	return true;
+}
+
+// Skips ModRM's SIB and displacement for the given address size.
+static bool modrm_tail(struct fetch *f, uint8_t modrm, unsigned addr_size)
+{
+	unsigned mod = modrm >> 6, rm = modrm & 7;
+
+	if (mod == 3)
+		return true;
+	if (addr_size == 2) {
+		unsigned disp = mod == 1 ? 1 : mod == 2 ? 2 : (rm == 6 ? 2 : 0);
+		return take(f, disp, NULL);
+	}
+	unsigned disp = mod == 1 ? 1 : mod == 2 ? 4 : 0;
+	if (rm == 4) {
+		uint8_t sib;
+		if (!next(f, &sib))
+			return false;
+		if (mod == 0 && (sib & 7) == 5)
+			disp = 4;
+	} else if (mod == 0 && rm == 5) {
+		disp = 4; // disp32, RIP-relative in 64-bit mode
+	}
+	return take(f, disp, NULL);
+}
+
+// Fetches up to 15 bytes at CS:RIP, fewer when the next page is not mapped.
+static bool fetch_code(struct x86_vcpu *v, struct fetch *f, bool *long_mode, unsigned *def_size)
+{
+	struct x86_seg cs;
+	uint64_t efer = v->ops->read_efer(v);
+
+	v->ops->read_seg(v, X86_CS, &cs);
+	*long_mode = (efer & EFER_LMA) && (cs.attr & X86_SEG_ATTR_L);
+	*def_size = *long_mode ? 4 : (cs.attr & X86_SEG_ATTR_D) ? 4 : 2;
+	uint64_t la = *long_mode ? v->rip : (uint32_t)(cs.base + v->rip);
+	unsigned first = 4096 - (unsigned)(la & 0xfff);
+
+	if (first > 15)
+		first = 15;
+	*f = (struct fetch){0};
+	if (!x86_guest_read_linear(v, la, f->b, first))
+		return false;
+	f->n = first;
+	if (first < 15 && x86_guest_read_linear(v, la + first, f->b + first, 15 - first))
+		f->n = 15;
+	return true;
+}
+
+static bool decode_0f(struct fetch *f, struct x86_insn *in, unsigned addr_size)
+{
+	uint8_t op;
+
+	if (!next(f, &op))
+		return false;
+	in->two_byte = true;
+	in->opcode = op;
+	switch (op) {
+	case 0xa2: // CPUID
+	case 0x30: // WRMSR
+	case 0x31: // RDTSC
+	case 0x32: // RDMSR
+	case 0x33: // RDPMC
+		return true;
+	case 0x01: // group 7: register forms (XSETBV, VMMCALL, MWAIT, ...) and memory forms
+		if (!next(f, &in->modrm))
+			return false;
+		in->has_modrm = true;
+		return modrm_tail(f, in->modrm, addr_size);
+	default:
+		return false;
+	}
+}
+
+bool x86_decode(struct x86_vcpu *v, struct x86_insn *in)
+{
+	struct fetch f;
+	bool lm;
+	unsigned def;
+
+	*in = (struct x86_insn){0};
+	if (!fetch_code(v, &f, &lm, &def))
+		return false;
+
+	bool opsize = false, adsize = false;
+	uint8_t rex = 0, b;
+	for (;;) {
+		if (!next(&f, &b))
+			return false;
+		if (b == 0x66)
+			opsize = true;
+		else if (b == 0x67)
+			adsize = true;
+		else if (b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36 ||
+			 b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65)
+			continue;
+		else
+			break;
+	}
+	if (lm && (b & 0xf0) == 0x40) {
+		rex = b;
+		if (!next(&f, &b))
+			return false;
+	}
+	unsigned addr_size = lm ? (adsize ? 4 : 8) : (def == 4) != adsize ? 4 : 2;
+	in->op_size = (rex & 8) ? 8 : ((def == 4) != opsize ? 4 : 2);
+	in->opcode = b;
+
+	bool ok;
+	switch (b) {
+	case 0x0f:
+		ok = decode_0f(&f, in, addr_size);
+		break;
+	case 0xf4: // HLT
+	case 0xec:
+	case 0xed: // IN AL/eAX, DX
+	case 0xee:
+	case 0xef: // OUT DX, AL/eAX
+	case 0x6c:
+	case 0x6d: // INS
+	case 0x6e:
+	case 0x6f: // OUTS
+		ok = true;
+		break;
+	case 0xe4:
+	case 0xe5:
+	case 0xe6:
+	case 0xe7: // IN/OUT with an imm8 port
+		ok = take(&f, 1, &in->imm);
+		in->has_imm = true;
+		break;
+	case 0x88:
+	case 0x89:
+	case 0x8a:
+	case 0x8b: // MOV r/m, r and r, r/m
+	case 0x86:
+	case 0x87: // XCHG r/m, r
+	case 0xc6:
+	case 0xc7: // MOV r/m, imm
+		ok = next(&f, &in->modrm);
+		in->has_modrm = true;
+		ok = ok && modrm_tail(&f, in->modrm, addr_size);
+		if (ok && b == 0xc6) {
+			ok = take(&f, 1, &in->imm);
+			in->has_imm = true;
+		} else if (ok && b == 0xc7) {
+			ok = take(&f, in->op_size == 2 ? 2 : 4, &in->imm);
+			if (in->op_size == 8 && (in->imm & 0x80000000u))
+				in->imm |= 0xffffffff00000000ull; // imm32 sign-extended
+			in->has_imm = true;
+		}
+		break;
+	case 0xa0:
+	case 0xa1:
+	case 0xa2:
+	case 0xa3: // MOV AL/eAX <-> moffs
+		ok = take(&f, addr_size, NULL);
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (!ok)
+		return false;
+	in->reg = (uint8_t)(((in->modrm >> 3) & 7) | ((rex & 4) ? 8 : 0));
+	in->len = (uint8_t)f.pos;
+	return true;
+}

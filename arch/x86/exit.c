@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The VM-wide part of the shared x86 exit layer: the primary VM's records,
+// uptime, exception injection, stepping over instructions, XSETBV, port I/O
+// with power-off / reset detection, second-level violations, and the
+// shutdown that prints the exit summary. See vcpu.h for the contract and
+// docs/x86-exits.md for the policy.
+#include "arch/x86/cpu.h"
+#include "arch/x86/vcpu.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+struct x86_vm x86_primary;
+
+#define PM1_SLP_EN (1u << 13)
+#define RST_CPU	   (1u << 2) // reset control register (0xCF9): reset now
+#define KBC_CMD	   0x64	     // keyboard controller: command 0xFE pulses the reset line
+#define KBC_RESET  0xfe
+
+void x86_vm_init(const char *slat_name, const struct x86_vm_ops *ops, const struct region *slat,
+		 uint64_t tsc_start, uint64_t tsc_hz, const struct x86_power_ports *power)
+{
+	struct x86_vm *vm = &x86_primary;
+
+	memset(vm, 0, sizeof(*vm));
+	vm_init(&vm->vm, "primary", slat_name, vm->stats, X86_MAX_CPUS);
+	vm->ops = ops;
+	vm->slat_region = *slat;
+	vm->tsc_start = tsc_start;
+	vm->tsc_hz = tsc_hz;
+	vm->power = *power;
+	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
+		vm->vcpus[i].index = i;
+		vm->vcpus[i].stats = &vm->stats[i];
+		vm->vcpus[i].apic_dfr = 0xffffffffu;
+	}
+}
+
+struct x86_vcpu *x86_vcpu_for_apic(uint32_t apic_id)
+{
+	struct vcpu *s = vm_vcpu_for(&x86_primary.vm, apic_id);
+
+	if (!s)
+		return NULL;
+	struct x86_vcpu *v = &x86_primary.vcpus[s->index];
+	v->apic_id = apic_id;
+	return v;
+}
+
+uint64_t x86_uptime_us(void)
+{
+	const struct x86_vm *vm = &x86_primary;
+	uint64_t t = rdtsc() - vm->tsc_start;
+
+	if (!vm->tsc_hz)
+		return 0;
+	// Split to keep t * 10^6 from overflowing.
+	return (t / vm->tsc_hz) * 1000000 + (t % vm->tsc_hz) * 1000000 / vm->tsc_hz;
+}
+
+__attribute__((noreturn)) void x86_park(void)
+{
+	for (;;)
+		__asm__ volatile("cli; hlt");
+}
+
+bool x86_vm_is_shutting_down(void)
+{
+	return __atomic_load_n(&x86_primary.shutting_down, __ATOMIC_ACQUIRE);
+}
+
+static void port_write(uint16_t port, uint32_t value, unsigned size)
+{
+	if (size == 1)
+		outb(port, (uint8_t)value);
+	else if (size == 2)
+		outw(port, (uint16_t)value);
+	else
+		outl(port, value);
+}
+
+__attribute__((noreturn)) void x86_vm_shutdown(struct x86_vcpu *v, bool reset, uint16_t port,
+					       uint32_t value, unsigned size)
+{
+	struct x86_vm *vm = &x86_primary;
+
+	if (__atomic_exchange_n(&vm->shutting_down, 1, __ATOMIC_ACQ_REL))
+		x86_park(); // another CPU is already shutting the machine down
+	struct exit_summary s = {.event = reset ? "reset" : "power-off"};
+	s.uptime_us = x86_uptime_us();
+	vm->ops->mm_counts(&s.live);
+	vm->ops->teardown(&s.teardown_pages, &s.teardown_invalidations);
+	vm_print_exit_summary(&vm->vm, &s);
+	log_info("slat: %s\n", reset ? "resetting" : "powering off");
+	log_flush();
+	if (port) {
+		port_write(port, value, size);
+	} else if (reset) {
+		outb(0xcf9, 0x02);
+		outb(0xcf9, 0x06); // PC reset control: hard reset
+	}
+	for (unsigned i = 0; i < 1000000; i++)
+		pause();
+	log_err("slat: the %s request had no effect; halting\n", reset ? "reset" : "power-off");
+	log_flush();
+	x86_park();
+}
+
+// ---- injection and stepping ---------------------------------------------------
+enum x86_action x86_inject_ud(struct x86_vcpu *v)
+{
+	v->ops->inject(v, X86_EXC_UD, false, 0);
+	return X86_CONTINUE;
+}
+
+enum x86_action x86_inject_gp0(struct x86_vcpu *v)
+{
+	v->ops->inject(v, X86_EXC_GP, true, 0);
+	return X86_CONTINUE;
+}
+
+bool x86_skip_insn(struct x86_vcpu *v)
+{
+	unsigned len = v->ops->insn_len(v);
+
+	if (!len) {
+		struct x86_insn in;
+		if (!x86_decode(v, &in)) {
+			static int seen;
+			if (!__atomic_exchange_n(&seen, 1, __ATOMIC_RELAXED))
+				log_warn("x86: cannot decode the instruction at 0x%llx on vcpu%u: "
+					 "#UD\n",
+					 (unsigned long long)v->rip, v->index);
+			x86_inject_ud(v);
+			return false;
+		}
+		len = in.len;
+	}
+	v->rip += len;
+	return true;
+}
+
+static unsigned guest_cpl(struct x86_vcpu *v)
+{
+	struct x86_seg ss;
+
+	v->ops->read_seg(v, X86_SS, &ss);
+	return (ss.attr >> 5) & 3; // SS.DPL is the CPL
+}
+
+// ---- XSETBV ---------------------------------------------------------------------
+#define XCR0_X87    (1ull << 0)
+#define XCR0_SSE    (1ull << 1)
+#define XCR0_AVX    (1ull << 2)
+#define XCR0_BNDREG (1ull << 3)
+#define XCR0_BNDCSR (1ull << 4)
+#define XCR0_AVX512 (7ull << 5)
+
+enum x86_action x86_handle_xsetbv(struct x86_vcpu *v)
+{
+	uint32_t xcr = (uint32_t)v->gpr[X86_RCX];
+	uint64_t val = (v->gpr[X86_RDX] << 32) | (uint32_t)v->gpr[X86_RAX];
+	struct cpuid_regs d = cpuid(0xd, 0);
+	uint64_t supported = ((uint64_t)d.edx << 32) | d.eax;
+
+	// The checks the CPU makes (SDM XSETBV, APM XSETBV): #GP(0) otherwise.
+	if (guest_cpl(v) != 0 || xcr != 0 || !(val & XCR0_X87) || (val & ~supported) ||
+	    ((val & XCR0_AVX) && !(val & XCR0_SSE)) ||
+	    (!!(val & XCR0_BNDREG) != !!(val & XCR0_BNDCSR)) ||
+	    ((val & XCR0_AVX512) && ((val & XCR0_AVX512) != XCR0_AVX512 || !(val & XCR0_AVX))))
+		return x86_inject_gp0(v);
+	xsetbv(0, val);
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}
+
+// ---- port I/O -------------------------------------------------------------------
+bool x86_io_intercepted(uint16_t port)
+{
+	const struct x86_power_ports *p = &x86_primary.power;
+
+	return port == KBC_CMD ||
+	       (p->pm1a_cnt && (port == p->pm1a_cnt || port == p->pm1a_cnt + 1)) ||
+	       (p->pm1b_cnt && (port == p->pm1b_cnt || port == p->pm1b_cnt + 1)) ||
+	       (p->reset_port && port == p->reset_port);
+}
+
+static uint32_t port_read(uint16_t port, unsigned size)
+{
+	return size == 1 ? inb(port) : size == 2 ? inw(port) : inl(port);
+}
+
+// A write to a PM1 control register that sets SLP_EN: power-off when the
+// sleep type is S5's (or S5's is unknown), else a sleep state Slat cannot
+// resume from, refused by dropping the write.
+static enum x86_action pm1_write(struct x86_vcpu *v, const struct x86_io *io, uint32_t val,
+				 uint32_t val16)
+{
+	const struct x86_power_ports *p = &x86_primary.power;
+	unsigned slp_typ = (val16 >> 10) & 7;
+
+	if (p->s5_known && slp_typ != p->s5_slp_typ) {
+		log_warn("x86: guest asked for ACPI sleep type %u (not S5): ignored\n", slp_typ);
+		return X86_CONTINUE;
+	}
+	x86_vm_shutdown(v, false, io->port, val, io->size);
+}
+
+enum x86_action x86_handle_io(struct x86_vcpu *v, const struct x86_io *io)
+{
+	const struct x86_power_ports *p = &x86_primary.power;
+	uint32_t mask = io->size == 1 ? 0xff : io->size == 2 ? 0xffff : 0xffffffffu;
+
+	if (io->string) {
+		static int seen;
+		if (!__atomic_exchange_n(&seen, 1, __ATOMIC_RELAXED))
+			log_warn("x86: string I/O on intercepted port 0x%x: #GP\n", io->port);
+		return x86_inject_gp0(v);
+	}
+	if (io->in) {
+		uint32_t val = port_read(io->port, io->size);
+		v->gpr[X86_RAX] = io->size == 4 ? val : (v->gpr[X86_RAX] & ~(uint64_t)mask) | val;
+		x86_skip_insn(v);
+		return X86_CONTINUE;
+	}
+	uint32_t val = (uint32_t)v->gpr[X86_RAX] & mask;
+	x86_skip_insn(v); // the guest would continue after the OUT if it did nothing
+	if (io->port == p->pm1a_cnt || (p->pm1b_cnt && io->port == p->pm1b_cnt)) {
+		if (io->size >= 2 && (val & PM1_SLP_EN))
+			return pm1_write(v, io, val, val);
+	} else if (io->port == p->pm1a_cnt + 1 || (p->pm1b_cnt && io->port == p->pm1b_cnt + 1)) {
+		if (val & (PM1_SLP_EN >> 8))
+			return pm1_write(v, io, val, val << 8); // byte write of the high half
+	} else if (io->port == p->reset_port && (val & RST_CPU)) {
+		x86_vm_shutdown(v, true, io->port, val, io->size);
+	} else if (io->port == KBC_CMD && val == KBC_RESET) {
+		x86_vm_shutdown(v, true, io->port, val, io->size);
+	}
+	port_write(io->port, val, io->size);
+	return X86_CONTINUE;
+}
+
+// ---- second-level violations ------------------------------------------------------
+#define FAULT_LOG_PAGES 8
+static uint64_t fault_logged[FAULT_LOG_PAGES];
+static unsigned fault_logged_n;
+static int fault_log_lock;
+
+static bool fault_first_time(uint64_t page)
+{
+	bool first = true;
+
+	while (__atomic_exchange_n(&fault_log_lock, 1, __ATOMIC_ACQUIRE))
+		pause();
+	for (unsigned i = 0; i < fault_logged_n && first; i++)
+		first = fault_logged[i] != page;
+	if (first && fault_logged_n < FAULT_LOG_PAGES)
+		fault_logged[fault_logged_n++] = page;
+	else if (first)
+		first = false; // table full: stay quiet
+	__atomic_store_n(&fault_log_lock, 0, __ATOMIC_RELEASE);
+	return first;
+}
+
+enum x86_action x86_handle_slat_violation(struct x86_vcpu *v, uint64_t gpa, bool write, bool fetch)
+{
+	if (fault_first_time(gpa >> 12)) {
+		bool ours = region_overlaps(&x86_primary.slat_region, gpa, 1);
+		log_warn("slat: %s fault on %s at GPA 0x%llx (%s at CPL %u, RIP 0x%llx, vcpu%u): "
+			 "injecting #GP(0)\n",
+			 x86_primary.vm.slat_name, ours ? "Slat memory" : "an unmapped address",
+			 (unsigned long long)gpa,
+			 fetch	 ? "fetch"
+			 : write ? "write"
+				 : "read",
+			 guest_cpl(v), (unsigned long long)v->rip, v->index);
+	}
+	return x86_inject_gp0(v);
+}

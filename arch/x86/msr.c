@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// MSR policy of the primary VM, shared by the SVM and VMX back ends. Only
+// the MSRs in x86_msr_intercepts[] exit; every other MSR goes straight to the
+// hardware (the primary owns the machine). The table and its reasons are in
+// docs/x86-exits.md.
+//
+//   EFER (0xC0000080)   reads return the guest's value (SVME as the guest
+//                       set it: never, since SVM is hidden); writes with a
+//                       reserved bit or with SVME set get #GP (SVM is not
+//                       offered), else go to the back end, which keeps the
+//                       bits the hardware needs (SVM: SVME)
+//   VM_CR (0xC0010114)  reads SVMDIS | LOCK (SVM disabled by firmware),
+//                       writes ignored (a locked VM_CR ignores them)
+//   VM_HSAVE_PA         reads back what was written, never used
+//   IA32_FEATURE_CONTROL (0x3A, Intel) reads "locked, VMX off"; writes #GP
+//   IA32_VMX_* (0x480-0x493, Intel)   #GP: VMX is hidden
+#include "arch/x86/caps.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/vcpu.h"
+#include "core/log.h"
+
+#define MSR_VMX_FIRST 0x480u
+#define MSR_VMX_LAST  0x493u
+
+// EFER bits a guest may set: SCE, LME, LMA (ignored on write, kept by the
+// CPU), NXE, LMSLE, FFXSR, TCE, AutoIBRS. SVME is refused separately.
+#define EFER_GUEST_OK                                                                              \
+	(EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE | EFER_LMSLE | EFER_FFXSR | EFER_TCE |          \
+	 EFER_AUTOIBRS)
+
+const struct x86_msr_intercept x86_msr_intercepts[] = {
+    {MSR_EFER, MSR_EFER, true, true, false},
+    {MSR_VM_CR, MSR_VM_CR, true, true, false},
+    {MSR_VM_HSAVE_PA, MSR_VM_HSAVE_PA, true, true, false},
+    {MSR_IA32_FEATURE_CONTROL, MSR_IA32_FEATURE_CONTROL, true, true, true},
+    {MSR_VMX_FIRST, MSR_VMX_LAST, true, true, true}, // IA32_VMX_BASIC ... VMX capabilities
+};
+const unsigned x86_n_msr_intercepts = sizeof(x86_msr_intercepts) / sizeof(x86_msr_intercepts[0]);
+
+static void log_once_msr(const char *what, uint32_t msr, uint64_t val)
+{
+	static int seen;
+
+	if (!__atomic_exchange_n(&seen, 1, __ATOMIC_RELAXED))
+		log_warn("x86: guest %s MSR 0x%x (0x%llx): #GP (further ones not logged)\n", what,
+			 msr, (unsigned long long)val);
+}
+
+static enum x86_action msr_done(struct x86_vcpu *v)
+{
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}
+
+enum x86_action x86_handle_rdmsr(struct x86_vcpu *v)
+{
+	uint32_t msr = (uint32_t)v->gpr[X86_RCX];
+	uint64_t val;
+
+	switch (msr) {
+	case MSR_EFER:
+		val = v->ops->read_efer(v);
+		break;
+	case MSR_VM_CR:
+		val = VM_CR_SVMDIS | VM_CR_LOCK;
+		break;
+	case MSR_VM_HSAVE_PA:
+		val = v->hsave_guest;
+		break;
+	case MSR_IA32_FEATURE_CONTROL:
+		val = FEATCTL_LOCKED; // locked with VMX disabled inside and outside SMX
+		break;
+	default:
+		log_once_msr("read of", msr, 0);
+		return x86_inject_gp0(v);
+	}
+	v->gpr[X86_RAX] = (uint32_t)val;
+	v->gpr[X86_RDX] = val >> 32;
+	return msr_done(v);
+}
+
+enum x86_action x86_handle_wrmsr(struct x86_vcpu *v)
+{
+	uint32_t msr = (uint32_t)v->gpr[X86_RCX];
+	uint64_t val = (v->gpr[X86_RDX] << 32) | (uint32_t)v->gpr[X86_RAX];
+
+	switch (msr) {
+	case MSR_EFER:
+		if (val & ~EFER_GUEST_OK) // SVME included: SVM is not offered
+			return x86_inject_gp0(v);
+		v->ops->write_efer(v, val);
+		break;
+	case MSR_VM_CR:
+		break; // locked: writes have no effect
+	case MSR_VM_HSAVE_PA:
+		if (val & 0xfff)
+			return x86_inject_gp0(v);
+		v->hsave_guest = val;
+		break;
+	default: // IA32_FEATURE_CONTROL is locked; VMX MSRs do not exist for the guest
+		log_once_msr("write to", msr, val);
+		return x86_inject_gp0(v);
+	}
+	return msr_done(v);
+}
+
+bool x86_msr_policy_has(uint32_t msr, bool write, bool vmx)
+{
+	for (unsigned i = 0; i < x86_n_msr_intercepts; i++) {
+		const struct x86_msr_intercept *m = &x86_msr_intercepts[i];
+		if (msr >= m->first && msr <= m->last && (vmx || !m->vmx_only))
+			return write ? m->write : m->read;
+	}
+	return false;
+}

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The backend-neutral x86 vCPU: the contract between the shared x86 exit
+// layer (arch/x86/*.c: CPUID and MSR policy, instruction decoding, I/O,
+// XSETBV, the INIT/SIPI APIC mailbox, power-off detection) and the two
+// hardware back ends (arch/x86/svm/ for AMD SVM, arch/x86/vmx/ for Intel
+// VT-x). Policy is written once, here; a back end only moves state between
+// its control block (VMCB / VMCS) and `struct x86_vcpu` and implements the
+// few operations in `struct x86_vcpu_ops`.
+//
+// How a back end uses the layer on each exit:
+//
+//   1. copy the guest's GPRs (RAX and RSP included: SVM keeps them in the
+//      VMCB, VMX keeps RSP in the VMCS) into v->gpr[], and RIP into v->rip;
+//   2. call the x86_handle_*() function for the exit (exit.c, cpuid.c, ...);
+//      the result says what happened (enum x86_action);
+//   3. copy v->gpr[] and v->rip back (the handlers change them only as the
+//      emulated instruction would) and resume the guest.
+//
+// A handler that "completes" an instruction advances v->rip by its length:
+// ops->insn_len() when the CPU reported it (SVM NRIPS, VMX exit instruction
+// length), else the length decoded from the guest's code (decode.c). A
+// handler that faults the instruction calls ops->inject() and leaves RIP.
+//
+// Invariants the back ends keep:
+//  - The guest's XCR0 is the hardware XCR0 while the host runs (neither SVM
+//    nor VMX switches it; the host is built with -mgeneral-regs-only and never
+//    uses extended state). The host runs with CR4.OSXSAVE set when the CPU has
+//    XSAVE, so x86_handle_xsetbv() can execute XSETBV for the guest.
+//  - Guest-physical == host-physical for every address the primary VM may use
+//    (identity second-level map); Slat's region is never mapped for the guest,
+//    and the host's own page tables identity-map all RAM, so the layer reads
+//    guest memory by physical address (x86_guest_read_phys) after refusing
+//    Slat's region.
+//  - Guest SVM/VMX state is hidden: CPUID reports neither, EFER.SVME reads as
+//    the guest wrote it (the back end keeps the real bit set), VM_CR reads as
+//    disabled and locked, IA32_FEATURE_CONTROL reads as locked with VMX off.
+#ifndef SLAT_ARCH_X86_VCPU_H
+#define SLAT_ARCH_X86_VCPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/region.h"
+#include "core/vm.h"
+
+#define X86_MAX_CPUS 8
+
+// General-purpose registers in instruction-encoding order (ModRM reg/rm).
+enum x86_gpr {
+	X86_RAX,
+	X86_RCX,
+	X86_RDX,
+	X86_RBX,
+	X86_RSP,
+	X86_RBP,
+	X86_RSI,
+	X86_RDI,
+	X86_R8,
+	X86_R9,
+	X86_R10,
+	X86_R11,
+	X86_R12,
+	X86_R13,
+	X86_R14,
+	X86_R15,
+	X86_NR_GPRS
+};
+
+enum x86_seg_reg { X86_ES, X86_CS, X86_SS, X86_DS, X86_FS, X86_GS };
+
+// A segment register as the CPU caches it. `attr` uses the SVM VMCB packing
+// (descriptor byte 5 in bits 0-7, the flags nibble G/D/L/AVL in bits 8-11);
+// the VMX back end converts its access-rights format to this one.
+struct x86_seg {
+	uint16_t sel;
+	uint16_t attr;
+	uint32_t limit;
+	uint64_t base;
+};
+#define X86_SEG_ATTR_L (1u << 9)  // 64-bit code segment
+#define X86_SEG_ATTR_D (1u << 10) // default operand size 32 bits
+
+// Architectural exception vectors the layer injects.
+enum {
+	X86_EXC_DE = 0,
+	X86_EXC_UD = 6,
+	X86_EXC_GP = 13,
+	X86_EXC_PF = 14,
+	X86_EXC_MC = 18,
+};
+
+struct x86_vcpu;
+
+// What the back end implements. Every operation acts on the calling CPU's
+// own vCPU (no cross-CPU calls).
+struct x86_vcpu_ops {
+	// CR0, CR2, CR3 or CR4 as in effect for the guest (VMX: the real guest
+	// value, not the read shadow).
+	uint64_t (*read_cr)(struct x86_vcpu *v, unsigned n);
+	// The guest's EFER as the guest sees it (SVM: without the SVME bit the
+	// back end forces).
+	uint64_t (*read_efer)(struct x86_vcpu *v);
+	// Sets the guest's EFER to `efer` (already checked by msr.c); the back
+	// end adds what the hardware needs (SVM: SVME) and keeps LMA consistent.
+	void (*write_efer)(struct x86_vcpu *v, uint64_t efer);
+	uint64_t (*read_rflags)(struct x86_vcpu *v);
+	void (*read_seg)(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out);
+	// Queues a hardware exception for the next entry (error code when
+	// has_error). The guest takes it at the current RIP.
+	void (*inject)(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error);
+	// Length of the intercepted instruction when the CPU reported it, else 0.
+	unsigned (*insn_len)(struct x86_vcpu *v);
+};
+
+// INIT/SIPI mailbox of one vCPU (apic_mailbox.c). `state` is written by any
+// CPU (the sender of an INIT or SIPI) and consumed by the owner.
+enum x86_mbox_state {
+	X86_MBOX_RUNNING = 0, // nothing pending
+	X86_MBOX_WAIT_SIPI,   // an INIT arrived: the CPU must stop and wait for a SIPI
+	X86_MBOX_SIPI,	      // a SIPI arrived while waiting: start at `sipi_vector`
+};
+
+struct x86_vcpu {
+	uint64_t gpr[X86_NR_GPRS]; // valid while an exit is handled
+	uint64_t rip;
+	const struct x86_vcpu_ops *ops;
+	struct vcpu *stats; // core/vm.h exit counters
+	void *backend;	    // the back end's per-CPU state
+	unsigned index;	    // 0 = the boot CPU
+	uint32_t apic_id;
+
+	int mbox_state;	      // enum x86_mbox_state, atomic
+	uint8_t sipi_vector;  // valid in X86_MBOX_SIPI
+	uint32_t apic_ldr;    // last value the guest wrote to its APIC LDR
+	uint32_t apic_dfr;    // ... and DFR (0xffffffff: flat model)
+	uint64_t hsave_guest; // what the guest wrote to VM_HSAVE_PA (never used)
+};
+
+// Outcome of a handler.
+enum x86_action {
+	X86_CONTINUE,  // resume the guest (RIP advanced or an exception queued)
+	X86_POWER_OFF, // the guest asked to power off: call x86_vm_shutdown()
+	X86_RESET,     // the guest asked to reset: call x86_vm_shutdown()
+};
+
+// ---- the VM-wide part (exit.c) -------------------------------------------
+struct x86_vm_ops {
+	// Second-level figures for the exit summary.
+	void (*mm_counts)(struct slat_mm_counts *out);
+	// Batched teardown of the second-level tables (no CPU may run the guest
+	// afterwards): pages freed and invalidations issued.
+	void (*teardown)(uint64_t *pages_freed, uint64_t *invalidations);
+};
+
+// Ports that request power-off or reset (from the FADT, with QEMU/PC
+// defaults). 0 = none.
+struct x86_power_ports {
+	uint16_t pm1a_cnt, pm1b_cnt; // ACPI PM1 control: SLP_EN (bit 13) = sleep/off
+	uint16_t reset_port;	     // ACPI RESET_REG when it is in I/O space (0xcf9 on PCs)
+	bool s5_known;		     // SLP_TYP of S5 found in the DSDT (\_S5_)
+	uint8_t s5_slp_typ;
+};
+
+struct x86_vm {
+	struct vm vm; // name, counters
+	struct x86_vcpu vcpus[X86_MAX_CPUS];
+	struct vcpu stats[X86_MAX_CPUS];
+	const struct x86_vm_ops *ops;
+	struct region slat_region; // never readable by the guest
+	uint64_t tsc_start, tsc_hz;
+	struct x86_power_ports power;
+	uint64_t apic_base;    // physical address of the local APIC page
+	uint64_t host_map_top; // the host's identity map covers [0, host_map_top)
+	int shutting_down;
+};
+
+extern struct x86_vm x86_primary;
+
+// Prepares x86_primary (single-threaded, in the resident copy).
+void x86_vm_init(const char *slat_name, const struct x86_vm_ops *ops, const struct region *slat,
+		 uint64_t tsc_start, uint64_t tsc_hz, const struct x86_power_ports *power);
+// The vCPU of the CPU with local APIC ID `apic_id`, created on first use;
+// NULL when X86_MAX_CPUS are taken.
+struct x86_vcpu *x86_vcpu_for_apic(uint32_t apic_id);
+uint64_t x86_uptime_us(void);
+// Tears down, prints the exit summary and performs the power-off / reset
+// request (`port`/`value` written as the guest asked). Only the first CPU
+// gets here; later ones park. Does not return.
+__attribute__((noreturn)) void x86_vm_shutdown(struct x86_vcpu *v, bool reset, uint16_t port,
+					       uint32_t value, unsigned size);
+bool x86_vm_is_shutting_down(void);
+__attribute__((noreturn)) void x86_park(void);
+
+// ---- exits handled by the shared layer -----------------------------------
+// CPUID (cpuid.c): the policy applied to the real CPUID of this CPU.
+void x86_cpuid_policy(struct x86_vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+enum x86_action x86_handle_cpuid(struct x86_vcpu *v);
+
+// RDMSR / WRMSR (msr.c) for the MSRs the back end intercepts.
+enum x86_action x86_handle_rdmsr(struct x86_vcpu *v);
+enum x86_action x86_handle_wrmsr(struct x86_vcpu *v);
+// The MSRs the policy needs to see; the back end intercepts at least these
+// (SVM: MSR permission map; VMX: MSR bitmap) and lets the rest through.
+struct x86_msr_intercept {
+	uint32_t first, last; // an inclusive range of MSR numbers
+	bool read, write;
+	bool vmx_only; // exists only on Intel (the SVM back end skips it)
+};
+extern const struct x86_msr_intercept x86_msr_intercepts[];
+extern const unsigned x86_n_msr_intercepts;
+// True when the policy handles `msr` for this CPU kind (SVM back end: skip
+// the vmx_only entries).
+bool x86_msr_policy_has(uint32_t msr, bool write, bool vmx);
+
+// XSETBV (exit.c): checks the new XCR0 like the CPU would (#GP otherwise)
+// and loads it.
+enum x86_action x86_handle_xsetbv(struct x86_vcpu *v);
+
+// Port I/O (exit.c). The back end intercepts the ports x86_io_intercepted()
+// names and passes everything else through.
+struct x86_io {
+	uint16_t port;
+	uint8_t size; // 1, 2 or 4
+	bool in;      // IN (else OUT)
+	bool string;  // INS/OUTS: not emulated, #GP
+	bool rep;
+};
+bool x86_io_intercepted(uint16_t port);
+enum x86_action x86_handle_io(struct x86_vcpu *v, const struct x86_io *io);
+
+// A guest write to its local APIC page (mapped read-only in the second-level
+// tables so that every write exits): decode, emulate, mailbox (apic_mailbox.c).
+enum x86_action x86_handle_apic_write(struct x86_vcpu *v, uint64_t gpa);
+// Called by the back end on every exit of `v` and whenever it parks: true
+// when an INIT+SIPI arrived; then *vector is the SIPI vector and the back end
+// puts the vCPU in the real-mode state a SIPI gives (CS = vector << 8,
+// base vector << 12, IP 0). With an INIT but no SIPI yet it waits here.
+bool x86_mailbox_poll(struct x86_vcpu *v, uint8_t *vector);
+// True when an INIT is pending for `v` (the back end may want to exit soon).
+bool x86_mailbox_pending(const struct x86_vcpu *v);
+
+// An access to guest-physical `gpa` that the second level does not allow and
+// that is not emulated: logged once per page, #GP(0) injected (see
+// docs/x86-exits.md for why not #PF or #MC).
+enum x86_action x86_handle_slat_violation(struct x86_vcpu *v, uint64_t gpa, bool write, bool fetch);
+
+// SVM/VMX instructions from the guest and other refused instructions: #UD.
+enum x86_action x86_inject_ud(struct x86_vcpu *v);
+enum x86_action x86_inject_gp0(struct x86_vcpu *v);
+
+// Advances RIP past the current instruction (reported or decoded length).
+// False (and #UD queued) when the instruction cannot be decoded.
+bool x86_skip_insn(struct x86_vcpu *v);
+
+// ---- decode.c ---------------------------------------------------------------
+// Reads `len` bytes of guest-physical memory; false when any byte is Slat's
+// or not RAM the host maps.
+bool x86_guest_read_phys(uint64_t gpa, void *buf, unsigned len);
+// Reads `len` bytes at guest-linear `la` through the guest's paging (CR0.PG,
+// CR4.PAE/LA57, EFER.LMA); false on a missing translation.
+bool x86_guest_read_linear(struct x86_vcpu *v, uint64_t la, void *buf, unsigned len);
+
+// One decoded instruction (the subset Slat emulates or skips).
+struct x86_insn {
+	uint8_t len;	// total length in bytes
+	uint8_t opcode; // last opcode byte
+	bool two_byte;	// 0F xx
+	uint8_t modrm;	// when has_modrm
+	bool has_modrm;
+	uint8_t reg;	 // ModRM.reg with REX.R
+	uint8_t op_size; // 2, 4 or 8
+	uint64_t imm;	 // immediate, when the instruction has one
+	bool has_imm;
+};
+// Fetches and decodes the instruction at v->rip. False when it cannot be
+// read or is not one of the forms Slat knows (see decode.c).
+bool x86_decode(struct x86_vcpu *v, struct x86_insn *out);
+
+#endif
