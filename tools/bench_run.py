@@ -36,6 +36,20 @@ SCENARIOS = [
     ("b5_nested_churn", "B5 nested churn, recursive vs non-recursive orphan reclaim"),
     ("b6_delete_vs_size", "B6 slot delete cost vs VM size"),
 ]
+# Engine functions each program calls: it is built and run only once they are
+# all defined in libslat.a; until then the scenario is "unavailable" (and says
+# which are missing). Engine mode switches are listed too: a baseline that
+# cannot be selected is not measured.
+COMMON = ["s2_vm_create", "s2_vm_destroy", "s2_vm_stats", "s2_root_get", "s2_root_put",
+          "s2_root_is_invalid", "s2_translate", "s2_fault", "s2_slot_add", "s2_slot_delete"]
+REQUIRES = {
+    "b1_slot_perf": COMMON + ["s2_slot_move", "s2_unmap"],
+    "b2_mod_stress": COMMON,
+    "b3_root_load": COMMON + ["s2_roots_invalidate_all", "s2_vm_set_root_lock_mode"],
+    "b4_teardown": COMMON + ["s2_map", "s2_unmap", "s2_root_teardown"],
+    "b5_nested_churn": COMMON + ["s2_shadow_create", "s2_shadow_set_recursive"],
+    "b6_delete_vs_size": COMMON + ["s2_map"],
+}
 BOOT = ("boot", "Boot time to the guest marker, under Slat vs direct (emulated)")
 
 
@@ -83,13 +97,35 @@ def git_facts():
     }
 
 
+def defined_symbols(make, lib):
+    """Builds the bench variant of libslat.a; returns its defined globals."""
+    p = subprocess.run(make.split() + ["-s", lib], cwd=TOP, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        return None, p.stdout[-2000:]
+    nm = subprocess.run(["llvm-nm", "-g", "--defined-only", "--format=just-symbols", lib],
+                        cwd=TOP, capture_output=True, text=True)
+    return set(nm.stdout.split()), ""
+
+
+def build_program(name, bindir, make, syms):
+    """None when built, else (status, reason)."""
+    if not os.path.exists(os.path.join(TOP, "tools", "bench", name + ".c")):
+        return "unavailable", f"program tools/bench/{name}.c is not in the tree yet"
+    missing = [f for f in REQUIRES.get(name, []) if f not in syms]
+    if missing:
+        return "unavailable", ("engine functions not in the tree yet: " + ", ".join(missing))
+    p = subprocess.run(make.split() + ["-s", os.path.join(bindir, name)], cwd=TOP,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-3000:])
+        return "failed", "does not build (see the compiler output above)"
+    return None
+
+
 def run_program(name, title, bindir, quick, timeout):
     prog = os.path.join(bindir, name)
     entry = {"scenario": name, "title": title}
-    if not os.access(prog, os.X_OK):
-        entry.update(status="unavailable",
-                     reason=f"program tools/bench/{name}.c is not in the tree yet")
-        return entry
     args = [prog] + (["quick=1"] if quick else [])
     start = time.monotonic()
     try:
@@ -184,8 +220,10 @@ def main():
     ap.add_argument("--bindir", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--lib", required=True, help="the bench variant of libslat.a")
+    ap.add_argument("--make", default="make")
     ap.add_argument("--only", default="", help="comma-separated prefixes (b1,b4,boot)")
-    ap.add_argument("--boot-runs", type=int, default=int(os.environ.get("BENCH_BOOT_RUNS", "2")))
+    ap.add_argument("--boot-runs", type=int, default=int(os.environ.get("BENCH_BOOT_RUNS", "3")))
     args = ap.parse_args()
     only = [o for o in args.only.split(",") if o]
 
@@ -205,6 +243,9 @@ def main():
         "scenarios": [],
     }
     t0 = time.monotonic()
+    syms, lib_err = defined_symbols(args.make, args.lib)
+    if syms is None:
+        sys.stderr.write(lib_err)
     todo = SCENARIOS + [BOOT]
     for i, (name, title) in enumerate(todo, 1):
         if not wanted(name):
@@ -214,9 +255,16 @@ def main():
         print(f"[bench] {i}/{len(todo)} {name}: {title}", file=sys.stderr, flush=True)
         if name == BOOT[0]:
             entry = run_boot(args.quick, args.boot_runs)
+        elif syms is None:
+            entry = {"scenario": name, "title": title, "status": "failed",
+                     "reason": f"{args.lib} does not build"}
         else:
-            timeout = 300 if args.quick else 3600
-            entry = run_program(name, title, args.bindir, args.quick, timeout)
+            why = build_program(name, args.bindir, args.make, syms)
+            if why:
+                entry = {"scenario": name, "title": title, "status": why[0], "reason": why[1]}
+            else:
+                timeout = 300 if args.quick else 3600
+                entry = run_program(name, title, args.bindir, args.quick, timeout)
         print(f"[bench] {name}: {entry['status']}"
               + (f" ({entry['reason']})" if entry.get("reason") else "")
               + (f" in {entry['elapsed_s']} s" if "elapsed_s" in entry else ""),
