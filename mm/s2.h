@@ -244,6 +244,16 @@ int s2_walk(struct s2_vm *vm, struct s2_root *root, uint64_t lo, uint64_t hi, un
 void s2_walk_zap(struct s2_walk *w, const struct s2_walk_entry *e);
 void s2_walk_replace(struct s2_walk *w, const struct s2_walk_entry *e, s2_pte_t new_pte);
 struct s2_vm *s2_walk_vm(struct s2_walk *w);
+// Under S2_WALK_SHARED: removes a table entry and its subtree (CAS to the
+// format's frozen value, invalidate if live, empty the subtree, write the
+// normal non-present value, free after the grace period). A racing fault
+// that meets the frozen entry returns S2_FAULT_RETRY. False if the entry
+// changed under us.
+bool s2_walk_remove_table_shared(struct s2_walk *w, const struct s2_walk_entry *e);
+
+// Called by failed internal assertions (e.g. the last reference dropped on a
+// valid root). NULL: trap. Tests install a hook that records the failure.
+extern void (*s2_assert_hook)(const char *expr, const char *file, int line);
 
 // Table pages for the shadow code: same allocator and accounting.
 uint64_t s2_table_alloc(struct s2_vm *vm);

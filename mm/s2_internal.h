@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Private data model of the SLAT engine (mm/ only). Public API: mm/s2.h.
+#ifndef SLAT_MM_S2_INTERNAL_H
+#define SLAT_MM_S2_INTERNAL_H
+
+#include "mm/s2.h"
+#include "mm/s2_lock.h"
+
+// Slot flag kept internal: the slot is being deleted/moved/changed; faults
+// see it as absent (and do not cache MMIO markers during the update).
+#define S2_SLOT_INVALID 0x8000u
+
+struct s2_slotset {
+	uint64_t generation;
+	uint32_t readers; // fault paths inside this set (drained after a swap)
+	uint32_t n;
+	struct s2_slot slots[S2_MAX_SLOTS]; // sorted by gpa, non-overlapping
+};
+
+struct s2_root {
+	struct s2_root *next; // roots list (readers: mmu lock held; writers: roots_lock)
+	struct s2_role role;
+	uint64_t pa;	   // root table (geom.root_pages pages)
+	uint32_t refs;	   // atomic; 0 = dying, never revived
+	uint8_t invalid;   // written only under the mmu lock held for write
+	uint8_t scheduled; // invalidated and waiting for the zapper
+};
+
+struct s2_vm {
+	const struct s2_fmt *fmt;
+	struct s2_geom geom;
+	unsigned caps, mmio_gen_bits;
+	enum s2_zap_mode zap_mode;
+	const struct s2_backend *be;
+	void *be_ctx;
+	unsigned vm_pages;
+
+	struct s2_rwlock mmu_lock;
+	struct s2_spin slots_lock; // serialises slot updates
+	struct s2_spin roots_lock; // root list changes
+
+	struct s2_slotset *set_buf[S2_NR_AS][2];
+	struct s2_slotset *active[S2_NR_AS]; // atomic pointer into set_buf
+	uint64_t generation;		     // atomic; bit 63 = update in progress
+	uint32_t zaps_in_flight;	     // invalid-root zappers running
+
+	struct s2_root *roots;
+	const struct s2_shadow_ops *shadow;
+	void *shadow_ctx;
+	struct s2_stats stats; // relaxed atomic increments
+};
+
+#define S2_STAT_ADD(vm, field, n) __atomic_fetch_add(&(vm)->stats.field, (n), __ATOMIC_RELAXED)
+
+static inline s2_pte_t *s2_table_ptr(uint64_t pa)
+{
+	return (s2_pte_t *)(uintptr_t)pa;
+}
+static inline s2_pte_t s2_pte_load(const s2_pte_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+// Release: a new child table's contents are visible before its entry (I4.6).
+static inline void s2_pte_store(s2_pte_t *p, s2_pte_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+static inline bool s2_is_table(const struct s2_vm *vm, s2_pte_t e, unsigned level)
+{
+	return level > 0 && vm->fmt->is_present(e) && !vm->fmt->is_leaf(e, level);
+}
+
+// Pages an operation pre-allocated (prepare), consumed while committing.
+struct s2_cache {
+	uint64_t head; // linked through the first word
+	uint64_t n;
+};
+int s2_cache_topup(struct s2_vm *vm, struct s2_cache *c, uint64_t n);
+uint64_t s2_cache_take(struct s2_vm *vm, struct s2_cache *c);
+void s2_cache_release(struct s2_vm *vm, struct s2_cache *c);
+void s2_cache_put(struct s2_cache *c, uint64_t pa);
+int s2_map_locked(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, uint64_t hpa,
+		  unsigned prot, enum s2_memtype mt);
+struct s2_slotset *s2_slots_enter(struct s2_vm *vm, unsigned as);
+void s2_slots_exit(struct s2_slotset *s);
+const struct s2_slot *s2_slots_lookup(const struct s2_slotset *s, uint64_t gpa);
+
+enum s2_lock_mode { S2_LOCK_NONE, S2_LOCK_READ, S2_LOCK_WRITE };
+
+struct s2_walk {
+	struct s2_vm *vm;
+	struct s2_root *root;
+	unsigned flags, min_level;
+	enum s2_lock_mode lock;
+	s2_visit_fn fn;
+	void *ctx;
+	uint64_t addr, hi; // next address to visit, end
+	unsigned since_check;
+	bool progress;
+	bool root_invalid; // zaps in this root need no invalidation
+	bool need_flush;
+	uint64_t fl_lo, fl_hi;
+	uint64_t free_head; // emptied tables to free after the flush
+	struct s2_cache *cache;
+	uint64_t zapped_leaves, zapped_tables;
+};
+
+void s2_walk_begin(struct s2_walk *w, struct s2_vm *vm, unsigned flags, enum s2_lock_mode lock);
+int s2_walk_root(struct s2_walk *w, struct s2_root *root, uint64_t lo, uint64_t hi,
+		 unsigned min_level, s2_visit_fn fn, void *ctx);
+// Walks a subtree: `table_pa` holds entries of `level`, its first entry at `base`.
+int s2_walk_table(struct s2_walk *w, uint64_t table_pa, unsigned level, uint64_t base, uint64_t lo,
+		  uint64_t hi, unsigned min_level, s2_visit_fn fn, void *ctx);
+// Issues the one pending invalidation, then frees the queued tables.
+void s2_walk_end(struct s2_walk *w);
+void s2_walk_flush(struct s2_walk *w);
+void s2_walk_note_inval(struct s2_walk *w, uint64_t addr, uint64_t size);
+void s2_walk_queue_free(struct s2_walk *w, uint64_t table_pa);
+bool s2_walk_remove_table_shared(struct s2_walk *w, const struct s2_walk_entry *e);
+
+void s2_mmu_lock(struct s2_vm *vm, enum s2_lock_mode m);
+void s2_mmu_unlock(struct s2_vm *vm, enum s2_lock_mode m);
+
+// Zaps [lo, hi) in every root of `as` (valid and invalid): whole leaves that
+// intersect, empty tables reclaimed, one flush if a valid root changed.
+// Called with the mmu lock held for write.
+void s2_zap_range_locked(struct s2_vm *vm, int as, uint64_t lo, uint64_t hi);
+void s2_zap_all_locked(struct s2_vm *vm);
+uint64_t s2_page_alloc(struct s2_vm *vm, unsigned npages, uint64_t align);
+void s2_page_free(struct s2_vm *vm, uint64_t pa, unsigned npages, bool deferred);
+void s2_slots_destroy(struct s2_vm *vm);
+void s2_roots_destroy(struct s2_vm *vm);
+
+#endif
