@@ -53,6 +53,12 @@ struct s2_backend {
 	// Asks every vCPU of the VM to drop roots marked invalid and waits for the
 	// acknowledgements. NULL: no vCPU is running (tests, teardown).
 	void (*kick_reload)(void *ctx, struct s2_vm *vm);
+	// Read-side critical section of the deferred-free scheme: mm/ calls them
+	// around every section that reads tables or root headers under the mmu
+	// lock held for read (pages freed there go through page_free_deferred).
+	// NULL: no lockless reader exists (single-CPU users).
+	void (*rcu_enter)(void *ctx);
+	void (*rcu_exit)(void *ctx);
 };
 
 #endif

@@ -41,6 +41,7 @@ enum {
 	S2_PROT_R = 1u << 0,
 	S2_PROT_W = 1u << 1,
 	S2_PROT_X = 1u << 2,
+	S2_PROT_RW = 3u,
 	S2_PROT_RWX = 7u,
 };
 

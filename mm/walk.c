@@ -22,6 +22,8 @@ void s2_mmu_lock(struct s2_vm *vm, enum s2_lock_mode m)
 
 	if (m == S2_LOCK_READ) {
 		waited = s2_rw_read_lock(&vm->mmu_lock, vm->be->cpu_relax, vm->be_ctx);
+		if (vm->be->rcu_enter)
+			vm->be->rcu_enter(vm->be_ctx);
 		S2_STAT_ADD(vm, lock_read, 1);
 	} else if (m == S2_LOCK_WRITE) {
 		waited = s2_rw_write_lock(&vm->mmu_lock, vm->be->cpu_relax, vm->be_ctx);
@@ -33,9 +35,11 @@ void s2_mmu_lock(struct s2_vm *vm, enum s2_lock_mode m)
 
 void s2_mmu_unlock(struct s2_vm *vm, enum s2_lock_mode m)
 {
-	if (m == S2_LOCK_READ)
+	if (m == S2_LOCK_READ) {
+		if (vm->be->rcu_exit)
+			vm->be->rcu_exit(vm->be_ctx);
 		s2_rw_read_unlock(&vm->mmu_lock);
-	else if (m == S2_LOCK_WRITE)
+	} else if (m == S2_LOCK_WRITE)
 		s2_rw_write_unlock(&vm->mmu_lock);
 }
 

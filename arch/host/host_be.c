@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Hosted backend: see host_be.h. Uses libc and pthreads (hosted only).
+#include "arch/host/host_be.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HOST_ASAN 1
+#endif
+#endif
+#ifdef HOST_ASAN
+void __asan_poison_memory_region(void const volatile *addr, size_t size);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#define POISON(p, n)   __asan_poison_memory_region((p), (n))
+#define UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define POISON(p, n)   ((void)0)
+#define UNPOISON(p, n) ((void)0)
+#endif
+
+#define POISON_BYTE 0xa5
+#define Q_MAX	    2048
+
+struct host_deferred {
+	struct host_deferred *next;
+	uint64_t pa, epoch;
+	unsigned npages;
+};
+
+struct host_q {
+	struct host_q *next;
+	void *p;
+	unsigned npages;
+};
+
+static _Thread_local int my_reader = -1;
+static int next_reader;
+
+#define CNT(be, f, n) __atomic_fetch_add(&(be)->c.f, (n), __ATOMIC_RELAXED)
+
+// ---- pages ------------------------------------------------------------------------
+
+static bool poison_intact(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		if (b[i] != POISON_BYTE)
+			return false;
+	}
+	return true;
+}
+
+static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
+{
+	struct host_be *be = ctx;
+	uint64_t seq = __atomic_add_fetch(&be->alloc_seq, 1, __ATOMIC_RELAXED);
+
+	if ((be->fail_at && seq == be->fail_at) || (be->fail_every && seq % be->fail_every == 0)) {
+		CNT(be, alloc_failures, 1);
+		return 0;
+	}
+	void *p = aligned_alloc(align < 4096 ? 4096 : align, (size_t)npages * 4096);
+	if (!p)
+		return 0;
+	memset(p, 0, (size_t)npages * 4096);
+	CNT(be, allocs, 1);
+	CNT(be, alloc_pages, npages);
+	return (uint64_t)(uintptr_t)p;
+}
+
+// Caller holds be->mu.
+static void quarantine(struct host_be *be, void *p, unsigned npages)
+{
+	struct host_q *q = malloc(sizeof(*q));
+
+	memset(p, POISON_BYTE, (size_t)npages * 4096);
+	POISON(p, (size_t)npages * 4096);
+	q->next = NULL;
+	q->p = p;
+	q->npages = npages;
+	if (be->q_tail)
+		be->q_tail->next = q;
+	else
+		be->q_head = q;
+	be->q_tail = q;
+	if (++be->q_len <= be->q_max)
+		return;
+	q = be->q_head;
+	be->q_head = q->next;
+	if (!be->q_head)
+		be->q_tail = NULL;
+	be->q_len--;
+	UNPOISON(q->p, (size_t)q->npages * 4096);
+	if (!poison_intact(q->p, (size_t)q->npages * 4096))
+		CNT(be, poison_violations, 1); // written after free
+	free(q->p);
+	free(q);
+}
+
+static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
+{
+	struct host_be *be = ctx;
+
+	CNT(be, frees, 1);
+	CNT(be, free_pages, npages);
+	pthread_mutex_lock(&be->mu);
+	quarantine(be, (void *)(uintptr_t)pa, npages);
+	pthread_mutex_unlock(&be->mu);
+}
+
+// Caller holds be->mu. Frees deferred pages whose grace period is over: no
+// reader that entered at or before their epoch is still inside.
+static void reclaim_locked(struct host_be *be)
+{
+	uint64_t min = UINT64_MAX;
+
+	for (int i = 0; i < HOST_BE_READERS; i++) {
+		uint64_t e = __atomic_load_n(&be->reader_epoch[i], __ATOMIC_SEQ_CST);
+
+		if (e && e < min)
+			min = e;
+	}
+	while (be->deferred_head && be->deferred_head->epoch < min) {
+		struct host_deferred *d = be->deferred_head;
+
+		be->deferred_head = d->next;
+		if (!be->deferred_head)
+			be->deferred_tail = NULL;
+		quarantine(be, (void *)(uintptr_t)d->pa, d->npages);
+		free(d);
+	}
+}
+
+static void be_page_free_deferred(void *ctx, uint64_t pa, unsigned npages)
+{
+	struct host_be *be = ctx;
+	struct host_deferred *d = malloc(sizeof(*d));
+
+	CNT(be, frees, 1);
+	CNT(be, free_pages, npages);
+	CNT(be, deferred, 1);
+	CNT(be, deferred_pages, npages);
+	d->next = NULL;
+	d->pa = pa;
+	d->npages = npages;
+	pthread_mutex_lock(&be->mu);
+	// Readers that enter from now on record a later epoch.
+	d->epoch = __atomic_add_fetch(&be->epoch, 1, __ATOMIC_SEQ_CST);
+	if (be->deferred_tail)
+		be->deferred_tail->next = d;
+	else
+		be->deferred_head = d;
+	be->deferred_tail = d;
+	reclaim_locked(be);
+	pthread_mutex_unlock(&be->mu);
+}
+
+void host_be_reclaim(struct host_be *be)
+{
+	pthread_mutex_lock(&be->mu);
+	reclaim_locked(be);
+	pthread_mutex_unlock(&be->mu);
+}
+
+static int reader_slot(void)
+{
+	if (my_reader < 0)
+		my_reader = __atomic_fetch_add(&next_reader, 1, __ATOMIC_RELAXED) % HOST_BE_READERS;
+	return my_reader;
+}
+
+void host_be_read_enter(struct host_be *be)
+{
+	// Entry epoch = current + 1: greater than the epoch of every free already
+	// queued (those cannot be seen), equal to or less than later ones.
+	uint64_t e = __atomic_load_n(&be->epoch, __ATOMIC_SEQ_CST) + 1;
+
+	__atomic_store_n(&be->reader_epoch[reader_slot()], e, __ATOMIC_SEQ_CST);
+	// Recheck: a free queued between the load and the store must wait for us.
+	uint64_t e2 = __atomic_load_n(&be->epoch, __ATOMIC_SEQ_CST) + 1;
+	if (e2 != e)
+		__atomic_store_n(&be->reader_epoch[reader_slot()], e < e2 ? e : e2,
+				 __ATOMIC_SEQ_CST);
+}
+
+void host_be_read_exit(struct host_be *be)
+{
+	__atomic_store_n(&be->reader_epoch[reader_slot()], 0, __ATOMIC_SEQ_CST);
+}
+
+static void be_rcu_enter(void *ctx)
+{
+	host_be_read_enter(ctx);
+}
+
+static void be_rcu_exit(void *ctx)
+{
+	host_be_read_exit(ctx);
+}
+
+// ---- invalidation, CMO, scheduling -------------------------------------------------
+
+static void tlb_drop(struct host_be *be, bool all, uint64_t lo, uint64_t hi);
+
+static void be_inval_context(void *ctx, struct s2_vm *vm)
+{
+	struct host_be *be = ctx;
+
+	CNT(be, inval_context, 1);
+	if (be->on_inval)
+		be->on_inval(be, vm, 0, 0, true);
+	tlb_drop(be, true, 0, 0);
+}
+
+static void be_inval_range(void *ctx, struct s2_vm *vm, uint64_t gpa, uint64_t size)
+{
+	struct host_be *be = ctx;
+
+	CNT(be, inval_range, 1);
+	CNT(be, inval_range_pages, size >> 12);
+	if (be->on_inval)
+		be->on_inval(be, vm, gpa, size, false);
+	tlb_drop(be, false, gpa, gpa + size);
+}
+
+static void be_cmo(void *ctx, uint64_t pa, uint64_t size)
+{
+	struct host_be *be = ctx;
+
+	CNT(be, cmo_calls, 1);
+	CNT(be, cmo_bytes, size);
+}
+
+static bool be_need_resched(void *ctx)
+{
+	struct host_be *be = ctx;
+	uint64_t n = __atomic_add_fetch(&be->c.resched_checks, 1, __ATOMIC_RELAXED);
+
+	return be->resched_every && n % be->resched_every == 0;
+}
+
+// Every yield is a point where another CPU may run with the lock free: no
+// cached translation of a valid root may be stale then (I1.2).
+static void be_yield(void *ctx)
+{
+	struct host_be *be = ctx;
+	unsigned stale = host_tlb_stale(be);
+
+	CNT(be, yields, 1);
+	if (stale) {
+		CNT(be, stale_at_yield, stale);
+		CNT(be, yields_with_stale, 1);
+	}
+	sched_yield();
+}
+
+static void be_relax(void *ctx)
+{
+	struct host_be *be = ctx;
+
+	CNT(be, relax, 1);
+	sched_yield();
+}
+
+static void be_kick(void *ctx, struct s2_vm *vm)
+{
+	struct host_be *be = ctx;
+
+	CNT(be, kicks, 1);
+	if (be->on_kick)
+		be->on_kick(be, vm);
+}
+
+// ---- software TLB ---------------------------------------------------------------------
+
+static unsigned tlb_hash(uint64_t root_pa, uint64_t page)
+{
+	uint64_t h = (root_pa >> 12) * 0x9e3779b97f4a7c15ull ^ page * 0xc2b2ae3d27d4eb4full;
+
+	return (unsigned)(h >> 40) & (HOST_TLB_CAP - 1);
+}
+
+static struct host_tlb_ent *tlb_find(struct host_be *be, uint64_t root_pa, uint64_t page)
+{
+	for (unsigned i = tlb_hash(root_pa, page), n = 0; n < HOST_TLB_CAP;
+	     i = (i + 1) & (HOST_TLB_CAP - 1), n++) {
+		struct host_tlb_ent *e = &be->tlb[i];
+
+		if (!e->root_pa || (e->root_pa == root_pa && e->page == page))
+			return e;
+	}
+	return NULL;
+}
+
+// Caller holds be->mu. Rebuilds the table keeping entries `keep` says so.
+static void tlb_rebuild(struct host_be *be, bool all, uint64_t lo, uint64_t hi, uint64_t root_pa)
+{
+	static _Thread_local struct host_tlb_ent keep[HOST_TLB_CAP];
+	unsigned n = 0;
+
+	if (!be->tlb_n)
+		return;
+	for (unsigned i = 0; i < HOST_TLB_CAP; i++) {
+		struct host_tlb_ent *e = &be->tlb[i];
+		uint64_t a = e->page << 12;
+
+		if (!e->root_pa || all || e->root_pa == root_pa ||
+		    (root_pa == 0 && a >= lo && a < hi))
+			continue;
+		keep[n++] = *e;
+	}
+	memset(be->tlb, 0, sizeof(be->tlb));
+	be->tlb_n = 0;
+	for (unsigned i = 0; i < n; i++) {
+		*tlb_find(be, keep[i].root_pa, keep[i].page) = keep[i];
+		be->tlb_n++;
+	}
+}
+
+static void tlb_drop(struct host_be *be, bool all, uint64_t lo, uint64_t hi)
+{
+	pthread_mutex_lock(&be->mu);
+	tlb_rebuild(be, all, lo, hi, 0);
+	pthread_mutex_unlock(&be->mu);
+}
+
+void host_tlb_load(struct host_be *be, struct s2_vm *vm, const struct s2_root *root)
+{
+	pthread_mutex_lock(&be->mu);
+	be->vm = vm;
+	tlb_rebuild(be, false, 1, 0, s2_root_pa(root));
+	for (unsigned i = 0; i < 8; i++) {
+		if (be->loaded[i] == root)
+			break;
+		if (!be->loaded[i]) {
+			be->loaded[i] = root;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&be->mu);
+}
+
+void host_tlb_unload(struct host_be *be, const struct s2_root *root)
+{
+	pthread_mutex_lock(&be->mu);
+	tlb_rebuild(be, false, 1, 0, s2_root_pa(root));
+	for (unsigned i = 0; i < 8; i++) {
+		if (be->loaded[i] == root)
+			be->loaded[i] = NULL;
+	}
+	pthread_mutex_unlock(&be->mu);
+}
+
+void host_tlb_translate(struct host_be *be, struct s2_vm *vm, const struct s2_root *root,
+			uint64_t gpa, struct s2_xlate *out)
+{
+	uint64_t rpa = s2_root_pa(root), page = gpa >> 12;
+
+	pthread_mutex_lock(&be->mu);
+	struct host_tlb_ent *e = tlb_find(be, rpa, page);
+	if (e && e->root_pa) {
+		*out = e->x;
+		out->hpa = (e->x.hpa & ~0xfffull) | (gpa & 0xfff);
+		CNT(be, tlb_hits, 1);
+		pthread_mutex_unlock(&be->mu);
+		return;
+	}
+	CNT(be, tlb_misses, 1);
+	s2_translate(vm, root, gpa & ~0xfffull, out);
+	if (out->mapped && e && be->tlb_n < HOST_TLB_CAP / 2) {
+		e->root_pa = rpa;
+		e->page = page;
+		e->x = *out;
+		be->tlb_n++;
+	}
+	out->hpa |= gpa & 0xfff;
+	pthread_mutex_unlock(&be->mu);
+}
+
+unsigned host_tlb_stale(struct host_be *be)
+{
+	unsigned stale = 0;
+
+	pthread_mutex_lock(&be->mu);
+	for (unsigned r = 0; r < 8 && be->vm; r++) {
+		const struct s2_root *root = be->loaded[r];
+
+		if (!root || s2_root_is_invalid(root))
+			continue;
+		for (unsigned i = 0; i < HOST_TLB_CAP; i++) {
+			struct host_tlb_ent *e = &be->tlb[i];
+			struct s2_xlate x;
+
+			if (e->root_pa != s2_root_pa(root))
+				continue;
+			s2_translate(be->vm, root, e->page << 12, &x);
+			if (!x.mapped || x.hpa != e->x.hpa || x.prot != e->x.prot)
+				stale++;
+		}
+	}
+	pthread_mutex_unlock(&be->mu);
+	return stale;
+}
+
+unsigned host_tlb_size(struct host_be *be)
+{
+	return be->tlb_n;
+}
+
+// ---- life cycle ---------------------------------------------------------------------------
+
+struct host_be *host_be_new(void)
+{
+	struct host_be *be = calloc(1, sizeof(*be));
+
+	pthread_mutex_init(&be->mu, NULL);
+	be->q_max = Q_MAX;
+	be->ops = (struct s2_backend){
+	    .page_alloc = be_page_alloc,
+	    .page_free = be_page_free,
+	    .page_free_deferred = be_page_free_deferred,
+	    .inval_context = be_inval_context,
+	    .inval_range = be_inval_range,
+	    .cmo_clean_inval = be_cmo,
+	    .need_resched = be_need_resched,
+	    .yield = be_yield,
+	    .cpu_relax = be_relax,
+	    .kick_reload = be_kick,
+	    .rcu_enter = be_rcu_enter,
+	    .rcu_exit = be_rcu_exit,
+	};
+	return be;
+}
+
+struct s2_vm_config host_be_config(struct host_be *be, const struct s2_fmt *fmt)
+{
+	return (struct s2_vm_config){.fmt = fmt, .caps = fmt->caps, .be = &be->ops, .be_ctx = be};
+}
+
+int64_t host_be_live_pages(struct host_be *be)
+{
+	return (int64_t)(__atomic_load_n(&be->c.alloc_pages, __ATOMIC_RELAXED) -
+			 __atomic_load_n(&be->c.free_pages, __ATOMIC_RELAXED));
+}
+
+void host_be_counts(struct host_be *be, struct host_counts *out)
+{
+	pthread_mutex_lock(&be->mu);
+	*out = be->c;
+	pthread_mutex_unlock(&be->mu);
+}
+
+int64_t host_be_free(struct host_be *be)
+{
+	int64_t live = host_be_live_pages(be);
+
+	pthread_mutex_lock(&be->mu);
+	for (int i = 0; i < HOST_BE_READERS; i++)
+		be->reader_epoch[i] = 0;
+	reclaim_locked(be);
+	be->q_max = 0;
+	while (be->q_head) {
+		struct host_q *q = be->q_head;
+
+		be->q_head = q->next;
+		UNPOISON(q->p, (size_t)q->npages * 4096);
+		if (!poison_intact(q->p, (size_t)q->npages * 4096))
+			be->c.poison_violations++;
+		free(q->p);
+		free(q);
+	}
+	pthread_mutex_unlock(&be->mu);
+	if (be->c.poison_violations) {
+		fprintf(stderr, "host_be: %llu freed pages were written after free\n",
+			(unsigned long long)be->c.poison_violations);
+		abort();
+	}
+	pthread_mutex_destroy(&be->mu);
+	free(be);
+	return live;
+}

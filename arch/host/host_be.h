@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The hosted backend of the SLAT engine (unit tests, sanitizers, benchmarks):
+// - page allocator that poisons freed pages and keeps them in a quarantine
+//   (ASan-poisoned too), so a use after free is caught;
+// - injectable allocation failure (fail the Nth allocation);
+// - deferred free with a real grace period: pages wait until every reader
+//   that entered before the free has left (rcu_enter/rcu_exit, per thread);
+// - a software TLB that caches every translation it reads until the engine
+//   invalidates it, so a missing or late invalidation shows as a stale hit;
+// - counters of everything received; a yield injector; hooks for tests.
+#ifndef SLAT_ARCH_HOST_HOST_BE_H
+#define SLAT_ARCH_HOST_HOST_BE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mm/s2.h"
+
+#define HOST_BE_READERS 256 // threads that may enter read sections
+#define HOST_TLB_CAP	16384
+
+struct host_counts {
+	uint64_t allocs, alloc_pages, frees, free_pages, deferred, deferred_pages;
+	uint64_t alloc_failures, poison_violations;
+	uint64_t inval_context, inval_range, inval_range_pages;
+	uint64_t cmo_calls, cmo_bytes;
+	uint64_t resched_checks, yields, kicks, relax;
+	uint64_t tlb_hits, tlb_misses, stale_at_yield, yields_with_stale;
+};
+
+struct host_tlb_ent {
+	uint64_t root_pa; // 0: empty slot
+	uint64_t page;	  // gpa >> 12
+	struct s2_xlate x;
+};
+
+struct host_be {
+	struct s2_backend ops;
+	pthread_mutex_t mu;
+	struct host_counts c;
+
+	// Fault injection.
+	uint64_t fail_at;	// the allocation with this sequence number (1-based) fails; 0 never
+	uint64_t fail_every;	// or: every Nth allocation fails; 0 never
+	uint64_t alloc_seq;	// allocations attempted so far
+	unsigned resched_every; // need_resched() is true every Nth call; 0 never
+
+	// Deferred free (grace period).
+	uint64_t epoch;
+	uint64_t reader_epoch[HOST_BE_READERS]; // 0: outside; else epoch at entry
+	struct host_deferred *deferred_head, *deferred_tail;
+
+	// Quarantine of freed pages (FIFO).
+	struct host_q *q_head, *q_tail;
+	unsigned q_len, q_max;
+
+	// Software TLB.
+	struct s2_vm *vm; // for the stale check at yield
+	const struct s2_root *loaded[8];
+	struct host_tlb_ent tlb[HOST_TLB_CAP];
+	unsigned tlb_n;
+
+	// Test hooks (NULL: none).
+	void (*on_inval)(struct host_be *be, struct s2_vm *vm, uint64_t gpa, uint64_t size,
+			 bool context);
+	void (*on_kick)(struct host_be *be, struct s2_vm *vm);
+	void *test_ctx;
+};
+
+struct host_be *host_be_new(void);
+// Frees quarantined and deferred pages; returns pages still allocated
+// (allocated - freed: the leak count).
+int64_t host_be_free(struct host_be *be);
+// A VM config for `fmt` over this backend (all of the format's caps).
+struct s2_vm_config host_be_config(struct host_be *be, const struct s2_fmt *fmt);
+// Pages allocated and not freed (deferred ones count as freed once queued).
+int64_t host_be_live_pages(struct host_be *be);
+// Runs every pending deferred free whose grace period is over.
+void host_be_reclaim(struct host_be *be);
+void host_be_counts(struct host_be *be, struct host_counts *out);
+
+// Read-side sections for test threads that read tables without the mmu lock.
+void host_be_read_enter(struct host_be *be);
+void host_be_read_exit(struct host_be *be);
+
+// Software TLB. A vCPU "loads" a root (which flushes what it cached under
+// that root, like a VMID/ASID reuse flush) before translating through it.
+void host_tlb_load(struct host_be *be, struct s2_vm *vm, const struct s2_root *root);
+void host_tlb_unload(struct host_be *be, const struct s2_root *root);
+// Translation as the hardware would see it: a cached one if present (even
+// stale), else a walk of the tables, cached when it maps.
+void host_tlb_translate(struct host_be *be, struct s2_vm *vm, const struct s2_root *root,
+			uint64_t gpa, struct s2_xlate *out);
+// Cached translations of loaded, valid roots that no longer match the tables.
+unsigned host_tlb_stale(struct host_be *be);
+unsigned host_tlb_size(struct host_be *be);
+
+#endif
