@@ -158,7 +158,7 @@ def plot_b4(doc, out):
         if ps in floors:
             ax.axhline(floors[ps] / 1e6, color="black", ls="--", lw=1,
                        label=f"floor: read tables once ({floors[ps] / 1e6:.3g} ms)")
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="lower left")
         ax.set_yscale("log")
         ax.set_ylabel("teardown time (ms, log)")
         mapped = rs[0]["mapped_bytes"] if rs else 0

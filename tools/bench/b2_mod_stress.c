@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// B2 modification stress (Linux memslot_modification_stress_test): vCPU
+// threads write every 4 KiB page of their own memory in a loop while the host
+// adds and deletes a one-page slot `iters` times. Measured per configuration
+// (vCPUs x bytes per vCPU) in SLOT and ALL zap mode: add+delete latency, the
+// pages (leaves) the vCPUs had to fault in again per iteration, and the
+// invalidations and root reloads it caused.
+//
+// Guest memory is one slot backed by 2 MiB-aligned host memory (so faults map
+// 2 MiB leaves, like a THP-backed guest); above 64 MiB per vCPU the host pages
+// alias a 64 MiB buffer (writes still touch real memory) so that 128 vCPUs x
+// 1 GiB fit in a small machine.
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arch/x86/fmt_x86.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/sim.h"
+
+#define GUEST_GPA (4 * BENCH_GIB)
+#define EXTRA_GPA (1ull << 44)
+#define PAGE	  4096ull
+
+struct ctx {
+	struct sim sim;
+	unsigned nvcpus;
+	uint64_t bytes;
+	_Atomic bool stop;
+	_Atomic unsigned warm;
+	struct sim_vcpu **v;
+};
+
+struct arg {
+	struct ctx *c;
+	unsigned i;
+};
+
+static void *vcpu_main(void *p)
+{
+	struct arg *a = p;
+	struct ctx *c = a->c;
+	struct sim_vcpu *v = sim_vcpu_new(&c->sim);
+	c->v[a->i] = v;
+	uint64_t base = GUEST_GPA + a->i * c->bytes;
+	bool warm = false;
+	while (!atomic_load(&c->stop)) {
+		for (uint64_t off = 0; off < c->bytes && !atomic_load(&c->stop); off += PAGE)
+			if (sim_vcpu_write(v, base + off, off))
+				bench_die("b2: unexpected MMIO exit at %#llx",
+					  (unsigned long long)(base + off));
+		if (!warm) {
+			warm = true;
+			atomic_fetch_add(&c->warm, 1);
+		}
+	}
+	sim_vcpu_exit_guest(v);
+	return NULL;
+}
+
+static void one(struct bench_json *j, const struct sim_costs *costs, enum s2_zap_mode mode,
+		unsigned nvcpus, uint64_t bytes, unsigned iters, uint64_t delay_us)
+{
+	struct ctx *c = calloc(1, sizeof(*c));
+	c->nvcpus = nvcpus;
+	c->bytes = bytes;
+	c->v = calloc(nvcpus, sizeof(*c->v));
+	sim_init(&c->sim, costs);
+	c->sim.be.cmo_clean_inval = NULL; // x86: no cache maintenance
+	struct s2_vm *vm = sim_vm_create(&c->sim, &s2_fmt_ept4, s2_fmt_ept4.caps, mode);
+	uint64_t total = nvcpus * bytes;
+	uint64_t hpa = sim_guest_mem_aliased(total, 64 * BENCH_MIB);
+	uint64_t extra = sim_guest_mem(PAGE, PAGE);
+	if (s2_slot_add(vm, 0, 1, GUEST_GPA, total, hpa, 0))
+		bench_die("s2_slot_add guest memory");
+
+	pthread_t *th = calloc(nvcpus, sizeof(*th));
+	struct arg *args = calloc(nvcpus, sizeof(*args));
+	for (unsigned i = 0; i < nvcpus; i++) {
+		args[i] = (struct arg){c, i};
+		pthread_create(&th[i], NULL, vcpu_main, &args[i]);
+	}
+	while (atomic_load(&c->warm) < nvcpus) {
+		bench_progress("b2", "%s %uv x %llu MiB: warming up (%u/%u)",
+			       mode == S2_ZAP_ALL ? "all" : "slot", nvcpus,
+			       (unsigned long long)(bytes / BENCH_MIB), atomic_load(&c->warm),
+			       nvcpus);
+		usleep(1000);
+	}
+	uint64_t faults0 = 0, reloads0 = 0, f, r;
+	for (unsigned i = 0; i < nvcpus; i++) {
+		faults0 += __atomic_load_n(&c->v[i]->faults, __ATOMIC_RELAXED);
+		reloads0 += __atomic_load_n(&c->v[i]->reloads, __ATOMIC_RELAXED);
+	}
+	sim_counts_reset(&c->sim);
+	struct bench_samples lat = {0};
+	uint64_t t_start = bench_now_ns();
+	for (unsigned it = 0; it < iters; it++) {
+		uint64_t t0 = bench_now_ns();
+		if (s2_slot_add(vm, 0, 2, EXTRA_GPA, PAGE, extra, 0) || s2_slot_delete(vm, 0, 2))
+			bench_die("b2: add/delete of the one-page slot");
+		bench_samples_add(&lat, bench_now_ns() - t0);
+		sim_reclaim(&c->sim);
+		if (delay_us)
+			usleep(delay_us);
+		bench_progress("b2", "%s %uv x %llu MiB: %u/%u",
+			       mode == S2_ZAP_ALL ? "all" : "slot", nvcpus,
+			       (unsigned long long)(bytes / BENCH_MIB), it + 1, iters);
+	}
+	uint64_t elapsed = bench_now_ns() - t_start;
+	atomic_store(&c->stop, true);
+	for (unsigned i = 0; i < nvcpus; i++)
+		pthread_join(th[i], NULL);
+	bench_progress_done();
+	f = r = 0;
+	uint64_t acc = 0;
+	for (unsigned i = 0; i < nvcpus; i++) {
+		f += c->v[i]->faults;
+		r += c->v[i]->reloads;
+		acc += c->v[i]->accesses;
+	}
+
+	bj_obj(j, NULL);
+	bj_str(j, "mode", mode == S2_ZAP_ALL ? "all" : "slot");
+	bj_u64(j, "vcpus", nvcpus);
+	bj_u64(j, "bytes_per_vcpu", bytes);
+	bj_u64(j, "iterations", iters);
+	bj_u64(j, "delay_us", delay_us);
+	bj_latency(j, "add_delete", &lat);
+	bj_f64(j, "refaulted_pages_per_iter", (double)(f - faults0) / iters);
+	bj_f64(j, "root_reloads_per_iter", (double)(r - reloads0) / iters);
+	bj_u64(j, "elapsed_ns", elapsed);
+	bj_u64(j, "guest_accesses", acc);
+	sim_counts_emit(j, &c->sim);
+	bj_obj_end(j);
+
+	for (unsigned i = 0; i < nvcpus; i++)
+		sim_vcpu_free(c->v[i]);
+	sim_vm_destroy(&c->sim);
+	bench_samples_free(&lat);
+	free(th);
+	free(args);
+	free(c->v);
+	free(c);
+}
+
+static unsigned parse_list(const char *s, uint64_t *out, unsigned max)
+{
+	char buf[128];
+	unsigned n = 0;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *save, *t = strtok_r(buf, ",", &save); t && n < max;
+	     t = strtok_r(NULL, ",", &save))
+		out[n++] = strtoull(t, NULL, 0);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	bool quick = bench_arg_u64(argc, argv, "quick", 0);
+	const char *vl = bench_arg_str(argc, argv, "vcpus", quick ? "1,8" : "1,8,64,128");
+	const char *ml = bench_arg_str(argc, argv, "mib", quick ? "64" : "64,1024");
+	unsigned iters = bench_arg_u64(argc, argv, "iters", quick ? 10 : 20);
+	uint64_t delay = bench_arg_u64(argc, argv, "delay_us", 1000);
+	struct sim_costs costs;
+	sim_costs_from_args(&costs, argc, argv);
+	uint64_t vs[8], ms[8];
+	unsigned nv = parse_list(vl, vs, 8), nm = parse_list(ml, ms, 8);
+
+	struct bench_json j;
+	bench_begin(&j, "b2_mod_stress", "ok");
+	bj_obj(&j, "params");
+	bj_str(&j, "format", "EPT 4-level");
+	bj_str(&j, "vcpus", vl);
+	bj_str(&j, "mib_per_vcpu", ml);
+	bj_u64(&j, "iterations", iters);
+	bj_u64(&j, "delay_us", delay);
+	bj_u64(&j, "leaf_size", 2 * BENCH_MIB);
+	sim_costs_emit(&j, &costs);
+	bj_obj_end(&j);
+	bj_arr(&j, "results");
+	for (unsigned a = 0; a < nm; a++)
+		for (unsigned b = 0; b < nv; b++)
+			for (int m = 0; m < 2; m++)
+				one(&j, &costs, m ? S2_ZAP_ALL : S2_ZAP_SLOT, (unsigned)vs[b],
+				    ms[a] * BENCH_MIB, iters, delay);
+	bj_arr_end(&j);
+	bench_end(&j);
+	return 0;
+}
