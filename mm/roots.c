@@ -84,7 +84,8 @@ int s2_root_get(struct s2_vm *vm, struct s2_role role, struct s2_root **out)
 
 	if (!vm || !out || role.as >= S2_NR_AS)
 		return S2_E_INVAL;
-	s2_mmu_lock(vm, S2_LOCK_READ);
+	enum s2_lock_mode mode = vm->root_lock_write ? S2_LOCK_WRITE : S2_LOCK_READ;
+	s2_mmu_lock(vm, mode);
 	r = find_valid(vm, role);
 	if (!r) {
 		if (s2_spin_lock(&vm->roots_lock, vm->be->cpu_relax, vm->be_ctx))
@@ -100,7 +101,7 @@ int s2_root_get(struct s2_vm *vm, struct s2_role role, struct s2_root **out)
 		}
 		s2_spin_unlock(&vm->roots_lock);
 	}
-	s2_mmu_unlock(vm, S2_LOCK_READ);
+	s2_mmu_unlock(vm, mode);
 	*out = r;
 	return r ? 0 : S2_E_NOMEM;
 }
@@ -141,7 +142,25 @@ static void root_free(struct s2_vm *vm, struct s2_root *root)
 	S2_STAT_ADD(vm, roots_freed, 1);
 }
 
+static void root_put(struct s2_vm *vm, struct s2_root *root);
+
+void s2_vm_set_root_lock_write(struct s2_vm *vm, bool write)
+{
+	vm->root_lock_write = write;
+}
+
 void s2_root_put(struct s2_vm *vm, struct s2_root *root)
+{
+	if (!vm->root_lock_write) {
+		root_put(vm, root);
+		return;
+	}
+	s2_mmu_lock(vm, S2_LOCK_WRITE);
+	root_put(vm, root);
+	s2_mmu_unlock(vm, S2_LOCK_WRITE);
+}
+
+static void root_put(struct s2_vm *vm, struct s2_root *root)
 {
 	uint32_t old = __atomic_fetch_sub(&root->refs, 1, __ATOMIC_ACQ_REL);
 

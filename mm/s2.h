@@ -114,6 +114,9 @@ void s2_roots_invalidate_all(struct s2_vm *vm);
 // The two halves of the above (tests, and the zap-all slot path).
 void s2_roots_mark_invalid(struct s2_vm *vm);
 void s2_roots_zap_invalid(struct s2_vm *vm);
+// Baseline for benchmarks (B3): root get and put take the mmu lock for write,
+// as before lock-light root management. Off (read lock) by default.
+void s2_vm_set_root_lock_write(struct s2_vm *vm, bool write);
 
 // ---- memslots ---------------------------------------------------------------
 enum {

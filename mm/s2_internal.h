@@ -32,6 +32,7 @@ struct s2_vm {
 	struct s2_geom geom;
 	unsigned caps, mmio_gen_bits;
 	enum s2_zap_mode zap_mode;
+	bool root_lock_write; // B3 baseline: root get/put under the write lock
 	const struct s2_backend *be;
 	void *be_ctx;
 	unsigned vm_pages;
