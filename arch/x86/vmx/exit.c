@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// VM exits of the VMX back end. The policy (CPUID, MSRs, XSETBV, port I/O,
+// APIC mailbox, second-level violations, exceptions) is the shared x86
+// layer's (arch/x86/vcpu.h); this file moves state between the VMCS and
+// struct x86_vcpu, implements the vCPU operations, and handles what is
+// VMX-specific: CR access with guest/host masks and read shadows, parking
+// (HLT/MWAIT exiting), INIT/SIPI (mailbox, or the native wait-for-SIPI state),
+// VM-entry failures.
+#include "arch/x86/cpu.h"
+#include "arch/x86/vcpu.h"
+#include "arch/x86/vmx/hw.h"
+#include "arch/x86/vmx/vmx.h"
+#include "core/log.h"
+
+#define INTR_INFO_VALID	   (1u << 31)
+#define INTR_TYPE_HW_EXC   (3u << 8)
+#define INTR_DELIVER_ERROR (1u << 11)
+#define AR_UNUSABLE	   (1u << 16)
+
+// ---- vCPU operations ------------------------------------------------------------
+static struct vmx_pcpu *pcpu_of(struct x86_vcpu *v)
+{
+	return v->backend;
+}
+
+static uint64_t op_read_cr(struct x86_vcpu *v, unsigned n)
+{
+	switch (n) {
+	case 0:
+		return vmread(VMCS_GUEST_CR0);
+	case 2:
+		return read_cr2(); // VMX does not switch CR2: it is the guest's
+	case 3:
+		return vmread(VMCS_GUEST_CR3);
+	default:
+		return vmread(VMCS_GUEST_CR4);
+	}
+}
+
+static uint64_t op_read_efer(struct x86_vcpu *v)
+{
+	return vmread(VMCS_GUEST_EFER);
+}
+
+// LMA follows LME and CR0.PG; the IA-32e entry control follows LMA.
+static void set_efer(uint64_t efer)
+{
+	if ((efer & VMX_EFER_LME) && (vmread(VMCS_GUEST_CR0) & VMX_CR0_PG))
+		efer |= VMX_EFER_LMA;
+	else
+		efer &= ~VMX_EFER_LMA;
+	vmwrite(VMCS_GUEST_EFER, efer);
+	uint64_t entry = vmread(VMCS_ENTRY_CTLS) & ~(uint64_t)ENTRY_IA32E_GUEST;
+	vmwrite(VMCS_ENTRY_CTLS, entry | (efer & VMX_EFER_LMA ? ENTRY_IA32E_GUEST : 0));
+}
+
+static void op_write_efer(struct x86_vcpu *v, uint64_t efer)
+{
+	set_efer(efer);
+}
+
+static uint64_t op_read_rflags(struct x86_vcpu *v)
+{
+	return vmread(VMCS_GUEST_RFLAGS);
+}
+
+static void op_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+{
+	// x86_seg_reg and vmx_seg share the ES CS SS DS FS GS order.
+	uint32_t ar = (uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * s);
+
+	out->sel = (uint16_t)vmread(VMCS_GUEST_ES_SEL + 2 * s);
+	out->base = vmread(VMCS_GUEST_ES_BASE + 2 * s);
+	out->limit = (uint32_t)vmread(VMCS_GUEST_ES_LIMIT + 2 * s);
+	// VMX access rights to the SVM attribute packing of struct x86_seg.
+	out->attr = ar & AR_UNUSABLE ? 0 : (uint16_t)((ar & 0xff) | ((ar >> 4) & 0xf00));
+}
+
+static void op_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error)
+{
+	// An unrestricted guest in real mode takes exceptions without error codes.
+	if (!(vmread(VMCS_GUEST_CR0) & VMX_CR0_PE))
+		has_error = false;
+	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | INTR_TYPE_HW_EXC | (vector & 0xff) |
+					  (has_error ? INTR_DELIVER_ERROR : 0));
+	if (has_error)
+		vmwrite(VMCS_ENTRY_EXC_ERROR, error);
+}
+
+// The exits whose VM-exit instruction-length field is defined (SDM vol. 3,
+// 28.2.5): instruction intercepts. Not EPT violations or exceptions.
+static unsigned op_insn_len(struct x86_vcpu *v)
+{
+	switch (pcpu_of(v)->exit_reason) {
+	case VMX_EXIT_CPUID:
+	case VMX_EXIT_HLT:
+	case VMX_EXIT_INVD:
+	case VMX_EXIT_VMCALL:
+	case VMX_EXIT_CR:
+	case VMX_EXIT_IO:
+	case VMX_EXIT_RDMSR:
+	case VMX_EXIT_WRMSR:
+	case VMX_EXIT_MWAIT:
+	case VMX_EXIT_MONITOR:
+	case VMX_EXIT_PAUSE:
+	case VMX_EXIT_WBINVD:
+	case VMX_EXIT_XSETBV:
+		return (unsigned)vmread(VMCS_EXIT_INSN_LEN);
+	default:
+		return 0;
+	}
+}
+
+const struct x86_vcpu_ops vmx_vcpu_ops = {
+    .read_cr = op_read_cr,
+    .read_efer = op_read_efer,
+    .write_efer = op_write_efer,
+    .read_rflags = op_read_rflags,
+    .read_seg = op_read_seg,
+    .inject = op_inject,
+    .insn_len = op_insn_len,
+};
+
+// ---- control registers ------------------------------------------------------------
+static void flush_guest_tlb(void)
+{
+	if (vmx_cfg.vpid)
+		vmx_invvpid(vmx_cfg.invvpid_single ? INVVPID_SINGLE : INVVPID_ALL, VMX_VPID, 0);
+}
+
+static enum x86_action emulate_cr0(struct x86_vcpu *v, uint64_t val)
+{
+	const struct vmx_config *c = &vmx_cfg;
+	uint64_t old = vmread(VMCS_GUEST_CR0);
+
+	if ((val >> 32) || ((val & VMX_CR0_PG) && !(val & VMX_CR0_PE)))
+		return x86_inject_gp0(v);
+	uint64_t real = (val | (c->cr0_fixed0 & ~(VMX_CR0_PE | VMX_CR0_PG))) & c->cr0_fixed1;
+	vmwrite(VMCS_CR0_SHADOW, val);
+	vmwrite(VMCS_GUEST_CR0, real);
+	if ((old ^ real) & VMX_CR0_PG)
+		set_efer(vmread(VMCS_GUEST_EFER)); // LMA and the IA-32e entry control
+	if ((old ^ real) & (VMX_CR0_PG | VMX_CR0_PE | (1ull << 16)))
+		flush_guest_tlb();
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}
+
+static enum x86_action emulate_cr4(struct x86_vcpu *v, uint64_t val)
+{
+	const struct vmx_config *c = &vmx_cfg;
+
+	// VMXE (VMX is hidden) and bits this CPU cannot set: #GP, as on a CPU
+	// without them.
+	if (val & c->cr4_mask)
+		return x86_inject_gp0(v);
+	vmwrite(VMCS_CR4_SHADOW, val);
+	vmwrite(VMCS_GUEST_CR4, val | c->cr4_fixed0);
+	flush_guest_tlb();
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}
+
+// Exit qualification (SDM vol. 3, table 28-3): CR in 3:0, type in 5:4
+// (0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW), GPR in 11:8, LMSW data 31:16.
+static enum x86_action handle_cr(struct x86_vcpu *v)
+{
+	uint64_t q = vmread(VMCS_EXIT_QUAL);
+	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
+
+	switch (type) {
+	case 0:
+		if (cr == 0)
+			return emulate_cr0(v, v->gpr[reg]);
+		if (cr == 4)
+			return emulate_cr4(v, v->gpr[reg]);
+		if (cr == 3) { // only with CR3-load exiting forced on
+			vmwrite(VMCS_GUEST_CR3, v->gpr[reg] & ~(1ull << 63));
+			flush_guest_tlb();
+			x86_skip_insn(v);
+			return X86_CONTINUE;
+		}
+		break;
+	case 1:
+		if (cr == 3) {
+			v->gpr[reg] = vmread(VMCS_GUEST_CR3);
+			x86_skip_insn(v);
+			return X86_CONTINUE;
+		}
+		break;
+	case 2: // CLTS: TS is not owned, so this exits only if TS were
+		return emulate_cr0(v, vmread(VMCS_CR0_SHADOW) & ~(1ull << 3));
+	case 3: { // LMSW: low 4 bits; cannot clear PE
+		uint64_t sh = vmread(VMCS_CR0_SHADOW), src = (q >> 16) & 0xf;
+		return emulate_cr0(v, (sh & ~0xeull) | (src & 0xe) | ((sh | src) & 1));
+	}
+	}
+	log_err("vmx: unexpected CR access exit (qualification 0x%llx) on vcpu%u\n",
+		(unsigned long long)q, v->index);
+	return x86_inject_ud(v);
+}
+
+// ---- parking, INIT/SIPI ----------------------------------------------------------
+static void set_proc_bits(uint32_t bits, bool on)
+{
+	uint32_t p = (uint32_t)vmread(VMCS_PROC_CTLS);
+
+	p = on ? p | bits : p & ~bits;
+	vmwrite(VMCS_PROC_CTLS,
+		p & (uint32_t)(rdmsr(vmx_cfg.basic & (1ull << 55) ? MSR_VMX_TRUE_PROCBASED
+								  : MSR_VMX_PROCBASED) >>
+			       32));
+}
+
+// Parked CPUs exit on HLT and MWAIT so that they notice their mailbox.
+void vmx_set_parked(struct vmx_pcpu *pc, bool parked)
+{
+	pc->parked = parked;
+	set_proc_bits(PROC_HLT_EXIT | PROC_MWAIT_EXIT, parked);
+}
+
+// The state a SIPI gives (SDM vol. 3, 9.4 / 10.4): real mode at vector:0000.
+static void sipi_state(struct x86_vcpu *v, uint8_t vector)
+{
+	const struct vmx_config *c = &vmx_cfg;
+	uint64_t cr0 = 0x60000010ull;
+
+	for (unsigned s = VMX_ES; s <= VMX_GS; s++) {
+		vmwrite(VMCS_GUEST_ES_SEL + 2 * s, 0);
+		vmwrite(VMCS_GUEST_ES_BASE + 2 * s, 0);
+		vmwrite(VMCS_GUEST_ES_LIMIT + 2 * s, 0xffff);
+		vmwrite(VMCS_GUEST_ES_AR + 2 * s, 0x93);
+	}
+	vmwrite(VMCS_GUEST_ES_SEL + 2 * VMX_CS, (uint64_t)vector << 8);
+	vmwrite(VMCS_GUEST_ES_BASE + 2 * VMX_CS, (uint64_t)vector << 12);
+	vmwrite(VMCS_GUEST_ES_AR + 2 * VMX_CS, 0x9b);
+	vmwrite(VMCS_GUEST_ES_SEL + 2 * VMX_LDTR, 0);
+	vmwrite(VMCS_GUEST_ES_BASE + 2 * VMX_LDTR, 0);
+	vmwrite(VMCS_GUEST_ES_LIMIT + 2 * VMX_LDTR, 0xffff);
+	vmwrite(VMCS_GUEST_ES_AR + 2 * VMX_LDTR, 0x82);
+	vmwrite(VMCS_GUEST_ES_SEL + 2 * VMX_TR, 0);
+	vmwrite(VMCS_GUEST_ES_BASE + 2 * VMX_TR, 0);
+	vmwrite(VMCS_GUEST_ES_LIMIT + 2 * VMX_TR, 0xffff);
+	vmwrite(VMCS_GUEST_ES_AR + 2 * VMX_TR, 0x8b);
+	vmwrite(VMCS_GUEST_GDTR_BASE, 0);
+	vmwrite(VMCS_GUEST_GDTR_LIMIT, 0xffff);
+	vmwrite(VMCS_GUEST_IDTR_BASE, 0);
+	vmwrite(VMCS_GUEST_IDTR_LIMIT, 0xffff);
+	vmwrite(VMCS_CR0_SHADOW, cr0);
+	vmwrite(VMCS_GUEST_CR0,
+		(cr0 | (c->cr0_fixed0 & ~(VMX_CR0_PE | VMX_CR0_PG))) & c->cr0_fixed1);
+	vmwrite(VMCS_GUEST_CR3, 0);
+	vmwrite(VMCS_CR4_SHADOW, 0);
+	vmwrite(VMCS_GUEST_CR4, c->cr4_fixed0);
+	vmwrite(VMCS_GUEST_EFER, 0);
+	vmwrite(VMCS_ENTRY_CTLS, vmread(VMCS_ENTRY_CTLS) & ~(uint64_t)ENTRY_IA32E_GUEST);
+	vmwrite(VMCS_GUEST_DR7, 0x400);
+	vmwrite(VMCS_GUEST_RFLAGS, 0x2);
+	vmwrite(VMCS_GUEST_INTERRUPTIBILITY, 0);
+	vmwrite(VMCS_GUEST_ACTIVITY, 0);
+	vmwrite(VMCS_GUEST_PENDING_DBG, 0);
+	vmwrite(VMCS_ENTRY_INTR_INFO, 0);
+	for (unsigned i = 0; i < X86_NR_GPRS; i++)
+		v->gpr[i] = 0;
+	v->rip = 0;
+	flush_guest_tlb();
+}
+
+// Mailbox: after any exit, an INIT for this CPU stops it until a SIPI; the
+// SIPI restarts it in real mode. It stays parked (HLT exiting) until it
+// idles with interrupts on.
+static void check_mailbox(struct x86_vcpu *v)
+{
+	uint8_t vector;
+
+	if (!x86_mailbox_poll(v, &vector))
+		return;
+	log_debug("vmx: vcpu%u: INIT-SIPI, starting at 0x%x:0000\n", v->index, vector << 8);
+	sipi_state(v, vector);
+	vmx_set_parked(pcpu_of(v), true);
+}
+
+// HLT or MWAIT of a parked CPU. Interrupts off (the firmware's or the OS's
+// AP parking loop): wait in the host for the mailbox. Interrupts on: the OS
+// idles; hand HLT/MWAIT back to the hardware for good.
+static enum x86_action handle_park(struct x86_vcpu *v)
+{
+	struct vmx_pcpu *pc = pcpu_of(v);
+
+	if (vmread(VMCS_GUEST_RFLAGS) & VMX_RFLAGS_IF) {
+		vmx_set_parked(pc, false); // re-execute it natively
+		return X86_CONTINUE;
+	}
+	if (pc->index == 0) { // the boot CPU never waits for a SIPI
+		x86_skip_insn(v);
+		return X86_CONTINUE;
+	}
+	while (!x86_mailbox_pending(v)) {
+		if (x86_vm_is_shutting_down())
+			x86_park();
+		vmx_pause();
+	}
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}
+
+// Native wait-for-SIPI (real VT-x; Bochs 2.7 breaks it, see the doc).
+static enum x86_action handle_init_native(struct x86_vcpu *v)
+{
+	vmwrite(VMCS_GUEST_ACTIVITY, 3); // wait-for-SIPI
+	return X86_CONTINUE;
+}
+
+static enum x86_action handle_sipi_native(struct x86_vcpu *v)
+{
+	sipi_state(v, (uint8_t)vmread(VMCS_EXIT_QUAL));
+	return X86_CONTINUE;
+}
+
+// ---- dispatch ---------------------------------------------------------------------
+static void log_once(unsigned reason, struct x86_vcpu *v)
+{
+	static uint8_t seen[VMX_EXIT_REASONS];
+
+	if (reason < VMX_EXIT_REASONS && __atomic_exchange_n(&seen[reason], 1, __ATOMIC_RELAXED))
+		return;
+	log_warn("vmx: exit reason %u (qualification 0x%llx) at RIP 0x%llx on vcpu%u: #UD\n",
+		 reason, (unsigned long long)vmread(VMCS_EXIT_QUAL), (unsigned long long)v->rip,
+		 v->index);
+}
+
+static __attribute__((noreturn)) void entry_failed(struct x86_vcpu *v, uint32_t reason)
+{
+	log_err(
+	    "vmx: VM entry failed on vcpu%u: exit reason 0x%x, qualification 0x%llx, RIP "
+	    "0x%llx, CR0 0x%llx CR4 0x%llx EFER 0x%llx entry 0x%llx\n",
+	    v->index, reason, (unsigned long long)vmread(VMCS_EXIT_QUAL),
+	    (unsigned long long)vmread(VMCS_GUEST_RIP), (unsigned long long)vmread(VMCS_GUEST_CR0),
+	    (unsigned long long)vmread(VMCS_GUEST_CR4), (unsigned long long)vmread(VMCS_GUEST_EFER),
+	    (unsigned long long)vmread(VMCS_ENTRY_CTLS));
+	x86_vm_shutdown(v, false, 0, 0, 0);
+}
+
+static enum x86_action handle_ept(struct x86_vcpu *v)
+{
+	uint64_t q = vmread(VMCS_EXIT_QUAL), gpa = vmread(VMCS_GUEST_PHYS_ADDR);
+	bool write = q & 2, fetch = q & 4;
+
+	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.apic_base) {
+		vcpu_count_exit(v->stats, EXIT_MMIO);
+		return x86_handle_apic_write(v, gpa);
+	}
+	vcpu_count_exit(v->stats, EXIT_SLAT_FAULT);
+	return x86_handle_slat_violation(v, gpa, write, fetch);
+}
+
+static enum x86_action dispatch(struct x86_vcpu *v, unsigned reason)
+{
+	struct vcpu *st = v->stats;
+	uint64_t q;
+
+	switch (reason) {
+	case VMX_EXIT_CPUID:
+		vcpu_count_exit(st, EXIT_CPUID);
+		return x86_handle_cpuid(v);
+	case VMX_EXIT_RDMSR:
+		vcpu_count_exit(st, EXIT_SYSREG);
+		return x86_handle_rdmsr(v);
+	case VMX_EXIT_WRMSR:
+		vcpu_count_exit(st, EXIT_SYSREG);
+		return x86_handle_wrmsr(v);
+	case VMX_EXIT_CR:
+		vcpu_count_exit(st, EXIT_SYSREG);
+		return handle_cr(v);
+	case VMX_EXIT_XSETBV:
+		vcpu_count_exit(st, EXIT_SYSREG);
+		return x86_handle_xsetbv(v);
+	case VMX_EXIT_IO: {
+		q = vmread(VMCS_EXIT_QUAL);
+		struct x86_io io = {
+		    .port = (uint16_t)(q >> 16),
+		    .size = (uint8_t)((q & 7) + 1),
+		    .in = q & 8,
+		    .string = q & 16,
+		    .rep = q & 32,
+		};
+		vcpu_count_exit(st, EXIT_IO);
+		return x86_handle_io(v, &io);
+	}
+	case VMX_EXIT_EPT_VIOLATION:
+		return handle_ept(v);
+	case VMX_EXIT_HLT:
+	case VMX_EXIT_MWAIT:
+		vcpu_count_exit(st, EXIT_WAIT);
+		return handle_park(v);
+	case VMX_EXIT_MONITOR:
+	case VMX_EXIT_PAUSE:
+		vcpu_count_exit(st, EXIT_WAIT);
+		x86_skip_insn(v);
+		return X86_CONTINUE;
+	case VMX_EXIT_INVD:
+	case VMX_EXIT_WBINVD:
+		vcpu_count_exit(st, EXIT_OTHER);
+		__asm__ volatile("wbinvd" ::: "memory"); // INVD would drop the host's data too
+		x86_skip_insn(v);
+		return X86_CONTINUE;
+	case VMX_EXIT_INIT:
+		vcpu_count_exit(st, EXIT_OTHER);
+		return handle_init_native(v);
+	case VMX_EXIT_SIPI:
+		vcpu_count_exit(st, EXIT_OTHER);
+		return handle_sipi_native(v);
+	case VMX_EXIT_TRIPLE_FAULT:
+		log_err("vmx: triple fault on vcpu%u at RIP 0x%llx: resetting\n", v->index,
+			(unsigned long long)v->rip);
+		x86_vm_shutdown(v, true, 0, 0, 0);
+	case VMX_EXIT_VMCALL:
+		vcpu_count_exit(st, EXIT_HYPERCALL);
+		return x86_inject_ud(v);
+	case VMX_EXIT_EPT_MISCONFIG:
+		log_err("vmx: EPT misconfiguration at GPA 0x%llx on vcpu%u\n",
+			(unsigned long long)vmread(VMCS_GUEST_PHYS_ADDR), v->index);
+		x86_vm_shutdown(v, false, 0, 0, 0);
+	default:
+		// VMX instructions (VMCLEAR ... VMXON, INVEPT, INVVPID, VMFUNC),
+		// GETSEC and anything unexpected: #UD, as on a CPU without VMX.
+		vcpu_count_exit(st, EXIT_OTHER);
+		if (!(reason >= VMX_EXIT_VMCLEAR && reason <= VMX_EXIT_VMXON) &&
+		    reason != VMX_EXIT_INVEPT && reason != VMX_EXIT_INVVPID &&
+		    reason != VMX_EXIT_VMFUNC && reason != VMX_EXIT_GETSEC)
+			log_once(reason, v);
+		return x86_inject_ud(v);
+	}
+}
+
+void vmx_exit_handler(struct vmx_gprs *g)
+{
+	// HOST_RSP pointed at the slot holding this CPU's record (vmx_entry.S).
+	struct vmx_pcpu *pc = *(struct vmx_pcpu **)(g + 1);
+	struct x86_vcpu *v = pc->xv;
+	uint32_t raw = (uint32_t)vmread(VMCS_EXIT_REASON);
+	unsigned reason = raw & 0xffff;
+
+	for (unsigned i = 0; i < X86_NR_GPRS; i++)
+		v->gpr[i] = g->r[i];
+	v->gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
+	v->rip = vmread(VMCS_GUEST_RIP);
+	pc->exit_reason = reason;
+	if (reason < VMX_EXIT_REASONS)
+		pc->exits_by_reason[reason]++;
+	if (raw & (1u << 31))
+		entry_failed(v, raw);
+
+	enum x86_action a = dispatch(v, reason);
+	if (a != X86_CONTINUE)
+		x86_vm_shutdown(v, a == X86_RESET, 0, 0, 0);
+	if (!vmx_cfg.native_sipi)
+		check_mailbox(v);
+
+	for (unsigned i = 0; i < X86_NR_GPRS; i++)
+		g->r[i] = v->gpr[i];
+	vmwrite(VMCS_GUEST_RSP, v->gpr[X86_RSP]);
+	vmwrite(VMCS_GUEST_RIP, v->rip);
+}
+
+void vmx_resume_failed(struct vmx_gprs *g)
+{
+	struct vmx_pcpu *pc = *(struct vmx_pcpu **)(g + 1);
+	uint64_t err = vmread(VMCS_INSN_ERROR);
+
+	log_err("vmx: VMRESUME failed on vcpu%u: VM-instruction error %llu (%s)\n", pc->index,
+		(unsigned long long)err, vmx_insn_error_name(err));
+	x86_vm_shutdown(pc->xv, false, 0, 0, 0);
+}

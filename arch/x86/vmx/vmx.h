@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Intel VT-x back end internals (not a public contract: boot/ sees only
+// arch/arch.h, arch/x86/primary.c calls vmx_enter_hypervisor()).
+//
+// As on arm64 there are two copies of slat.efi once Slat has started (see
+// boot/resident.h): the firmware-loaded image, which keeps running in the
+// primary VM as a VMX guest (it loads the OS), and the resident copy in
+// Slat's reserved region, the only code that ever runs in VMX root operation.
+// Every global below is the resident copy's.
+#ifndef SLAT_ARCH_X86_VMX_VMX_H
+#define SLAT_ARCH_X86_VMX_VMX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/vmx/vmcs.h"
+#include "core/plan.h"
+#include "core/region.h"
+#include "core/vm.h"
+
+#define VMX_MAX_CPUS	16
+#define VMX_STACK_PAGES 4 // 16 KiB host stack per CPU
+#define VMX_VPID	1 // one VM: one tag
+
+struct x86_vcpu;
+
+// Guest general-purpose registers saved by the exit stub (vmx_entry.S), in
+// the order of their instruction encodings (rsp is a placeholder: the guest's
+// RSP lives in the VMCS).
+struct vmx_gprs {
+	uint64_t r[16];
+};
+
+// The controls and fixed bits chosen once from the capability MSRs.
+struct vmx_config {
+	uint64_t basic, misc, ept_vpid;
+	uint32_t pin, proc, proc2, exit, entry;
+	uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
+	uint64_t cr0_mask, cr4_mask; // bits Slat owns (writes exit)
+	bool unrestricted, vpid, invept_single, invept_all, invvpid_single, invvpid_all;
+	bool ept_1g, ept_2m, ept_wb;
+	bool native_sipi; // use the wait-for-SIPI activity state (untested)
+};
+
+// One per physical CPU, in Slat's region. The host RSP of its VMCS points at
+// `self` (the exit stub finds the record there).
+struct vmx_pcpu {
+	uint64_t vmxon_pa, vmcs_pa;
+	uint64_t stack_top;
+	unsigned index;
+	uint32_t apic_id;
+	struct x86_vcpu *xv;  // the shared layer's vCPU (arch/x86/vcpu.h)
+	unsigned exit_reason; // of the exit being handled
+	uint64_t cr0_shadow;  // the guest's view of CR0 (owned bits)
+	bool launched;
+	bool parked; // HLT/MWAIT exiting on
+	uint64_t exits_by_reason[VMX_EXIT_REASONS];
+	bool idle_native; // HLT with IF=1 seen: HLT exiting off for good
+};
+
+// Host state shared by every CPU (built once on the boot CPU).
+struct vmx_host {
+	uint64_t cr3, gdt, idt, tss;
+	uint16_t gdt_limit, idt_limit;
+	uint64_t msr_bitmap, io_bitmap_a, io_bitmap_b;
+	uint64_t eptp;
+	uint64_t map_top; // host and EPT identity maps cover [0, map_top)
+};
+
+// ---- vmx_entry.S ------------------------------------------------------------
+// Loaded image: saves callee-saved registers and RFLAGS, calls
+// fn(arg, resume_rip, resume_rsp) with interrupts masked. When fn launches
+// the CPU as a guest at resume_rip/resume_rsp, this returns 0 in guest mode;
+// when fn returns (an error, nothing launched), this returns its value.
+int64_t vmx_call_then_launch(uint64_t fn, void *arg);
+// Resident: VMLAUNCH with the current VMCS. Returns only on failure.
+void vmx_launch(void);
+void vmx_exit_stub(void);    // HOST_RIP
+extern char vmx_idt_stubs[]; // 32 entry stubs, 16 bytes apart
+
+// ---- caps.c: feature control, controls, fixed bits --------------------------
+// Reads the capability MSRs into `c`. Returns NULL or why VMX is unusable.
+const char *vmx_config_init(struct vmx_config *c);
+// Makes VMXON legal on this CPU: IA32_FEATURE_CONTROL (locks it with VMX
+// outside SMX when unlocked), CR0/CR4 fixed bits. False with a message.
+bool vmx_cpu_prepare(const struct vmx_config *c, unsigned cpu);
+void vmx_report_config(const struct vmx_config *c);
+
+// ---- host.c: Slat's own tables for root operation ----------------------------
+bool vmx_host_build(struct region *r, const struct slat_plan *plan, struct vmx_host *h);
+void vmx_host_exception(uint64_t vector, uint64_t *frame);
+
+// ---- vmcs.c: VMCS contents ------------------------------------------------
+// Writes controls, host state and a guest state copied from the running CPU
+// (the firmware's context) into the current VMCS.
+bool vmx_vmcs_setup(struct vmx_pcpu *pc, uint64_t rip, uint64_t rsp);
+const char *vmx_insn_error_name(uint64_t err);
+
+// ---- ept_*.c -------------------------------------------------------------------
+struct vmx_ept_counts {
+	uint64_t leaves_1g, leaves_2m, leaves_4k, table_pages;
+};
+bool vmx_ept_build(struct region *r, const struct slat_plan *plan, const struct vmx_config *c,
+		   uint64_t top, uint64_t *eptp, struct vmx_ept_counts *counts);
+// Sets the permissions of the 4 KiB page at `pa` (splitting large leaves).
+bool vmx_ept_protect_4k(uint64_t pa, bool r, bool w, bool x, bool flush);
+void vmx_ept_invalidate(void);
+void vmx_ept_teardown(uint64_t *pages_freed, uint64_t *invalidations);
+void vmx_ept_mm_counts(struct slat_mm_counts *out);
+
+// ---- exit.c ---------------------------------------------------------------------
+struct x86_vcpu_ops;
+extern const struct x86_vcpu_ops vmx_vcpu_ops;
+void vmx_exit_handler(struct vmx_gprs *g);
+// Parked CPUs exit on HLT and MWAIT (so they notice their mailbox).
+void vmx_set_parked(struct vmx_pcpu *pc, bool parked);
+__attribute__((noreturn)) void vmx_resume_failed(struct vmx_gprs *g);
+
+// ---- vmx.c ---------------------------------------------------------------------
+extern struct vmx_config vmx_cfg;
+extern struct vmx_host vmx_host;
+extern struct slat_plan vmx_plan;
+bool vmx_in_slat_region(uint64_t pa, uint64_t len);
+
+#endif
