@@ -45,6 +45,7 @@ static bool fdt_uart(const void *fdt, struct fw_uart *uart)
 void boot_collect_firmware_info(EFI_SYSTEM_TABLE *st, struct fw_info *fw)
 {
 	*fw = (struct fw_info){0};
+	fw->efi_system_table = st;
 	fw->acpi_rsdp = config_table(st, (EFI_GUID)ACPI_20_TABLE_GUID);
 	fw->fdt = config_table(st, (EFI_GUID)EFI_DTB_TABLE_GUID);
 	if (!acpi_spcr_uart(fw->acpi_rsdp, &fw->uart))

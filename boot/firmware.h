@@ -28,6 +28,8 @@ struct fw_info {
 	const void *acpi_rsdp; // ACPI 2.0+ RSDP, or NULL
 	const void *fdt;       // flattened device tree, or NULL
 	struct fw_uart uart;   // the firmware's serial console, if it names one
+	const void *efi_system_table; // EFI_SYSTEM_TABLE * (arch code that needs boot
+				      // services, e.g. x86 MP services, casts it)
 };
 
 #endif

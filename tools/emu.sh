@@ -115,7 +115,7 @@ emu_qemu_x86() {
 	local mode=$1 log=$2 esp=$3 cpu=$4
 	shift 4
 	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel tcg -cpu "$cpu" -m "$EMU_MEM_MB" \
-		-bios "$EMU_OVMF" -drive "file=$esp,format=raw" \
+		-smp "${EMU_SMP:-1}" -bios "$EMU_OVMF" -drive "file=$esp,format=raw" \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@"
 }
 

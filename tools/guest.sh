@@ -90,6 +90,11 @@ build_initramfs() {
 	cp "$busybox" "$root/bin/busybox"
 	cp "$top/tools/guest-init.sh" "$root/init"
 	cp "$top"/tests/guest/*.sh "$root/tests/"
+	# x86: Debian's cpuid.ko gives the guest tests /dev/cpu/N/cpuid.
+	if [ -f "$out/modules/kernel/arch/x86/kernel/cpuid.ko" ]; then
+		mkdir -p "$root/lib/modules"
+		cp "$out/modules/kernel/arch/x86/kernel/cpuid.ko" "$root/lib/modules/"
+	fi
 	chmod 755 "$root/init" "$root"/tests/*.sh
 	# The busybox applets used by /init and the tests; the rest come from --install.
 	ln -s busybox "$root/bin/sh"

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// x86 side of arch_enter_hypervisor() (arch/arch.h). The SVM and VMX primary
-// VMs are separate issues; until one lands, x86 declines cleanly so that
-// boot/ keeps one architecture-neutral flow and the firmware keeps the machine.
+// x86 side of arch_enter_hypervisor() (arch/arch.h): AMD SVM with nested
+// paging goes to the SVM back end (arch/x86/svm/); Intel VT-x declines until
+// its back end lands, so that boot/ keeps one flow and the firmware keeps the
+// machine.
 #include "arch/arch.h"
+#include "arch/x86/x86_boot.h"
 #include "core/log.h"
 
 int arch_enter_hypervisor(struct slat_plan *plan)
 {
-	(void)plan;
-	log_err("x86: the primary VM is not implemented yet (SVM/VMX issues)\n");
+	const struct arch_caps *c = x86_caps();
+
+	if (c->svm && (c->svm_features & SVM_FEAT_NP) && !(c->vm_cr & VM_CR_SVMDIS))
+		return svm_enter_primary(plan);
+	log_err("x86: VT-x primary VM not available yet\n");
 	return -1;
 }

@@ -7,9 +7,15 @@
 #include "arch/arch.h"
 #include "arch/x86/caps.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/x86_boot.h"
 #include "core/log.h"
 
-static struct arch_caps x86_caps;
+static struct arch_caps x86_caps_rec;
+
+const struct arch_caps *x86_caps(void)
+{
+	return &x86_caps_rec;
+}
 
 const char *arch_name(void)
 {
@@ -98,7 +104,7 @@ static void probe_vmx(struct arch_caps *c)
 
 const struct arch_caps *arch_probe(const struct fw_info *fw)
 {
-	struct arch_caps *c = &x86_caps;
+	struct arch_caps *c = &x86_caps_rec;
 
 	*c = (struct arch_caps){0};
 	probe_ident(c);

@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The SVM host: set-up in the resident copy (host page tables, GDT, IDT,
+// I/O and MSR permission maps, NPT, per-CPU VMCBs), deprivileging each CPU,
+// and the exit dispatcher that feeds the shared x86 layer (arch/x86/vcpu.h).
+// docs/svm-primary.md describes the flow.
+#include "arch/arch.h"
+#include "arch/x86/caps.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/svm/svm.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+struct svm_host svm_host;
+static struct slat_plan svm_plan;
+static struct svm_npt_stats svm_npt;
+
+// ---- small CPU helpers -----------------------------------------------------------
+static void vmsave(uint64_t pa)
+{
+	__asm__ volatile("vmsave %%rax" : : "a"(pa) : "memory");
+}
+
+static void read_dt(bool idt, uint16_t *limit, uint64_t *base)
+{
+	uint8_t buf[10]; // read through bytes: packed structs are not reliable here
+
+	if (idt)
+		__asm__ volatile("sidt %0" : "=m"(buf));
+	else
+		__asm__ volatile("sgdt %0" : "=m"(buf));
+	memcpy(limit, buf, 2);
+	memcpy(base, buf + 2, 8);
+}
+
+static uint16_t read_sel(enum x86_seg_reg s)
+{
+	uint16_t v = 0;
+
+	switch (s) {
+	case X86_CS:
+		__asm__ volatile("mov %%cs, %0" : "=r"(v));
+		break;
+	case X86_SS:
+		__asm__ volatile("mov %%ss, %0" : "=r"(v));
+		break;
+	case X86_DS:
+		__asm__ volatile("mov %%ds, %0" : "=r"(v));
+		break;
+	case X86_ES:
+		__asm__ volatile("mov %%es, %0" : "=r"(v));
+		break;
+	default:
+		break;
+	}
+	return v;
+}
+
+static uint64_t read_dr(unsigned n)
+{
+	uint64_t v;
+
+	if (n == 6)
+		__asm__ volatile("mov %%dr6, %0" : "=r"(v));
+	else
+		__asm__ volatile("mov %%dr7, %0" : "=r"(v));
+	return v;
+}
+
+// ---- host tables ---------------------------------------------------------------------
+#define PTE_P  1ull
+#define PTE_RW 2ull
+#define PTE_PS (1ull << 7)
+
+// Identity map for the host: 512 GiB of 1 GiB pages, or 4 GiB of 2 MiB pages.
+static bool build_host_tables(struct region *r, bool gb_pages, uint64_t *cr3, uint64_t *top)
+{
+	uint64_t pml4 = region_alloc(r, 1, 4096), pdpt = region_alloc(r, 1, 4096);
+
+	if (!pml4 || !pdpt)
+		return false;
+	uint64_t *l4 = (uint64_t *)(uintptr_t)pml4, *l3 = (uint64_t *)(uintptr_t)pdpt;
+	l4[0] = pdpt | PTE_P | PTE_RW;
+	if (gb_pages) {
+		for (uint64_t i = 0; i < 512; i++)
+			l3[i] = (i << 30) | PTE_P | PTE_RW | PTE_PS;
+		*top = 512ull << 30;
+	} else {
+		for (uint64_t g = 0; g < 4; g++) {
+			uint64_t pd = region_alloc(r, 1, 4096);
+			if (!pd)
+				return false;
+			uint64_t *l2 = (uint64_t *)(uintptr_t)pd;
+			for (uint64_t i = 0; i < 512; i++)
+				l2[i] = (g << 30) | (i << 21) | PTE_P | PTE_RW | PTE_PS;
+			l3[g] = pd | PTE_P | PTE_RW;
+		}
+		*top = 4ull << 30;
+	}
+	*cr3 = pml4;
+	return true;
+}
+
+static bool build_gdt_idt(struct region *r)
+{
+	uint64_t gdt = region_alloc(r, 1, 4096), idt = region_alloc(r, 1, 4096);
+
+	if (!gdt || !idt)
+		return false;
+	uint64_t *g = (uint64_t *)(uintptr_t)gdt;
+	g[1] = 0x00af9a000000ffffull; // 0x08: 64-bit code, DPL 0
+	g[2] = 0x00cf92000000ffffull; // 0x10: data, DPL 0
+	uint64_t *idt64 = (uint64_t *)(uintptr_t)idt;
+	for (unsigned v = 0; v < 32; v++) {
+		uint64_t h = (uint64_t)(uintptr_t)svm_idt_stubs + 16 * v;
+		idt64[2 * v] = (h & 0xffff) | ((uint64_t)SVM_HOST_CS << 16) | (0x8eull << 40) |
+			       (((h >> 16) & 0xffff) << 48);
+		idt64[2 * v + 1] = h >> 32;
+	}
+	svm_host.gdt = gdt;
+	svm_host.idt = idt;
+	return true;
+}
+
+// ---- permission maps -------------------------------------------------------------------
+static void iopm_build(uint8_t *iopm)
+{
+	for (uint32_t port = 0; port < 0x10000; port++) {
+		if (x86_io_intercepted((uint16_t)port))
+			iopm[port / 8] |= (uint8_t)(1u << (port % 8));
+	}
+}
+
+// MSRPM: 2 bits (read, write) per MSR in three 2 KiB ranges.
+static void msrpm_set(uint8_t *pm, uint32_t msr, bool rd, bool wr)
+{
+	uint32_t base;
+
+	if (msr <= 0x1fff)
+		base = 0;
+	else if (msr >= 0xc0000000u && msr <= 0xc0001fffu)
+		base = 0x800, msr -= 0xc0000000u;
+	else if (msr >= 0xc0010000u && msr <= 0xc0011fffu)
+		base = 0x1000, msr -= 0xc0010000u;
+	else
+		return;
+	uint32_t bit = msr * 2;
+	if (rd)
+		pm[base + bit / 8] |= (uint8_t)(1u << (bit % 8));
+	if (wr)
+		pm[base + (bit + 1) / 8] |= (uint8_t)(1u << ((bit + 1) % 8));
+}
+
+static void msrpm_build(uint8_t *pm)
+{
+	for (unsigned i = 0; i < x86_n_msr_intercepts; i++) {
+		const struct x86_msr_intercept *m = &x86_msr_intercepts[i];
+		if (m->vmx_only)
+			continue;
+		for (uint32_t msr = m->first; msr <= m->last; msr++)
+			msrpm_set(pm, msr, m->read, m->write);
+	}
+}
+
+// ---- vCPU operations for the shared layer ----------------------------------------------
+static void *vmcb_of(struct x86_vcpu *v)
+{
+	return (void *)(uintptr_t)((struct svm_cpu *)v->backend)->vmcb_pa;
+}
+
+static uint64_t op_read_cr(struct x86_vcpu *v, unsigned n)
+{
+	void *vmcb = vmcb_of(v);
+
+	switch (n) {
+	case 0:
+		return *vmcb64(vmcb, VMCB_CR0);
+	case 2:
+		return *vmcb64(vmcb, VMCB_CR2);
+	case 3:
+		return *vmcb64(vmcb, VMCB_CR3);
+	default:
+		return *vmcb64(vmcb, VMCB_CR4);
+	}
+}
+
+static uint64_t op_read_efer(struct x86_vcpu *v)
+{
+	return *vmcb64(vmcb_of(v), VMCB_EFER) & ~EFER_SVME;
+}
+
+static void op_write_efer(struct x86_vcpu *v, uint64_t efer)
+{
+	void *vmcb = vmcb_of(v);
+
+	// SVME stays set (QEMU refuses VMRUN otherwise); LMA stays as the CPU has it.
+	*vmcb64(vmcb, VMCB_EFER) =
+	    (efer & ~EFER_LMA) | EFER_SVME | (*vmcb64(vmcb, VMCB_EFER) & EFER_LMA);
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
+}
+
+static uint64_t op_read_rflags(struct x86_vcpu *v)
+{
+	return *vmcb64(vmcb_of(v), VMCB_RFLAGS);
+}
+
+static void op_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+{
+	static const unsigned off[] = {VMCB_ES, VMCB_CS, VMCB_SS, VMCB_DS, VMCB_FS, VMCB_GS};
+	void *vmcb = vmcb_of(v);
+
+	out->sel = *vmcb16(vmcb, off[s]);
+	out->attr = *vmcb16(vmcb, off[s] + 2);
+	out->limit = *vmcb32(vmcb, off[s] + 4);
+	out->base = *vmcb64(vmcb, off[s] + 8);
+}
+
+static void op_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error)
+{
+	uint64_t ev = vector | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
+
+	if (has_error)
+		ev |= EVENTINJ_ERR_VALID | ((uint64_t)error << 32);
+	*vmcb64(vmcb_of(v), VMCB_EVENTINJ) = ev;
+}
+
+static bool exit_has_nrip(uint64_t code)
+{
+	return code == SVM_EXIT_CPUID || code == SVM_EXIT_MSR || code == SVM_EXIT_HLT ||
+	       code == SVM_EXIT_MWAIT || code == SVM_EXIT_MWAIT_C || code == SVM_EXIT_VMMCALL ||
+	       code == SVM_EXIT_XSETBV || code == SVM_EXIT_IOIO;
+}
+
+static unsigned op_insn_len(struct x86_vcpu *v)
+{
+	struct svm_cpu *c = v->backend;
+	void *vmcb = vmcb_of(v);
+	uint64_t rip = *vmcb64(vmcb, VMCB_RIP);
+
+	if (c->next_rip)
+		return (unsigned)(c->next_rip - rip);
+	if ((svm_host.features & SVM_FEAT_NRIPS) && exit_has_nrip(*vmcb64(vmcb, VMCB_EXITCODE)) &&
+	    *vmcb64(vmcb, VMCB_NRIP) > rip)
+		return (unsigned)(*vmcb64(vmcb, VMCB_NRIP) - rip);
+	return 0;
+}
+
+static const struct x86_vcpu_ops svm_ops = {
+    .read_cr = op_read_cr,
+    .read_efer = op_read_efer,
+    .write_efer = op_write_efer,
+    .read_rflags = op_read_rflags,
+    .read_seg = op_read_seg,
+    .inject = op_inject,
+    .insn_len = op_insn_len,
+};
+
+static const struct x86_vm_ops svm_vm_ops = {
+    .mm_counts = svm_mm_counts,
+    .teardown = svm_npt_teardown,
+};
+
+// ---- VMCB set-up ---------------------------------------------------------------------------
+static void set_seg(void *vmcb, unsigned off, uint16_t sel, uint16_t attr, uint32_t limit,
+		    uint64_t base)
+{
+	*vmcb16(vmcb, off) = sel;
+	*vmcb16(vmcb, off + 2) = attr;
+	*vmcb32(vmcb, off + 4) = limit;
+	*vmcb64(vmcb, off + 8) = base;
+}
+
+// A code/data segment of the live CPU, from its GDT descriptor.
+static void seg_from_gdt(void *vmcb, unsigned off, uint16_t sel, uint64_t gdt, uint16_t gdt_limit)
+{
+	uint64_t d = 0;
+
+	if ((sel & ~7u) && (sel | 7u) <= gdt_limit && !(sel & 4))
+		memcpy(&d, (const void *)(uintptr_t)(gdt + (sel & ~7u)), 8);
+	uint16_t attr = (uint16_t)(((d >> 40) & 0xff) | (((d >> 52) & 0xf) << 8));
+	uint32_t limit = (uint32_t)((d & 0xffff) | ((d >> 32) & 0xf0000));
+	if (d & (1ull << 55))
+		limit = (limit << 12) | 0xfff;
+	uint64_t base = ((d >> 16) & 0xffffff) | (((d >> 56) & 0xff) << 24);
+	set_seg(vmcb, off, sel, attr, limit, base);
+}
+
+static void vmcb_control(struct svm_cpu *c, void *vmcb)
+{
+	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) =
+	    INT3_CPUID | INT3_HLT | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
+	*vmcb32(vmcb, VMCB_INTERCEPT_MISC2) = INT4_VMRUN | INT4_VMMCALL | INT4_VMLOAD |
+					      INT4_VMSAVE | INT4_STGI | INT4_CLGI | INT4_SKINIT |
+					      INT4_MWAIT | INT4_MWAIT_COND | INT4_XSETBV;
+	*vmcb64(vmcb, VMCB_IOPM_PA) = svm_host.iopm_pa;
+	*vmcb64(vmcb, VMCB_MSRPM_PA) = svm_host.msrpm_pa;
+	*vmcb32(vmcb, VMCB_ASID) = SVM_ASID;
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
+	*vmcb64(vmcb, VMCB_NP_ENABLE) = 1;
+	*vmcb64(vmcb, VMCB_N_CR3) = svm_host.npt_root;
+	c->hlt_intercept = true;
+}
+
+// The guest state of the calling CPU (all but RIP, RSP, RFLAGS, RAX, which
+// svm_launch sets).
+static void vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
+{
+	uint16_t gl, il;
+	uint64_t gb, ib;
+
+	read_dt(false, &gl, &gb);
+	read_dt(true, &il, &ib);
+	vmsave(c->vmcb_pa); // FS, GS, TR, LDTR, KernelGSBase, STAR/LSTAR/CSTAR/SFMASK, SYSENTER
+	seg_from_gdt(vmcb, VMCB_CS, read_sel(X86_CS), gb, gl);
+	seg_from_gdt(vmcb, VMCB_SS, read_sel(X86_SS), gb, gl);
+	seg_from_gdt(vmcb, VMCB_DS, read_sel(X86_DS), gb, gl);
+	seg_from_gdt(vmcb, VMCB_ES, read_sel(X86_ES), gb, gl);
+	if (!*vmcb16(vmcb, VMCB_TR + 2)) // a null TR: give it a busy 64-bit TSS type
+		*vmcb16(vmcb, VMCB_TR + 2) = 0x8b;
+	set_seg(vmcb, VMCB_GDTR, 0, 0, gl, gb);
+	set_seg(vmcb, VMCB_IDTR, 0, 0, il, ib);
+	*vmcb64(vmcb, VMCB_CR0) = read_cr0();
+	*vmcb64(vmcb, VMCB_CR2) = read_cr2();
+	*vmcb64(vmcb, VMCB_CR3) = read_cr3();
+	*vmcb64(vmcb, VMCB_CR4) = read_cr4();
+	*vmcb64(vmcb, VMCB_EFER) = rdmsr(MSR_EFER); // SVME already set
+	*vmcb64(vmcb, VMCB_DR6) = read_dr(6);
+	*vmcb64(vmcb, VMCB_DR7) = read_dr(7);
+	*vmcb64(vmcb, VMCB_G_PAT) = rdmsr(MSR_IA32_PAT);
+	*vmcb8(vmcb, VMCB_CPL) = 0;
+}
+
+// The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
+static void vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
+{
+	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
+	struct x86_vcpu *v = c->vcpu;
+
+	set_seg(vmcb, VMCB_CS, (uint16_t)(vector << 8), 0x9b, 0xffff, (uint64_t)vector << 12);
+	set_seg(vmcb, VMCB_DS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_ES, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_SS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_FS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_GS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_GDTR, 0, 0, 0xffff, 0);
+	set_seg(vmcb, VMCB_IDTR, 0, 0, 0xffff, 0);
+	set_seg(vmcb, VMCB_LDTR, 0, 0x82, 0xffff, 0);
+	set_seg(vmcb, VMCB_TR, 0, 0x8b, 0xffff, 0);
+	*vmcb64(vmcb, VMCB_CR0) = 0x60000010;
+	*vmcb64(vmcb, VMCB_CR2) = 0;
+	*vmcb64(vmcb, VMCB_CR3) = 0;
+	*vmcb64(vmcb, VMCB_CR4) = 0;
+	*vmcb64(vmcb, VMCB_EFER) = EFER_SVME;
+	*vmcb64(vmcb, VMCB_DR6) = 0xffff0ff0;
+	*vmcb64(vmcb, VMCB_DR7) = 0x400;
+	*vmcb64(vmcb, VMCB_RFLAGS) = 2;
+	*vmcb64(vmcb, VMCB_RIP) = 0;
+	*vmcb64(vmcb, VMCB_RSP) = 0;
+	*vmcb64(vmcb, VMCB_RAX) = 0;
+	*vmcb64(vmcb, VMCB_G_PAT) = 0x0007040600070406ull;
+	*vmcb64(vmcb, VMCB_KGSBASE) = 0;
+	*vmcb64(vmcb, VMCB_STAR) = 0;
+	*vmcb64(vmcb, VMCB_LSTAR) = 0;
+	*vmcb64(vmcb, VMCB_CSTAR) = 0;
+	*vmcb64(vmcb, VMCB_SFMASK) = 0;
+	*vmcb64(vmcb, VMCB_SYSENTER_CS) = 0;
+	*vmcb64(vmcb, VMCB_SYSENTER_ESP) = 0;
+	*vmcb64(vmcb, VMCB_SYSENTER_EIP) = 0;
+	*vmcb8(vmcb, VMCB_CPL) = 0;
+	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
+	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) |= INT3_HLT; // parked again until the OS idles
+	c->hlt_intercept = true;
+	memset(v->gpr, 0, sizeof(v->gpr));
+	v->gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
+	v->rip = 0;
+	log_debug("svm: vcpu%u starts at %04x:0000 (SIPI)\n", v->index, (unsigned)vector << 8);
+}
+
+// ---- exits ------------------------------------------------------------------------------------
+// A parked CPU (HLT with interrupts off, MWAIT) waits here a little for its
+// mailbox instead of bouncing straight back into the guest.
+static void park_briefly(struct x86_vcpu *v)
+{
+	for (unsigned i = 0; i < 20000 && !x86_mailbox_pending(v); i++)
+		pause();
+}
+
+static void unknown_exit(struct x86_vcpu *v, uint64_t code)
+{
+	static uint64_t seen[8];
+	static int n;
+	bool first = true;
+
+	for (int i = 0; i < n && i < 8; i++)
+		first = first && seen[i] != code;
+	if (first && n < 8) {
+		seen[n++] = code;
+		log_warn("svm: unexpected exit 0x%llx on vcpu%u at RIP 0x%llx: #UD\n",
+			 (unsigned long long)code, v->index, (unsigned long long)v->rip);
+	}
+	x86_inject_ud(v);
+}
+
+static void handle_npf(struct x86_vcpu *v, uint64_t info1, uint64_t gpa)
+{
+	bool write = info1 & 2, fetch = info1 & 0x10;
+
+	if (x86_vm_is_shutting_down())
+		x86_park(); // the NPT is gone: nothing left to run
+	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.apic_base) {
+		vcpu_count_exit(v->stats, EXIT_MMIO);
+		x86_handle_apic_write(v, gpa);
+		return;
+	}
+	vcpu_count_exit(v->stats, EXIT_SLAT_FAULT);
+	x86_handle_slat_violation(v, gpa, write, fetch);
+}
+
+static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
+{
+	struct x86_vcpu *v = c->vcpu;
+	uint64_t info1 = *vmcb64(vmcb, VMCB_EXITINFO1), info2 = *vmcb64(vmcb, VMCB_EXITINFO2);
+
+	switch (code) {
+	case SVM_EXIT_CPUID:
+		vcpu_count_exit(v->stats, EXIT_CPUID);
+		return x86_handle_cpuid(v);
+	case SVM_EXIT_MSR:
+		vcpu_count_exit(v->stats, EXIT_SYSREG);
+		return info1 ? x86_handle_wrmsr(v) : x86_handle_rdmsr(v);
+	case SVM_EXIT_XSETBV:
+		vcpu_count_exit(v->stats, EXIT_SYSREG);
+		return x86_handle_xsetbv(v);
+	case SVM_EXIT_IOIO: {
+		vcpu_count_exit(v->stats, EXIT_IO);
+		struct x86_io io = {
+		    .port = (uint16_t)(info1 >> 16),
+		    .size = (info1 & 0x10)   ? 1
+			    : (info1 & 0x20) ? 2
+					     : 4,
+		    .in = info1 & 1,
+		    .string = info1 & 4,
+		    .rep = info1 & 8,
+		};
+		c->next_rip = info2; // IOIO exits always report the next RIP
+		return x86_handle_io(v, &io);
+	}
+	case SVM_EXIT_NPF:
+		handle_npf(v, info1, info2);
+		return X86_CONTINUE;
+	case SVM_EXIT_HLT:
+		vcpu_count_exit(v->stats, EXIT_WAIT);
+		if (*vmcb64(vmcb, VMCB_RFLAGS) & (1u << 9)) {
+			// An OS idle loop (interrupts on): let it halt natively from now on.
+			*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_HLT;
+			c->hlt_intercept = false;
+			return X86_CONTINUE; // RIP unchanged: the HLT runs again, unintercepted
+		}
+		park_briefly(v);
+		x86_skip_insn(v);
+		return X86_CONTINUE;
+	case SVM_EXIT_MWAIT:
+	case SVM_EXIT_MWAIT_C:
+		vcpu_count_exit(v->stats, EXIT_WAIT);
+		park_briefly(v);
+		x86_skip_insn(v); // a wake-up: the caller re-checks its condition
+		return X86_CONTINUE;
+	case SVM_EXIT_VMMCALL:
+		vcpu_count_exit(v->stats, EXIT_HYPERCALL);
+		v->gpr[X86_RAX] = (uint64_t)-1; // no hypercalls yet
+		x86_skip_insn(v);
+		return X86_CONTINUE;
+	case SVM_EXIT_VMRUN:
+	case SVM_EXIT_VMLOAD:
+	case SVM_EXIT_VMSAVE:
+	case SVM_EXIT_STGI:
+	case SVM_EXIT_CLGI:
+	case SVM_EXIT_SKINIT:
+	case SVM_EXIT_INVLPGA:
+		vcpu_count_exit(v->stats, EXIT_OTHER);
+		return x86_inject_ud(v); // SVM is not offered to the guest
+	case SVM_EXIT_SHUTDOWN:
+		vcpu_count_exit(v->stats, EXIT_OTHER);
+		log_warn("svm: vcpu%u shut down (triple fault) at RIP 0x%llx\n", v->index,
+			 (unsigned long long)v->rip);
+		return X86_RESET;
+	case SVM_EXIT_INTR:
+	case SVM_EXIT_NMI:
+		vcpu_count_exit(v->stats, EXIT_INTERRUPT);
+		return X86_CONTINUE;
+	case SVM_EXIT_INVALID:
+		log_err("svm: VMRUN refused the guest state on vcpu%u (RIP 0x%llx)\n", v->index,
+			(unsigned long long)v->rip);
+		log_flush();
+		x86_park();
+	default:
+		vcpu_count_exit(v->stats, EXIT_OTHER);
+		unknown_exit(v, code);
+		return X86_CONTINUE;
+	}
+}
+
+void svm_handle_exit(struct svm_cpu *c)
+{
+	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
+	struct x86_vcpu *v = c->vcpu;
+	uint64_t code = *vmcb64(vmcb, VMCB_EXITCODE);
+	uint64_t intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
+	uint8_t vector;
+
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE; // the last VMRUN flushed
+	v->gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
+	v->gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
+	v->rip = *vmcb64(vmcb, VMCB_RIP);
+	c->next_rip = 0;
+	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+
+	enum x86_action a = dispatch(c, vmcb, code);
+	if (a == X86_RESET)
+		x86_vm_shutdown(v, true, 0, 0, 0);
+	else if (a == X86_POWER_OFF)
+		x86_vm_shutdown(v, false, 0, 0, 0);
+
+	// An event whose delivery the exit interrupted is delivered again, unless
+	// the handler queued an exception of its own.
+	if ((intinfo & EVENTINJ_VALID) && !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID))
+		*vmcb64(vmcb, VMCB_EVENTINJ) = intinfo;
+	*vmcb64(vmcb, VMCB_RIP) = v->rip;
+	*vmcb64(vmcb, VMCB_RAX) = v->gpr[X86_RAX];
+	*vmcb64(vmcb, VMCB_RSP) = v->gpr[X86_RSP];
+	if (x86_mailbox_poll(v, &vector))
+		vmcb_sipi_reset(c, vector);
+}
+
+void svm_host_exception(uint64_t *f)
+{
+	log_err("svm: host exception %llu (error 0x%llx) at RIP 0x%llx, RSP 0x%llx, CR2 0x%llx on "
+		"cpu %u\n",
+		(unsigned long long)f[0], (unsigned long long)f[1], (unsigned long long)f[2],
+		(unsigned long long)f[5], (unsigned long long)read_cr2(), arch_cpu_id());
+	log_flush();
+}
+
+// ---- set-up (resident copy, called from the loaded image) ----------------------------------
+static bool percpu_init(struct region *r)
+{
+	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
+		struct svm_cpu *c = &svm_host.cpus[i];
+		uint64_t stack = region_alloc(r, SVM_STACK_PAGES, 4096);
+		c->vmcb_pa = region_alloc(r, 1, 4096);
+		c->hsave_pa = region_alloc(r, 1, 4096);
+		if (!stack || !c->vmcb_pa || !c->hsave_pa)
+			return false;
+		c->host_stack_top = stack + SVM_STACK_PAGES * 4096ull;
+		c->host_cr3 = svm_host.cr3;
+		c->gdtr_base = svm_host.gdt;
+		c->idtr_base = svm_host.idt;
+		c->host_entry = (uint64_t)(uintptr_t)svm_run;
+	}
+	return true;
+}
+
+int svm_resident_init(struct svm_boot_args *a)
+{
+	struct region *r = &svm_plan.region;
+
+	// The copy's globals are a snapshot of the loaded image's: re-create
+	// every pointer before use.
+	svm_plan = *a->plan;
+	memset(&svm_host, 0, sizeof(svm_host));
+	arch_console_init(&svm_plan.fw);
+	log_set_level((enum log_level)svm_plan.log_level);
+	svm_mm_init(r);
+	x86_vm_init("NPT", &svm_vm_ops, &svm_plan.region, a->tsc_start, a->tsc_hz, &a->power);
+	svm_host.features = a->features;
+	svm_host.xsave = cpuid(1, 0).ecx & (1u << 26);
+	x86_primary.apic_base = rdmsr(MSR_IA32_APIC_BASE) & 0xffffff000ull;
+	// The boot CPU (running this) takes vCPU record 0; APs follow in the
+	// order the firmware starts them.
+	x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
+
+	bool gb = cpuid(0x80000001u, 0).edx & (1u << 26);
+	unsigned phys_bits = cpuid(0x80000008u, 0).eax & 0xff;
+	svm_host.iopm_pa = region_alloc(r, 3, 4096);
+	svm_host.msrpm_pa = region_alloc(r, 2, 4096);
+	if (!build_host_tables(r, gb, &svm_host.cr3, &x86_primary.host_map_top) ||
+	    !build_gdt_idt(r) || !svm_host.iopm_pa || !svm_host.msrpm_pa || !percpu_init(r)) {
+		log_err("svm: no room in Slat's region for the host's tables\n");
+		return -1;
+	}
+	iopm_build((uint8_t *)(uintptr_t)svm_host.iopm_pa);
+	msrpm_build((uint8_t *)(uintptr_t)svm_host.msrpm_pa);
+	if (!svm_npt_build(r, x86_primary.apic_base, phys_bits, gb, &svm_host.npt_root, &svm_npt))
+		return -1;
+	struct slat_mm_counts mc;
+	svm_mm_counts(&mc);
+	log_info("slat: NPT for vm primary: %u-bit guest-physical space mapped, nCR3 0x%llx, ASID "
+		 "%u\n",
+		 phys_bits < 40 ? phys_bits : 40, (unsigned long long)svm_host.npt_root, SVM_ASID);
+	log_info("slat: NPT leaves: %llu x 1G, %llu x 2M, %llu x 4K; %llu table pages; local APIC "
+		 "page 0x%llx read-only\n",
+		 (unsigned long long)svm_npt.leaves_1g, (unsigned long long)svm_npt.leaves_2m,
+		 (unsigned long long)svm_npt.leaves_4k, (unsigned long long)mc.table_pages,
+		 (unsigned long long)x86_primary.apic_base);
+	log_info("slat: power-off ports PM1a 0x%x PM1b 0x%x, reset 0x%x, S5 SLP_TYP %s%u\n",
+		 a->power.pm1a_cnt, a->power.pm1b_cnt, a->power.reset_port,
+		 a->power.s5_known ? "" : "unknown ", a->power.s5_slp_typ);
+	log_info("slat: region 0x%llx-0x%llx (%llu KiB used), TSC %llu kHz\n",
+		 (unsigned long long)r->base, (unsigned long long)(r->base + r->size - 1),
+		 (unsigned long long)(r->used / 1024), (unsigned long long)(a->tsc_hz / 1000));
+	return 0;
+}
+
+struct svm_cpu *svm_resident_cpu_prepare(void)
+{
+	uint32_t apic_id = cpuid(1, 0).ebx >> 24;
+	struct x86_vcpu *v = x86_vcpu_for_apic(apic_id);
+
+	if (!v) {
+		log_err("svm: no vCPU record left for APIC ID %u; it stays outside Slat\n",
+			apic_id);
+		return NULL;
+	}
+	struct svm_cpu *c = &svm_host.cpus[v->index];
+	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
+
+	c->vcpu = v;
+	v->backend = c;
+	v->ops = &svm_ops;
+	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
+	wrmsr(MSR_VM_HSAVE_PA, c->hsave_pa);
+	memset(vmcb, 0, 4096);
+	vmcb_control(c, vmcb);
+	vmcb_guest_from_live(c, vmcb);
+	if (svm_host.xsave) // the host executes XSETBV for the guest (vcpu.h)
+		write_cr4(read_cr4() | CR4_OSXSAVE);
+	v->stats->online = true;
+	log_info("slat: cpu %u (APIC ID %u) enters guest mode\n", v->index, apic_id);
+	return c;
+}

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// AMD SVM back end of the primary VM (internal to arch/x86/svm/). VMCB
+// offsets and encodings from the AMD64 Architecture Programmer's Manual,
+// vol. 2, appendix B (layout of the VMCB) and chapter 15.
+//
+// Two copies of slat.efi exist once Slat runs (boot/resident.h): the loaded
+// image, which stays in the primary VM, and the resident copy in Slat's
+// region, which is the only code that runs in host mode. Globals here are
+// the resident copy's.
+#ifndef SLAT_ARCH_X86_SVM_SVM_H
+#define SLAT_ARCH_X86_SVM_SVM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/vcpu.h"
+#include "core/plan.h"
+
+// ---- VMCB control area --------------------------------------------------------
+#define VMCB_INTERCEPT_CR    0x000
+#define VMCB_INTERCEPT_DR    0x004
+#define VMCB_INTERCEPT_EXC   0x008
+#define VMCB_INTERCEPT_MISC1 0x00c
+#define VMCB_INTERCEPT_MISC2 0x010
+#define VMCB_IOPM_PA	     0x040
+#define VMCB_MSRPM_PA	     0x048
+#define VMCB_TSC_OFFSET	     0x050
+#define VMCB_ASID	     0x058
+#define VMCB_TLB_CONTROL     0x05c
+#define VMCB_VINTR	     0x060
+#define VMCB_INT_SHADOW	     0x068
+#define VMCB_EXITCODE	     0x070
+#define VMCB_EXITINFO1	     0x078
+#define VMCB_EXITINFO2	     0x080
+#define VMCB_EXITINTINFO     0x088
+#define VMCB_NP_ENABLE	     0x090
+#define VMCB_EVENTINJ	     0x0a8
+#define VMCB_N_CR3	     0x0b0
+#define VMCB_CLEAN	     0x0c0
+#define VMCB_NRIP	     0x0c8
+
+// ---- VMCB state save area (offsets from the VMCB's start) -----------------------
+#define VMCB_ES		  0x400 // segments: selector u16, attrib u16, limit u32, base u64
+#define VMCB_CS		  0x410
+#define VMCB_SS		  0x420
+#define VMCB_DS		  0x430
+#define VMCB_FS		  0x440
+#define VMCB_GS		  0x450
+#define VMCB_GDTR	  0x460
+#define VMCB_LDTR	  0x470
+#define VMCB_IDTR	  0x480
+#define VMCB_TR		  0x490
+#define VMCB_CPL	  0x4cb
+#define VMCB_EFER	  0x4d0
+#define VMCB_CR4	  0x548
+#define VMCB_CR3	  0x550
+#define VMCB_CR0	  0x558
+#define VMCB_DR7	  0x560
+#define VMCB_DR6	  0x568
+#define VMCB_RFLAGS	  0x570
+#define VMCB_RIP	  0x578
+#define VMCB_RSP	  0x5d8
+#define VMCB_RAX	  0x5f8
+#define VMCB_STAR	  0x600
+#define VMCB_LSTAR	  0x608
+#define VMCB_CSTAR	  0x610
+#define VMCB_SFMASK	  0x618
+#define VMCB_KGSBASE	  0x620
+#define VMCB_SYSENTER_CS  0x628
+#define VMCB_SYSENTER_ESP 0x630
+#define VMCB_SYSENTER_EIP 0x638
+#define VMCB_CR2	  0x640
+#define VMCB_G_PAT	  0x668
+
+// Intercept vector 3 (VMCB 0x00c) and 4 (0x010) bits.
+#define INT3_INTR	(1u << 0)
+#define INT3_NMI	(1u << 1)
+#define INT3_INIT	(1u << 3)
+#define INT3_CPUID	(1u << 18)
+#define INT3_HLT	(1u << 24)
+#define INT3_INVLPGA	(1u << 26)
+#define INT3_IOIO	(1u << 27)
+#define INT3_MSR	(1u << 28)
+#define INT3_SHUTDOWN	(1u << 31)
+#define INT4_VMRUN	(1u << 0)
+#define INT4_VMMCALL	(1u << 1)
+#define INT4_VMLOAD	(1u << 2)
+#define INT4_VMSAVE	(1u << 3)
+#define INT4_STGI	(1u << 4)
+#define INT4_CLGI	(1u << 5)
+#define INT4_SKINIT	(1u << 6)
+#define INT4_MWAIT	(1u << 11)
+#define INT4_MWAIT_COND (1u << 12)
+#define INT4_XSETBV	(1u << 13)
+
+// Exit codes.
+#define SVM_EXIT_EXC_BASE 0x040
+#define SVM_EXIT_INTR	  0x060
+#define SVM_EXIT_NMI	  0x061
+#define SVM_EXIT_INIT	  0x063
+#define SVM_EXIT_CPUID	  0x072
+#define SVM_EXIT_HLT	  0x078
+#define SVM_EXIT_INVLPGA  0x07a
+#define SVM_EXIT_IOIO	  0x07b
+#define SVM_EXIT_MSR	  0x07c
+#define SVM_EXIT_SHUTDOWN 0x07f
+#define SVM_EXIT_VMRUN	  0x080
+#define SVM_EXIT_VMMCALL  0x081
+#define SVM_EXIT_VMLOAD	  0x082
+#define SVM_EXIT_VMSAVE	  0x083
+#define SVM_EXIT_STGI	  0x084
+#define SVM_EXIT_CLGI	  0x085
+#define SVM_EXIT_SKINIT	  0x086
+#define SVM_EXIT_MWAIT	  0x08b
+#define SVM_EXIT_MWAIT_C  0x08c
+#define SVM_EXIT_XSETBV	  0x08d
+#define SVM_EXIT_NPF	  0x400
+#define SVM_EXIT_INVALID  0xffffffffffffffffull
+
+#define EVENTINJ_VALID	   (1u << 31)
+#define EVENTINJ_ERR_VALID (1u << 11)
+#define EVENTINJ_TYPE_EXC  (3u << 8)
+
+#define TLB_CONTROL_NONE       0
+#define TLB_CONTROL_FLUSH_ALL  1
+#define TLB_CONTROL_FLUSH_ASID 3
+
+#define SVM_ASID 1 // the primary VM (QEMU offers 16 ASIDs)
+
+static inline uint64_t *vmcb64(void *vmcb, unsigned off)
+{
+	return (uint64_t *)((uint8_t *)vmcb + off);
+}
+static inline uint32_t *vmcb32(void *vmcb, unsigned off)
+{
+	return (uint32_t *)((uint8_t *)vmcb + off);
+}
+static inline uint16_t *vmcb16(void *vmcb, unsigned off)
+{
+	return (uint16_t *)((uint8_t *)vmcb + off);
+}
+static inline uint8_t *vmcb8(void *vmcb, unsigned off)
+{
+	return (uint8_t *)vmcb + off;
+}
+
+// ---- per-CPU host state ------------------------------------------------------------
+// One per physical CPU, in Slat's region. The first fields are read by
+// svm_entry.S (offsets fixed there).
+struct svm_cpu {
+	uint64_t vmcb_pa;	 // 0: this CPU's VMCB (identity: also its address)
+	struct x86_vcpu *vcpu;	 // 8: GPRs live in vcpu->gpr[] (offset 0 of x86_vcpu)
+	uint64_t host_stack_top; // 16
+	uint64_t host_cr3;	 // 24
+	uint64_t gdtr_base;	 // 32: Slat's GDT
+	uint64_t idtr_base;	 // 40: Slat's IDT
+	uint64_t host_entry;	 // 48: svm_run in the resident copy
+	uint64_t hsave_pa;	 // VM_HSAVE_PA page
+	uint64_t next_rip;	 // exit-specific next RIP when known (IOIO), else 0
+	bool hlt_intercept;	 // HLT exits (the CPU is parked, not idling in an OS)
+};
+
+// Settings every CPU shares (set once on the boot CPU in the resident copy).
+struct svm_host {
+	uint64_t cr3;	   // Slat's host page tables
+	uint64_t gdt, idt; // Slat's GDT and IDT
+	uint64_t iopm_pa;  // 12 KiB I/O permission map
+	uint64_t msrpm_pa; // 8 KiB MSR permission map
+	uint64_t npt_root; // nested page tables (nCR3)
+	uint32_t features; // CPUID 0x8000000A EDX
+	bool xsave;	   // CPUID.1:ECX.XSAVE (the host sets CR4.OSXSAVE)
+	struct svm_cpu cpus[X86_MAX_CPUS];
+};
+extern struct svm_host svm_host;
+
+// What the loaded image hands to the resident copy.
+struct svm_boot_args {
+	struct slat_plan *plan;
+	struct x86_power_ports power;
+	uint64_t tsc_start, tsc_hz;
+	uint32_t features; // CPUID 0x8000000A EDX
+};
+
+#define SVM_HOST_CS	0x08
+#define SVM_HOST_DS	0x10
+#define SVM_STACK_PAGES 4
+
+// ---- svm_entry.S ---------------------------------------------------------------------
+// Deprivileges the calling CPU: the live state becomes the guest that
+// returns 0 from this call; the CPU continues as host in svm_run(). The
+// VMCB's guest state must be filled in except RIP, RSP and RFLAGS.
+int svm_launch(struct svm_cpu *c);
+void svm_run(struct svm_cpu *c);
+extern char svm_idt_stubs[]; // 32 exception entry stubs, 16 bytes apart
+
+// ---- hyp.c ------------------------------------------------------------------------------
+// Resident-copy entry points called from the loaded image.
+int svm_resident_init(struct svm_boot_args *a);
+// Prepares the calling CPU's VMCB from its live state; the loaded image then
+// calls its own svm_launch() with the result (NULL: no record left).
+struct svm_cpu *svm_resident_cpu_prepare(void);
+void svm_handle_exit(struct svm_cpu *c);  // called by svm_entry.S after each #VMEXIT
+void svm_host_exception(uint64_t *frame); // an exception in the host
+
+// ---- npt_backend.c: pages, TLB flushes and counters for the NPT ------------------------
+void svm_mm_init(struct region *r);
+uint64_t svm_mm_page_alloc(void); // one zeroed 4K page or 0
+void svm_mm_page_free(uint64_t pa);
+void svm_mm_flush_all_cpus(void); // every vCPU's next VMRUN flushes the primary's ASID
+void svm_mm_counts(struct slat_mm_counts *out);
+
+// ---- npt_temp.c: TRANSITIONAL NPT builder (until mm/ lands) ------------------------------
+struct svm_npt_stats {
+	uint64_t leaves_1g, leaves_2m, leaves_4k;
+	uint64_t top; // mapped guest-physical space [0, top)
+};
+bool svm_npt_build(const struct region *slat, uint64_t apic_page, unsigned phys_bits, bool gb_pages,
+		   uint64_t *root, struct svm_npt_stats *st);
+void svm_npt_teardown(uint64_t *pages_freed, uint64_t *invalidations);
+
+#endif

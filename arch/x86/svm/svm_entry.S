@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// SVM host entry: deprivileging the calling CPU (svm_launch), the
+// VMLOAD/VMRUN/VMSAVE loop (svm_run) and the host's exception stubs.
+// Microsoft x64 calling convention (slat.efi is a PE image): first argument
+// in RCX; RBX, RBP, RDI, RSI, R12-R15 are callee-saved.
+
+// struct svm_cpu offsets (svm.h)
+#define C_VMCB_PA    0
+#define C_VCPU	     8
+#define C_STACK_TOP  16
+#define C_HOST_CR3   24
+#define C_GDTR_BASE  32
+#define C_IDTR_BASE  40
+#define C_HOST_ENTRY 48
+
+// VMCB state-save offsets (svm.h)
+#define VMCB_RFLAGS 0x570
+#define VMCB_RIP    0x578
+#define VMCB_RSP    0x5d8
+#define VMCB_RAX    0x5f8
+
+#define HOST_CS	  0x08
+#define HOST_DS	  0x10
+#define GDT_LIMIT 23   // three descriptors
+#define IDT_LIMIT 511  // 32 gates of 16 bytes
+
+	.text
+
+// int svm_launch(struct svm_cpu *c)
+// Called in the loaded image (so that the guest's return path stays in memory
+// the firmware owns). The caller's state (with RIP at 1: below and RSP after the pushes) is the
+// guest's: VMRUN resumes there in guest mode with RAX = 0, so the guest sees
+// this call return 0 with its callee-saved registers intact. The CPU itself
+// goes on as the host on its own stack, tables, GDT and IDT, GIF clear.
+	.globl	svm_launch
+svm_launch:
+	push	%rbx
+	push	%rbp
+	push	%rdi
+	push	%rsi
+	push	%r12
+	push	%r13
+	push	%r14
+	push	%r15
+	mov	C_VMCB_PA(%rcx), %rax
+	pushfq
+	popq	%rdx
+	mov	%rdx, VMCB_RFLAGS(%rax)
+	lea	1f(%rip), %rdx
+	mov	%rdx, VMCB_RIP(%rax)
+	mov	%rsp, VMCB_RSP(%rax)
+	movq	$0, VMCB_RAX(%rax)
+	cli
+	clgi
+	mov	C_HOST_CR3(%rcx), %rdx
+	mov	%rdx, %cr3
+	mov	C_STACK_TOP(%rcx), %rsp
+	sub	$16, %rsp
+	movw	$GDT_LIMIT, (%rsp)
+	mov	C_GDTR_BASE(%rcx), %rdx
+	mov	%rdx, 2(%rsp)
+	lgdt	(%rsp)
+	movw	$IDT_LIMIT, (%rsp)
+	mov	C_IDTR_BASE(%rcx), %rdx
+	mov	%rdx, 2(%rsp)
+	lidt	(%rsp)
+	add	$16, %rsp
+	pushq	$HOST_CS
+	lea	2f(%rip), %rdx
+	pushq	%rdx
+	lretq
+2:	mov	$HOST_DS, %edx
+	mov	%edx, %ds
+	mov	%edx, %es
+	mov	%edx, %ss
+	jmp	*C_HOST_ENTRY(%rcx)	// svm_run in the resident copy
+1:	// guest mode from here: the firmware's own call returns
+	pop	%r15
+	pop	%r14
+	pop	%r13
+	pop	%r12
+	pop	%rsi
+	pop	%rdi
+	pop	%rbp
+	pop	%rbx
+	ret
+
+// svm_run(struct svm_cpu *c): never returns; entered in the resident copy. The guest's GPRs other than
+// RAX and RSP (which VMRUN takes from the VMCB) live in c->vcpu->gpr[].
+// VMLOAD/VMSAVE move the state VMRUN does not (FS, GS, TR, LDTR, the
+// SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those.
+	.globl	svm_run
+svm_run:
+	mov	C_STACK_TOP(%rcx), %rsp
+	sub	$16, %rsp
+	mov	%rcx, (%rsp)
+.Lloop:
+	mov	(%rsp), %rax
+	mov	C_VCPU(%rax), %rax
+	mov	8*1(%rax), %rcx
+	mov	8*2(%rax), %rdx
+	mov	8*3(%rax), %rbx
+	mov	8*5(%rax), %rbp
+	mov	8*6(%rax), %rsi
+	mov	8*7(%rax), %rdi
+	mov	8*8(%rax), %r8
+	mov	8*9(%rax), %r9
+	mov	8*10(%rax), %r10
+	mov	8*11(%rax), %r11
+	mov	8*12(%rax), %r12
+	mov	8*13(%rax), %r13
+	mov	8*14(%rax), %r14
+	mov	8*15(%rax), %r15
+	mov	(%rsp), %rax
+	mov	C_VMCB_PA(%rax), %rax
+	vmload	%rax
+	vmrun	%rax
+	vmsave	%rax
+	push	%rax
+	mov	8(%rsp), %rax
+	mov	C_VCPU(%rax), %rax
+	mov	%rcx, 8*1(%rax)
+	mov	%rdx, 8*2(%rax)
+	mov	%rbx, 8*3(%rax)
+	mov	%rbp, 8*5(%rax)
+	mov	%rsi, 8*6(%rax)
+	mov	%rdi, 8*7(%rax)
+	mov	%r8, 8*8(%rax)
+	mov	%r9, 8*9(%rax)
+	mov	%r10, 8*10(%rax)
+	mov	%r11, 8*11(%rax)
+	mov	%r12, 8*12(%rax)
+	mov	%r13, 8*13(%rax)
+	mov	%r14, 8*14(%rax)
+	mov	%r15, 8*15(%rax)
+	pop	%rax
+	mov	(%rsp), %rcx
+	sub	$32, %rsp
+	call	svm_handle_exit
+	add	$32, %rsp
+	jmp	.Lloop
+
+// Host exception stubs: 16 bytes each, vector n at svm_idt_stubs + 16 * n.
+// Each pushes a zero error code where the CPU pushes none, then the vector.
+	.p2align 4
+	.globl	svm_idt_stubs
+svm_idt_stubs:
+	.irp	n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+	.p2align 4
+	.if (\n == 8) || (\n == 10) || (\n == 11) || (\n == 12) || (\n == 13) || (\n == 14) || (\n == 17) || (\n == 21) || (\n == 29) || (\n == 30)
+	.else
+	pushq	$0
+	.endif
+	pushq	$\n
+	jmp	svm_exc_common
+	.endr
+
+// Frame for svm_host_exception(): vector, error, RIP, CS, RFLAGS, RSP, SS.
+svm_exc_common:
+	mov	%rsp, %rcx
+	and	$-16, %rsp
+	sub	$32, %rsp
+	call	svm_host_exception
+3:	cli
+	hlt
+	jmp	3b

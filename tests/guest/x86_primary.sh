@@ -1,0 +1,77 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+#
+# Guest-side checks of the x86 primary VM (run by /init for
+# slat.test=x86_primary). Each check prints one "SLAT-GUEST: ..." line that
+# tests/boot asserts:
+#   hypervisor-bit  CPUID.1:ECX[31] as /proc/cpuinfo shows it
+#   hv-vendor       CPUID 0x40000000 on each CPU (through /dev/cpu/N/cpuid,
+#                   Debian's cpuid.ko): Slat's vendor string on every CPU
+#                   proves that CPU runs under Slat
+#   cpus            which CPUs are online
+#   svm/vmx         the flags are hidden from every CPU
+#   region          Slat's region (slat.region=BASE,SIZE) lies in a Reserved range
+#   devmem-ctl      another reserved range reads fine (the method works)
+#   slat-read       a /dev/mem read of Slat's region fails, and the guest goes on
+#   MARKER          the end, with the kernel's uptime
+say() { echo "SLAT-GUEST: $*"; }
+
+if grep -qw hypervisor /proc/cpuinfo; then
+	say "hypervisor-bit set"
+else
+	say "hypervisor-bit clear"
+fi
+
+insmod /lib/modules/cpuid.ko 2>/dev/null
+for d in /dev/cpu/[0-9]*; do
+	n=${d##*/}
+	v=$(dd if="$d/cpuid" bs=16 skip=$((0x40000000 / 16)) count=1 2>/dev/null | tail -c 12)
+	say "hv-vendor cpu$n '$v'"
+done
+[ -e /dev/cpu/0/cpuid ] || say "hv-vendor unknown (no /dev/cpu/0/cpuid)"
+
+say "cpus online $(cat /sys/devices/system/cpu/online)"
+n=$(grep -c '^flags' /proc/cpuinfo)
+say "svm flag on $(grep '^flags' /proc/cpuinfo | grep -cw svm) of $n CPUs, vmx on $(grep '^flags' /proc/cpuinfo | grep -cw vmx)"
+
+region=$(sed -n 's/.*slat\.region=\(0x[0-9a-f]*\),\(0x[0-9a-f]*\).*/\1 \2/p' /proc/cmdline)
+if [ -z "$region" ]; then
+	say "region none (no slat.region= on the command line)"
+else
+	set -- $region
+	base=$(($1)) size=$(($2))
+	last=$((base + size - 1))
+	hit=""
+	ctl=""
+	while read -r line; do
+		case "$line" in
+		*" : Reserved") ;;
+		*) continue ;;
+		esac
+		r=${line%% *}
+		s=$((0x${r%-*}))
+		e=$((0x${r#*-}))
+		if [ "$s" -le "$base" ] && [ "$e" -ge "$last" ]; then
+			hit=$r
+		elif [ -z "$ctl" ]; then
+			ctl=$(printf '0x%x' "$s")
+		fi
+	done </proc/iomem
+	if [ -n "$hit" ]; then
+		say "region $1+$2 reserved in /proc/iomem"
+	else
+		say "region $1+$2 NOT inside a Reserved range: $(grep -i reserved /proc/iomem | tr '\n' ';')"
+	fi
+	val=$(devmem "$ctl" 32 2>&1)
+	say "devmem-ctl reserved $ctl read status $? ($val)"
+	# Slat's memory: the NPT leaves it out, Slat injects #GP, the kernel sends
+	# SIGSEGV to devmem, and we must get here.
+	out=$( (devmem $((base + 0x1000)) 32) 2>&1)
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		say "slat-read blocked (status $rc: $(echo "$out" | tail -1))"
+	else
+		say "slat-read NOT blocked: read $out"
+	fi
+fi
+say "MARKER x86-primary-done uptime $(cut -d' ' -f1 /proc/uptime)"
