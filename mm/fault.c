@@ -180,6 +180,10 @@ int s2_fault(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsigned acce
 		return S2_E_RANGE;
 	gpa &= ~(S2_PAGE_SIZE - 1);
 	S2_STAT_ADD(vm, faults, 1);
+	if (__atomic_load_n(&root->invalid, __ATOMIC_ACQUIRE)) {
+		S2_STAT_ADD(vm, faults_retry, 1);
+		return S2_FAULT_RETRY; // the vCPU must load a new root (I4.7)
+	}
 	struct s2_slotset *s = s2_slots_enter(vm, root->role.as);
 	uint64_t gen = __atomic_load_n(&vm->generation, __ATOMIC_SEQ_CST);
 	const struct s2_slot *sl = s2_slots_lookup(s, gpa);
