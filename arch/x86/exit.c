@@ -79,6 +79,8 @@ static void port_write(uint16_t port, uint32_t value, unsigned size)
 		outl(port, value);
 }
 
+static void io_report(void);
+
 __attribute__((noreturn)) void x86_vm_shutdown(struct x86_vcpu *v, bool reset, uint16_t port,
 					       uint32_t value, unsigned size)
 {
@@ -91,6 +93,7 @@ __attribute__((noreturn)) void x86_vm_shutdown(struct x86_vcpu *v, bool reset, u
 	vm->ops->mm_counts(&s.live);
 	vm->ops->teardown(&s.teardown_pages, &s.teardown_invalidations);
 	vm_print_exit_summary(&vm->vm, &s);
+	io_report();
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();
 	if (port) {
@@ -206,9 +209,48 @@ static enum x86_action pm1_write(struct x86_vcpu *v, const struct x86_io *io, ui
 	x86_vm_shutdown(v, false, io->port, val, io->size);
 }
 
+// Exits per intercepted port, for the summary (a handful of ports).
+#define IO_STAT_PORTS 8
+static uint16_t io_stat_port[IO_STAT_PORTS];
+static uint64_t io_stat_count[IO_STAT_PORTS];
+
+static void io_count(uint16_t port)
+{
+	for (unsigned i = 0; i < IO_STAT_PORTS; i++) {
+		uint16_t p = __atomic_load_n(&io_stat_port[i], __ATOMIC_RELAXED);
+		if (!p) {
+			uint16_t zero = 0;
+			if (!__atomic_compare_exchange_n(&io_stat_port[i], &zero, port, false,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
+			    zero != port)
+				continue;
+			p = port;
+		}
+		if (p == port) {
+			__atomic_fetch_add(&io_stat_count[i], 1, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+}
+
+static void io_report(void)
+{
+	char buf[160];
+	size_t len = 0;
+
+	for (unsigned i = 0; i < IO_STAT_PORTS && io_stat_port[i]; i++)
+		len += log_snprintf(buf + len, len < sizeof(buf) ? sizeof(buf) - len : 0,
+				    "%s0x%x %llu", len ? ", " : "", io_stat_port[i],
+				    (unsigned long long)io_stat_count[i]);
+	if (len)
+		log_info("slat: io exits by port: %s\n", buf);
+}
+
 enum x86_action x86_handle_io(struct x86_vcpu *v, const struct x86_io *io)
 {
 	const struct x86_power_ports *p = &x86_primary.power;
+
+	io_count(io->port);
 	uint32_t mask = io->size == 1 ? 0xff : io->size == 2 ? 0xffff : 0xffffffffu;
 
 	if (io->string) {
