@@ -47,7 +47,7 @@ efi_cflags = --target=$(EFI_TARGET_$(1)) -std=gnu11 -O2 -g0 \
 
 # mm/ joins the image once it compiles freestanding (see the report in the
 # issue); until then only the hosted build uses it. Set EFI_WITH_MM=1 to try.
-EFI_WITH_MM ?= 0
+EFI_WITH_MM ?= 1
 EFI_COMMON_SRCS = $(wildcard boot/*.c drivers/*.c core/*.c) \
 	$(if $(filter 1,$(EFI_WITH_MM)),$(wildcard mm/*.c))
 # Sub-folders of an arch directory that join its image (each back end adds its own).

@@ -6,6 +6,7 @@
 // summary. Runs only in the resident copy, at EL2.
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/hyp.h"
+#include "mm/s2_backend.h"
 
 static struct region *mm_region;
 static uint64_t mm_free_list; // freed pages, linked through their first word
@@ -103,3 +104,50 @@ void arm64_mm_counts(struct slat_mm_counts *out)
 	    .cmos = __atomic_load_n(&mm_cmos, __ATOMIC_RELAXED),
 	};
 }
+
+// ---- the mm/ engine's backend (struct s2_backend) -------------------------
+
+static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
+{
+	uint64_t pa;
+
+	if (npages == 1 && align <= 4096)
+		return arm64_mm_page_alloc();
+	// Concatenated start tables (and the VM struct): straight from the region.
+	pa = region_alloc(mm_region, npages, align);
+	if (pa)
+		arm64_mm_account_pages(npages);
+	return pa;
+}
+
+static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
+{
+	for (unsigned i = 0; i < npages; i++)
+		arm64_mm_page_free(pa + (uint64_t)i * 4096);
+}
+
+static void be_inval_context(void *ctx, struct s2_vm *vm)
+{
+	arm64_tlbi_vmalls12e1is();
+}
+
+static void be_cmo(void *ctx, uint64_t pa, uint64_t size)
+{
+	arm64_dcache_clean_inval_poc(pa, size);
+}
+
+static void be_relax(void *ctx)
+{
+	__asm__ volatile("yield" ::: "memory");
+}
+
+// No range invalidation (caps leave S2_CAP_RANGE_INVAL out: per-page TLBI
+// loops cost more than one VMALLS12E1IS here), no lockless readers, no
+// preemption inside Slat.
+const struct s2_backend arm64_mm_backend = {
+    .page_alloc = be_page_alloc,
+    .page_free = be_page_free,
+    .inval_context = be_inval_context,
+    .cmo_clean_inval = be_cmo,
+    .cpu_relax = be_relax,
+};

@@ -5,34 +5,34 @@
 // Device-nGnRE everywhere else, with the largest blocks alignment allows;
 // plus the VTCR_EL2/VTTBR_EL2 values that select it.
 //
-// TRANSITIONAL: the tables are built here by ptable.c until the mm/ engine's
-// arm64 stage-2 format and eager map land; arm64_s2_build_primary() and
-// arm64_s2_teardown() are the only two functions that change then.
+// Built by the mm/ engine (arm64 4 KiB stage-2 format, eager identity map)
+// over the backend of mm_backend.c (pages from Slat's region, TLBI
+// VMALLS12E1IS, DC CIVAC); torn down by the engine's batched root teardown.
 #include "arch/arm64/el2_regs.h"
+#include "arch/arm64/fmt_s2.h"
 #include "arch/arm64/hyp.h"
 #include "arch/arm64/ptable.h"
 #include "core/log.h"
-
-#define S2_MEMATTR_NORMAL_WB (0xfull << 2) // outer WB, inner WB
-#define S2_MEMATTR_DEVICE    (0x1ull << 2) // Device-nGnRE
-#define S2_AP_RW	     (3ull << 6)
-#define S2_SH_INNER	     (3ull << 8)
-#define S2_XN		     (2ull << 53) // XN[1:0] = 0b10: no execution at EL1 or EL0
+#include "mm/s2.h"
 
 #define S2_IPA_BITS_WANTED 40 // covers QEMU virt's high PCIe/ECAM windows
 #define S2_VMID		   1ull
 
-struct s2_map_ctx {
-	struct ptable pt;
-};
+extern const struct s2_backend arm64_mm_backend;
+
+static struct s2_vm *s2_vm;
+static struct s2_root *s2_root;
 
 static bool s2_map_range(void *ctx, uint64_t base, uint64_t size, enum plan_mem_kind kind)
 {
-	struct s2_map_ctx *c = ctx;
-	uint64_t attrs = kind == PLAN_MEM_NORMAL ? S2_MEMATTR_NORMAL_WB | S2_AP_RW | S2_SH_INNER
-						 : S2_MEMATTR_DEVICE | S2_AP_RW | S2_XN;
+	bool normal = kind == PLAN_MEM_NORMAL;
+	int r = s2_map(s2_vm, s2_root, base, size, base, normal ? S2_PROT_RWX : S2_PROT_RW,
+		       normal ? S2_MT_WB : S2_MT_DEVICE);
 
-	return ptable_map_identity(&c->pt, base, size, attrs);
+	if (r)
+		log_err("arm64: stage-2 map of 0x%llx+0x%llx failed (%d)\n",
+			(unsigned long long)base, (unsigned long long)size, r);
+	return r == 0;
 }
 
 static unsigned ps_encoding(unsigned bits)
@@ -58,80 +58,55 @@ bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, stru
 {
 	unsigned pa_bits = cpu_pa_bits();
 	unsigned ipa_bits = pa_bits < S2_IPA_BITS_WANTED ? pa_bits : S2_IPA_BITS_WANTED;
-	struct s2_map_ctx c;
+	struct s2_vm_config cfg = {
+	    .fmt = &s2_fmt_arm64_4k,
+	    .ia_bits = ipa_bits,
+	    .caps = S2_CAP_BBM, // no FWB (HCR_EL2.FWB clear), no range TLBI
+	    .be = &arm64_mm_backend,
+	};
+	struct s2_stats st;
+	int err;
 
-	// 40 bits: start at level 1 with two concatenated tables (VTCR.SL0 = 1).
-	if (!ptable_init(&c.pt, r, ipa_bits, ipa_bits == 40 ? 2 : 1))
+	(void)r; // the backend allocates from the region given to arm64_mm_backend_init
+	err = s2_vm_create(&cfg, &s2_vm);
+	if (!err)
+		err = s2_root_get(s2_vm, (struct s2_role){0, 0}, &s2_root);
+	if (err) {
+		log_err("arm64: cannot create the stage-2 VM (%d)\n", err);
 		return false;
+	}
 	if (!plan_walk_layout(plan, 1ull << ipa_bits, plan->region.base, plan->region.size,
-			      s2_map_range, &c)) {
+			      s2_map_range, NULL)) {
 		log_err("arm64: cannot build the stage-2 (out of table pages?)\n");
 		return false;
 	}
-	arm64_mm_account_pages(c.pt.table_pages);
+	s2_vm_stats(s2_vm, &st);
 	*s2 = (struct arm64_s2){
-	    .root = c.pt.root,
+	    .root = s2_root_pa(s2_root),
 	    .ipa_bits = ipa_bits,
-	    .vtcr = (1ull << 31) | ((uint64_t)ps_encoding(ipa_bits) << 16) | (3ull << 12) |
-		    (1ull << 10) | (1ull << 8) | ((uint64_t)(2 - c.pt.start_level) << 6) |
-		    (64 - ipa_bits),
-	    .vttbr = c.pt.root | (S2_VMID << 48),
-	    .blocks_1g = c.pt.leaves[1],
-	    .blocks_2m = c.pt.leaves[2],
-	    .pages_4k = c.pt.leaves[3],
+	    .vtcr = arm64_s2_vtcr(s2_vm_geom(s2_vm), ps_encoding(ipa_bits)),
+	    .vttbr = s2_root_pa(s2_root) | (S2_VMID << 48),
+	    .blocks_1g = st.leaves_mapped[2],
+	    .blocks_2m = st.leaves_mapped[1],
+	    .pages_4k = st.leaves_mapped[0],
 	};
 	return true;
 }
 
-// Post-order walk: frees every table below `table`, then the table itself
-// (roots excepted: the caller frees them). No TLBI or CMO per entry.
-static uint64_t s2_free_tables(uint64_t table, unsigned level, unsigned entries)
-{
-	uint64_t freed = 0;
-	uint64_t *e = (uint64_t *)(uintptr_t)table;
-
-	for (unsigned i = 0; level < 3 && i < entries; i++) {
-		if ((e[i] & (PT_VALID | PT_TABLE)) != (PT_VALID | PT_TABLE))
-			continue;
-		uint64_t child = e[i] & PT_ADDR_MASK;
-		freed += s2_free_tables(child, level + 1, 512) + 1;
-		arm64_mm_page_free(child);
-	}
-	return freed;
-}
-
-// A snapshot of the root entries taken before they are cleared (the root may
-// be two concatenated tables).
-static uint64_t s2_root_snapshot[1024];
-
+// Detaches everything below the root (which stays in place, empty: other
+// CPUs may still hold VTTBR_EL2 on it), one invalidation of the VMID, then
+// frees the tables with no per-entry TLBI or CMO.
 void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *invalidations)
 {
 	struct slat_mm_counts before, after;
-	unsigned start_level = 2 - (unsigned)((s2->vtcr >> 6) & 3);
-	unsigned root_pages = s2->ipa_bits == 40 ? 2 : 1;
-	unsigned entries = 512 * root_pages;
-	uint64_t *root = (uint64_t *)(uintptr_t)s2->root;
 
-	if (!s2->root) {
+	if (!s2->root || !s2_vm) {
 		*pages_freed = *invalidations = 0;
 		return;
 	}
 	arm64_mm_counts(&before);
-	// Detach: empty the root so that no CPU can reach a table any more, then
-	// one invalidation of the whole VMID. Only then is anything freed.
-	for (unsigned i = 0; i < entries; i++) {
-		s2_root_snapshot[i] = root[i];
-		__atomic_store_n(&root[i], 0, __ATOMIC_RELAXED);
-	}
-	arm64_tlbi_vmalls12e1is();
-
-	uint64_t freed =
-	    s2_free_tables((uint64_t)(uintptr_t)s2_root_snapshot, start_level, entries);
-	// The root stays in place, empty (other CPUs may still hold VTTBR_EL2 on
-	// it); a freed page's free-list link has its low bits clear, so it never
-	// reads as a valid descriptor either.
-	s2->root = 0;
+	*pages_freed = s2_root_teardown(s2_vm, s2_root);
 	arm64_mm_counts(&after);
-	*pages_freed = freed;
+	s2->root = 0;
 	*invalidations = after.invalidations - before.invalidations;
 }
