@@ -17,6 +17,7 @@
 #   emu_esp IMG ARCH EFI [SRC=ESP_PATH ...]    FAT16 ESP image made with mtools
 #   emu_qemu_arm64 MODE LOG ESP CPU [QEMU ARGS...]
 #   emu_qemu_x86   MODE LOG ESP CPU [QEMU ARGS...]
+#   emu_qemu_x86_kernel MODE LOG CPU KERNEL INITRD CMDLINE (no firmware, -kernel)
 #   emu_bochs      MODE LOG ESP MODEL [BXRC LINES...]
 #     MODE "batch": stdin closed, serial to LOG, bounded by EMU_TIMEOUT (default
 #     180 s QEMU, 420 s Bochs); returns the emulator's status (124: timed out).
@@ -117,6 +118,15 @@ emu_qemu_x86() {
 	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel tcg -cpu "$cpu" -m "$EMU_MEM_MB" \
 		-smp "${EMU_SMP:-1}" -bios "$EMU_OVMF" -drive "file=$esp,format=raw" \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@"
+}
+
+# emu_qemu_x86_kernel MODE LOG CPU KERNEL INITRD CMDLINE: the same machine
+# without UEFI firmware or Slat (QEMU loads the kernel itself), for benchmarks.
+emu_qemu_x86_kernel() {
+	local mode=$1 log=$2 cpu=$3 kernel=$4 initrd=$5 cmdline=$6
+	shift 6
+	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel tcg -cpu "$cpu" -m "$EMU_MEM_MB" \
+		-smp "${EMU_SMP:-1}" -kernel "$kernel" -initrd "$initrd" -append "$cmdline" "$@"
 }
 
 # emu_bochs MODE LOG ESP MODEL [BXRC LINES...]
