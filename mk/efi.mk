@@ -51,7 +51,7 @@ EFI_WITH_MM ?= 1
 EFI_COMMON_SRCS = $(wildcard boot/*.c drivers/*.c core/*.c) \
 	$(if $(filter 1,$(EFI_WITH_MM)),$(wildcard mm/*.c))
 # Sub-folders of an arch directory that join its image (each back end adds its own).
-EFI_SUBDIRS_x86_64 := svm
+EFI_SUBDIRS_x86_64 := svm vmx
 EFI_SUBDIRS_aarch64 :=
 efi_arch_srcs = $(wildcard arch/$(EFI_ARCHDIR_$(1))/*.c arch/$(EFI_ARCHDIR_$(1))/*.S \
 	$(foreach d,$(EFI_SUBDIRS_$(1)),arch/$(EFI_ARCHDIR_$(1))/$(d)/*.c arch/$(EFI_ARCHDIR_$(1))/$(d)/*.S))

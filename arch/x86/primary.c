@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // x86 side of arch_enter_hypervisor() (arch/arch.h): AMD SVM with nested
-// paging goes to the SVM back end (arch/x86/svm/); Intel VT-x declines until
-// its back end lands, so that boot/ keeps one flow and the firmware keeps the
-// machine.
+// paging goes to the SVM back end (arch/x86/svm/); Intel VT-x with EPT to the
+// VMX back end (arch/x86/vmx/). arch_virt_unusable() has already refused
+// anything else.
 #include "arch/arch.h"
+#include "arch/x86/vmx/vmx_primary.h"
 #include "arch/x86/x86_boot.h"
 #include "core/log.h"
 
@@ -14,6 +15,5 @@ int arch_enter_hypervisor(struct slat_plan *plan)
 
 	if (c->svm && (c->svm_features & SVM_FEAT_NP) && !(c->vm_cr & VM_CR_SVMDIS))
 		return svm_enter_primary(plan);
-	log_err("x86: VT-x primary VM not available yet\n");
-	return -1;
+	return vmx_enter_primary(plan);
 }

@@ -3,14 +3,13 @@
 // Turning every CPU into a VMX root-mode host and the firmware into the
 // primary VM (docs/vmx-primary.md).
 //
-// vmx_enter_hypervisor() runs in the firmware-loaded image on the boot CPU.
-// It calls hyp_start() *in the resident copy* through vmx_call_then_launch():
-// hyp_start builds everything that must outlive the firmware (console, host
-// tables, EPT, per-CPU records, bitmaps) in the copy's globals, then
-// VMLAUNCHes the CPU with a guest state copied from itself, so the firmware
+// The resident copy's side. launch.c (loaded image) calls vmx_resident_init(),
+// which builds everything that must outlive the firmware (console, host
+// tables, EPT, per-CPU records, bitmaps) in the copy's globals; then each CPU
+// enters vmx_resident_cpu_start() through vmx_call_then_launch(), which
+// VMLAUNCHes it with a guest state copied from itself, so the firmware
 // continues in the loaded image at the instruction after the call, as a
-// guest. The application processors follow the same path when the firmware's
-// MP services run vmx_ap_proc() on them (vmx_aps.c).
+// guest.
 #include "arch/arch.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
@@ -19,14 +18,6 @@
 #include "arch/x86/vmx/vmx_primary.h"
 #include "core/log.h"
 #include "core/mem.h"
-
-// What the loaded image hands to the resident copy.
-struct vmx_boot_args {
-	struct slat_plan *plan;
-	uint64_t tsc_start, tsc_hz;
-	struct x86_power_ports power;
-	bool native_sipi;
-};
 
 // ---- resident state ---------------------------------------------------------
 struct vmx_config vmx_cfg;
@@ -107,6 +98,7 @@ static struct vmx_pcpu *pcpu_claim(void)
 	v->ops = &vmx_vcpu_ops;
 	pc->index = v->index;
 	pc->apic_id = v->apic_id;
+	pc->bsp = rdmsr(MSR_IA32_APIC_BASE) & (1u << 8);
 	return pc;
 }
 
@@ -141,6 +133,11 @@ static int64_t cpu_launch(uint64_t rip, uint64_t rsp)
 		if (vmx_cfg.vpid)
 			vmx_invvpid(INVVPID_ALL, 0, 0);
 		pc->xv->stats->online = true;
+		// APs start parked (the firmware's AP loop): HLT/MWAIT exit.
+		if (!pc->bsp)
+			vmx_set_parked(pc, true);
+		log_info("slat: cpu %u (APIC ID %u) enters VMX guest mode\n", pc->index,
+			 pc->apic_id);
 		vmx_launch();
 		uint64_t err = vmread(VMCS_INSN_ERROR);
 		log_err("vmx: cpu %u: VMLAUNCH failed: VM-instruction error %llu (%s)\n", pc->index,
@@ -184,9 +181,10 @@ static void report_ept(void)
 		 (unsigned long long)vmx_ept.leaves_4k, (unsigned long long)vmx_ept.table_pages);
 }
 
-// The resident copy's entry on the boot CPU, interrupts masked, on the
-// firmware's page tables and stack. Returns only on failure.
-static int64_t hyp_start(struct vmx_boot_args *a, uint64_t rip, uint64_t rsp)
+// The resident copy's set-up, called from the loaded image on the boot CPU
+// (firmware page tables and stack, boot services up). Nothing changes for
+// the firmware here; returns 0 when every CPU may launch.
+int vmx_resident_init(struct vmx_boot_args *a)
 {
 	vmx_plan = *a->plan;
 	// The copy's globals are a snapshot of the loaded image's: re-create
@@ -219,55 +217,20 @@ static int64_t hyp_start(struct vmx_boot_args *a, uint64_t rip, uint64_t rsp)
 	}
 	report_ept();
 	bitmaps_init();
-	log_info("slat: region 0x%llx-0x%llx (%llu KiB used)\n",
-		 (unsigned long long)vmx_plan.region.base,
+	log_info("slat: power-off port 0x%x, reset port 0x%x; region 0x%llx-0x%llx (%llu KiB "
+		 "used)\n",
+		 a->power.pm1a_cnt, a->power.reset_port, (unsigned long long)vmx_plan.region.base,
 		 (unsigned long long)(vmx_plan.region.base + vmx_plan.region.size - 1),
 		 (unsigned long long)(vmx_plan.region.used / 1024));
 	__atomic_store_n(&vmx_ready, 1, __ATOMIC_RELEASE);
-	log_info("slat: firmware continues as a VMX guest on cpu 0 (APIC ID %u); vm primary "
-		 "running\n",
-		 this_apic_id());
-	log_flush();
-	return cpu_launch(rip, rsp);
+	return 0;
 }
 
-// The resident copy's entry on an application processor (MP services).
-static int64_t hyp_start_ap(void *unused, uint64_t rip, uint64_t rsp)
+// The resident copy's entry on each CPU, boot CPU last (through
+// vmx_call_then_launch, interrupts masked). Returns only on failure.
+int64_t vmx_resident_cpu_start(void *unused, uint64_t rip, uint64_t rsp)
 {
 	if (!__atomic_load_n(&vmx_ready, __ATOMIC_ACQUIRE))
 		return -1;
 	return cpu_launch(rip, rsp);
-}
-
-// ---- firmware-loaded side -----------------------------------------------------------
-static uint64_t resident_addr(const struct slat_plan *plan, const void *sym)
-{
-	return (uint64_t)(uintptr_t)sym - plan->image_base + plan->resident_base;
-}
-
-static struct slat_plan *vmx_loaded_plan;
-
-int vmx_enter_hypervisor(struct slat_plan *plan, const struct x86_power_ports *power,
-			 uint64_t tsc_hz)
-{
-	struct vmx_boot_args a = {
-	    .plan = plan,
-	    .tsc_start = rdtsc(),
-	    .tsc_hz = tsc_hz,
-	    .power = *power,
-	    .native_sipi = false,
-	};
-
-	vmx_loaded_plan = plan;
-	if (vmx_call_then_launch(resident_addr(plan, (const void *)hyp_start), &a) != 0)
-		return -1;
-	return 0;
-}
-
-// Run by the firmware's MP services on each AP (loaded image).
-int vmx_enter_ap(void)
-{
-	const struct slat_plan *plan = vmx_loaded_plan;
-
-	return (int)vmx_call_then_launch(resident_addr(plan, (const void *)hyp_start_ap), NULL);
 }

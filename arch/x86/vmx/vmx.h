@@ -17,6 +17,7 @@
 #include "arch/x86/vmx/vmcs.h"
 #include "core/plan.h"
 #include "core/region.h"
+#include "arch/x86/vcpu.h"
 #include "core/vm.h"
 
 #define VMX_MAX_CPUS	16
@@ -56,7 +57,9 @@ struct vmx_pcpu {
 	bool launched;
 	bool parked; // HLT/MWAIT exiting on
 	uint64_t exits_by_reason[VMX_EXIT_REASONS];
-	bool idle_native; // HLT with IF=1 seen: HLT exiting off for good
+	bool bsp;
+	uint64_t monitor_la; // last MONITOR address (guest-linear) while parked
+	bool monitor_armed;
 };
 
 // Host state shared by every CPU (built once on the boot CPU).
@@ -118,6 +121,15 @@ void vmx_set_parked(struct vmx_pcpu *pc, bool parked);
 __attribute__((noreturn)) void vmx_resume_failed(struct vmx_gprs *g);
 
 // ---- vmx.c ---------------------------------------------------------------------
+// What the loaded image (launch.c) hands to the resident copy.
+struct vmx_boot_args {
+	struct slat_plan *plan;
+	uint64_t tsc_start, tsc_hz;
+	struct x86_power_ports power;
+	bool native_sipi;
+};
+int vmx_resident_init(struct vmx_boot_args *a);
+int64_t vmx_resident_cpu_start(void *unused, uint64_t rip, uint64_t rsp);
 extern struct vmx_config vmx_cfg;
 extern struct vmx_host vmx_host;
 extern struct slat_plan vmx_plan;

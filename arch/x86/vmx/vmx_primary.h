@@ -9,14 +9,11 @@
 #include "arch/x86/vcpu.h"
 #include "core/plan.h"
 
-// Takes VMX root operation on the boot CPU with Slat's resident copy and
-// continues the firmware as the primary VM under Slat's EPT: 0. On failure
-// nothing has changed for the firmware: -1 (logged). Boot services needed.
-int vmx_enter_hypervisor(struct slat_plan *plan, const struct x86_power_ports *power,
-			 uint64_t tsc_hz);
-
-// Runs on an application processor (from the firmware's MP services) after
-// vmx_enter_hypervisor() succeeded: the same for that CPU. 0 on success.
-int vmx_enter_ap(void);
+// Takes VMX root operation on every CPU (APs through the firmware's MP
+// services, then the boot CPU) with Slat's resident copy and continues the
+// firmware as the primary VM under Slat's EPT: 0, in guest mode. On failure
+// before the boot CPU changed anything: -1 (logged). Boot services needed;
+// installs a minimal MADT when the firmware has none.
+int vmx_enter_primary(struct slat_plan *plan);
 
 #endif
