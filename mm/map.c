@@ -219,7 +219,7 @@ static int op_visit(struct s2_walk *w, const struct s2_walk_entry *e, unsigned k
 	}
 	uint64_t pa = s2_cache_take(vm, &op->cache);
 	if (!pa)
-		return S2_E_NOMEM; // prepare miscounted: never expected
+		return S2_E_INTERNAL; // prepare miscounted: never expected
 	if (leaf) {
 		fill_split(vm, pa, e->old, e->level);
 		S2_STAT_ADD(vm, splits, 1);

@@ -29,6 +29,7 @@ enum s2_err {
 	S2_E_FULL = -9,	     // too many slots
 	S2_E_AS = -10,	     // address space id out of range
 	S2_E_PERM = -11,     // access not allowed by the slot (write to read-only)
+	S2_E_INTERNAL = -12, // an engine invariant broke (a bug): see the log
 };
 
 #define S2_NR_AS       2   // address spaces per VM (normal, SMM-like)

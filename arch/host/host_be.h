@@ -19,7 +19,7 @@
 #include "mm/s2.h"
 
 #define HOST_BE_READERS 256 // threads that may enter read sections
-#define HOST_TLB_CAP	16384
+#define HOST_TLB_CAP	8192
 
 struct host_counts {
 	uint64_t allocs, alloc_pages, frees, free_pages, deferred, deferred_pages;
