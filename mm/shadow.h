@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Nested SLAT: shadow pages (EPT02 / NPT02) for an L2 guest of an L1
+// hypervisor. L1 builds its own second-level tables for L2 (EPT12/NPT12, in L1
+// memory, L2-physical -> L1-physical); the SLAT engine's VM of L1 (struct s2_vm,
+// its memslots) maps L1-physical -> host-physical. This module composes the
+// two into shadow tables (L2-physical -> host-physical) that the CPU walks.
+// See docs/nested.md for the data model, the algorithms and where each
+// invariant (I2.1-I2.5 of the design brief) is kept.
+//
+// One shadow page (SP) shadows one L1 table page at one level, for one role
+// (level, accumulated access, guest mode, direct, address space); SPs are
+// found through a 4096-bucket hash keyed by the L1 gfn (role compared too),
+// kept on an active FIFO (oldest first) and counted against a quota. The L1
+// table pages that SPs shadow are write-tracked: L1's writes to them are
+// emulated through sh_emulate_write(), which updates or zaps the shadow entry
+// and reclaims, recursively, every nested SP that lost its last parent.
+//
+// Locking: every function takes the L1 VM's mmu lock for write; callers hold
+// no mm lock. The slot hooks (s2_shadow_ops) run under the lock the engine
+// already holds. Pages of zapped SPs are freed after one flush and after a
+// grace period of the module's epoch domain (mm/sync.h): software walkers
+// (sh_walk_enter/exit) that may still read a zapped table keep it alive.
+#ifndef SLAT_MM_SHADOW_H
+#define SLAT_MM_SHADOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mm/s2.h"
+
+#define SH_HASH_BUCKETS 4096 // SP hash, keyed by gfn (design: 4096 buckets)
+#define SH_MIN_FREE	5    // evict when fewer SPs than this are left under the quota
+#define SH_MIN_QUOTA	64   // quota floor: max(guest pages / 50, 64)
+#define SH_MAX_CPUS	64   // software walkers (epoch slots)
+
+// Errors beyond enum s2_err.
+#define SH_E_NOSPC (-28) // quota exhausted and only roots in use are left
+
+struct sh_mmu;
+struct sh_page;
+
+// Access to L1 memory, 8 bytes at a time (the entries of L1's tables).
+// `gpa` is L1-physical and 8-byte aligned; false when it is not backed.
+// NULL read64: the module reads through L1's memslots, dereferencing
+// slot hpa + offset (identity-mapped host: slat.efi, and hosted tests whose
+// slots are backed by buffers).
+struct sh_guest_mem {
+	bool (*read64)(void *ctx, unsigned as, uint64_t gpa, uint64_t *val);
+	bool (*write64)(void *ctx, unsigned as, uint64_t gpa, uint64_t val);
+	void *ctx;
+};
+
+struct sh_config {
+	// Format of L1's tables and of the shadows (EPT12/EPT02 share it).
+	// NULL: the L1 VM's format. ia_bits 0: the VM's width. The root must
+	// be a single page (no concatenated start tables).
+	const struct s2_fmt *fmt;
+	unsigned ia_bits;
+	// L1 memory in pages: the default quota is max(guest_pages / 50, 64)
+	// and the rmap hash is sized from it. 0: SH_MIN_QUOTA * 50.
+	uint64_t guest_pages;
+	uint64_t quota; // 0: the default above
+	// Baseline for benchmarks: do not reclaim orphaned children (the
+	// pre-2020 behaviour). Default false: recursive reclaim.
+	bool non_recursive;
+	// Table entries carry permissions that restrict their subtree (EPT,
+	// NPT). Arm64 stage-2 table descriptors carry none: set true there.
+	bool tables_carry_no_access;
+	struct sh_guest_mem mem;
+	// Invalidation of the nested translations (INVEPT of the EPT02
+	// context, ...). NULL: the L1 VM backend's inval_context.
+	void (*flush)(void *ctx, struct s2_vm *vm);
+	void *flush_ctx;
+};
+
+// Attaches a shadow MMU to the L1 VM (installs the s2_shadow_ops hooks: a
+// memslot delete/move zaps SPs shadowing L1 tables in the slot and shadow
+// leaves that map it; zap-all and VM teardown zap every SP). Memory comes
+// from the VM's page allocator. Detach with sh_destroy() before
+// s2_vm_destroy().
+int sh_create(struct s2_vm *vm, const struct sh_config *cfg, struct sh_mmu **out);
+void sh_destroy(struct sh_mmu *m);
+
+// Mode switches (take effect for later operations).
+void sh_set_recursive(struct sh_mmu *m, bool recursive);
+void sh_set_quota(struct sh_mmu *m, uint64_t max_pages); // 0: default
+
+// ---- roots --------------------------------------------------------------------
+// The shadow root for L1's table rooted at `root_gpa` (EPTP12 / nCR3 of L1),
+// with one reference for the caller. A root is never evicted while
+// referenced (I2.5); its last put zaps it (recursively reclaiming its tree).
+// A referenced root can be zapped by a memslot change or zap-all: it is then
+// invalid (empty; faults answer SH_FAULT_RELOAD) and freed at its last put.
+int sh_root_get(struct sh_mmu *m, unsigned as, uint64_t root_gpa, struct sh_page **out);
+void sh_root_put(struct sh_mmu *m, struct sh_page *root);
+uint64_t sh_root_pa(const struct sh_page *root); // EPTP02 / nCR3 of L2
+bool sh_root_is_invalid(const struct sh_page *root);
+
+// ---- faults -------------------------------------------------------------------
+enum sh_fault_result {
+	SH_FAULT_MAPPED = 0,  // a shadow leaf maps l2_gpa with the access
+	SH_FAULT_L1 = 1,      // L1's table does not map it (or denies access): reflect to L1
+	SH_FAULT_MMIO = 2,    // L1's table maps it to L1-physical memory no slot backs
+	SH_FAULT_EMULATE = 3, // write to a write-tracked L1 page: emulate it
+	SH_FAULT_RELOAD = 4,  // the root is invalid: drop it and get a new one
+};
+struct sh_fault_info {
+	unsigned level;	 // L1 level where the walk stopped (SH_FAULT_L1), else 0
+	uint64_t l1_gpa; // translation of l2_gpa through L1's table (MAPPED, MMIO, EMULATE)
+	uint64_t hpa;	 // host-physical (MAPPED)
+	unsigned prot;	 // shadow leaf permissions (MAPPED)
+};
+// Shadow fault at l2_gpa for `access` (S2_PROT_*): walks L1's table from the
+// root's gfn, composes each level with L1's memslots and builds the missing
+// SPs. Returns enum sh_fault_result, S2_E_NOMEM or SH_E_NOSPC (nothing half
+// built: every SP linked so far is complete).
+int sh_fault(struct sh_mmu *m, struct sh_page *root, uint64_t l2_gpa, unsigned access,
+	     struct sh_fault_info *info);
+
+// ---- write tracking -----------------------------------------------------------
+// True when L1's page `gfn` is shadowed (L1's writes to it must be emulated).
+bool sh_gfn_tracked(struct sh_mmu *m, unsigned as, uint64_t gfn);
+// Emulates L1's write of `bytes` bytes (`val`, little-endian) at L1-physical
+// `gpa`: stores it into L1 memory, then, for every SP shadowing that page, an
+// aligned 8-byte write updates (leaf) or zaps (anything else) the shadow entry;
+// a misaligned or partial write zaps those SPs whole. Children left without a
+// parent are reclaimed recursively (unless non-recursive). One flush at most.
+int sh_emulate_write(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t val, unsigned bytes);
+
+// ---- software walks (tests, benchmarks) ---------------------------------------
+// Lockless reader sections for software walkers of shadow tables: pages of a
+// zapped SP are not freed while a walker that could see them is inside.
+// `cpu` < SH_MAX_CPUS is the walker's own slot.
+void sh_walk_enter(struct sh_mmu *m, unsigned cpu);
+void sh_walk_exit(struct sh_mmu *m, unsigned cpu);
+// What the CPU would translate l2_gpa to through `root` (no lock taken: call
+// inside sh_walk_enter/exit, or with no concurrent zap).
+void sh_translate(struct sh_mmu *m, const struct sh_page *root, uint64_t l2_gpa,
+		  struct s2_xlate *out);
+
+// ---- statistics and checks ----------------------------------------------------
+struct sh_stats {
+	uint64_t used;		// SPs alive (active list: hashed + invalid roots still referenced)
+	uint64_t used_max;	// high-water mark
+	uint64_t quota;		// n_max
+	uint64_t hashed;	// SPs in the hash
+	uint64_t longest_chain; // longest hash bucket (computed)
+	uint64_t orphans;	// nested non-root SPs without a parent (computed)
+	uint64_t rmap_entries;	// shadow leaves on the rmaps
+	uint64_t created, zapped, zapped_orphans, evicted, freed, pending_free;
+	uint64_t faults, faults_l1, faults_mmio, faults_emulate;
+	uint64_t emul_writes, emul_updates, emul_zaps, emul_whole;
+	uint64_t flushes, write_protects, nospc;
+	uint64_t slot_zaps; // SPs zapped because the L1 table they shadow is in a deleted slot
+};
+void sh_stats(struct sh_mmu *m, struct sh_stats *out);
+
+// Checks the invariants (I2.4 hash/active/live agreement, parent lists against
+// the entries that point to children, rmaps against the leaves, I2.1 no orphan
+// in recursive mode). Returns 0, or the number of violations (each logged).
+int sh_check(struct sh_mmu *m);
+
+#endif
