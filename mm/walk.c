@@ -260,8 +260,12 @@ static bool maybe_yield(struct s2_walk *w)
 	const struct s2_backend *be = vm->be;
 
 	S2_STAT_ADD(vm, yield_checks, 1);
-	if (w->since_check > vm->stats.max_entries_between_checks)
-		vm->stats.max_entries_between_checks = w->since_check;
+	uint64_t seen = __atomic_load_n(&vm->stats.max_entries_between_checks, __ATOMIC_RELAXED);
+	while (w->since_check > seen &&
+	       !__atomic_compare_exchange_n(&vm->stats.max_entries_between_checks, &seen,
+					    w->since_check, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
 	w->since_check = 0;
 	// Yield only after forward progress, so that a walk always ends.
 	if (!w->progress || !be->need_resched || !be->need_resched(vm->be_ctx))

@@ -168,6 +168,17 @@ void host_be_reclaim(struct host_be *be)
 	pthread_mutex_unlock(&be->mu);
 }
 
+unsigned host_be_deferred_pending(struct host_be *be)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&be->mu);
+	for (struct host_deferred *d = be->deferred_head; d; d = d->next)
+		n++;
+	pthread_mutex_unlock(&be->mu);
+	return n;
+}
+
 static int reader_slot(void)
 {
 	if (my_reader < 0)

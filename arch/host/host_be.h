@@ -79,6 +79,8 @@ struct s2_vm_config host_be_config(struct host_be *be, const struct s2_fmt *fmt)
 int64_t host_be_live_pages(struct host_be *be);
 // Runs every pending deferred free whose grace period is over.
 void host_be_reclaim(struct host_be *be);
+// Deferred frees still waiting for their grace period.
+unsigned host_be_deferred_pending(struct host_be *be);
 void host_be_counts(struct host_be *be, struct host_counts *out);
 
 // Read-side sections for test threads that read tables without the mmu lock.
