@@ -144,7 +144,7 @@ emu_bochs() {
 	: >"$log"
 	{
 		echo "megs: $EMU_MEM_MB"
-		echo "cpu: model=$model, count=1, ips=100000000"
+		echo "cpu: model=$model, count=${EMU_SMP:-1}, ips=100000000"
 		echo "romimage: file=$EMU_OVMF"
 		echo "vgaromimage: file=$EMU_VGABIOS"
 		echo "ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14"

@@ -193,6 +193,7 @@ int vmx_resident_init(struct vmx_boot_args *a)
 	log_set_level((enum log_level)vmx_plan.log_level);
 	x86_vm_init("EPT", &vmx_vm_ops, &vmx_plan.region, a->tsc_start, a->tsc_hz, &a->power);
 	x86_primary.apic_base = rdmsr(MSR_IA32_APIC_BASE) & ~0xfffull;
+	x86_vcpu_for_apic(this_apic_id()); // the boot CPU is vcpu0 (APs launch first)
 
 	const char *why = vmx_config_init(&vmx_cfg);
 	if (why) {

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# tools/bench-x86-vmx-boot.sh [RUNS] [CPUS] - boot time of Debian's amd64
+# kernel to the guest marker of tests/guest/x86_primary.sh under Bochs
+# corei7_skylake_x with OVMF, through slat.efi (VT-x primary VM). With
+# DIRECT=1 also the same kernel started by OVMF's shell (startup.nsh, no
+# Slat; includes the shell's 5 s startup countdown). One JSON object per run:
+#
+#   {"bench":"x86_vmx_boot","cpus":1,"mode":"slat","run":1,
+#    "marker_s":141.2,"kernel_uptime_s":0.91,"exit_s":143.0,"status":1}
+#
+# marker_s: wall time from starting Bochs to the marker on the serial
+# console; kernel_uptime_s: the kernel's own uptime there; exit_s: until Bochs
+# exited (ACPI power-off exits with status 1). Timings are not judged.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=emu.sh
+. "$top/tools/emu.sh"
+runs=${1:-1}
+cpus=${2:-1}
+out="$top/build/bench/x86-vmx-boot"
+g="$top/build/guest/x86_64"
+cmdline="console=ttyS0,115200 panic=-1 quiet slat.test=x86_primary"
+mkdir -p "$out"
+make -s -C "$top" build/x86_64/slat.efi guest-x86_64 >"$out/make.out" 2>&1 || {
+	cat "$out/make.out" >&2
+	exit 1
+}
+printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
+	"cmdline = $cmdline" >"$out/slat.cfg"
+export EMU_ESP_CYL=128
+emu_esp "$out/slat.img" x86_64 "$top/build/x86_64/slat.efi" "$out/slat.cfg=slat.cfg" \
+	"$g/vmlinuz=slat/vmlinuz" "$g/initrd.img=slat/initrd.img" || exit 1
+if [ "${DIRECT:-0}" = 1 ]; then
+	printf '%s\r\n' "fs0:\\slat\\vmlinuz initrd=\\slat\\initrd.img $cmdline" >"$out/startup.nsh"
+	# an ESP without BOOTX64.EFI: OVMF falls back to its shell, which runs startup.nsh
+	emu_esp "$out/direct.img" x86_64 "$top/build/x86_64/slat.efi" "$out/startup.nsh=startup.nsh" \
+		"$g/vmlinuz=slat/vmlinuz" "$g/initrd.img=slat/initrd.img" || exit 1
+	MTOOLS_SKIP_CHECK=1 mdel -i "$out/direct.img" ::/EFI/BOOT/BOOTX64.EFI
+fi
+
+now() { date +%s.%N; }
+
+# time_run MODE RUN: boots once, prints the JSON line.
+time_run() {
+	local mode=$1 run=$2 dir="$out/$1" start marker="" pid
+	mkdir -p "$dir"
+	local log="$dir/serial.log"
+	rm -f "$log" "$out/$mode.img.lock"
+	start=$(now)
+	EMU_SMP=$cpus EMU_TIMEOUT=${BENCH_TIMEOUT:-900} emu_bochs batch "$log" "$out/$mode.img" \
+		corei7_skylake_x &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ -z "$marker" ] && grep -aq 'SLAT-GUEST: MARKER' "$log" 2>/dev/null; then
+			marker=$(now)
+		fi
+		sleep 0.2
+	done
+	wait "$pid"
+	local rc=$? end uptime
+	end=$(now)
+	[ -z "$marker" ] && grep -aq 'SLAT-GUEST: MARKER' "$log" && marker=$end
+	uptime=$(tr -d '\r' <"$log" | sed -n 's/^SLAT-GUEST: MARKER .* uptime \([0-9.]*\)$/\1/p')
+	awk -v m="$mode" -v c="$cpus" -v r="$run" -v s="$start" -v k="$marker" -v e="$end" \
+		-v u="${uptime:-null}" -v rc="$rc" 'BEGIN {
+		printf "{\"bench\":\"x86_vmx_boot\",\"cpus\":%d,\"mode\":\"%s\",\"run\":%d,", c, m, r
+		printf "\"marker_s\":%s,", (k == "" ? "null" : sprintf("%.3f", k - s))
+		printf "\"kernel_uptime_s\":%s,\"exit_s\":%.3f,\"status\":%d}\n", u, e - s, rc }'
+}
+
+for ((i = 1; i <= runs; i++)); do
+	time_run slat "$i"
+	[ "${DIRECT:-0}" = 1 ] && time_run direct "$i"
+done
