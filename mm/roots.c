@@ -255,7 +255,7 @@ void s2_roots_zap_invalid(struct s2_vm *vm)
 		if (!__atomic_exchange_n(&r->scheduled, 0, __ATOMIC_ACQ_REL))
 			continue;
 		zap_root_shared(vm, r);
-		s2_root_put(vm, r);
+		root_put(vm, r); // the MMU's reference: never under the baseline write lock
 	}
 	__atomic_fetch_sub(&vm->zaps_in_flight, 1, __ATOMIC_ACQ_REL);
 	s2_mmu_unlock(vm, S2_LOCK_READ);
