@@ -45,7 +45,7 @@ COMMON = ["s2_vm_create", "s2_vm_destroy", "s2_vm_stats", "s2_root_get", "s2_roo
 REQUIRES = {
     "b1_slot_perf": COMMON + ["s2_slot_move", "s2_unmap"],
     "b2_mod_stress": COMMON,
-    "b3_root_load": COMMON + ["s2_roots_invalidate_all", "s2_vm_set_root_lock_mode"],
+    "b3_root_load": COMMON + ["s2_roots_invalidate_all", "s2_vm_set_root_lock_write"],
     "b4_teardown": COMMON + ["s2_map", "s2_unmap", "s2_root_teardown"],
     "b5_nested_churn": COMMON + ["s2_shadow_create", "s2_shadow_set_recursive"],
     "b6_delete_vs_size": COMMON + ["s2_map"],

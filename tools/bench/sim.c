@@ -316,6 +316,8 @@ uint64_t sim_vcpu_reload(struct sim_vcpu *v)
 	uint64_t dt = bench_now_ns() - t0;
 	v->reloads++;
 	v->reload_ns_max = dt > v->reload_ns_max ? dt : v->reload_ns_max;
+	if (v->reload_samples)
+		bench_samples_add(v->reload_samples, dt);
 	return dt;
 }
 

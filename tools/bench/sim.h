@@ -69,6 +69,7 @@ struct sim_vcpu {
 	// per-vCPU counts (owner writes; read after join)
 	uint64_t accesses, tlb_misses, faults, mmio_exits, retries, reloads;
 	uint64_t reload_ns_max;
+	struct bench_samples *reload_samples; // if set: every reload's latency
 } __attribute__((aligned(64)));
 
 struct sim {
