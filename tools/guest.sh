@@ -90,11 +90,14 @@ build_initramfs() {
 	cp "$busybox" "$root/bin/busybox"
 	cp "$top/tools/guest-init.sh" "$root/init"
 	cp "$top"/tests/guest/*.sh "$root/tests/"
-	# x86: Debian's cpuid.ko gives the guest tests /dev/cpu/N/cpuid.
-	if [ -f "$out/modules/kernel/arch/x86/kernel/cpuid.ko" ]; then
-		mkdir -p "$root/lib/modules"
-		cp "$out/modules/kernel/arch/x86/kernel/cpuid.ko" "$root/lib/modules/"
-	fi
+	# x86: Debian's cpuid.ko and msr.ko give the guest tests /dev/cpu/N/{cpuid,msr}.
+	local m
+	for m in cpuid msr; do
+		if [ -f "$out/modules/kernel/arch/x86/kernel/$m.ko" ]; then
+			mkdir -p "$root/lib/modules"
+			cp "$out/modules/kernel/arch/x86/kernel/$m.ko" "$root/lib/modules/"
+		fi
+	done
 	chmod 755 "$root/init" "$root"/tests/*.sh
 	# The busybox applets used by /init and the tests; the rest come from --install.
 	ln -s busybox "$root/bin/sh"

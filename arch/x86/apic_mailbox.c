@@ -12,6 +12,10 @@
 // mailbox on every exit (x86_mailbox_poll) and restarts the vCPU in real mode
 // at vector << 12 when a SIPI arrived, as the hardware would.
 //
+// A target may be running its guest without exits (an OS halted with HLT not
+// intercepted, e.g. a CPU the OS took offline): after an INIT the back end
+// kicks it (x86_vm_ops.kick) so that it reaches its mailbox.
+//
 // Targets are matched by physical APIC ID, by logical ID (flat and cluster
 // models, from the LDR/DFR values the guest wrote, which also exit here) and
 // by shorthand. An INIT or SIPI to a physical APIC ID Slat does not run is
@@ -89,6 +93,10 @@ static bool icr_write(struct x86_vcpu *v, uint32_t lo)
 			continue;
 		post(t, mode, (uint8_t)lo);
 		hits++;
+		if (mode == MODE_INIT && t != v && x86_primary.ops->kick) {
+			__atomic_fetch_add(&t->kicks, 1, __ATOMIC_ACQ_REL);
+			x86_primary.ops->kick(t);
+		}
 	}
 	log_debug("x86: vcpu%u sends %s (ICR 0x%x, dest 0x%x) to %u vCPU(s)\n", v->index,
 		  mode == MODE_INIT ? "INIT" : "SIPI", lo, dest, hits);

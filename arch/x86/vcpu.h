@@ -135,6 +135,7 @@ struct x86_vcpu {
 	uint32_t apic_ldr;    // last value the guest wrote to its APIC LDR
 	uint32_t apic_dfr;    // ... and DFR (0xffffffff: flat model)
 	uint64_t hsave_guest; // what the guest wrote to VM_HSAVE_PA (never used)
+	uint32_t kicks;	      // kicks sent to this vCPU and not yet seen (atomic)
 };
 
 // Outcome of a handler.
@@ -151,6 +152,12 @@ struct x86_vm_ops {
 	// Batched teardown of the second-level tables (no CPU may run the guest
 	// afterwards): pages freed and invalidations issued.
 	void (*teardown)(uint64_t *pages_freed, uint64_t *invalidations);
+	// Optional (may be NULL): makes `target`, another CPU that may be running
+	// its guest without exiting (e.g. halted with HLT not intercepted), exit
+	// soon so that it sees an INIT in its mailbox. Called after
+	// target->kicks was incremented; the back end consumes one kick per
+	// exit it causes (SVM: an NMI to the target, NMI intercepted).
+	void (*kick)(struct x86_vcpu *target);
 };
 
 // Ports that request power-off or reset (from the FADT, with QEMU/PC

@@ -54,7 +54,11 @@ x86_svm_primary_expect() {
 		"^SLAT-GUEST: hv-vendor cpu0 'SlatSlatSlat'$" \
 		"^SLAT-GUEST: hv-vendor cpu1 'SlatSlatSlat'$" \
 		'^SLAT-GUEST: cpus online 0-1$' \
+		"^SLAT-GUEST: hotplug cpu1 off \\(0\\) on \\(0-1\\) vendor 'SlatSlatSlat'$" \
 		'^SLAT-GUEST: svm flag on 0 of 2 CPUs, vmx on 0$' \
+		'^SLAT-GUEST: efer 0x[0-9a-f]+ svme 0$' \
+		'^SLAT-GUEST: vm_cr 0x0000000000000018$' \
+		'^SLAT-GUEST: efer-svme-write status 1 ' \
 		'^SLAT-GUEST: region 0x[0-9a-f]+\+0x400000 reserved in /proc/iomem$' \
 		'^SLAT-GUEST: devmem-ctl reserved 0x[0-9a-f]+ read status 0 \(0x[0-9a-f]+\)$' \
 		'^SLAT-GUEST: slat-read blocked \(status 139' \
@@ -69,7 +73,7 @@ x86_svm_primary_expect() {
 	expect '^slat: exits: slat-fault +1 \(vcpu0 [01], vcpu1 [01]\)$' \
 		'^slat: exits: cpuid +[0-9]+ \(vcpu0 [1-9][0-9]*, vcpu1 [1-9][0-9]*\)$' \
 		'^slat: exits: mmio +[0-9]+ \(vcpu0 [1-9][0-9]*, vcpu1 [0-9]+\)$'
-	expect_absent 'X64 Exception Type' '^error: (slat|svm|x86):' 'Kernel panic' \
+	expect_absent 'X64 Exception Type' '^error: (slat|svm|x86):' 'Kernel panic' 'NMI received' \
 		'host exception' 'unexpected exit' 'cannot decode' 'does not emulate'
 	expect_exit
 }

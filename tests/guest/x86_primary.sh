@@ -9,7 +9,10 @@
 #                   Debian's cpuid.ko): Slat's vendor string on every CPU
 #                   proves that CPU runs under Slat
 #   cpus            which CPUs are online
+#   hotplug         CPU 1 goes offline and comes back, still under Slat
 #   svm/vmx         the flags are hidden from every CPU
+#   efer, vm_cr     MSRs as the guest sees them (Debian's msr.ko): EFER.SVME
+#                   clear, VM_CR = SVMDIS|LOCK; setting EFER.SVME is refused
 #   region          Slat's region (slat.region=BASE,SIZE) lies in a Reserved range
 #   devmem-ctl      another reserved range reads fine (the method works)
 #   slat-read       a /dev/mem read of Slat's region fails, and the guest goes on
@@ -31,8 +34,40 @@ done
 [ -e /dev/cpu/0/cpuid ] || say "hv-vendor unknown (no /dev/cpu/0/cpuid)"
 
 say "cpus online $(cat /sys/devices/system/cpu/online)"
+
+# CPU hotplug: the offline CPU halts with interrupts off; onlining it sends
+# INIT-SIPI-SIPI again, which Slat must deliver through its mailbox (the CPU
+# comes back under Slat: the vendor leaf again).
+cpu1=/sys/devices/system/cpu/cpu1/online
+if [ -w "$cpu1" ] && echo 0 >"$cpu1" && off=$(cat /sys/devices/system/cpu/online) &&
+	echo 1 >"$cpu1"; then
+	v=$(dd if=/dev/cpu/1/cpuid bs=16 skip=$((0x40000000 / 16)) count=1 2>/dev/null | tail -c 12)
+	say "hotplug cpu1 off ($off) on ($(cat /sys/devices/system/cpu/online)) vendor '$v'"
+else
+	say "hotplug cpu1 failed (online $(cat /sys/devices/system/cpu/online))"
+fi
 n=$(grep -c '^flags' /proc/cpuinfo)
 say "svm flag on $(grep '^flags' /proc/cpuinfo | grep -cw svm) of $n CPUs, vmx on $(grep '^flags' /proc/cpuinfo | grep -cw vmx)"
+
+# rdmsr_hex N: MSR N of CPU 0 as 16 hex digits (empty on failure).
+rdmsr_hex() {
+	dd if=/dev/cpu/0/msr bs=8 count=1 iflag=skip_bytes skip=$(($1)) 2>/dev/null |
+		od -An -tx8 | tr -d ' \n'
+}
+insmod /lib/modules/msr.ko 2>/dev/null
+efer=$(rdmsr_hex 0xc0000080)
+if [ -n "$efer" ]; then
+	say "efer 0x$efer svme $(((0x$efer >> 12) & 1))"
+	say "vm_cr 0x$(rdmsr_hex 0xc0010114)"
+	v=$((0x$efer | 0x1000))
+	esc=""
+	for i in 0 1 2 3 4 5 6 7; do esc="$esc$(printf '\\%03o' $(((v >> (8 * i)) & 255)))"; done
+	# shellcheck disable=SC2059
+	printf "$esc" | dd of=/dev/cpu/0/msr bs=8 count=1 seek=$((0xc0000080 / 8)) conv=notrunc 2>/dev/null
+	say "efer-svme-write status $? (efer now 0x$(rdmsr_hex 0xc0000080))"
+else
+	say "efer unknown (no /dev/cpu/0/msr)"
+fi
 
 region=$(sed -n 's/.*slat\.region=\(0x[0-9a-f]*\),\(0x[0-9a-f]*\).*/\1 \2/p' /proc/cmdline)
 if [ -z "$region" ]; then

@@ -121,6 +121,7 @@
 #define EVENTINJ_VALID	   (1u << 31)
 #define EVENTINJ_ERR_VALID (1u << 11)
 #define EVENTINJ_TYPE_EXC  (3u << 8)
+#define EVENTINJ_TYPE_NMI  (2u << 8)
 
 #define TLB_CONTROL_NONE       0
 #define TLB_CONTROL_FLUSH_ALL  1

@@ -148,12 +148,16 @@ svm_run:
 svm_idt_stubs:
 	.irp	n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	.p2align 4
-	.if (\n == 8) || (\n == 10) || (\n == 11) || (\n == 12) || (\n == 13) || (\n == 14) || (\n == 17) || (\n == 21) || (\n == 29) || (\n == 30)
-	.else
-	pushq	$0
-	.endif
+	.if \n == 2
+	iretq		// NMI: taken on purpose after an NMI exit (svm_handle_exit)
+	.elseif (\n == 8) || (\n == 10) || (\n == 11) || (\n == 12) || (\n == 13) || (\n == 14) || (\n == 17) || (\n == 21) || (\n == 29) || (\n == 30)
 	pushq	$\n
 	jmp	svm_exc_common
+	.else
+	pushq	$0
+	pushq	$\n
+	jmp	svm_exc_common
+	.endif
 	.endr
 
 // Frame for svm_host_exception(): vector, error, RIP, CS, RFLAGS, RSP, SS.
