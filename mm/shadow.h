@@ -154,6 +154,7 @@ struct sh_stats {
 	uint64_t flushes, write_protects, nospc;
 	uint64_t slot_zaps; // SPs zapped because the L1 table they shadow is in a deleted slot
 };
+// Also runs the deferred frees that are due (never waits).
 void sh_stats(struct sh_mmu *m, struct sh_stats *out);
 
 // Checks the invariants (I2.4 hash/active/live agreement, parent lists against
