@@ -70,8 +70,10 @@ static bool compose(struct sh_mmu *m, struct s2_slotset *ss, unsigned as, uint64
 	return true;
 }
 
-// Installs (or replaces) the shadow leaf `idx` of level-0 SP `sp`.
-static void set_leaf(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, uint64_t l1_gfn,
+// Installs (or replaces) the shadow leaf `idx` of level-0 SP `sp`. False
+// (nothing changed) when the permissions make no valid leaf (EPT: neither
+// read nor execute).
+static bool set_leaf(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, uint64_t l1_gfn,
 		     const struct leaf_target *lt, struct sh_zap_list *zl)
 {
 	const struct s2_fmt *f = m->fmt;
@@ -79,8 +81,10 @@ static void set_leaf(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, uint64_
 	s2_pte_t nv = f->make_leaf(lt->hpa, 0, lt->prot, lt->mt, m->caps);
 	s2_pte_t old = *p;
 
+	if (!f->is_present(nv))
+		return false;
 	if (old == nv)
-		return;
+		return true;
 	if (f->is_present(old)) {
 		// Another target, or fewer rights: the old translation must go.
 		if (s2_pte_addr(f, old) != lt->hpa || (f->leaf_prot(old) & ~lt->prot))
@@ -91,6 +95,7 @@ static void set_leaf(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, uint64_
 	}
 	store_pte(p, nv);
 	sh_rmap_add(m, sp, idx, l1_gfn);
+	return true;
 }
 
 // ---- linking children ---------------------------------------------------------------
@@ -244,7 +249,10 @@ static int fault_leaf(struct fault *ft, struct sh_page *sp, uint32_t idx, uint64
 		m->st.faults_mmio++;
 		return SH_FAULT_MMIO;
 	}
-	set_leaf(m, sp, idx, l1_gfn, &lt, ft->zl);
+	if (!set_leaf(m, sp, idx, l1_gfn, &lt, ft->zl)) {
+		m->st.faults_l1++;
+		return SH_FAULT_L1; // L1's leaf gives no usable access
+	}
 	ft->info->hpa = lt.hpa | (ft->l2_gpa & (S2_PAGE_SIZE - 1));
 	ft->info->prot = lt.prot;
 	if ((ft->access & S2_PROT_W) && !(lt.prot & S2_PROT_W)) {
@@ -359,8 +367,7 @@ static bool update_leaf(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, s2_p
 	uint64_t l1_gfn = s2_pte_addr(f, g) >> S2_PAGE_SHIFT;
 	struct s2_slotset *ss = s2_slots_enter(m->vm, sp->role.as);
 	bool ok = compose(m, ss, sp->role.as, l1_gfn, sp->role.access & f->leaf_prot(g), &lt);
-	if (ok)
-		set_leaf(m, sp, idx, l1_gfn, &lt, zl);
+	ok = ok && set_leaf(m, sp, idx, l1_gfn, &lt, zl);
 	s2_slots_exit(ss);
 	return ok;
 }

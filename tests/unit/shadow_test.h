@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "arch/arm64/fmt_s2.h"
 #include "arch/host/host_be.h"
 #include "arch/x86/fmt_x86.h"
 #include "mm/s2.h"
@@ -35,12 +36,14 @@ struct sht {
 
 // L1 with `size` bytes of memory in slot 0 at gpa 0 (the first `table_area`
 // bytes hold EPT12 tables), EPT 4-level, shadow MMU with `cfg` (may be NULL).
-static inline void sht_init_cfg(struct sht *t, uint64_t size, struct sh_config *cfg)
+static inline void sht_init_fmt(struct sht *t, const struct s2_fmt *f, unsigned ia_bits,
+				uint64_t size, struct sh_config *cfg)
 {
 	memset(t, 0, sizeof(*t));
-	t->f = &s2_fmt_ept4;
+	t->f = f;
 	t->be = host_be_new();
 	struct s2_vm_config vc = host_be_config(t->be, t->f);
+	vc.ia_bits = ia_bits;
 	assert_int_equal(s2_vm_create(&vc, &t->vm), 0);
 	t->mem = aligned_alloc(SHT_PAGE, size);
 	assert_non_null(t->mem);
@@ -50,6 +53,11 @@ static inline void sht_init_cfg(struct sht *t, uint64_t size, struct sh_config *
 	assert_int_equal(s2_slot_add(t->vm, 0, 0, 0, size, (uint64_t)(uintptr_t)t->mem, 0), 0);
 	struct sh_config def = {.guest_pages = size / SHT_PAGE};
 	assert_int_equal(sh_create(t->vm, cfg ? cfg : &def, &t->m), 0);
+}
+
+static inline void sht_init_cfg(struct sht *t, uint64_t size, struct sh_config *cfg)
+{
+	sht_init_fmt(t, &s2_fmt_ept4, 0, size, cfg);
 }
 
 static inline void sht_init(struct sht *t, uint64_t size)

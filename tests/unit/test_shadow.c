@@ -68,6 +68,31 @@ static void test_recursive_zap_empties_everything(void **state)
 	sht_fini(&t);
 }
 
+// The same on NPT and arm64 stage-2 (48-bit IPA, one 512-entry root page;
+// stage-2 table descriptors carry no permissions).
+static void test_recursive_zap_other_formats(void **state)
+{
+	const struct s2_fmt *fmts[] = {&s2_fmt_npt4, &s2_fmt_arm64_4k};
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct sht t;
+		struct sh_page *root;
+		struct sh_config cfg = {.guest_pages = 2048,
+					.tables_carry_no_access = fmts[i] == &s2_fmt_arm64_4k};
+
+		sht_init_fmt(&t, fmts[i], 48, 8 * MiB, &cfg);
+		build_tree(&t, &root);
+		assert_int_equal(sht_stats(&t).used, 9);
+		assert_int_equal(sht_stats(&t).rmap_entries, 32);
+		check_clean(&t);
+		sh_root_put(t.m, root);
+		struct sh_stats s = sht_stats(&t);
+		assert_int_equal(s.used + s.hashed + s.rmap_entries + s.longest_chain, 0);
+		assert_int_equal(s.zapped_orphans, 8);
+		sht_fini(&t);
+	}
+}
+
 // The same tree without recursive reclaim: the root's children stay behind.
 static void test_non_recursive_leaves_orphans(void **state)
 {
@@ -258,6 +283,13 @@ static void test_emulated_leaf_update(void **state)
 	assert_true(x.mapped);
 	assert_int_equal(x.prot, S2_PROT_R);
 	struct sh_stats s = sht_stats(&t);
+	assert_int_equal(s.emul_updates, 2);
+	// A leaf L1 made write-only (an EPT misconfiguration) is not shadowed.
+	sht_map(&t, root_gpa, SHT_PAGE, 7 * MiB, S2_PROT_W);
+	assert_false(sht_xlate(&t, root, SHT_PAGE).mapped);
+	struct sh_fault_info fi;
+	assert_int_equal(sh_fault(t.m, root, SHT_PAGE, S2_PROT_W, &fi), SH_FAULT_L1);
+	s = sht_stats(&t);
 	assert_int_equal(s.emul_updates, 2);
 	// A partial write zaps every SP shadowing the page.
 	uint64_t e0 = sht_entry(&t, root_gpa, 0, 0);
@@ -552,6 +584,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_recursive_zap_empties_everything),
+	    cmocka_unit_test(test_recursive_zap_other_formats),
 	    cmocka_unit_test(test_non_recursive_leaves_orphans),
 	    cmocka_unit_test(test_shared_child_survives_first_parent),
 	    cmocka_unit_test(test_parent_list_spill),
