@@ -47,7 +47,8 @@ REQUIRES = {
     "b2_mod_stress": COMMON,
     "b3_root_load": COMMON + ["s2_roots_invalidate_all", "s2_vm_set_root_lock_write"],
     "b4_teardown": COMMON + ["s2_map", "s2_unmap", "s2_root_teardown"],
-    "b5_nested_churn": COMMON + ["s2_shadow_create", "s2_shadow_set_recursive"],
+    "b5_nested_churn": ["sh_create", "sh_set_recursive", "shsim_create", "shsim_cycle",
+                        "shsim_delete_slot0"],
     "b6_delete_vs_size": COMMON + ["s2_map"],
 }
 BOOT = ("boot", "Boot time to the guest marker, under Slat vs direct (emulated)")
