@@ -89,6 +89,9 @@ enum x86_action x86_handle_wrmsr(struct x86_vcpu *v)
 	case MSR_EFER:
 		if (val & ~EFER_GUEST_OK) // SVME included: SVM is not offered
 			return x86_inject_gp0(v);
+		// LME cannot change while paging is on.
+		if ((v->ops->read_cr(v, 0) & CR0_PG) && ((val ^ v->ops->read_efer(v)) & EFER_LME))
+			return x86_inject_gp0(v);
 		v->ops->write_efer(v, val);
 		break;
 	case MSR_VM_CR:

@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The shared x86 exit layer (arch/x86/*.c) against a fake back end: the
+// instruction decoder (lengths, operands, prefixes, REX, 32-bit mode, guest
+// paging, Slat's region refused), the CPUID and MSR policy, XSETBV's checks,
+// and the INIT/SIPI mailbox driven through emulated APIC-page writes. Guest
+// "physical" memory is this process's memory (the layer assumes an identity
+// second level), so code and page tables are ordinary buffers. x86-64 hosts
+// only (the layer executes CPUID).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <cmocka.h>
+
+#if defined(__x86_64__)
+
+#include "arch/x86/apic_mailbox.c"
+#include "arch/x86/cpuid.c"
+#include "arch/x86/decode.c"
+#include "arch/x86/exit.c"
+#include "arch/x86/msr.c"
+
+// ---- the fake back end -------------------------------------------------------
+struct fake {
+	uint64_t cr0, cr3, cr4, efer;
+	uint16_t cs_attr, ss_attr;
+	uint64_t cs_base;
+	unsigned insn_len;
+	int injected; // vector + 1, 0 = none
+	uint32_t error;
+	uint64_t efer_written;
+	unsigned kicks;
+};
+static struct fake fk[X86_MAX_CPUS];
+
+static struct fake *F(struct x86_vcpu *v)
+{
+	return v->backend;
+}
+static uint64_t f_read_cr(struct x86_vcpu *v, unsigned n)
+{
+	return n == 0 ? F(v)->cr0 : n == 3 ? F(v)->cr3 : n == 4 ? F(v)->cr4 : 0;
+}
+static uint64_t f_read_efer(struct x86_vcpu *v)
+{
+	return F(v)->efer;
+}
+static void f_write_efer(struct x86_vcpu *v, uint64_t e)
+{
+	F(v)->efer_written = e;
+}
+static uint64_t f_read_rflags(struct x86_vcpu *v)
+{
+	return 2;
+}
+static void f_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+{
+	*out = (struct x86_seg){.attr = s == X86_CS ? F(v)->cs_attr : F(v)->ss_attr,
+				.base = s == X86_CS ? F(v)->cs_base : 0};
+}
+static void f_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error)
+{
+	F(v)->injected = (int)vector + 1;
+	F(v)->error = error;
+}
+static unsigned f_insn_len(struct x86_vcpu *v)
+{
+	return F(v)->insn_len;
+}
+static const struct x86_vcpu_ops fops = {f_read_cr,  f_read_efer, f_write_efer, f_read_rflags,
+					 f_read_seg, f_inject,	  f_insn_len};
+
+static void f_counts(struct slat_mm_counts *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+static void f_teardown(uint64_t *p, uint64_t *i)
+{
+	*p = *i = 0;
+}
+static void f_kick(struct x86_vcpu *t)
+{
+	fk[t->index].kicks++;
+}
+static const struct x86_vm_ops fvm = {f_counts, f_teardown, f_kick};
+
+static uint32_t *apic_page;
+
+// 64-bit long mode, paging "off" as far as the walker is concerned (CR0.PG
+// clear with LMA set translates linear = physical), so any pointer works.
+static struct x86_vcpu *setup(void)
+{
+	struct region slat = {.base = 0x1000, .size = 0x1000};
+	struct x86_power_ports pw = {.pm1a_cnt = 0x604, .reset_port = 0xcf9};
+
+	x86_vm_init("NPT", &fvm, &slat, 0, 1000000, &pw);
+	x86_primary.host_map_top = UINT64_MAX;
+	if (!apic_page)
+		apic_page = aligned_alloc(4096, 4096);
+	memset(apic_page, 0, 4096);
+	x86_primary.apic_base = (uint64_t)(uintptr_t)apic_page;
+	memset(fk, 0, sizeof(fk));
+	for (unsigned i = 0; i < 2; i++) {
+		struct x86_vcpu *v = x86_vcpu_for_apic(i);
+		v->ops = &fops;
+		v->backend = &fk[v->index];
+		v->stats->online = true;
+		fk[i] = (struct fake){
+		    .cr0 = 1, .efer = EFER_LME | EFER_LMA, .cs_attr = 0x29b, .ss_attr = 0x93};
+	}
+	return &x86_primary.vcpus[0];
+}
+
+static bool decode_bytes(struct x86_vcpu *v, const uint8_t *code, size_t n, struct x86_insn *in)
+{
+	static uint8_t buf[32];
+
+	memset(buf, 0x90, sizeof(buf));
+	memcpy(buf, code, n);
+	v->rip = (uint64_t)(uintptr_t)buf;
+	return x86_decode(v, in);
+}
+
+#define DECODE(v, in, ...)                                                                         \
+	({                                                                                         \
+		static const uint8_t c_[] = {__VA_ARGS__};                                         \
+		decode_bytes(v, c_, sizeof(c_), in);                                               \
+	})
+
+// ---- decoder --------------------------------------------------------------------
+static void test_decode_lengths_64(void **state)
+{
+	struct x86_vcpu *v = setup();
+	struct x86_insn in;
+
+	assert_true(DECODE(v, &in, 0x0f, 0xa2)); // cpuid
+	assert_int_equal(in.len, 2);
+	assert_true(DECODE(v, &in, 0x0f, 0x01, 0xd1)); // xsetbv
+	assert_int_equal(in.len, 3);
+	assert_true(DECODE(v, &in, 0x0f, 0x01, 0xd9)); // vmmcall
+	assert_int_equal(in.len, 3);
+	assert_true(DECODE(v, &in, 0x0f, 0x01, 0x15, 1, 2, 3, 4)); // lgdt [rip+disp32]
+	assert_int_equal(in.len, 7);
+	assert_true(DECODE(v, &in, 0xf4)); // hlt
+	assert_int_equal(in.len, 1);
+	assert_true(DECODE(v, &in, 0xe6, 0x80)); // out 0x80, al
+	assert_int_equal(in.len, 2);
+	assert_true(DECODE(v, &in, 0x66, 0xef)); // out dx, ax
+	assert_int_equal(in.len, 2);
+	assert_true(DECODE(v, &in, 0xf3, 0x6f)); // rep outsd
+	assert_int_equal(in.len, 2);
+	assert_false(DECODE(v, &in, 0x0f, 0x0b)); // ud2: not a form Slat knows
+}
+
+static void test_decode_mov_operands(void **state)
+{
+	struct x86_vcpu *v = setup();
+	struct x86_insn in;
+
+	assert_true(DECODE(v, &in, 0x89, 0x88, 0x00, 0x03, 0x00, 0x00)); // mov [rax+0x300], ecx
+	assert_int_equal(in.len, 6);
+	assert_int_equal(in.reg, X86_RCX);
+	assert_int_equal(in.op_size, 4);
+	assert_true(DECODE(v, &in, 0x41, 0x89, 0x04, 0x24)); // mov [r12], eax (SIB)
+	assert_int_equal(in.len, 4);
+	assert_int_equal(in.reg, X86_RAX);
+	assert_true(DECODE(v, &in, 0x44, 0x89, 0x40, 0x10)); // mov [rax+0x10], r8d
+	assert_int_equal(in.len, 4);
+	assert_int_equal(in.reg, X86_R8);
+	assert_true(DECODE(v, &in, 0x87, 0x1c, 0x25, 0x00, 0x03, 0xe0, 0xfe)); // xchg [abs], ebx
+	assert_int_equal(in.len, 7);
+	assert_int_equal(in.reg, X86_RBX);
+	assert_true(
+	    DECODE(v, &in, 0xc7, 0x05, 1, 2, 3, 4, 0x00, 0x01, 0x00, 0x00)); // mov [rip+d], imm
+	assert_int_equal(in.len, 10);
+	assert_true(in.has_imm);
+	assert_int_equal(in.imm, 0x100);
+	assert_true(
+	    DECODE(v, &in, 0x48, 0xc7, 0x00, 0xff, 0xff, 0xff, 0xff)); // mov qword [rax], -1
+	assert_int_equal(in.op_size, 8);
+	assert_int_equal(in.imm, UINT64_MAX);
+	assert_true(DECODE(v, &in, 0x66, 0x89, 0x08)); // mov [rax], cx
+	assert_int_equal(in.op_size, 2);
+	assert_true(DECODE(v, &in, 0x2e, 0xa3, 1, 2, 3, 4, 5, 6, 7, 8)); // cs: mov moffs64, eax
+	assert_int_equal(in.len, 10);
+	assert_true(DECODE(v, &in, 0x67, 0xa3, 1, 2, 3, 4)); // addr32 mov moffs32, eax
+	assert_int_equal(in.len, 6);
+}
+
+static void test_decode_32bit_mode(void **state)
+{
+	struct x86_vcpu *v = setup();
+	struct x86_insn in;
+	// Below 4 GiB, as 32-bit linear addresses must be.
+	uint8_t *low = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+
+	assert_true(low != MAP_FAILED);
+	fk[0].efer = 0;
+	fk[0].cs_attr = 0xc9b; // 32-bit code: D set, L clear
+	fk[0].cs_base = 0x100;
+	static const uint8_t code[] = {0xa3, 1, 2, 3, 4, 0x66, 0xc7, 0x00, 0x34, 0x12};
+	memcpy(low + 0x100, code, sizeof(code));
+	v->rip = (uint64_t)(uintptr_t)low; // CS base 0x100 + EIP
+	assert_true(x86_decode(v, &in));
+	assert_int_equal(in.len, 5); // moffs32
+	v->rip += 5;
+	assert_true(x86_decode(v, &in));
+	assert_int_equal(in.len, 5); // 66 C7 /0 imm16
+	assert_int_equal(in.op_size, 2);
+	assert_int_equal(in.imm, 0x1234);
+	munmap(low, 4096);
+}
+
+// 4-level paging: linear 0x7f0000400123 -> the code page, through tables in
+// ordinary memory; then a 2 MiB leaf; then a missing PTE.
+static void test_decode_through_guest_paging(void **state)
+{
+	struct x86_vcpu *v = setup();
+	uint64_t *t = aligned_alloc(4096, 5 * 4096);
+	uint8_t *code = (uint8_t *)(t + 4 * 512);
+	struct x86_insn in;
+	uint64_t la = 0x7f0000400123ull;
+
+	memset(t, 0, 5 * 4096);
+	code[0x123] = 0x0f, code[0x124] = 0xa2;
+	t[(la >> 39) & 511] = (uint64_t)(uintptr_t)(t + 512) | 1;
+	t[512 + ((la >> 30) & 511)] = (uint64_t)(uintptr_t)(t + 1024) | 1;
+	t[1024 + ((la >> 21) & 511)] = (uint64_t)(uintptr_t)(t + 1536) | 1;
+	t[1536 + ((la >> 12) & 511)] = (uint64_t)(uintptr_t)code | 1;
+	fk[0].cr0 = CR0_PE | CR0_PG;
+	fk[0].cr3 = (uint64_t)(uintptr_t)t;
+	fk[0].cr4 = CR4_PAE;
+	v->rip = la;
+	assert_true(x86_decode(v, &in));
+	assert_int_equal(in.len, 2);
+	t[1536 + ((la >> 12) & 511)] = 0; // not present
+	assert_false(x86_decode(v, &in));
+	// The guest's tables point into Slat's region: refused.
+	x86_primary.slat_region = (struct region){.base = (uint64_t)(uintptr_t)t, .size = 4096};
+	assert_false(x86_decode(v, &in));
+	free(t);
+}
+
+// ---- CPUID, MSR, XSETBV policy ---------------------------------------------------
+static void test_cpuid_policy(void **state)
+{
+	struct x86_vcpu *v = setup();
+	uint32_t r[4];
+	bool has_xsave = cpuid(1, 0).ecx & (1u << 26);
+
+	x86_cpuid_policy(v, 1, 0, r);
+	assert_true(r[2] & (1u << 31));	 // hypervisor
+	assert_false(r[2] & (1u << 5));	 // VMX
+	assert_false(r[2] & (1u << 21)); // x2APIC
+	assert_false(r[2] & (1u << 27)); // OSXSAVE: guest CR4 says no
+	fk[0].cr4 = CR4_OSXSAVE;
+	x86_cpuid_policy(v, 1, 0, r);
+	assert_int_equal(!!(r[2] & (1u << 27)), has_xsave);
+	x86_cpuid_policy(v, 0x40000000, 0, r);
+	assert_int_equal(r[0], 0x40000001);
+	assert_memory_equal(&r[1], "SlatSlatSlat", 12);
+	x86_cpuid_policy(v, 0x40000001, 0, r);
+	assert_int_equal(r[0] | r[1] | r[2] | r[3], 0);
+	x86_cpuid_policy(v, 0x80000001, 0, r);
+	assert_false(r[2] & (1u << 2)); // SVM
+	x86_cpuid_policy(v, 0x8000000a, 0, r);
+	assert_int_equal(r[0] | r[1] | r[2] | r[3], 0);
+
+	// The exit: registers zero-extended, RIP advanced by the reported length.
+	v->gpr[X86_RAX] = 0xffffffff40000000ull;
+	v->gpr[X86_RCX] = 0;
+	v->rip = 0x1000;
+	fk[0].insn_len = 2;
+	assert_int_equal(x86_handle_cpuid(v), X86_CONTINUE);
+	assert_int_equal(v->rip, 0x1002);
+	assert_int_equal(v->gpr[X86_RBX], 0x74616c53);
+}
+
+static void test_msr_policy(void **state)
+{
+	struct x86_vcpu *v = setup();
+
+	fk[0].insn_len = 2;
+	v->rip = 0x2000;
+	v->gpr[X86_RCX] = MSR_VM_CR;
+	x86_handle_rdmsr(v);
+	assert_int_equal(v->gpr[X86_RAX], VM_CR_SVMDIS | VM_CR_LOCK);
+	assert_int_equal(v->rip, 0x2002);
+
+	v->gpr[X86_RCX] = MSR_EFER; // reads come from the back end (SVME hidden there)
+	x86_handle_rdmsr(v);
+	assert_int_equal(v->gpr[X86_RAX], EFER_LME | EFER_LMA);
+
+	v->rip = 0x3000; // EFER.SVME: #GP, RIP unchanged, nothing written
+	v->gpr[X86_RAX] = EFER_LME | EFER_SVME;
+	v->gpr[X86_RDX] = 0;
+	x86_handle_wrmsr(v);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	assert_int_equal(v->rip, 0x3000);
+	assert_int_equal(fk[0].efer_written, 0);
+
+	fk[0].injected = 0; // an allowed write goes to the back end
+	v->gpr[X86_RAX] = EFER_LME | EFER_NXE | EFER_SCE;
+	x86_handle_wrmsr(v);
+	assert_int_equal(fk[0].injected, 0);
+	assert_int_equal(fk[0].efer_written, EFER_LME | EFER_NXE | EFER_SCE);
+	assert_int_equal(v->rip, 0x3002);
+
+	v->gpr[X86_RCX] = 0x10; // not in the policy: #GP
+	x86_handle_rdmsr(v);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	assert_true(x86_msr_policy_has(MSR_EFER, true, false));
+	assert_true(x86_msr_policy_has(0x485, false, true));
+	assert_false(x86_msr_policy_has(0x485, false, false)); // VMX MSRs: Intel only
+	assert_false(x86_msr_policy_has(MSR_IA32_PAT, false, false));
+}
+
+static void test_xsetbv_checks(void **state)
+{
+	struct x86_vcpu *v = setup();
+
+	v->rip = 0x4000;
+	v->gpr[X86_RCX] = 1; // only XCR0 exists
+	v->gpr[X86_RAX] = 3;
+	x86_handle_xsetbv(v);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	fk[0].injected = 0;
+	v->gpr[X86_RCX] = 0;
+	v->gpr[X86_RAX] = 2; // x87 state must stay enabled
+	x86_handle_xsetbv(v);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	fk[0].injected = 0;
+	v->gpr[X86_RAX] = 5; // AVX without SSE
+	x86_handle_xsetbv(v);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	fk[0].injected = 0;
+	fk[0].ss_attr = 0x93 | (3 << 5); // from CPL 3
+	v->gpr[X86_RAX] = 3;
+	x86_handle_xsetbv(v);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	assert_int_equal(v->rip, 0x4000);
+}
+
+// ---- APIC page and mailbox ---------------------------------------------------------
+// Emulates "mov [rax+off], ecx" with ecx = val on vCPU `v`.
+static void apic_write(struct x86_vcpu *v, unsigned off, uint32_t val)
+{
+	static const uint8_t mov[] = {0x89, 0x88, 0x00, 0x00, 0x00, 0x00};
+	static uint8_t buf[16];
+
+	memcpy(buf, mov, sizeof(mov));
+	memcpy(buf + 2, &off, 4);
+	v->rip = (uint64_t)(uintptr_t)buf;
+	v->gpr[X86_RCX] = val;
+	assert_int_equal(x86_handle_apic_write(v, x86_primary.apic_base + off), X86_CONTINUE);
+	assert_int_equal(v->rip, (uint64_t)(uintptr_t)buf + 6);
+}
+
+static void test_mailbox_init_sipi(void **state)
+{
+	struct x86_vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
+	uint8_t vec = 0;
+
+	apic_write(bsp, 0xd0, 0x01000000); // LDR: recorded and replayed
+	assert_int_equal(bsp->apic_ldr, 0x01000000);
+	assert_int_equal(apic_page[0xd0 / 4], 0x01000000);
+	apic_write(bsp, 0x310, 1u << 24); // ICR high: APIC ID 1
+	apic_write(bsp, 0x300, 0x4500);	  // INIT, assert
+	assert_true(x86_mailbox_pending(ap));
+	assert_false(x86_mailbox_pending(bsp));
+	assert_int_equal(fk[1].kicks, 1);
+	assert_int_equal(apic_page[0x300 / 4], 0); // never reaches the real APIC
+	apic_write(bsp, 0x300, 0x8500);		   // INIT de-assert: dropped
+	apic_write(bsp, 0x300, 0x4699);		   // STARTUP, vector 0x99
+	assert_true(x86_mailbox_poll(ap, &vec));
+	assert_int_equal(vec, 0x99);
+	assert_false(x86_mailbox_pending(ap));
+	apic_write(bsp, 0x300, 0x4699); // the second SIPI finds the AP running: ignored
+	assert_false(x86_mailbox_pending(ap));
+	assert_false(x86_mailbox_poll(ap, &vec));
+	apic_write(bsp, 0x300, 0x000c4500); // INIT to all excluding self
+	assert_true(x86_mailbox_pending(ap));
+	assert_false(x86_mailbox_pending(bsp));
+	apic_write(bsp, 0x300, 0x4030); // a fixed IPI is replayed
+	assert_int_equal(apic_page[0x300 / 4], 0x4030);
+}
+
+static void test_mailbox_logical_destination(void **state)
+{
+	struct x86_vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
+
+	apic_write(ap, 0xd0, 0x02000000); // the AP's logical ID: bit 1 (flat model)
+	apic_write(bsp, 0x310, 0x02u << 24);
+	apic_write(bsp, 0x300, 0x4d00); // INIT, logical destination
+	assert_true(x86_mailbox_pending(ap));
+	assert_false(x86_mailbox_pending(bsp));
+}
+
+static void test_apic_write_unknown_form_gp(void **state)
+{
+	struct x86_vcpu *v = setup();
+	static const uint8_t code[16] = {0x0f, 0x0b};
+
+	v->rip = (uint64_t)(uintptr_t)code;
+	x86_handle_apic_write(v, x86_primary.apic_base + 0x80);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	assert_int_equal(v->rip, (uint64_t)(uintptr_t)code);
+}
+
+static void test_io_intercepts(void **state)
+{
+	setup();
+	assert_true(x86_io_intercepted(0x604));
+	assert_true(x86_io_intercepted(0x605));
+	assert_true(x86_io_intercepted(0xcf9));
+	assert_true(x86_io_intercepted(0x64));
+	assert_false(x86_io_intercepted(0x3f8));
+	assert_false(x86_io_intercepted(0xcfc));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_decode_lengths_64),
+	    cmocka_unit_test(test_decode_mov_operands),
+	    cmocka_unit_test(test_decode_32bit_mode),
+	    cmocka_unit_test(test_decode_through_guest_paging),
+	    cmocka_unit_test(test_cpuid_policy),
+	    cmocka_unit_test(test_msr_policy),
+	    cmocka_unit_test(test_xsetbv_checks),
+	    cmocka_unit_test(test_mailbox_init_sipi),
+	    cmocka_unit_test(test_mailbox_logical_destination),
+	    cmocka_unit_test(test_apic_write_unknown_form_gp),
+	    cmocka_unit_test(test_io_intercepts),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else
+int main(void)
+{
+	return 0; // the x86 layer is tested on x86-64 hosts only
+}
+#endif
