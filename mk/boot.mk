@@ -27,16 +27,17 @@ $(RUN_CFG_aarch64): mk/boot.mk
 	@printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
 		'cmdline = console=ttyAMA0' > $@
 
-# x86_64 (CPU=amd, QEMU -cpu max): the same on AMD SVM + NPT, console ttyS0.
+# x86_64 (CPU=amd, QEMU -cpu max): the same on AMD SVM + NPT, console ttyS0;
+# CPU=intel: Bochs corei7_skylake_x (VT-x + EPT), the terminal is COM1.
 RUN_CFG_x86_64   := $(BUILD)/run/x86_64.slat.cfg
-RUN_DEPS_x86_64  := $(if $(filter amd,$(CPU)),guest-x86_64 $(RUN_CFG_x86_64),)
-RUN_FILES_x86_64 := $(if $(filter amd,$(CPU)),$(RUN_CFG_x86_64)=slat.cfg \
+RUN_DEPS_x86_64  := $(if $(filter amd intel,$(CPU)),guest-x86_64 $(RUN_CFG_x86_64),)
+RUN_FILES_x86_64 := $(if $(filter amd intel,$(CPU)),$(RUN_CFG_x86_64)=slat.cfg \
 	$(BUILD)/guest/x86_64/vmlinuz=slat/vmlinuz $(BUILD)/guest/x86_64/initrd.img=slat/initrd.img,)
-RUN_ENV_x86_64   := $(if $(filter amd,$(CPU)),EMU_ESP_CYL=128 EMU_SMP=2,)
+RUN_ENV_x86_64   := $(if $(filter amd intel,$(CPU)),EMU_ESP_CYL=128 EMU_SMP=2,)
 $(RUN_CFG_x86_64): mk/boot.mk
 	@mkdir -p $(@D)
 	@printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
-		'cmdline = console=ttyS0' > $@
+		'cmdline = console=ttyS0,115200' > $@
 
 run: deps $(BUILD)/$(ARCH)/slat.efi $(RUN_DEPS_$(ARCH))
 	$(Q)$(RUN_ENV_$(ARCH)) bash tools/emu.sh run $(ARCH) '$(CPU)' $(RUN_FILES_$(ARCH)) $(RUN_FILES)

@@ -139,7 +139,9 @@ emu_bochs() {
 	shift 4
 	local dir
 	dir=$(cd "$(dirname "$log")" && pwd)
-	local rc_file="$dir/bochs.rc" bxrc="$dir/bochs.bxrc"
+	local rc_file="$dir/bochs.rc" bxrc="$dir/bochs.bxrc" tty=""
+	# Interactive on a terminal: Bochs drives it as COM1 (input and output).
+	[ "$mode" = interactive ] && tty -s && tty=$(tty)
 	echo c >"$rc_file"
 	: >"$log"
 	{
@@ -150,7 +152,11 @@ emu_bochs() {
 		echo "ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14"
 		echo "ata0-master: type=disk, mode=flat, path=$(cd "$(dirname "$esp")" && pwd)/$(basename "$esp"), cylinders=$EMU_ESP_CYL, heads=$EMU_ESP_HEADS, spt=$EMU_ESP_SPT"
 		echo "boot: disk"
-		echo "com1: enabled=1, mode=file, dev=$dir/$(basename "$log")"
+		if [ "$mode" = interactive ] && [ -n "$tty" ]; then
+			echo "com1: enabled=1, mode=term, dev=$tty" # the terminal is the serial port
+		else
+			echo "com1: enabled=1, mode=file, dev=$dir/$(basename "$log")"
+		fi
 		echo "speaker: enabled=0"
 		echo "sound: driver=dummy" # else its ALSA mixer thread aborts without a sound card
 		echo "mouse: enabled=0"
@@ -166,7 +172,14 @@ emu_bochs() {
 		_emu_exec batch "$log" "${EMU_TIMEOUT:-420}" "${cmd[@]}" >"$dir/bochs.out" 2>&1
 		return
 	fi
-	# Interactive: show the serial file as it grows until Bochs exits.
+	if [ -n "$tty" ]; then
+		"${cmd[@]}" >"$dir/bochs.out" 2>&1
+		local trc=$?
+		stty sane 2>/dev/null
+		[ "$trc" -eq 1 ] && grep -q 'ACPI control: soft power off' "$dir/bochs.log" && trc=0
+		return "$trc"
+	fi
+	# Interactive without a terminal: show the serial file as it grows.
 	"${cmd[@]}" </dev/null >"$dir/bochs.out" 2>&1 &
 	local pid=$!
 	tail -n +1 -f --pid="$pid" "$log"

@@ -217,7 +217,8 @@ static void set_proc_bits(uint32_t bits, bool on)
 void vmx_set_parked(struct vmx_pcpu *pc, bool parked)
 {
 	pc->parked = parked;
-	set_proc_bits(PROC_HLT_EXIT | PROC_MWAIT_EXIT, parked);
+	pc->monitor_armed = false;
+	set_proc_bits(PROC_HLT_EXIT | PROC_MWAIT_EXIT | PROC_MONITOR_EXIT, parked);
 }
 
 // The state a SIPI gives (SDM vol. 3, 9.4 / 10.4): real mode at vector:0000.
@@ -281,24 +282,50 @@ static void check_mailbox(struct x86_vcpu *v)
 	vmx_set_parked(pcpu_of(v), true);
 }
 
-// HLT or MWAIT of a parked CPU. Interrupts off (the firmware's or the OS's
-// AP parking loop): wait in the host for the mailbox. Interrupts on: the OS
-// idles; hand HLT/MWAIT back to the hardware for good.
-static enum x86_action handle_park(struct x86_vcpu *v)
+// MONITOR of a parked CPU: remember the armed address (guest-linear,
+// DS-relative as the instruction uses it) so that MWAIT can watch it.
+static enum x86_action handle_monitor(struct x86_vcpu *v)
 {
 	struct vmx_pcpu *pc = pcpu_of(v);
+	struct x86_seg ds;
 
-	if (vmread(VMCS_GUEST_RFLAGS) & VMX_RFLAGS_IF) {
-		vmx_set_parked(pc, false); // re-execute it natively
+	v->ops->read_seg(v, X86_DS, &ds);
+	pc->monitor_la = ds.base + v->gpr[X86_RAX];
+	pc->monitor_armed = true;
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}
+
+// HLT or MWAIT of a parked CPU. Interrupts off (the firmware's or the OS's
+// AP parking loop): wait in the host until the mailbox has something or, for
+// MWAIT, the monitored memory changes (the firmware wakes MWAIT-parked APs
+// by writing there). Interrupts on, or MWAIT with interrupts as break
+// events: the OS idles; HLT/MWAIT go back to the hardware for good.
+static enum x86_action handle_park(struct x86_vcpu *v, bool mwait)
+{
+	struct vmx_pcpu *pc = pcpu_of(v);
+	bool irq_break = mwait && (v->gpr[X86_RCX] & 1);
+	uint64_t seen = 0, now = 0;
+
+	if ((vmread(VMCS_GUEST_RFLAGS) & VMX_RFLAGS_IF) || irq_break) {
+		vmx_set_parked(pc, false); // re-executed natively
 		return X86_CONTINUE;
 	}
-	if (pc->index == 0) { // the boot CPU never waits for a SIPI
+	bool watch = mwait && pc->monitor_armed &&
+		     x86_guest_read_linear(v, pc->monitor_la, &seen, sizeof(seen));
+	pc->monitor_armed = false;
+	if (pc->bsp && !watch) { // the boot CPU never waits for a SIPI
 		x86_skip_insn(v);
 		return X86_CONTINUE;
 	}
+	log_debug("vmx: vcpu%u parks in root mode (%s, RIP 0x%llx)\n", v->index,
+		  mwait ? "MWAIT" : "HLT", (unsigned long long)v->rip);
 	while (!x86_mailbox_pending(v)) {
 		if (x86_vm_is_shutting_down())
 			x86_park();
+		if (watch &&
+		    (!x86_guest_read_linear(v, pc->monitor_la, &now, sizeof(now)) || now != seen))
+			break;
 		vmx_pause();
 	}
 	x86_skip_insn(v);
@@ -393,8 +420,10 @@ static enum x86_action dispatch(struct x86_vcpu *v, unsigned reason)
 	case VMX_EXIT_HLT:
 	case VMX_EXIT_MWAIT:
 		vcpu_count_exit(st, EXIT_WAIT);
-		return handle_park(v);
+		return handle_park(v, reason == VMX_EXIT_MWAIT);
 	case VMX_EXIT_MONITOR:
+		vcpu_count_exit(st, EXIT_WAIT);
+		return handle_monitor(v);
 	case VMX_EXIT_PAUSE:
 		vcpu_count_exit(st, EXIT_WAIT);
 		x86_skip_insn(v);
