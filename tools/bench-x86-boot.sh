@@ -36,7 +36,7 @@ now() { date +%s.%N; }
 
 # time_run MODE RUN: boots once, prints the JSON line.
 time_run() {
-	local mode=$1 run=$2 log="$out/serial-$1.log" start marker="" pid
+	local mode=$1 run=$2 log="$out/serial-$1-$2.log" start marker="" pid
 	rm -f "$log"
 	start=$(now)
 	if [ "$mode" = slat ]; then
