@@ -14,6 +14,7 @@
 // teardown at power-off (no CPU runs the guest again).
 #include "arch/x86/caps.h"
 #include "arch/x86/svm/svm.h"
+#include "mm/s2_backend.h"
 
 static struct region *mm_region;
 static uint64_t mm_free_list; // freed pages, linked through their first word
@@ -87,3 +88,54 @@ void svm_mm_counts(struct slat_mm_counts *out)
 	    .cmos = 0, // x86 table walks are cache-coherent: no maintenance needed
 	};
 }
+
+// ---- the mm/ engine's back-end contract (mm/s2_backend.h) -------------------
+// Ready for when the engine's AMD64 NPT format and eager identity map are
+// built into slat.efi (npt_temp.c's builder then goes away). Host mode runs
+// with GIF clear and nothing to schedule: need_resched is always false and
+// yield only relaxes. Roots never change under a running primary, so no
+// kick_reload (NULL); there are no lockless software walkers (rcu_* NULL).
+static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
+{
+	if (npages == 1 && align <= 4096)
+		return svm_mm_page_alloc();
+	lock();
+	uint64_t pa = region_alloc(mm_region, npages, align);
+	if (pa) {
+		mm_pages_live += npages;
+		if (mm_pages_live > mm_pages_max)
+			mm_pages_max = mm_pages_live;
+	}
+	unlock();
+	return pa;
+}
+
+static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
+{
+	for (unsigned i = 0; i < npages; i++)
+		svm_mm_page_free(pa + 4096ull * i);
+}
+
+static void be_inval_context(void *ctx, struct s2_vm *vm)
+{
+	svm_mm_flush_all_cpus();
+}
+
+static bool be_need_resched(void *ctx)
+{
+	return false;
+}
+
+static void be_relax(void *ctx)
+{
+	__asm__ volatile("pause");
+}
+
+const struct s2_backend svm_s2_backend = {
+    .page_alloc = be_page_alloc,
+    .page_free = be_page_free,
+    .inval_context = be_inval_context,
+    .need_resched = be_need_resched,
+    .yield = be_relax,
+    .cpu_relax = be_relax,
+};

@@ -210,6 +210,9 @@ uint64_t svm_mm_page_alloc(void); // one zeroed 4K page or 0
 void svm_mm_page_free(uint64_t pa);
 void svm_mm_flush_all_cpus(void); // every vCPU's next VMRUN flushes the primary's ASID
 void svm_mm_counts(struct slat_mm_counts *out);
+// The same for the mm/ engine (mm/s2_backend.h), once it is in slat.efi.
+struct s2_backend;
+extern const struct s2_backend svm_s2_backend;
 
 // ---- npt_temp.c: TRANSITIONAL NPT builder (until mm/ lands) ------------------------------
 struct svm_npt_stats {
