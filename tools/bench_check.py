@@ -33,7 +33,7 @@ RESULT_KEYS = {
                     "cmos", "context_invalidations"],
     "b5_nested_churn": ["mode", "cycles", "per_cycle", "final_slot0_delete_ns"],
     "b6_delete_vs_size": ["mode", "vm_bytes", "delete"],
-    "boot": ["bench", "cpu", "mode", "run", "marker_s"],
+    "boot": ["bench", "mode", "run", "marker_s"],
 }
 LATENCY_KEYS = ["n", "min_ns", "p50_ns", "p99_ns", "max_ns", "mean_ns"]
 MACHINE_KEYS = ["cpu_model", "cores", "memory_bytes", "kernel"]

@@ -199,7 +199,8 @@ def run_boot(quick, runs):
     # One summary row per (bench, cpu, mode): median over runs that reached the marker.
     groups = {}
     for r in raw:
-        groups.setdefault((r.get("bench"), r.get("cpu"), r.get("mode")), []).append(r)
+        groups.setdefault((r.get("bench"), str(r.get("cpu", r.get("cpus", ""))), r.get("mode")),
+                          []).append(r)
     summary = []
     for (bench, cpu, mode), rs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
         ok = [r for r in rs if isinstance(r.get("marker_s"), (int, float))]

@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 	bool quick = bench_arg_u64(argc, argv, "quick", 0);
 	const char *vl = bench_arg_str(argc, argv, "vcpus", quick ? "1,8" : "1,8,64,128");
 	const char *ml = bench_arg_str(argc, argv, "mib", quick ? "64" : "64,1024");
-	unsigned iters = bench_arg_u64(argc, argv, "iters", quick ? 10 : 20);
+	unsigned iters = bench_arg_u64(argc, argv, "iters", quick ? 10 : 10);
 	uint64_t delay = bench_arg_u64(argc, argv, "delay_us", 1000);
 	struct sim_costs costs;
 	sim_costs_from_args(&costs, argc, argv);
