@@ -43,7 +43,7 @@ x86_svm_primary_expect() {
 	local hex='0x[0-9a-f]+'
 	expect_in_order '^slat: region 0x[0-9a-f]+-0x[0-9a-f]+ reserved; resident image' \
 		'^slat: NPT for vm primary: 40-bit guest-physical space mapped' \
-		'^slat: NPT leaves: [0-9]+ x 1G, [0-9]+ x 2M, 512 x 4K; [0-9]+ table pages; local APIC page 0xfee00000 read-only$' \
+		'^slat: NPT leaves: [0-9]+ x 1G, [0-9]+ x 2M, [0-9]+ x 4K; [0-9]+ table pages; local APIC page 0xfee00000 read-only$' \
 		'^slat: cpu 1 \(APIC ID 1\) enters guest mode$' \
 		'^slat: cpu 0 \(APIC ID 0\) enters guest mode$' \
 		'^slat: firmware continues as the primary VM on 2 CPU\(s\) \(SVM, NPT\)$' \

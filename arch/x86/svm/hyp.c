@@ -628,7 +628,8 @@ int svm_resident_init(struct svm_boot_args *a)
 	}
 	iopm_build((uint8_t *)(uintptr_t)svm_host.iopm_pa);
 	msrpm_build((uint8_t *)(uintptr_t)svm_host.msrpm_pa);
-	if (!svm_npt_build(r, x86_primary.apic_base, phys_bits, gb, &svm_host.npt_root, &svm_npt))
+	if (!svm_npt_build(&svm_plan, x86_primary.apic_base, phys_bits, &svm_host.npt_root,
+			   &svm_npt))
 		return -1;
 	struct slat_mm_counts mc;
 	svm_mm_counts(&mc);

@@ -90,8 +90,7 @@ void svm_mm_counts(struct slat_mm_counts *out)
 }
 
 // ---- the mm/ engine's back-end contract (mm/s2_backend.h) -------------------
-// Ready for when the engine's AMD64 NPT format and eager identity map are
-// built into slat.efi (npt_temp.c's builder then goes away). Host mode runs
+// What npt.c gives the engine. Host mode runs
 // with GIF clear and nothing to schedule: need_resched is always false and
 // yield only relaxes. Roots never change under a running primary, so no
 // kick_reload (NULL); there are no lockless software walkers (rcu_* NULL).

@@ -214,12 +214,12 @@ void svm_mm_counts(struct slat_mm_counts *out);
 struct s2_backend;
 extern const struct s2_backend svm_s2_backend;
 
-// ---- npt_temp.c: TRANSITIONAL NPT builder (until mm/ lands) ------------------------------
+// ---- npt.c: the primary's NPT through the mm/ engine ---------------------------------------
 struct svm_npt_stats {
 	uint64_t leaves_1g, leaves_2m, leaves_4k;
 	uint64_t top; // mapped guest-physical space [0, top)
 };
-bool svm_npt_build(const struct region *slat, uint64_t apic_page, unsigned phys_bits, bool gb_pages,
+bool svm_npt_build(const struct slat_plan *plan, uint64_t apic_page, unsigned phys_bits,
 		   uint64_t *root, struct svm_npt_stats *st);
 void svm_npt_teardown(uint64_t *pages_freed, uint64_t *invalidations);
 
