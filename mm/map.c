@@ -372,14 +372,23 @@ void s2_zap_all_locked(struct s2_vm *vm)
 	s2_zap_range_locked(vm, -1, 0, 1ull << vm->geom.ia_bits);
 }
 
+static void translate(const struct s2_vm *vm, uint64_t table, uint64_t gpa, struct s2_xlate *out);
+
 void s2_translate(struct s2_vm *vm, const struct s2_root *root, uint64_t gpa, struct s2_xlate *out)
 {
-	const struct s2_fmt *f = vm->fmt;
-	uint64_t table = root->pa;
-
 	*out = (struct s2_xlate){0};
 	if (gpa >> vm->geom.ia_bits)
 		return;
+	// A lockless reader: the tables it passes are freed only after it leaves.
+	s2_read_enter(vm);
+	translate(vm, root->pa, gpa, out);
+	s2_read_exit(vm);
+}
+
+static void translate(const struct s2_vm *vm, uint64_t table, uint64_t gpa, struct s2_xlate *out)
+{
+	const struct s2_fmt *f = vm->fmt;
+
 	for (int level = (int)vm->geom.root_level; level >= 0; level--) {
 		s2_pte_t e = s2_pte_load(&s2_table_ptr(table)[s2_index(&vm->geom, gpa, level)]);
 

@@ -4,8 +4,8 @@
 //
 // - The root list is read under the mmu lock (read or write); links change
 //   only under roots_lock (I4.2), and a root header or table is freed only
-//   through the backend's deferred free, after the grace period that starts
-//   when it is unlinked (I4.1).
+//   through the VM's epoch (mm/defer.c), after a grace period that starts
+//   after it was unlinked (I4.1).
 // - Get-or-allocate runs under the mmu lock held for *read*: look, take the
 //   roots lock, look again, allocate with two references (vCPU + MMU). The
 //   `invalid` bit is written only under the write lock, so two valid roots of
@@ -18,7 +18,7 @@
 
 void (*s2_assert_hook)(const char *expr, const char *file, int line);
 
-static void s2_assert_fail(const char *expr, const char *file, int line)
+void s2_assert_fail(const char *expr, const char *file, int line)
 {
 	if (s2_assert_hook) {
 		s2_assert_hook(expr, file, line);
@@ -26,7 +26,6 @@ static void s2_assert_fail(const char *expr, const char *file, int line)
 	}
 	__builtin_trap();
 }
-#define S2_ASSERT(c) ((c) ? (void)0 : s2_assert_fail(#c, __FILE__, __LINE__))
 
 static bool tryget(struct s2_root *r)
 {
@@ -74,6 +73,7 @@ static struct s2_root *root_alloc(struct s2_vm *vm, struct s2_role role)
 	r->role = role;
 	r->pa = pa;
 	r->refs = 2; // the caller's and the MMU's
+	r->vm = vm;
 	S2_STAT_ADD(vm, roots_alloc, 1);
 	return r;
 }
@@ -84,12 +84,12 @@ int s2_root_get(struct s2_vm *vm, struct s2_role role, struct s2_root **out)
 
 	if (!vm || !out || role.as >= S2_NR_AS)
 		return S2_E_INVAL;
-	enum s2_lock_mode mode = vm->root_lock_write ? S2_LOCK_WRITE : S2_LOCK_READ;
+	enum s2_lock_mode mode =
+	    __atomic_load_n(&vm->root_lock_write, __ATOMIC_RELAXED) ? S2_LOCK_WRITE : S2_LOCK_READ;
 	s2_mmu_lock(vm, mode);
 	r = find_valid(vm, role);
 	if (!r) {
-		if (s2_spin_lock(&vm->roots_lock, vm->be->cpu_relax, vm->be_ctx))
-			S2_STAT_ADD(vm, lock_contended, 1);
+		s2_roots_lock(vm);
 		r = find_valid(vm, role);
 		if (!r) {
 			r = root_alloc(vm, role);
@@ -99,7 +99,7 @@ int s2_root_get(struct s2_vm *vm, struct s2_role role, struct s2_root **out)
 				__atomic_store_n(&vm->roots, r, __ATOMIC_RELEASE);
 			}
 		}
-		s2_spin_unlock(&vm->roots_lock);
+		s2_roots_unlock(vm);
 	}
 	s2_mmu_unlock(vm, mode);
 	*out = r;
@@ -110,14 +110,14 @@ int s2_root_get(struct s2_vm *vm, struct s2_role role, struct s2_root **out)
 // the header go after the grace period (readers may still be on the list).
 static void root_free(struct s2_vm *vm, struct s2_root *root)
 {
-	s2_spin_lock(&vm->roots_lock, vm->be->cpu_relax, vm->be_ctx);
+	s2_roots_lock(vm);
 	for (struct s2_root **pp = &vm->roots; *pp; pp = &(*pp)->next) {
 		if (*pp == root) {
 			__atomic_store_n(pp, root->next, __ATOMIC_RELEASE);
 			break;
 		}
 	}
-	s2_spin_unlock(&vm->roots_lock);
+	s2_roots_unlock(vm);
 	// An invalid root has been zapped by its zapper; free what a racing
 	// fault may have left (nothing reaches this root any more).
 	s2_pte_t *t = s2_table_ptr(root->pa);
@@ -137,21 +137,25 @@ static void root_free(struct s2_vm *vm, struct s2_root *root)
 			s2_walk_end(&w);
 		}
 	}
-	s2_page_free(vm, root->pa, vm->geom.root_pages, true);
-	s2_page_free(vm, (uint64_t)(uintptr_t)root, 1, true);
 	S2_STAT_ADD(vm, roots_freed, 1);
+	s2_defer_root(vm, root); // header and root pages, after the grace period
+	s2_reclaim(vm);
 }
 
 static void root_put(struct s2_vm *vm, struct s2_root *root);
 
+// B3 baseline switch. Get and put read it once per call, so flipping it
+// while vCPUs run is safe (each call locks and unlocks in one mode); the
+// zapper drops the MMU's reference lock-light in both modes (it already
+// holds the read lock).
 void s2_vm_set_root_lock_write(struct s2_vm *vm, bool write)
 {
-	vm->root_lock_write = write;
+	__atomic_store_n(&vm->root_lock_write, write, __ATOMIC_RELAXED);
 }
 
 void s2_root_put(struct s2_vm *vm, struct s2_root *root)
 {
-	if (!vm->root_lock_write) {
+	if (!__atomic_load_n(&vm->root_lock_write, __ATOMIC_RELAXED)) {
 		root_put(vm, root);
 		return;
 	}
@@ -259,6 +263,7 @@ void s2_roots_zap_invalid(struct s2_vm *vm)
 	}
 	__atomic_fetch_sub(&vm->zaps_in_flight, 1, __ATOMIC_ACQ_REL);
 	s2_mmu_unlock(vm, S2_LOCK_READ);
+	s2_reclaim(vm); // what the zap freed, now that our section is closed
 	// Return only once every zap started before ours is done.
 	while (__atomic_load_n(&vm->zaps_in_flight, __ATOMIC_ACQUIRE)) {
 		if (vm->be->cpu_relax)

@@ -49,6 +49,9 @@ struct s2_vm_config {
 	enum s2_zap_mode zap_mode;
 	const struct s2_backend *be;
 	void *be_ctx;
+	// CPU slots of the VM's epoch domain (deferred frees): every CPU that
+	// calls into the engine passes its slot through be->cpu_index. 0: 1.
+	unsigned ncpus;
 };
 
 // Counters of everything the engine did (per VM). The backend counts what it
@@ -61,8 +64,14 @@ struct s2_stats {
 	uint64_t leaves_zapped, tables_zapped, splits, collapses, bbm;
 	uint64_t yield_checks, yields, restarts, max_entries_between_checks;
 	uint64_t faults, faults_mmio, faults_retry, markers, zap_all, slot_updates;
+	// From the mm/sync.h statistics: mmu rwlock acquisitions (read, write),
+	// acquisitions that had to wait (mmu lock either mode + roots spinlock).
+	// `yields` above: walker yields (those that dropped the mmu lock are the
+	// rwlock's yields, plus yields of lockless teardown walks).
 	uint64_t lock_read, lock_write, lock_contended;
 	uint64_t roots_alloc, roots_freed;
+	// Deferred frees (mm_epoch): grace periods ended, pages still waiting.
+	uint64_t grace_periods, deferred_pending;
 };
 
 struct s2_vm;
@@ -78,6 +87,19 @@ const struct s2_fmt *s2_vm_fmt(const struct s2_vm *vm);
 unsigned s2_vm_caps(const struct s2_vm *vm);
 void s2_vm_stats(struct s2_vm *vm, struct s2_stats *out);
 void s2_vm_set_zap_mode(struct s2_vm *vm, enum s2_zap_mode mode);
+
+// Deferred frees. Table pages and root headers that a walker might still
+// read are freed only after a grace period of the VM's epoch domain that
+// starts after they were unlinked (I4.1). Readers: every mmu lock section,
+// s2_translate, and any lockless reader that brackets its reads with
+// s2_read_enter/exit (on the CPU slot be->cpu_index gives; sections nest).
+void s2_read_enter(struct s2_vm *vm);
+void s2_read_exit(struct s2_vm *vm);
+// Frees what is due (never waits; runs anywhere, also inside a read
+// section, where it cannot end a grace period that section holds back).
+// The engine calls it itself after writes and zaps; callers may call it at
+// idle points. Returns the pages still waiting.
+uint64_t s2_reclaim(struct s2_vm *vm);
 
 // Optional hooks of the nested shadow code (mm/shadow*). Called with the mmu
 // lock held for write.
@@ -259,7 +281,8 @@ bool s2_walk_remove_table_shared(struct s2_walk *w, const struct s2_walk_entry *
 // valid root). NULL: trap. Tests install a hook that records the failure.
 extern void (*s2_assert_hook)(const char *expr, const char *file, int line);
 
-// Table pages for the shadow code: same allocator and accounting.
+// Table pages for the shadow code: same allocator and accounting; the free
+// waits for the VM's grace period.
 uint64_t s2_table_alloc(struct s2_vm *vm);
 void s2_table_free_deferred(struct s2_vm *vm, uint64_t pa);
 

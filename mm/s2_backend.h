@@ -25,13 +25,10 @@ struct s2_backend {
 	// needs before it changes any entry (prepare/commit), so a 0 here never
 	// leaves tables half-changed.
 	uint64_t (*page_alloc)(void *ctx, unsigned npages, uint64_t align);
-	// Immediate free: no walker (hardware or software) can reach the pages.
+	// Free: no walker (hardware or software) can reach the pages any more.
+	// Pages that lockless walkers might still read are handed over only
+	// after the engine's own grace period (mm/defer.c, the VM's mm_epoch).
 	void (*page_free)(void *ctx, uint64_t pa, unsigned npages);
-	// Free after a grace period: lockless software walkers that might still
-	// hold a pointer into the pages leave first. NULL: same as page_free.
-	// Called only after the invalidation that made the pages unreachable
-	// for hardware walkers.
-	void (*page_free_deferred)(void *ctx, uint64_t pa, unsigned npages);
 
 	// Invalidates every translation and paging-structure cache entry of the
 	// VM (all roots): INVEPT single-context per EPTP, ASID flush, TLBI
@@ -44,21 +41,27 @@ struct s2_backend {
 	// [pa, pa + size) (arm64 DC CIVAC). NULL: not needed on this machine.
 	void (*cmo_clean_inval)(void *ctx, uint64_t pa, uint64_t size);
 
-	// Should a long walk yield now? (scheduler tick, pending IPI, injector)
+	// Should a long walk yield now? (scheduler tick, pending IPI, injector).
+	// A walk also yields when a CPU waits for the mmu lock
+	// (mm_rwlock_should_yield).
 	bool (*need_resched)(void *ctx);
-	// Let others run; called with no mm lock held.
+	// Called at each yield point of a walk, once its pending invalidations
+	// are issued and just before the mmu lock is dropped (the lock's own
+	// yield lets others run while it is free: mm_rwlock_yield_*, relaxing
+	// through the mm_sync_set_relax hook). NULL: nothing to do.
 	void (*yield)(void *ctx);
-	// Spin-wait hint for lock and drain loops.
+	// Spin-wait hint for the engine's drain loops (slot-set readers, zaps in
+	// flight). Lock waits use mm/sync.h's relax hook.
 	void (*cpu_relax)(void *ctx);
 	// Asks every vCPU of the VM to drop roots marked invalid and waits for the
 	// acknowledgements. NULL: no vCPU is running (tests, teardown).
 	void (*kick_reload)(void *ctx, struct s2_vm *vm);
-	// Read-side critical section of the deferred-free scheme: mm/ calls them
-	// around every section that reads tables or root headers under the mmu
-	// lock held for read (pages freed there go through page_free_deferred).
-	// NULL: no lockless reader exists (single-CPU users).
-	void (*rcu_enter)(void *ctx);
-	void (*rcu_exit)(void *ctx);
+	// The calling CPU's slot in the VM's epoch domain, < s2_vm_config.ncpus:
+	// the physical CPU index in slat.efi, a per-thread slot hosted. mm/
+	// enters the epoch on that slot around every mmu lock section and every
+	// software walk. NULL: slot 0 (then ncpus must be 1 and one CPU at a time
+	// uses the VM).
+	unsigned (*cpu_index)(void *ctx);
 };
 
 #endif

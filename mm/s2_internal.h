@@ -5,7 +5,7 @@
 #define SLAT_MM_S2_INTERNAL_H
 
 #include "mm/s2.h"
-#include "mm/s2_lock.h"
+#include "mm/sync.h"
 
 // Slot flag kept internal: the slot is being deleted/moved/changed; faults
 // see it as absent (and do not cache MMIO markers during the update).
@@ -25,21 +25,48 @@ struct s2_root {
 	uint32_t refs;	   // atomic; 0 = dying, never revived
 	uint8_t invalid;   // written only under the mmu lock held for write
 	uint8_t scheduled; // invalidated and waiting for the zapper
+	// Deferred free of the header and root pages (after unlink, I4.1). Not
+	// read by list walkers, so it may be written while they still look.
+	struct mm_epoch_node free_node;
+	struct s2_vm *vm;
 };
+
+// Pages waiting for one grace period (mm/defer.c). The list is linked through
+// word 0 of each page: a page address reads "not present" in every format, so
+// a lockless walker that still holds the page sees an empty entry.
+struct s2_limbo {
+	struct mm_epoch_node node;
+	struct s2_vm *vm;
+	uint64_t head, pages;
+	uint32_t busy; // deferred, callback not run yet (atomic)
+};
+#define S2_LIMBO_SLOTS 4
+#define S2_MAX_CPUS    4096
 
 struct s2_vm {
 	const struct s2_fmt *fmt;
 	struct s2_geom geom;
 	unsigned caps, mmio_gen_bits;
 	enum s2_zap_mode zap_mode;
-	bool root_lock_write; // B3 baseline: root get/put under the write lock
+	bool root_lock_write; // B3 baseline: root get/put under the write lock (atomic)
 	const struct s2_backend *be;
 	void *be_ctx;
 	unsigned vm_pages;
 
-	struct s2_rwlock mmu_lock;
-	struct s2_spin slots_lock; // serialises slot updates
-	struct s2_spin roots_lock; // root list changes
+	struct mm_rwlock mmu_lock;
+	struct mm_spinlock slots_lock; // serialises slot updates
+	struct mm_spinlock roots_lock; // root list changes
+
+	// Deferred frees: the epoch domain (one slot per CPU, after this struct
+	// in the same allocation), pages staged until a limbo slot is free, and
+	// the slots whose grace period is running.
+	struct mm_epoch epoch;
+	unsigned ncpus;
+	struct mm_spinlock defer_lock; // staging and limbo slot hand-over
+	uint64_t staged_head, staged_pages;
+	struct s2_limbo limbo[S2_LIMBO_SLOTS];
+	uint64_t defer_pending; // pages deferred, not yet freed (atomic)
+	uint64_t yields_nolock; // yields of walks that hold no lock (teardown)
 
 	struct s2_slotset *set_buf[S2_NR_AS][2];
 	struct s2_slotset *active[S2_NR_AS]; // atomic pointer into set_buf
@@ -120,8 +147,27 @@ void s2_walk_note_inval(struct s2_walk *w, uint64_t addr, uint64_t size);
 void s2_walk_queue_free(struct s2_walk *w, uint64_t table_pa);
 bool s2_walk_remove_table_shared(struct s2_walk *w, const struct s2_walk_entry *e);
 
+// The mmu lock (mm_rwlock) plus the epoch read section on this CPU: every
+// holder, reader or writer, is an epoch reader (lock first, then enter; exit,
+// then unlock: a reader never waits for the lock inside its section).
 void s2_mmu_lock(struct s2_vm *vm, enum s2_lock_mode m);
 void s2_mmu_unlock(struct s2_vm *vm, enum s2_lock_mode m);
+void s2_roots_lock(struct s2_vm *vm);
+void s2_roots_unlock(struct s2_vm *vm);
+
+// mm/defer.c: the VM's epoch domain.
+uint32_t s2_cpu(struct s2_vm *vm);
+void s2_defer_init(struct s2_vm *vm, struct mm_epoch_cpu *cpus, unsigned ncpus);
+// Queues one unlinked (and flushed) table page for freeing after a grace
+// period. Overwrites word 0 only.
+void s2_defer_page(struct s2_vm *vm, uint64_t pa);
+void s2_defer_root(struct s2_vm *vm, struct s2_root *root);
+// Waits until every deferred page is freed. No read section may be open on
+// the calling CPU (VM destroy, root teardown).
+void s2_defer_drain(struct s2_vm *vm);
+
+void s2_assert_fail(const char *expr, const char *file, int line);
+#define S2_ASSERT(c) ((c) ? (void)0 : s2_assert_fail(#c, __FILE__, __LINE__))
 
 // Zaps [lo, hi) in every root of `as` (valid and invalid): whole leaves that
 // intersect, empty tables reclaimed, one flush if a valid root changed.

@@ -290,12 +290,12 @@ static int slot_update(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 		return S2_E_INVAL;
 	if (as >= S2_NR_AS)
 		return S2_E_AS;
-	s2_spin_lock(&vm->slots_lock, vm->be->cpu_relax, vm->be_ctx);
+	mm_spin_lock(&vm->slots_lock);
 	r = ensure_sets(vm, as);
 	if (!r)
 		r = validate(vm, as, rq, &idx);
 	if (r) {
-		s2_spin_unlock(&vm->slots_lock);
+		mm_spin_unlock(&vm->slots_lock);
 		return r;
 	}
 	struct s2_slotset *next = inactive(vm, as);
@@ -333,7 +333,7 @@ static int slot_update(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 	next->generation = gen_next(vm);
 	publish(vm, as, next);
 	gen_end(vm, next->generation);
-	s2_spin_unlock(&vm->slots_lock);
+	mm_spin_unlock(&vm->slots_lock);
 	return 0;
 }
 

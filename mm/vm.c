@@ -15,10 +15,13 @@ uint64_t s2_page_alloc(struct s2_vm *vm, unsigned npages, uint64_t align)
 	return vm->be->page_alloc(vm->be_ctx, npages, align);
 }
 
+// `deferred`: the pages may still be read by a walker (mm/defer.c); they go
+// one by one through the VM's grace period.
 void s2_page_free(struct s2_vm *vm, uint64_t pa, unsigned npages, bool deferred)
 {
-	if (deferred && vm->be->page_free_deferred) {
-		vm->be->page_free_deferred(vm->be_ctx, pa, npages);
+	if (deferred) {
+		for (unsigned i = 0; i < npages; i++)
+			s2_defer_page(vm, pa + (uint64_t)i * S2_PAGE_SIZE);
 		S2_STAT_ADD(vm, tables_deferred, npages);
 	} else {
 		vm->be->page_free(vm->be_ctx, pa, npages);
@@ -52,12 +55,22 @@ int s2_vm_create(const struct s2_vm_config *cfg, struct s2_vm **out)
 	if ((cfg->caps & ~cfg->fmt->caps) || cfg->mmio_gen_bits > cfg->fmt->mmio_gen_bits ||
 	    cfg->zap_mode > S2_ZAP_ALL)
 		return S2_E_INVAL;
-	unsigned pages = (unsigned)((sizeof(struct s2_vm) + S2_PAGE_SIZE - 1) / S2_PAGE_SIZE);
+	unsigned ncpus = cfg->ncpus ? cfg->ncpus : 1;
+	if (ncpus > S2_MAX_CPUS || (ncpus > 1 && !cfg->be->cpu_index))
+		return S2_E_INVAL;
+	// The epoch's per-CPU slots follow the VM struct (64-byte aligned).
+	size_t cpus_off = (sizeof(struct s2_vm) + 63) & ~(size_t)63;
+	size_t bytes = cpus_off + (size_t)ncpus * sizeof(struct mm_epoch_cpu);
+	unsigned pages = (unsigned)((bytes + S2_PAGE_SIZE - 1) / S2_PAGE_SIZE);
 	uint64_t pa = cfg->be->page_alloc(cfg->be_ctx, pages, S2_PAGE_SIZE);
 	if (!pa)
 		return S2_E_NOMEM;
 	struct s2_vm *vm = (struct s2_vm *)(uintptr_t)pa;
 	memset(vm, 0, sizeof(*vm));
+	mm_rwlock_init(&vm->mmu_lock);
+	mm_spin_init(&vm->slots_lock);
+	mm_spin_init(&vm->roots_lock);
+	s2_defer_init(vm, (struct mm_epoch_cpu *)(uintptr_t)(pa + cpus_off), ncpus);
 	vm->fmt = cfg->fmt;
 	vm->geom = g;
 	vm->caps = cfg->caps;
@@ -93,8 +106,22 @@ void s2_vm_stats(struct s2_vm *vm, struct s2_stats *out)
 	const uint64_t *src = (const uint64_t *)&vm->stats;
 	uint64_t *dst = (uint64_t *)out;
 
+	struct mm_rwlock_stats rw;
+	struct mm_spin_stats sp;
+	struct mm_epoch_stats ep;
+
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	// Locks and grace periods: straight from mm/sync.h's counters.
+	mm_rwlock_stats(&vm->mmu_lock, &rw);
+	mm_spin_stats(&vm->roots_lock, &sp);
+	mm_epoch_stats(&vm->epoch, &ep);
+	out->lock_read = rw.read_acquired;
+	out->lock_write = rw.write_acquired;
+	out->lock_contended = rw.read_contended + rw.write_contended + sp.contended;
+	out->yields = rw.yields + __atomic_load_n(&vm->yields_nolock, __ATOMIC_RELAXED);
+	out->grace_periods = ep.grace_periods;
+	out->deferred_pending = __atomic_load_n(&vm->defer_pending, __ATOMIC_RELAXED);
 }
 
 void s2_vm_set_zap_mode(struct s2_vm *vm, enum s2_zap_mode mode)
@@ -200,7 +227,9 @@ uint64_t s2_root_teardown(struct s2_vm *vm, struct s2_root *root)
 		return 0;
 	vm->be->inval_context(vm->be_ctx, vm); // the one invalidation
 	S2_STAT_ADD(vm, inval_context, 1);
-	return free_detached_root(vm, root->pa);
+	uint64_t freed = free_detached_root(vm, root->pa);
+	s2_defer_drain(vm); // shutdown: the pages are back when this returns
+	return freed;
 }
 
 // VM destroy: no vCPU runs; one invalidation for the whole VM, then every
@@ -221,6 +250,7 @@ void s2_vm_destroy(struct s2_vm *vm)
 	}
 	for (struct s2_root *r = vm->roots; r; r = r->next)
 		free_detached_root(vm, r->pa);
+	s2_defer_drain(vm); // also roots freed earlier; the epoch lives in *vm
 	s2_roots_destroy(vm);
 	s2_slots_destroy(vm);
 	vm->be->page_free(vm->be_ctx, (uint64_t)(uintptr_t)vm, vm->vm_pages);

@@ -18,29 +18,36 @@
 
 void s2_mmu_lock(struct s2_vm *vm, enum s2_lock_mode m)
 {
-	bool waited = false;
-
-	if (m == S2_LOCK_READ) {
-		waited = s2_rw_read_lock(&vm->mmu_lock, vm->be->cpu_relax, vm->be_ctx);
-		if (vm->be->rcu_enter)
-			vm->be->rcu_enter(vm->be_ctx);
-		S2_STAT_ADD(vm, lock_read, 1);
-	} else if (m == S2_LOCK_WRITE) {
-		waited = s2_rw_write_lock(&vm->mmu_lock, vm->be->cpu_relax, vm->be_ctx);
-		S2_STAT_ADD(vm, lock_write, 1);
-	}
-	if (waited)
-		S2_STAT_ADD(vm, lock_contended, 1);
+	if (m == S2_LOCK_NONE)
+		return;
+	if (m == S2_LOCK_READ)
+		mm_rwlock_read_lock(&vm->mmu_lock);
+	else
+		mm_rwlock_write_lock(&vm->mmu_lock);
+	s2_read_enter(vm); // after the lock: never wait for it inside a section
 }
 
 void s2_mmu_unlock(struct s2_vm *vm, enum s2_lock_mode m)
 {
+	if (m == S2_LOCK_NONE)
+		return;
+	s2_read_exit(vm);
 	if (m == S2_LOCK_READ) {
-		if (vm->be->rcu_exit)
-			vm->be->rcu_exit(vm->be_ctx);
-		s2_rw_read_unlock(&vm->mmu_lock);
-	} else if (m == S2_LOCK_WRITE)
-		s2_rw_write_unlock(&vm->mmu_lock);
+		mm_rwlock_read_unlock(&vm->mmu_lock);
+	} else {
+		mm_rwlock_write_unlock(&vm->mmu_lock);
+		s2_reclaim(vm); // writers free; fault paths and root loads do not poll
+	}
+}
+
+void s2_roots_lock(struct s2_vm *vm)
+{
+	mm_spin_lock(&vm->roots_lock);
+}
+
+void s2_roots_unlock(struct s2_vm *vm)
+{
+	mm_spin_unlock(&vm->roots_lock);
 }
 
 void s2_walk_begin(struct s2_walk *w, struct s2_vm *vm, unsigned flags, enum s2_lock_mode lock)
@@ -254,6 +261,10 @@ void s2_walk_replace(struct s2_walk *w, const struct s2_walk_entry *e, s2_pte_t 
 	s2_pte_store(e->ptep, new_pte);
 }
 
+// Yields on a resched request or when another CPU waits for the mmu lock,
+// only after forward progress (so a walk always ends): pending zaps are
+// flushed first (I1.2), the epoch section is left while the lock is dropped
+// (deferred frees may complete then), and the walk restarts from the root.
 static bool maybe_yield(struct s2_walk *w)
 {
 	struct s2_vm *vm = w->vm;
@@ -267,15 +278,25 @@ static bool maybe_yield(struct s2_walk *w)
 					    __ATOMIC_RELAXED))
 		;
 	w->since_check = 0;
-	// Yield only after forward progress, so that a walk always ends.
-	if (!w->progress || !be->need_resched || !be->need_resched(vm->be_ctx))
+	if (!w->progress)
 		return false;
-	s2_walk_flush(w); // no zapped entry stays unflushed while unlocked (I1.2)
-	s2_mmu_unlock(vm, w->lock);
+	if (!(be->need_resched && be->need_resched(vm->be_ctx)) &&
+	    !(w->lock != S2_LOCK_NONE && mm_rwlock_should_yield(&vm->mmu_lock)))
+		return false;
+	s2_walk_flush(w);
 	if (be->yield)
 		be->yield(vm->be_ctx);
-	s2_mmu_lock(vm, w->lock);
-	S2_STAT_ADD(vm, yields, 1);
+	if (w->lock == S2_LOCK_NONE) {
+		__atomic_fetch_add(&vm->yields_nolock, 1, __ATOMIC_RELAXED);
+	} else {
+		s2_read_exit(vm);
+		s2_reclaim(vm);
+		if (w->lock == S2_LOCK_READ)
+			mm_rwlock_yield_read(&vm->mmu_lock); // counts the yield
+		else
+			mm_rwlock_yield_write(&vm->mmu_lock);
+		s2_read_enter(vm);
+	}
 	w->progress = false;
 	return true;
 }

@@ -3,6 +3,8 @@
 // Hosted backend: see host_be.h. Uses libc and pthreads (hosted only).
 #include "arch/host/host_be.h"
 
+#include "mm/sync.h"
+
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,20 +28,11 @@ void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #define POISON_BYTE 0xa5
 #define Q_MAX	    2048
 
-struct host_deferred {
-	struct host_deferred *next;
-	uint64_t pa, epoch;
-	unsigned npages;
-};
-
 struct host_q {
 	struct host_q *next;
 	void *p;
 	unsigned npages;
 };
-
-static _Thread_local int my_reader = -1;
-static int next_reader;
 
 #define CNT(be, f, n) __atomic_fetch_add(&(be)->c.f, (n), __ATOMIC_RELAXED)
 
@@ -114,105 +107,56 @@ static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
 	pthread_mutex_unlock(&be->mu);
 }
 
-// Caller holds be->mu. Frees deferred pages whose grace period is over: no
-// reader that entered at or before their epoch is still inside.
-static void reclaim_locked(struct host_be *be)
+// ---- CPU slots -----------------------------------------------------------------------
+
+static uint32_t cpu_used[HOST_MAX_CPUS];
+static _Thread_local int my_cpu = -1;
+static pthread_key_t cpu_key;
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+
+// Thread exit: the slot goes back (the thread is outside every read section).
+static void cpu_release(void *v)
 {
-	uint64_t min = UINT64_MAX;
+	__atomic_store_n(&cpu_used[(uintptr_t)v - 1], 0, __ATOMIC_RELEASE);
+}
 
-	for (int i = 0; i < HOST_BE_READERS; i++) {
-		uint64_t e = __atomic_load_n(&be->reader_epoch[i], __ATOMIC_SEQ_CST);
+static void cpu_key_init(void)
+{
+	pthread_key_create(&cpu_key, cpu_release);
+}
 
-		if (e && e < min)
-			min = e;
+unsigned host_cpu_index(void)
+{
+	if (my_cpu >= 0)
+		return (unsigned)my_cpu;
+	pthread_once(&cpu_once, cpu_key_init);
+	for (int i = 0; i < HOST_MAX_CPUS; i++) {
+		uint32_t free = 0;
+
+		if (__atomic_compare_exchange_n(&cpu_used[i], &free, 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED)) {
+			my_cpu = i;
+			pthread_setspecific(cpu_key, (void *)(uintptr_t)(i + 1));
+			return (unsigned)i;
+		}
 	}
-	while (be->deferred_head && be->deferred_head->epoch < min) {
-		struct host_deferred *d = be->deferred_head;
-
-		be->deferred_head = d->next;
-		if (!be->deferred_head)
-			be->deferred_tail = NULL;
-		quarantine(be, (void *)(uintptr_t)d->pa, d->npages);
-		free(d);
-	}
+	fprintf(stderr, "host_be: more than %d threads use the engine\n", HOST_MAX_CPUS);
+	abort();
 }
 
-static void be_page_free_deferred(void *ctx, uint64_t pa, unsigned npages)
+unsigned host_be_cpu_index_hook(void *ctx)
 {
-	struct host_be *be = ctx;
-	struct host_deferred *d = malloc(sizeof(*d));
-
-	CNT(be, frees, 1);
-	CNT(be, free_pages, npages);
-	CNT(be, deferred, 1);
-	CNT(be, deferred_pages, npages);
-	d->next = NULL;
-	d->pa = pa;
-	d->npages = npages;
-	pthread_mutex_lock(&be->mu);
-	// Readers that enter from now on record a later epoch.
-	d->epoch = __atomic_add_fetch(&be->epoch, 1, __ATOMIC_SEQ_CST);
-	if (be->deferred_tail)
-		be->deferred_tail->next = d;
-	else
-		be->deferred_head = d;
-	be->deferred_tail = d;
-	reclaim_locked(be);
-	pthread_mutex_unlock(&be->mu);
+	return host_cpu_index();
 }
 
-void host_be_reclaim(struct host_be *be)
+static void host_relax(void)
 {
-	pthread_mutex_lock(&be->mu);
-	reclaim_locked(be);
-	pthread_mutex_unlock(&be->mu);
+	sched_yield();
 }
 
-unsigned host_be_deferred_pending(struct host_be *be)
+void host_sync_hooks_install(void)
 {
-	unsigned n = 0;
-
-	pthread_mutex_lock(&be->mu);
-	for (struct host_deferred *d = be->deferred_head; d; d = d->next)
-		n++;
-	pthread_mutex_unlock(&be->mu);
-	return n;
-}
-
-static int reader_slot(void)
-{
-	if (my_reader < 0)
-		my_reader = __atomic_fetch_add(&next_reader, 1, __ATOMIC_RELAXED) % HOST_BE_READERS;
-	return my_reader;
-}
-
-void host_be_read_enter(struct host_be *be)
-{
-	// Entry epoch = current + 1: greater than the epoch of every free already
-	// queued (those cannot be seen), equal to or less than later ones.
-	uint64_t e = __atomic_load_n(&be->epoch, __ATOMIC_SEQ_CST) + 1;
-
-	__atomic_store_n(&be->reader_epoch[reader_slot()], e, __ATOMIC_SEQ_CST);
-	// Recheck: a free queued between the load and the store must wait for us.
-	uint64_t e2 = __atomic_load_n(&be->epoch, __ATOMIC_SEQ_CST) + 1;
-	if (e2 != e)
-		__atomic_store_n(&be->reader_epoch[reader_slot()], e < e2 ? e : e2,
-				 __ATOMIC_SEQ_CST);
-}
-
-void host_be_read_exit(struct host_be *be)
-{
-	__atomic_store_n(&be->reader_epoch[reader_slot()], 0, __ATOMIC_SEQ_CST);
-}
-
-static void be_rcu_enter(void *ctx)
-{
-	host_be_read_enter(ctx);
-}
-
-static void be_rcu_exit(void *ctx)
-{
-	host_be_read_exit(ctx);
+	mm_sync_set_relax(host_relax);
 }
 
 // ---- invalidation, CMO, scheduling -------------------------------------------------
@@ -256,8 +200,9 @@ static bool be_need_resched(void *ctx)
 	return be->resched_every && n % be->resched_every == 0;
 }
 
-// Every yield is a point where another CPU may run with the lock free: no
-// cached translation of a valid root may be stale then (I1.2).
+// Called at every yield point, just before the engine drops the lock and lets
+// another CPU run: no cached translation of a valid root may be stale then
+// (I1.2).
 static void be_yield(void *ctx)
 {
 	struct host_be *be = ctx;
@@ -268,7 +213,6 @@ static void be_yield(void *ctx)
 		CNT(be, stale_at_yield, stale);
 		CNT(be, yields_with_stale, 1);
 	}
-	sched_yield();
 }
 
 static void be_relax(void *ctx)
@@ -435,7 +379,6 @@ struct host_be *host_be_new(void)
 	be->ops = (struct s2_backend){
 	    .page_alloc = be_page_alloc,
 	    .page_free = be_page_free,
-	    .page_free_deferred = be_page_free_deferred,
 	    .inval_context = be_inval_context,
 	    .inval_range = be_inval_range,
 	    .cmo_clean_inval = be_cmo,
@@ -443,15 +386,16 @@ struct host_be *host_be_new(void)
 	    .yield = be_yield,
 	    .cpu_relax = be_relax,
 	    .kick_reload = be_kick,
-	    .rcu_enter = be_rcu_enter,
-	    .rcu_exit = be_rcu_exit,
+	    .cpu_index = host_be_cpu_index_hook,
 	};
+	host_sync_hooks_install();
 	return be;
 }
 
 struct s2_vm_config host_be_config(struct host_be *be, const struct s2_fmt *fmt)
 {
-	return (struct s2_vm_config){.fmt = fmt, .caps = fmt->caps, .be = &be->ops, .be_ctx = be};
+	return (struct s2_vm_config){
+	    .fmt = fmt, .caps = fmt->caps, .be = &be->ops, .be_ctx = be, .ncpus = HOST_BE_CPUS};
 }
 
 int64_t host_be_live_pages(struct host_be *be)
@@ -472,9 +416,6 @@ int64_t host_be_free(struct host_be *be)
 	int64_t live = host_be_live_pages(be);
 
 	pthread_mutex_lock(&be->mu);
-	for (int i = 0; i < HOST_BE_READERS; i++)
-		be->reader_epoch[i] = 0;
-	reclaim_locked(be);
 	be->q_max = 0;
 	while (be->q_head) {
 		struct host_q *q = be->q_head;

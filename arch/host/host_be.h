@@ -4,8 +4,9 @@
 // - page allocator that poisons freed pages and keeps them in a quarantine
 //   (ASan-poisoned too), so a use after free is caught;
 // - injectable allocation failure (fail the Nth allocation);
-// - deferred free with a real grace period: pages wait until every reader
-//   that entered before the free has left (rcu_enter/rcu_exit, per thread);
+// - CPU slots for the engine's epoch domain: each thread claims a free
+//   process-wide slot on first use and gives it back when it exits
+//   (host_cpu_index); the grace period itself is the engine's (mm/defer.c);
 // - a software TLB that caches every translation it reads until the engine
 //   invalidates it, so a missing or late invalidation shows as a stale hit;
 // - counters of everything received; a yield injector; hooks for tests.
@@ -18,11 +19,12 @@
 
 #include "mm/s2.h"
 
-#define HOST_BE_READERS 256 // threads that may enter read sections
-#define HOST_TLB_CAP	8192
+#define HOST_MAX_CPUS 1024 // live threads that may call the engine at once
+#define HOST_BE_CPUS  256  // epoch slots of a VM made by host_be_config
+#define HOST_TLB_CAP  8192
 
 struct host_counts {
-	uint64_t allocs, alloc_pages, frees, free_pages, deferred, deferred_pages;
+	uint64_t allocs, alloc_pages, frees, free_pages;
 	uint64_t alloc_failures, poison_violations;
 	uint64_t inval_context, inval_range, inval_range_pages;
 	uint64_t cmo_calls, cmo_bytes;
@@ -47,11 +49,6 @@ struct host_be {
 	uint64_t alloc_seq;	// allocations attempted so far
 	unsigned resched_every; // need_resched() is true every Nth call; 0 never
 
-	// Deferred free (grace period).
-	uint64_t epoch;
-	uint64_t reader_epoch[HOST_BE_READERS]; // 0: outside; else epoch at entry
-	struct host_deferred *deferred_head, *deferred_tail;
-
 	// Quarantine of freed pages (FIFO).
 	struct host_q *q_head, *q_tail;
 	unsigned q_len, q_max;
@@ -70,22 +67,24 @@ struct host_be {
 };
 
 struct host_be *host_be_new(void);
-// Frees quarantined and deferred pages; returns pages still allocated
-// (allocated - freed: the leak count).
+// Frees quarantined pages; returns pages still allocated (allocated - freed:
+// the leak count).
 int64_t host_be_free(struct host_be *be);
-// A VM config for `fmt` over this backend (all of the format's caps).
+// A VM config for `fmt` over this backend (all of the format's caps,
+// HOST_BE_CPUS epoch slots).
 struct s2_vm_config host_be_config(struct host_be *be, const struct s2_fmt *fmt);
-// Pages allocated and not freed (deferred ones count as freed once queued).
+// Pages allocated and not returned to the backend yet.
 int64_t host_be_live_pages(struct host_be *be);
-// Runs every pending deferred free whose grace period is over.
-void host_be_reclaim(struct host_be *be);
-// Deferred frees still waiting for their grace period.
-unsigned host_be_deferred_pending(struct host_be *be);
 void host_be_counts(struct host_be *be, struct host_counts *out);
 
-// Read-side sections for test threads that read tables without the mmu lock.
-void host_be_read_enter(struct host_be *be);
-void host_be_read_exit(struct host_be *be);
+// The calling thread's process-wide CPU slot (< HOST_MAX_CPUS), claimed on
+// first use and released when the thread exits. Aborts when all are taken.
+// Also the s2_backend.cpu_index hook of this backend (other hosted backends,
+// e.g. the benchmark model, may use host_be_cpu_index_hook).
+unsigned host_cpu_index(void);
+unsigned host_be_cpu_index_hook(void *ctx);
+// Installs sched_yield as mm/sync.h's relax hook (host_be_new does it).
+void host_sync_hooks_install(void);
 
 // Software TLB. A vCPU "loads" a root (which flushes what it cached under
 // that root, like a VMID/ASID reuse flush) before translating through it.

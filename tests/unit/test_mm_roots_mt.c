@@ -107,11 +107,12 @@ static void test_last_put_on_valid_root_caught(void **state)
 static void test_free_after_grace_period(void **state)
 {
 	struct mmt t;
+	struct s2_stats st;
 
 	mmt_init(&t, &s2_fmt_ept4);
 	assert_int_equal(s2_map(t.vm, t.root, 1 * GiB, 4096, 0x5000000, S2_PROT_RWX, S2_MT_WB), 0);
 	// A lockless reader takes a pointer to the 4K table, then the table goes.
-	host_be_read_enter(t.be);
+	s2_read_enter(t.vm);
 	uint64_t table = mmt_walk(&t, 1 * GiB).pte; // leaf
 	const struct s2_fmt *f = s2_vm_fmt(t.vm);
 	const s2_pte_t *root = (const s2_pte_t *)(uintptr_t)s2_root_pa(t.root);
@@ -119,15 +120,23 @@ static void test_free_after_grace_period(void **state)
 	const s2_pte_t *l1 = (const s2_pte_t *)(uintptr_t)s2_pte_addr(f, l2[1]);
 	const s2_pte_t *l0 = (const s2_pte_t *)(uintptr_t)s2_pte_addr(f, l1[0]);
 	assert_int_equal(l0[0], table);
+	int64_t live = host_be_live_pages(t.be);
 	assert_int_equal(s2_unmap(t.vm, t.root, 1 * GiB, 4096), 0); // reclaims 3 tables
-	assert_int_equal(host_be_deferred_pending(t.be), 3);
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.deferred_pending, 3);
+	assert_int_equal(s2_reclaim(t.vm), 3); // our section holds the grace period back
+	assert_int_equal(host_be_live_pages(t.be), live);
 	// Still inside: the memory is valid (ASan would report a poisoned read),
 	// and not poisoned. Entry 0 now reads "not present".
 	assert_false(f->is_present(__atomic_load_n(&l0[0], __ATOMIC_ACQUIRE)));
 	assert_int_not_equal(l0[1], 0xa5a5a5a5a5a5a5a5ull);
-	host_be_read_exit(t.be);
-	host_be_reclaim(t.be);
-	assert_int_equal(host_be_deferred_pending(t.be), 0);
+	s2_read_exit(t.vm);
+	uint64_t gp = st.grace_periods;
+	assert_int_equal(s2_reclaim(t.vm), 0);
+	assert_int_equal(host_be_live_pages(t.be), live - 3);
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.deferred_pending, 0);
+	assert_true(st.grace_periods > gp);
 	mmt_fini(&t);
 }
 
@@ -241,9 +250,9 @@ static void *vcpu(void *arg)
 		}
 		// A lockless read of the tables, as hardware would do.
 		struct s2_xlate xl;
-		host_be_read_enter(s->be);
+		s2_read_enter(s->vm);
 		s2_translate(s->vm, root, gpa, &xl);
-		host_be_read_exit(s->be);
+		s2_read_exit(s->vm);
 	}
 	s2_root_put(s->vm, root);
 	return NULL;

@@ -10,6 +10,8 @@
 
 #include "tools/bench/sim.h"
 
+#include "arch/host/host_be.h"
+
 // ---- costs
 
 void sim_costs_from_args(struct sim_costs *c, int argc, char **argv)
@@ -54,25 +56,6 @@ static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
 	struct sim *s = ctx;
 	ADD(s->n.pages_freed, npages);
 	free((void *)(uintptr_t)pa);
-}
-
-static void be_page_free_deferred(void *ctx, uint64_t pa, unsigned npages)
-{
-	struct sim *s = ctx;
-	pthread_mutex_lock(&s->dlock);
-	if (s->ndeferred == s->cap_deferred) {
-		size_t cap = s->cap_deferred ? 2 * s->cap_deferred : 1024;
-		void *d = realloc(s->deferred, cap * sizeof(*s->deferred));
-		if (!d)
-			bench_die("out of memory (deferred list)");
-		s->deferred = d;
-		s->cap_deferred = cap;
-	}
-	s->deferred[s->ndeferred].pa = pa;
-	s->deferred[s->ndeferred].npages = npages;
-	s->ndeferred++;
-	pthread_mutex_unlock(&s->dlock);
-	ADD(s->n.pages_deferred, npages);
 }
 
 // Publishes one invalidation in the log; every vCPU applies it before its
@@ -154,7 +137,6 @@ void sim_init(struct sim *s, const struct sim_costs *costs)
 	s->be = (struct s2_backend){
 	    .page_alloc = be_page_alloc,
 	    .page_free = be_page_free,
-	    .page_free_deferred = be_page_free_deferred,
 	    .inval_context = be_inval_context,
 	    .inval_range = be_inval_range,
 	    .cmo_clean_inval = be_cmo,
@@ -162,7 +144,9 @@ void sim_init(struct sim *s, const struct sim_costs *costs)
 	    .yield = be_yield,
 	    .cpu_relax = be_relax,
 	    .kick_reload = be_kick_reload,
+	    .cpu_index = host_be_cpu_index_hook, // the engine's epoch slot of this thread
 	};
+	host_sync_hooks_install(); // lock waits yield the host CPU
 }
 
 struct s2_vm *sim_vm_create(struct sim *s, const struct s2_fmt *fmt, unsigned caps,
@@ -174,6 +158,7 @@ struct s2_vm *sim_vm_create(struct sim *s, const struct s2_fmt *fmt, unsigned ca
 	    .zap_mode = mode,
 	    .be = &s->be,
 	    .be_ctx = s,
+	    .ncpus = HOST_MAX_CPUS,
 	};
 	int r = s2_vm_create(&cfg, &s->vm);
 	if (r)
@@ -212,6 +197,8 @@ void sim_counts_emit(struct bench_json *j, struct sim *s)
 
 void sim_reclaim(struct sim *s)
 {
+	if (s->vm)
+		s2_reclaim(s->vm); // the engine's deferred frees (mm/defer.c)
 	pthread_mutex_lock(&s->dlock);
 	size_t n = s->ndeferred;
 	pthread_mutex_unlock(&s->dlock);
