@@ -50,7 +50,7 @@ emu_esp() {
 	esac
 	[ -f "$efi" ] || emu_die "no EFI image at $efi" || return
 	mkdir -p "$(dirname "$img")"
-	rm -f "$img"
+	rm -f "$img" "$img.lock" # a Bochs killed by a timeout leaves its lock behind
 	local sectors=$((EMU_ESP_CYL * EMU_ESP_HEADS * EMU_ESP_SPT))
 	mkfs.fat -F 16 -n SLATESP -g "$EMU_ESP_HEADS/$EMU_ESP_SPT" -C "$img" $((sectors / 2)) \
 		>/dev/null || emu_die "mkfs.fat failed for $img" || return

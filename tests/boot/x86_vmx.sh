@@ -39,7 +39,7 @@ x86_vmx_expect() {
 	expect_in_order '^slat: region 0x[0-9a-f]+-0x[0-9a-f]+ reserved; resident image' \
 		"^acpi: firmware has no MADT: installed one with $n local APICs? \\(\\+ FADT for the PIIX4 PM block" \
 		'^acpi: FADT: PM1a_EVT 0xb000, PM1a_CNT 0xb004, PM_TMR 0xb008, SCI 9, reset 0xcf9$' \
-		'^vmx: controls pin 0x16 proc 0x96006172 proc2 0x1010aa exit 0x3f6fff entry 0xd1ff \(from TRUE capability MSRs\)$' \
+		'^vmx: controls pin 0x1e proc 0x96006172 proc2 0x1010aa exit 0x3f6fff entry 0xd1ff \(from TRUE capability MSRs\)$' \
 		'^vmx: CR0 fixed0 0x80000021 fixed1 0xffffffff, CR4 fixed0 0x2000 fixed1 0x3727ff; owned CR0 0x80000020 CR4 0xffc8f800$' \
 		'^slat: EPT for vm primary: 4-level, EPTP 0x[0-9a-f]+1e, VPID 1, INVEPT single-context$' \
 		'^slat: EPT leaves: [0-9]+ x 1G, [0-9]+ x 2M, 512 x 4K; [0-9]+ table pages$' \
@@ -62,7 +62,11 @@ x86_vmx_expect() {
 		'^slat: EPT: [0-9]+ table pages \(max [0-9]+\), [0-9]+ invalidations, 0 cache maintenance ops$' \
 		'^slat: EPT teardown: [0-9]+ table pages freed, 1 invalidations$' \
 		'^slat: powering off$'
-	[ "$n" -gt 1 ] && expect "^SLAT-GUEST: hv-vendor cpu$last 'SlatSlatSlat'$"
+	expect '^SLAT-GUEST: efer 0x[0-9a-f]+ svme 0$' '^SLAT-GUEST: efer-svme-write status 1 '
+	if [ "$n" -gt 1 ]; then
+		expect "^SLAT-GUEST: hv-vendor cpu$last 'SlatSlatSlat'$" \
+			"^SLAT-GUEST: hotplug cpu1 off \\(0(,2-$last)?\\) on \\($online\\) vendor 'SlatSlatSlat'$"
+	fi
 	# Exactly one report of the hidden read, inside the region, from user mode.
 	expect_count 1 "^warning: slat: EPT fault on Slat memory at GPA $hex \\(read at CPL 3, RIP $hex, vcpu[0-9]\\): injecting #GP\\(0\\)$"
 	expect '^slat: exits: slat-fault +1 \(vcpu0 [01]' \

@@ -31,8 +31,10 @@ const char *vmx_config_init(struct vmx_config *c)
 
 	if (((c->basic >> 50) & 0xf) != 6)
 		return "the VMCS memory type is not write-back";
-	if (!adjust(t ? MSR_VMX_TRUE_PINBASED : MSR_VMX_PINBASED, 0, 0, &c->pin))
-		return "pin-based controls";
+	// NMI exiting: kicks (an INIT for a CPU whose guest runs without exits).
+	if (!adjust(t ? MSR_VMX_TRUE_PINBASED : MSR_VMX_PINBASED, PIN_NMI_EXIT, PIN_NMI_EXIT,
+		    &c->pin))
+		return "no NMI exiting";
 	// CR3 load/store exiting stay off where the TRUE MSR allows it; HLT and
 	// MWAIT exiting are switched on only while a CPU is parked.
 	uint32_t proc_need = PROC_SECONDARY | PROC_MSR_BITMAPS | PROC_IO_BITMAPS;

@@ -345,7 +345,6 @@ static enum x86_action handle_sipi_native(struct x86_vcpu *v)
 	return X86_CONTINUE;
 }
 
-// ---- dispatch ---------------------------------------------------------------------
 static void log_once(unsigned reason, struct x86_vcpu *v)
 {
 	static uint8_t seen[VMX_EXIT_REASONS];
@@ -357,6 +356,82 @@ static void log_once(unsigned reason, struct x86_vcpu *v)
 		 v->index);
 }
 
+// ---- NMIs and kicks ----------------------------------------------------------------
+// NMI exiting is on so that another CPU can make this one exit while its
+// guest runs without exits (an OS that halted it with HLT not intercepted,
+// e.g. CPU offline): the sender of an INIT kicks it with an NMI
+// (x86_vm_ops.kick). NMIs that were not kicks belong to the guest and are
+// injected back.
+static bool consume_kick(struct x86_vcpu *v)
+{
+	uint32_t k = __atomic_load_n(&v->kicks, __ATOMIC_ACQUIRE);
+
+	while (k) {
+		if (__atomic_compare_exchange_n(&v->kicks, &k, k - 1, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
+}
+
+// Sends an NMI to `t`'s CPU from root operation; the guest's ICR high is put
+// back afterwards.
+void vmx_kick(struct x86_vcpu *t)
+{
+	volatile uint32_t *apic = (volatile uint32_t *)(uintptr_t)x86_primary.apic_base;
+	uint32_t hi = apic[0x310 / 4];
+
+	for (unsigned i = 0; i < 100000 && (apic[0x300 / 4] & (1u << 12)); i++)
+		vmx_pause(); // a previous IPI still being sent
+	apic[0x310 / 4] = t->apic_id << 24;
+	apic[0x300 / 4] = (4u << 8) | (1u << 14); // NMI, assert, physical destination
+	apic[0x310 / 4] = hi;
+}
+
+// An NMI taken in root operation (host IDT vector 2): a kick that arrived
+// while this CPU was in the host, or the guest's, to be injected.
+void vmx_host_nmi(void)
+{
+	struct x86_vcpu *v = x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
+
+	if (v && v->backend && !consume_kick(v))
+		((struct vmx_pcpu *)v->backend)->nmi_pending = true;
+}
+
+static void inject_nmi(void)
+{
+	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | (2u << 8) | 2);
+}
+
+static enum x86_action handle_exception_nmi(struct x86_vcpu *v)
+{
+	uint32_t info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO);
+
+	vcpu_count_exit(v->stats, EXIT_INTERRUPT);
+	if ((info & INTR_INFO_VALID) && ((info >> 8) & 7) == 2) {
+		if (!consume_kick(v))
+			pcpu_of(v)->nmi_pending = true; // the guest's own NMI
+		return X86_CONTINUE;
+	}
+	log_once(VMX_EXIT_EXCEPTION, v);
+	return X86_CONTINUE;
+}
+
+// Event delivery an exit interrupted (IDT-vectoring information) is
+// delivered again on the next entry, unless the handler queued an event.
+static void redeliver(void)
+{
+	uint32_t idt = (uint32_t)vmread(VMCS_IDT_VECT_INFO);
+
+	if (!(idt & INTR_INFO_VALID) || (vmread(VMCS_ENTRY_INTR_INFO) & INTR_INFO_VALID))
+		return;
+	vmwrite(VMCS_ENTRY_INTR_INFO, idt & ~(1u << 12));
+	if (idt & INTR_DELIVER_ERROR)
+		vmwrite(VMCS_ENTRY_EXC_ERROR, vmread(VMCS_IDT_VECT_ERROR));
+	vmwrite(VMCS_ENTRY_INSN_LEN, vmread(VMCS_EXIT_INSN_LEN));
+}
+
+// ---- dispatch ---------------------------------------------------------------------
 static __attribute__((noreturn)) void entry_failed(struct x86_vcpu *v, uint32_t reason)
 {
 	log_err(
@@ -388,6 +463,8 @@ static enum x86_action dispatch(struct x86_vcpu *v, unsigned reason)
 	uint64_t q;
 
 	switch (reason) {
+	case VMX_EXIT_EXCEPTION:
+		return handle_exception_nmi(v);
 	case VMX_EXIT_CPUID:
 		vcpu_count_exit(st, EXIT_CPUID);
 		return x86_handle_cpuid(v);
@@ -486,6 +563,14 @@ void vmx_exit_handler(struct vmx_gprs *g)
 		x86_vm_shutdown(v, a == X86_RESET, 0, 0, 0);
 	if (!vmx_cfg.native_sipi)
 		check_mailbox(v);
+	redeliver();
+	// An NMI cannot be injected while the guest blocks NMIs or is in a MOV SS
+	// shadow (VM-entry checks): it waits for a later exit then.
+	if (pc->nmi_pending && !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_INFO_VALID) &&
+	    !(vmread(VMCS_GUEST_INTERRUPTIBILITY) & 0xa)) {
+		pc->nmi_pending = false;
+		inject_nmi();
+	}
 
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
 		g->r[i] = v->gpr[i];

@@ -131,8 +131,10 @@ static const char *const exc_names[32] = {
 // operation is a Slat bug: print and park (an NMI is ignored).
 void vmx_host_exception(uint64_t vector, uint64_t *frame)
 {
-	if (vector == 2)
+	if (vector == 2) {
+		vmx_host_nmi();
 		return;
+	}
 	uint64_t cr2;
 	__asm__ volatile("mov %%cr2, %0" : "=r"(cr2));
 	log_err("vmx: exception %s (vector %llu) in VMX root on cpu %u: error 0x%llx rip 0x%llx "

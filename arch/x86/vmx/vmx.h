@@ -58,6 +58,7 @@ struct vmx_pcpu {
 	bool parked; // HLT/MWAIT exiting on
 	uint64_t exits_by_reason[VMX_EXIT_REASONS];
 	bool bsp;
+	bool nmi_pending;    // the guest's NMI, taken in the host: inject it
 	uint64_t monitor_la; // last MONITOR address (guest-linear) while parked
 	bool monitor_armed;
 };
@@ -116,6 +117,8 @@ void vmx_ept_mm_counts(struct slat_mm_counts *out);
 struct x86_vcpu_ops;
 extern const struct x86_vcpu_ops vmx_vcpu_ops;
 void vmx_exit_handler(struct vmx_gprs *g);
+void vmx_kick(struct x86_vcpu *t);
+void vmx_host_nmi(void);
 // Parked CPUs exit on HLT and MWAIT (so they notice their mailbox).
 void vmx_set_parked(struct vmx_pcpu *pc, bool parked);
 __attribute__((noreturn)) void vmx_resume_failed(struct vmx_gprs *g);
