@@ -2,8 +2,9 @@
 //
 // Where the guest's power-off and reset requests go, read from the ACPI FADT
 // (ACPI 6.x, 5.2.9) in the loaded image before Slat takes over: PM1a/PM1b
-// control blocks (SLP_EN with S5's sleep type = power-off), the reset register
-// when it is in I/O space, and S5's SLP_TYPa from the DSDT's \_S5_ package.
+// control blocks (SLP_EN with S5's sleep type = power-off), the PM timer (to
+// measure the TSC), the reset register when it is in I/O space, and S5's
+// SLP_TYPa from the DSDT's \_S5_ package.
 // Without a FADT: the PC defaults of QEMU's i440fx machine under OVMF
 // (PM1a control 0x604, reset 0xCF9).
 #include "arch/x86/x86_boot.h"
@@ -13,6 +14,7 @@
 #define FADT_DSDT	   40
 #define FADT_PM1A_CNT	   64
 #define FADT_PM1B_CNT	   68
+#define FADT_PM_TMR	   76
 #define FADT_FLAGS	   112
 #define FADT_RESET_REG	   116 // generic address structure: space id, ..., address at +4
 #define FADT_X_DSDT	   140
@@ -66,6 +68,8 @@ void x86_power_from_acpi(const void *rsdp, struct x86_power_ports *p)
 	const uint8_t *f = (const uint8_t *)h;
 	p->pm1a_cnt = (uint16_t)rd32(f + FADT_PM1A_CNT);
 	p->pm1b_cnt = (uint16_t)rd32(f + FADT_PM1B_CNT);
+	if (h->length >= FADT_PM_TMR + 4)
+		p->pm_tmr = (uint16_t)rd32(f + FADT_PM_TMR);
 	if (h->length >= FADT_RESET_REG + 12 && (rd32(f + FADT_FLAGS) & FADT_RESET_REG_SUP) &&
 	    f[FADT_RESET_REG] == GAS_SYSTEM_IO)
 		p->reset_port = (uint16_t)rd64(f + FADT_RESET_REG + 4);

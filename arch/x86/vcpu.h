@@ -165,6 +165,7 @@ struct x86_vm_ops {
 struct x86_power_ports {
 	uint16_t pm1a_cnt, pm1b_cnt; // ACPI PM1 control: SLP_EN (bit 13) = sleep/off
 	uint16_t reset_port;	     // ACPI RESET_REG when it is in I/O space (0xcf9 on PCs)
+	uint16_t pm_tmr;	     // ACPI PM timer port (3.579545 MHz), 0 = none
 	bool s5_known;		     // SLP_TYP of S5 found in the DSDT (\_S5_)
 	uint8_t s5_slp_typ;
 };

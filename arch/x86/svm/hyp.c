@@ -641,9 +641,10 @@ int svm_resident_init(struct svm_boot_args *a)
 		 (unsigned long long)svm_npt.leaves_1g, (unsigned long long)svm_npt.leaves_2m,
 		 (unsigned long long)svm_npt.leaves_4k, (unsigned long long)mc.table_pages,
 		 (unsigned long long)x86_primary.apic_base);
-	log_info("slat: power-off ports PM1a 0x%x PM1b 0x%x, reset 0x%x, S5 SLP_TYP %s%u\n",
+	log_info("slat: power-off ports PM1a 0x%x PM1b 0x%x, reset 0x%x, S5 SLP_TYP %s%u; PM timer "
+		 "0x%x\n",
 		 a->power.pm1a_cnt, a->power.pm1b_cnt, a->power.reset_port,
-		 a->power.s5_known ? "" : "unknown ", a->power.s5_slp_typ);
+		 a->power.s5_known ? "" : "unknown ", a->power.s5_slp_typ, a->power.pm_tmr);
 	log_info("slat: region 0x%llx-0x%llx (%llu KiB used), TSC %llu kHz\n",
 		 (unsigned long long)r->base, (unsigned long long)(r->base + r->size - 1),
 		 (unsigned long long)(r->used / 1024), (unsigned long long)(a->tsc_hz / 1000));

@@ -62,13 +62,22 @@ static void EFIAPI ap_procedure(void *arg)
 		__atomic_fetch_add(&ctx->failures, 1, __ATOMIC_RELAXED);
 }
 
-static uint64_t tsc_hz(EFI_BOOT_SERVICES *bs, uint64_t *start)
+// The TSC rate: TSC ticks over an interval timed by the ACPI PM timer
+// (3.579545 MHz, 24 bits) when there is one, so that a Stall() that returns
+// late (a loaded host under emulation) does not skew it; else over Stall().
+static uint64_t tsc_hz(EFI_BOOT_SERVICES *bs, uint16_t pm_tmr, uint64_t *start)
 {
+	uint32_t p0 = pm_tmr ? inl(pm_tmr) : 0;
 	uint64_t t0 = rdtsc();
 
 	bs->Stall(10000); // 10 ms
 	uint64_t t1 = rdtsc();
+	uint32_t p1 = pm_tmr ? inl(pm_tmr) : 0;
+	uint32_t dp = (p1 - p0) & 0xffffff;
+
 	*start = t0;
+	if (pm_tmr && dp)
+		return (t1 - t0) * 3579545ull / dp;
 	return (t1 - t0) * 100;
 }
 
@@ -82,7 +91,7 @@ int svm_enter_primary(struct slat_plan *plan)
 	UINTN n_cpus = 1, n_enabled = 1;
 
 	x86_power_from_acpi(plan->fw.acpi_rsdp, &a.power);
-	a.tsc_hz = tsc_hz(bs, &a.tsc_start);
+	a.tsc_hz = tsc_hz(bs, a.power.pm_tmr, &a.tsc_start);
 	a.features = cpuid(0x8000000au, 0).edx;
 	resident_init_fn init =
 	    (resident_init_fn)resident_addr(plan, (const void *)svm_resident_init);
