@@ -141,13 +141,24 @@ static void be_relax(void *ctx)
 	__asm__ volatile("yield" ::: "memory");
 }
 
+// The engine's epoch slot of this CPU: its index in the primary's vCPU table
+// (claimed once per MPIDR affinity; the same index the per-CPU records use,
+// so it also works before this CPU's TPIDR_EL2 is set).
+static unsigned be_cpu_index(void *ctx)
+{
+	struct vcpu *v =
+	    vm_vcpu_for(&arm64_primary, read_sysreg(SYSREG_MPIDR_EL1) & 0xff00ffffffull);
+
+	return v ? v->index : 0;
+}
+
 // No range invalidation (caps leave S2_CAP_RANGE_INVAL out: per-page TLBI
-// loops cost more than one VMALLS12E1IS here), no lockless readers, no
-// preemption inside Slat.
+// loops cost more than one VMALLS12E1IS here), no preemption inside Slat.
 const struct s2_backend arm64_mm_backend = {
     .page_alloc = be_page_alloc,
     .page_free = be_page_free,
     .inval_context = be_inval_context,
     .cmo_clean_inval = be_cmo,
     .cpu_relax = be_relax,
+    .cpu_index = be_cpu_index,
 };

@@ -63,6 +63,7 @@ bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, stru
 	    .ia_bits = ipa_bits,
 	    .caps = S2_CAP_BBM, // no FWB (HCR_EL2.FWB clear), no range TLBI
 	    .be = &arm64_mm_backend,
+	    .ncpus = ARM64_MAX_CPUS, // epoch slots: be->cpu_index gives the CPU's index
 	};
 	struct s2_stats st;
 	int err;
