@@ -345,16 +345,27 @@ int s2_map_identity(struct s2_vm *vm, struct s2_root *root, const struct s2_iden
 
 // Zaps [lo, hi) in every root of `as` (as < 0: all), valid and invalid. Only
 // zaps in valid roots need (and get) the one invalidation at the end.
+//
+// Each root is walked with a reference (I4.5): the walk may yield, and the
+// last reference of an invalid root may drop meanwhile (its holder frees the
+// tree without the mmu lock); a root already at zero is its freer's alone.
 void s2_zap_range_locked(struct s2_vm *vm, int as, uint64_t lo, uint64_t hi)
 {
 	struct range_op op = {.kind = OP_ZAP, .lo = lo, .hi = hi};
 	struct s2_walk w;
+	struct s2_root *next;
 
 	s2_walk_begin(&w, vm, S2_WALK_LEAF | S2_WALK_TABLE_POST | S2_WALK_YIELDABLE, S2_LOCK_WRITE);
-	for (struct s2_root *r = vm->roots; r; r = r->next) {
-		if (as >= 0 && r->role.as != (unsigned)as)
+	for (struct s2_root *r = __atomic_load_n(&vm->roots, __ATOMIC_ACQUIRE); r; r = next) {
+		if ((as >= 0 && r->role.as != (unsigned)as) || !s2_root_tryget(r)) {
+			next = __atomic_load_n(&r->next, __ATOMIC_ACQUIRE);
 			continue;
+		}
 		s2_walk_root(&w, r, lo, hi, 0, op_visit, &op);
+		// Still linked (referenced); its successor's header stays readable
+		// inside our epoch section even if that root is unlinked meanwhile.
+		next = __atomic_load_n(&r->next, __ATOMIC_ACQUIRE);
+		s2_root_drop(vm, r);
 	}
 	if (vm->shadow && vm->shadow->zap_range) {
 		for (unsigned a = 0; a < S2_NR_AS; a++) {

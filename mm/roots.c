@@ -27,7 +27,7 @@ void s2_assert_fail(const char *expr, const char *file, int line)
 	__builtin_trap();
 }
 
-static bool tryget(struct s2_root *r)
+bool s2_root_tryget(struct s2_root *r)
 {
 	uint32_t v = __atomic_load_n(&r->refs, __ATOMIC_RELAXED);
 
@@ -49,7 +49,7 @@ static struct s2_root *find_valid(struct s2_vm *vm, struct s2_role role)
 	for (struct s2_root *r = __atomic_load_n(&vm->roots, __ATOMIC_ACQUIRE); r;
 	     r = __atomic_load_n(&r->next, __ATOMIC_ACQUIRE)) {
 		if (role_eq(r->role, role) && !__atomic_load_n(&r->invalid, __ATOMIC_ACQUIRE) &&
-		    tryget(r))
+		    s2_root_tryget(r))
 			return r;
 	}
 	return NULL;
@@ -142,8 +142,6 @@ static void root_free(struct s2_vm *vm, struct s2_root *root)
 	s2_reclaim(vm);
 }
 
-static void root_put(struct s2_vm *vm, struct s2_root *root);
-
 // B3 baseline switch. Get and put read it once per call, so flipping it
 // while vCPUs run is safe (each call locks and unlocks in one mode); the
 // zapper drops the MMU's reference lock-light in both modes (it already
@@ -156,15 +154,15 @@ void s2_vm_set_root_lock_write(struct s2_vm *vm, bool write)
 void s2_root_put(struct s2_vm *vm, struct s2_root *root)
 {
 	if (!__atomic_load_n(&vm->root_lock_write, __ATOMIC_RELAXED)) {
-		root_put(vm, root);
+		s2_root_drop(vm, root);
 		return;
 	}
 	s2_mmu_lock(vm, S2_LOCK_WRITE);
-	root_put(vm, root);
+	s2_root_drop(vm, root);
 	s2_mmu_unlock(vm, S2_LOCK_WRITE);
 }
 
-static void root_put(struct s2_vm *vm, struct s2_root *root)
+void s2_root_drop(struct s2_vm *vm, struct s2_root *root)
 {
 	uint32_t old = __atomic_fetch_sub(&root->refs, 1, __ATOMIC_ACQ_REL);
 
@@ -259,7 +257,7 @@ void s2_roots_zap_invalid(struct s2_vm *vm)
 		if (!__atomic_exchange_n(&r->scheduled, 0, __ATOMIC_ACQ_REL))
 			continue;
 		zap_root_shared(vm, r);
-		root_put(vm, r); // the MMU's reference: never under the baseline write lock
+		s2_root_drop(vm, r); // the MMU's reference: never under the baseline write lock
 	}
 	__atomic_fetch_sub(&vm->zaps_in_flight, 1, __ATOMIC_ACQ_REL);
 	s2_mmu_unlock(vm, S2_LOCK_READ);

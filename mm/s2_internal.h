@@ -152,6 +152,11 @@ bool s2_walk_remove_table_shared(struct s2_walk *w, const struct s2_walk_entry *
 // then unlock: a reader never waits for the lock inside its section).
 void s2_mmu_lock(struct s2_vm *vm, enum s2_lock_mode m);
 void s2_mmu_unlock(struct s2_vm *vm, enum s2_lock_mode m);
+// A reference taken only while the count is non-zero (false: the root is
+// dying, its last holder frees the tree); dropped with s2_root_drop (no
+// lock taken, whatever the B3 mode).
+bool s2_root_tryget(struct s2_root *r);
+void s2_root_drop(struct s2_vm *vm, struct s2_root *root);
 void s2_roots_lock(struct s2_vm *vm);
 void s2_roots_unlock(struct s2_vm *vm);
 

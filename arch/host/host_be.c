@@ -213,6 +213,8 @@ static void be_yield(void *ctx)
 		CNT(be, stale_at_yield, stale);
 		CNT(be, yields_with_stale, 1);
 	}
+	if (be->on_yield)
+		be->on_yield(be);
 }
 
 static void be_relax(void *ctx)

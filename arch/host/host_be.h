@@ -63,6 +63,7 @@ struct host_be {
 	void (*on_inval)(struct host_be *be, struct s2_vm *vm, uint64_t gpa, uint64_t size,
 			 bool context);
 	void (*on_kick)(struct host_be *be, struct s2_vm *vm);
+	void (*on_yield)(struct host_be *be); // at a walk's yield point (lock still held)
 	void *test_ctx;
 };
 

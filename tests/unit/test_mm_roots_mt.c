@@ -171,6 +171,47 @@ static void test_zap_invalid_no_invalidation(void **state)
 	assert_int_equal(host_be_free(t.be), 0);
 }
 
+static struct s2_root *yield_put_root;
+static void put_at_yield(struct host_be *be)
+{
+	struct mmt *t = be->test_ctx;
+
+	if (yield_put_root)
+		s2_root_put(t->vm, yield_put_root);
+	yield_put_root = NULL;
+}
+
+// A slot zap walks invalid roots too and yields; the vCPU holding the last
+// reference of one drops it at that moment. The zap holds its own reference
+// (I4.5), so the tree is not freed under it: the root goes after the walk.
+static void test_zap_holds_root_reference(void **state)
+{
+	struct mmt t;
+	struct s2_stats st;
+
+	mmt_init(&t, &s2_fmt_ept4);
+	host_tlb_unload(t.be, t.root);
+	s2_roots_invalidate_all(t.vm);
+	assert_int_equal(s2_root_refs(t.root), 1); // the vCPU's only
+	assert_int_equal(s2_map(t.vm, t.root, 0, 8 * MiB, 0x8000001000ull, S2_PROT_RW, S2_MT_WB),
+			 0); // 2048 leaves
+	assert_int_equal(s2_slot_add(t.vm, 0, 1, 0, 8 * MiB, 0x8000001000ull, 0), 0);
+	t.be->test_ctx = &t;
+	t.be->on_yield = put_at_yield;
+	t.be->resched_every = 1;
+	yield_put_root = t.root;
+	assert_int_equal(s2_slot_delete(t.vm, 0, 1), 0);
+	t.be->resched_every = 0;
+	t.be->on_yield = NULL;
+	assert_null(yield_put_root); // the put happened during the zap
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.roots_freed, 1);
+	assert_int_equal(st.leaves_zapped, 2048);
+	assert_int_equal(st.deferred_pending, 0);
+	s2_vm_destroy(t.vm);
+	assert_int_equal(host_be_free(t.be), 0);
+}
+
 struct frozen_ctx {
 	struct s2_root *root;
 	int fault_result;
@@ -317,6 +358,7 @@ int main(void)
 	    cmocka_unit_test(test_last_put_on_valid_root_caught),
 	    cmocka_unit_test(test_free_after_grace_period),
 	    cmocka_unit_test(test_zap_invalid_no_invalidation),
+	    cmocka_unit_test(test_zap_holds_root_reference),
 	    cmocka_unit_test(test_frozen_entry_fault_retries),
 	    cmocka_unit_test(test_stress),
 	};
