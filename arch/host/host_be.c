@@ -255,28 +255,54 @@ static struct host_tlb_ent *tlb_find(struct host_be *be, uint64_t root_pa, uint6
 	return NULL;
 }
 
-// Caller holds be->mu. Rebuilds the table keeping entries `keep` says so.
+static void tlb_insert(struct host_be *be, const struct host_tlb_ent *ent)
+{
+	struct host_tlb_ent *e = tlb_find(be, ent->root_pa, ent->page);
+
+	*e = *ent;
+	e->ui = be->tlb_n;
+	be->tlb_used[be->tlb_n++] = (uint16_t)(e - be->tlb);
+}
+
+// Removes entry i: off the used list (the last one takes its place), then
+// linear probing's backward-shift deletion (no tombstones).
+static void tlb_del(struct host_be *be, unsigned i)
+{
+	const unsigned mask = HOST_TLB_CAP - 1;
+	unsigned ui = be->tlb[i].ui, last = be->tlb_used[--be->tlb_n];
+	unsigned j = i;
+
+	be->tlb_used[ui] = (uint16_t)last;
+	be->tlb[last].ui = ui;
+	for (;;) {
+		be->tlb[i].root_pa = 0;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (!be->tlb[j].root_pa)
+				return;
+			unsigned k = tlb_hash(be->tlb[j].root_pa, be->tlb[j].page);
+			// Entry j may stay when its home k lies cyclically in (i, j].
+			if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+				continue;
+			break;
+		}
+		be->tlb[i] = be->tlb[j];
+		be->tlb_used[be->tlb[i].ui] = (uint16_t)i;
+		i = j;
+	}
+}
+
+// Caller holds be->mu. Drops the entries of everything (`all`), of a root
+// (`root_pa`), or of [lo, hi) in every root. Costs O(cached entries).
 static void tlb_rebuild(struct host_be *be, bool all, uint64_t lo, uint64_t hi, uint64_t root_pa)
 {
-	static _Thread_local struct host_tlb_ent keep[HOST_TLB_CAP];
-	unsigned n = 0;
-
-	if (!be->tlb_n)
-		return;
-	for (unsigned i = 0; i < HOST_TLB_CAP; i++) {
-		struct host_tlb_ent *e = &be->tlb[i];
+	// Downwards: a deletion moves the last position (already seen) into i.
+	for (unsigned i = be->tlb_n; i-- > 0;) {
+		struct host_tlb_ent *e = &be->tlb[be->tlb_used[i]];
 		uint64_t a = e->page << 12;
 
-		if (!e->root_pa || all || e->root_pa == root_pa ||
-		    (root_pa == 0 && a >= lo && a < hi))
-			continue;
-		keep[n++] = *e;
-	}
-	memset(be->tlb, 0, sizeof(be->tlb));
-	be->tlb_n = 0;
-	for (unsigned i = 0; i < n; i++) {
-		*tlb_find(be, keep[i].root_pa, keep[i].page) = keep[i];
-		be->tlb_n++;
+		if (all || e->root_pa == root_pa || (root_pa == 0 && a >= lo && a < hi))
+			tlb_del(be, be->tlb_used[i]);
 	}
 }
 
@@ -330,12 +356,8 @@ void host_tlb_translate(struct host_be *be, struct s2_vm *vm, const struct s2_ro
 	}
 	CNT(be, tlb_misses, 1);
 	s2_translate(vm, root, gpa & ~0xfffull, out);
-	if (out->mapped && e && be->tlb_n < HOST_TLB_CAP / 2) {
-		e->root_pa = rpa;
-		e->page = page;
-		e->x = *out;
-		be->tlb_n++;
-	}
+	if (out->mapped && e && be->tlb_n < HOST_TLB_CAP / 2)
+		tlb_insert(be, &(struct host_tlb_ent){.root_pa = rpa, .page = page, .x = *out});
 	out->hpa |= gpa & 0xfff;
 	pthread_mutex_unlock(&be->mu);
 }
@@ -350,8 +372,8 @@ unsigned host_tlb_stale(struct host_be *be)
 
 		if (!root || s2_root_is_invalid(root))
 			continue;
-		for (unsigned i = 0; i < HOST_TLB_CAP; i++) {
-			struct host_tlb_ent *e = &be->tlb[i];
+		for (unsigned i = 0; i < be->tlb_n; i++) {
+			struct host_tlb_ent *e = &be->tlb[be->tlb_used[i]];
 			struct s2_xlate x;
 
 			if (e->root_pa != s2_root_pa(root))

@@ -35,6 +35,7 @@ struct host_counts {
 struct host_tlb_ent {
 	uint64_t root_pa; // 0: empty slot
 	uint64_t page;	  // gpa >> 12
+	unsigned ui;	  // position in host_be.tlb_used
 	struct s2_xlate x;
 };
 
@@ -57,6 +58,7 @@ struct host_be {
 	struct s2_vm *vm; // for the stale check at yield
 	const struct s2_root *loaded[8];
 	struct host_tlb_ent tlb[HOST_TLB_CAP];
+	uint16_t tlb_used[HOST_TLB_CAP / 2]; // indexes of the tlb_n occupied entries
 	unsigned tlb_n;
 
 	// Test hooks (NULL: none).

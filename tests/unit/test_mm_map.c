@@ -293,14 +293,52 @@ static void test_bad_ranges(void **state)
 	mmt_fini(&t);
 }
 
+// The software TLB that every other test relies on: a range invalidation
+// drops exactly the cached pages it covers, every other entry still hits.
+static void test_host_tlb_drops_exactly_the_range(void **state)
+{
+	struct mmt t;
+	uint64_t seed = 0x71b;
+
+	mmt_init(&t, &s2_fmt_arm64_4k); // range invalidation
+	assert_int_equal(s2_map(t.vm, t.root, 0, 16 * MiB, 0x40001000ull, S2_PROT_RW, S2_MT_WB), 0);
+	for (unsigned round = 0; round < 8; round++) {
+		for (uint64_t a = 0; a < 16 * MiB; a += 4096)
+			assert_true(mmt_tlb(&t, a).mapped); // caches every page
+		assert_int_equal(host_tlb_size(t.be), 4096);
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t lo = (seed >> 33) % 4000 * 4096, n = 1 + (seed >> 20) % 96;
+		struct host_counts c0 = mmt_counts(&t);
+		assert_int_equal(s2_unmap(t.vm, t.root, lo, n * 4096), 0);
+		struct host_counts c1 = mmt_counts(&t);
+		assert_int_equal(c1.inval_range - c0.inval_range, 1);
+		assert_int_equal(c1.inval_context, c0.inval_context);
+		assert_int_equal(host_tlb_size(t.be), 4096 - n);
+		for (uint64_t a = 0; a < 16 * MiB; a += 4096)
+			assert_int_equal(mmt_tlb(&t, a).mapped, a < lo || a >= lo + n * 4096);
+		struct host_counts c2 = mmt_counts(&t);
+		assert_int_equal(c2.tlb_hits - c1.tlb_hits, 4096 - n);
+		assert_int_equal(c2.tlb_misses - c1.tlb_misses, n);
+		assert_int_equal(
+		    s2_map(t.vm, t.root, lo, n * 4096, 0x40001000ull + lo, S2_PROT_RW, S2_MT_WB),
+		    0);
+	}
+	mmt_fini(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_largest_leaves), cmocka_unit_test(test_split_and_reclaim),
-	    cmocka_unit_test(test_collapse),	   cmocka_unit_test(test_protect),
-	    cmocka_unit_test(test_bbm_order),	   cmocka_unit_test(test_no_bbm_on_x86),
-	    cmocka_unit_test(test_cmo_policy),	   cmocka_unit_test(test_alloc_failure_every_site),
+	    cmocka_unit_test(test_largest_leaves),
+	    cmocka_unit_test(test_split_and_reclaim),
+	    cmocka_unit_test(test_collapse),
+	    cmocka_unit_test(test_protect),
+	    cmocka_unit_test(test_bbm_order),
+	    cmocka_unit_test(test_no_bbm_on_x86),
+	    cmocka_unit_test(test_cmo_policy),
+	    cmocka_unit_test(test_alloc_failure_every_site),
 	    cmocka_unit_test(test_bad_ranges),
+	    cmocka_unit_test(test_host_tlb_drops_exactly_the_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
