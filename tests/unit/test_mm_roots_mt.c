@@ -212,6 +212,61 @@ static void test_zap_holds_root_reference(void **state)
 	assert_int_equal(host_be_free(t.be), 0);
 }
 
+// Lock statistics come from mm/sync.h's counters and are exact when one
+// thread runs: root loads take the read lock (the B3 baseline: the write lock,
+// also for puts), a map the write lock, a fault the read lock, and each yield
+// of the invalid-root zapper one more read acquisition.
+static void test_lock_stats(void **state)
+{
+	struct mmt t;
+	struct s2_stats a, b;
+	struct s2_root *r;
+
+	mmt_init(&t, &s2_fmt_npt4); // one root_get: one read acquisition
+	s2_vm_stats(t.vm, &a);
+	assert_int_equal(a.lock_read, 1);
+	assert_int_equal(a.lock_write, 0);
+	assert_int_equal(s2_map(t.vm, t.root, 0, 8 * MiB, 0x8000001000ull, S2_PROT_RW, S2_MT_WB),
+			 0);
+	assert_int_equal(s2_slot_add(t.vm, 0, 1, 64 * MiB, 2 * MiB, 0x200000000ull, 0), 0);
+	s2_vm_stats(t.vm, &b);
+	assert_int_equal(b.lock_write - a.lock_write, 1); // the map; a slot add takes none
+	assert_int_equal(b.lock_read, a.lock_read);
+	assert_int_equal(s2_fault(t.vm, t.root, 64 * MiB, S2_PROT_R, NULL), S2_FAULT_MAPPED);
+	s2_vm_stats(t.vm, &a);
+	assert_int_equal(a.lock_read - b.lock_read, 1);
+	assert_int_equal(a.lock_write, b.lock_write);
+	// B3 baseline: get and put under the write lock; default back afterwards.
+	s2_vm_set_root_lock_write(t.vm, true);
+	assert_int_equal(s2_root_get(t.vm, ROLE0, &r), 0);
+	s2_root_put(t.vm, r);
+	s2_vm_set_root_lock_write(t.vm, false);
+	s2_vm_stats(t.vm, &b);
+	assert_int_equal(b.lock_write - a.lock_write, 2);
+	assert_int_equal(b.lock_read, a.lock_read);
+	assert_int_equal(s2_root_get(t.vm, ROLE0, &r), 0);
+	s2_root_put(t.vm, r);
+	s2_vm_stats(t.vm, &a);
+	assert_int_equal(a.lock_read - b.lock_read, 1);
+	assert_int_equal(a.lock_write, b.lock_write);
+	// Invalidate all: mark (write), zap (read, plus one per yield).
+	t.be->resched_every = 1;
+	s2_roots_invalidate_all(t.vm);
+	t.be->resched_every = 0;
+	s2_vm_stats(t.vm, &b);
+	assert_true(b.yields > a.yields);
+	assert_int_equal(b.lock_write - a.lock_write, 1);
+	assert_int_equal(b.lock_read - a.lock_read, 1 + (b.yields - a.yields));
+	assert_int_equal(b.lock_contended, 0);
+	host_tlb_unload(t.be, t.root);
+	s2_root_put(t.vm, t.root);
+	s2_vm_stats(t.vm, &a);
+	assert_int_equal(a.roots_freed, 1);
+	assert_int_equal(a.deferred_pending, 0); // nobody reads: freed at once
+	s2_vm_destroy(t.vm);
+	assert_int_equal(host_be_free(t.be), 0);
+}
+
 struct frozen_ctx {
 	struct s2_root *root;
 	int fault_result;
@@ -359,6 +414,7 @@ int main(void)
 	    cmocka_unit_test(test_free_after_grace_period),
 	    cmocka_unit_test(test_zap_invalid_no_invalidation),
 	    cmocka_unit_test(test_zap_holds_root_reference),
+	    cmocka_unit_test(test_lock_stats),
 	    cmocka_unit_test(test_frozen_entry_fault_retries),
 	    cmocka_unit_test(test_stress),
 	};
