@@ -128,6 +128,22 @@ uint64_t s2_reclaim(struct s2_vm *vm)
 	return __atomic_load_n(&vm->defer_pending, __ATOMIC_RELAXED);
 }
 
+// mm_epoch_poll() starts a new grace period at every call, so under constant
+// read traffic (vCPUs faulting) it may keep finding a reader and pages pile up.
+// Past this many waiting pages, a caller outside any read section waits for
+// grace periods instead (bounded memory; see docs/mm.md).
+#define S2_DEFER_WAIT_PAGES 4096
+
+void s2_reclaim_bounded(struct s2_vm *vm)
+{
+	for (unsigned i = 0; i < 2 && s2_reclaim(vm) > S2_DEFER_WAIT_PAGES; i++) {
+		if (mm_epoch_in_read(&vm->epoch, s2_cpu(vm)))
+			return; // never wait for our own section
+		seal(vm);
+		mm_epoch_barrier(&vm->epoch);
+	}
+}
+
 void s2_defer_drain(struct s2_vm *vm)
 {
 	while (__atomic_load_n(&vm->defer_pending, __ATOMIC_RELAXED)) {

@@ -139,7 +139,7 @@ static void root_free(struct s2_vm *vm, struct s2_root *root)
 	}
 	S2_STAT_ADD(vm, roots_freed, 1);
 	s2_defer_root(vm, root); // header and root pages, after the grace period
-	s2_reclaim(vm);
+	s2_reclaim_bounded(vm);
 }
 
 // B3 baseline switch. Get and put read it once per call, so flipping it
@@ -261,7 +261,7 @@ void s2_roots_zap_invalid(struct s2_vm *vm)
 	}
 	__atomic_fetch_sub(&vm->zaps_in_flight, 1, __ATOMIC_ACQ_REL);
 	s2_mmu_unlock(vm, S2_LOCK_READ);
-	s2_reclaim(vm); // what the zap freed, now that our section is closed
+	s2_reclaim_bounded(vm); // what the zap freed, now that our section is closed
 	// Return only once every zap started before ours is done.
 	while (__atomic_load_n(&vm->zaps_in_flight, __ATOMIC_ACQUIRE)) {
 		if (vm->be->cpu_relax)

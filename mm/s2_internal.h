@@ -167,6 +167,9 @@ void s2_defer_init(struct s2_vm *vm, struct mm_epoch_cpu *cpus, unsigned ncpus);
 // period. Overwrites word 0 only.
 void s2_defer_page(struct s2_vm *vm, uint64_t pa);
 void s2_defer_root(struct s2_vm *vm, struct s2_root *root);
+// s2_reclaim, and when too many pages still wait and the calling CPU is in no
+// read section, waits for grace periods (write unlocks, root puts, zapper end).
+void s2_reclaim_bounded(struct s2_vm *vm);
 // Waits until every deferred page is freed. No read section may be open on
 // the calling CPU (VM destroy, root teardown).
 void s2_defer_drain(struct s2_vm *vm);

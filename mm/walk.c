@@ -36,7 +36,7 @@ void s2_mmu_unlock(struct s2_vm *vm, enum s2_lock_mode m)
 		mm_rwlock_read_unlock(&vm->mmu_lock);
 	} else {
 		mm_rwlock_write_unlock(&vm->mmu_lock);
-		s2_reclaim(vm); // writers free; fault paths and root loads do not poll
+		s2_reclaim_bounded(vm); // writers free; fault paths and root loads do not poll
 	}
 }
 
