@@ -564,6 +564,7 @@ void vmx_exit_handler(struct vmx_gprs *g)
 	if (!vmx_cfg.native_sipi)
 		check_mailbox(v);
 	redeliver();
+	vmx_ept_sync(pc->index);
 	// An NMI cannot be injected while the guest blocks NMIs or is in a MOV SS
 	// shadow (VM-entry checks): it waits for a later exit then.
 	if (pc->nmi_pending && !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_INFO_VALID) &&

@@ -174,12 +174,19 @@ static bool percpu_init(void)
 
 static void report_ept(void)
 {
-	log_info("slat: EPT for vm primary: 4-level, EPTP 0x%llx, VPID %s, %s\n",
-		 (unsigned long long)vmx_host.eptp, vmx_cfg.vpid ? "1" : "off",
+	unsigned bits = 0;
+	while (bits < 64 && (1ull << bits) < vmx_ept.top)
+		bits++;
+	log_info("slat: EPT for vm primary (mm/ engine): 4-level, %u-bit guest-physical space, "
+		 "EPTP 0x%llx, VPID %s, %s\n",
+		 bits, (unsigned long long)vmx_host.eptp, vmx_cfg.vpid ? "1" : "off",
 		 vmx_cfg.invept_single ? "INVEPT single-context" : "INVEPT all-context");
-	log_info("slat: EPT leaves: %llu x 1G, %llu x 2M, %llu x 4K; %llu table pages\n",
+	log_info("slat: EPT leaves: %llu x 1G, %llu x 2M, %llu x 4K; %llu table pages; local APIC "
+		 "page 0x%llx %s\n",
 		 (unsigned long long)vmx_ept.leaves_1g, (unsigned long long)vmx_ept.leaves_2m,
-		 (unsigned long long)vmx_ept.leaves_4k, (unsigned long long)vmx_ept.table_pages);
+		 (unsigned long long)vmx_ept.leaves_4k, (unsigned long long)vmx_ept.table_pages,
+		 (unsigned long long)x86_primary.apic_base,
+		 vmx_cfg.native_sipi ? "read-write" : "read-only");
 }
 
 // The resident copy's set-up, called from the loaded image on the boot CPU
@@ -208,15 +215,9 @@ int vmx_resident_init(struct vmx_boot_args *a)
 		return -1;
 	}
 	x86_primary.host_map_top = vmx_host.map_top;
-	if (!vmx_ept_build(&vmx_plan.region, &vmx_plan, &vmx_cfg, vmx_host.map_top, &vmx_host.eptp,
-			   &vmx_ept))
+	if (!vmx_ept_build(&vmx_plan.region, &vmx_plan, &vmx_cfg, x86_primary.apic_base,
+			   &vmx_host.eptp, &vmx_ept))
 		return -1;
-	// Every guest write to the local APIC page exits (INIT/SIPI mailbox).
-	if (!vmx_cfg.native_sipi &&
-	    !vmx_ept_protect_4k(x86_primary.apic_base, true, false, true, false)) {
-		log_err("vmx: cannot split the EPT around the local APIC page\n");
-		return -1;
-	}
 	report_ept();
 	bitmaps_init();
 	log_info("slat: power-off port 0x%x, reset port 0x%x; region 0x%llx-0x%llx (%llu KiB "

@@ -101,17 +101,24 @@ void vmx_host_exception(uint64_t vector, uint64_t *frame);
 bool vmx_vmcs_setup(struct vmx_pcpu *pc, uint64_t rip, uint64_t rsp);
 const char *vmx_insn_error_name(uint64_t err);
 
-// ---- ept_*.c -------------------------------------------------------------------
+// ---- ept.c, ept_backend.c: the EPT through the mm/ engine -----------------------
 struct vmx_ept_counts {
 	uint64_t leaves_1g, leaves_2m, leaves_4k, table_pages;
+	uint64_t top; // guest-physical space mapped: [0, top)
 };
+struct s2_backend;
+extern const struct s2_backend vmx_s2_backend;
+// Identity EPT of the plan minus Slat's region, the local APIC page at `apic`
+// read-only (mailbox) or RWX (native SIPI); EPTP out.
 bool vmx_ept_build(struct region *r, const struct slat_plan *plan, const struct vmx_config *c,
-		   uint64_t top, uint64_t *eptp, struct vmx_ept_counts *counts);
-// Sets the permissions of the 4 KiB page at `pa` (splitting large leaves).
-bool vmx_ept_protect_4k(uint64_t pa, bool r, bool w, bool x, bool flush);
-void vmx_ept_invalidate(void);
+		   uint64_t apic, uint64_t *eptp, struct vmx_ept_counts *counts);
 void vmx_ept_teardown(uint64_t *pages_freed, uint64_t *invalidations);
 void vmx_ept_mm_counts(struct slat_mm_counts *out);
+void vmx_mm_init(struct region *r);
+void vmx_mm_set_live(uint64_t eptp);
+// INVEPT here, and on every other CPU at its next exit (vmx_ept_sync).
+void vmx_ept_invalidate(void);
+void vmx_ept_sync(unsigned cpu);
 
 // ---- exit.c ---------------------------------------------------------------------
 struct x86_vcpu_ops;
