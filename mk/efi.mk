@@ -15,6 +15,9 @@
 
 EFI_ARCHES  := aarch64 x86_64
 EFI_CC      := clang
+# Extra compiler flags for slat.efi, e.g. -DSLAT_VMX_NATIVE_SIPI=1 (VT-x
+# wait-for-SIPI instead of the INIT/SIPI mailbox; docs/vmx-primary.md).
+EFI_EXTRA_CFLAGS ?=
 EFI_LD      := lld-link
 EFI_IMAGES  := $(foreach a,$(EFI_ARCHES),$(BUILD)/$(a)/slat.efi)
 
@@ -42,7 +45,7 @@ efi_cflags = --target=$(EFI_TARGET_$(1)) -std=gnu11 -O2 -g0 \
 	-Wno-unused-parameter \
 	-ffreestanding -fno-builtin -fno-stack-protector -fno-stack-check \
 	-mno-stack-arg-probe -fshort-wchar -mgeneral-regs-only -fno-jump-tables \
-	$(EFI_ARCHFLAGS_$(1)) -DSLAT_EFI=1 \
+	$(EFI_ARCHFLAGS_$(1)) -DSLAT_EFI=1 $(EFI_EXTRA_CFLAGS) \
 	-I. -I$(EFI_GEN) -isystem $(EFI_INC_$(1)) -isystem $(EFI_INC_$(1))/$(1) -MMD -MP
 
 # mm/ joins the image once it compiles freestanding (see the report in the

@@ -42,6 +42,10 @@ struct mp_services {
 	void *startup_this_ap, *switch_bsp, *enable_disable_ap, *who_am_i;
 };
 
+#ifndef SLAT_VMX_NATIVE_SIPI
+#define SLAT_VMX_NATIVE_SIPI 0 // make EFI_EXTRA_CFLAGS=-DSLAT_VMX_NATIVE_SIPI=1
+#endif
+
 typedef int (*resident_init_fn)(struct vmx_boot_args *a);
 
 struct ap_ctx {
@@ -105,7 +109,10 @@ int vmx_enter_primary(struct slat_plan *plan)
 	x86_acpi_install_madt(st, ids, n, &plan->fw.acpi_rsdp);
 	x86_power_from_acpi(plan->fw.acpi_rsdp, &a.power);
 	a.tsc_hz = tsc_hz(bs, &a.tsc_start);
-	a.native_sipi = false; // Bochs 2.7 breaks wait-for-SIPI; see docs/vmx-primary.md
+	// The INIT/SIPI mailbox by default; the architectural wait-for-SIPI path
+	// only when built with SLAT_VMX_NATIVE_SIPI=1 (untested: Bochs 2.7 breaks
+	// it; see docs/vmx-primary.md) and when VMX_MISC says the CPU has it.
+	a.native_sipi = SLAT_VMX_NATIVE_SIPI && (rdmsr(MSR_VMX_MISC) & (1u << 8));
 
 	resident_init_fn init =
 	    (resident_init_fn)resident_addr(plan, (const void *)vmx_resident_init);

@@ -135,7 +135,7 @@ static int64_t cpu_launch(uint64_t rip, uint64_t rsp)
 			vmx_invvpid(INVVPID_ALL, 0, 0);
 		pc->xv->stats->online = true;
 		// APs start parked (the firmware's AP loop): HLT/MWAIT exit.
-		if (!pc->bsp)
+		if (!pc->bsp && !vmx_cfg.native_sipi) // native: a real INIT always exits
 			vmx_set_parked(pc, true);
 		log_info("slat: cpu %u (APIC ID %u) enters VMX guest mode\n", pc->index,
 			 pc->apic_id);
