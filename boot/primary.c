@@ -143,7 +143,9 @@ static EFI_STATUS prepare_plan(EFI_HANDLE image, EFI_BOOT_SERVICES *bs, const st
 {
 	EFI_STATUS s;
 
-	*p = (struct slat_plan){.fw = *fw, .log_level = (unsigned)log_get_level()};
+	*p = (struct slat_plan){.fw = *fw,
+				.log_level = (unsigned)log_get_level(),
+				.zap_mode = (unsigned)boot_cfg.zap_mode};
 	if (EFI_ERROR((s = image_base(bs, image, &p->image_base))) ||
 	    EFI_ERROR((s = resident_alloc_region(bs, SLAT_REGION_SIZE, &p->region))))
 		return s;

@@ -32,6 +32,7 @@ struct slat_plan {
 	uint64_t resident_base; // the copy's base (== region.base)
 	struct fw_info fw;	// console UART etc. (plain data)
 	unsigned log_level;	// enum log_level for the resident copy
+	unsigned zap_mode;	// enum cfg_zap_mode from slat.cfg: the SLAT's memslot policy
 	unsigned n_ranges;	// memory the firmware reports, sorted, merged
 	struct plan_range ranges[PLAN_MAX_RANGES];
 };

@@ -12,6 +12,7 @@
 #include "arch/arm64/fmt_s2.h"
 #include "arch/arm64/hyp.h"
 #include "arch/arm64/ptable.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "mm/s2.h"
 
@@ -63,6 +64,7 @@ bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, stru
 	    .ia_bits = ipa_bits,
 	    .caps = S2_CAP_BBM, // no FWB (HCR_EL2.FWB clear), no range TLBI
 	    .be = &arm64_mm_backend,
+	    .zap_mode = plan->zap_mode == CFG_ZAP_ALL ? S2_ZAP_ALL : S2_ZAP_SLOT,
 	    .ncpus = ARM64_MAX_CPUS, // epoch slots: be->cpu_index gives the CPU's index
 	};
 	struct s2_stats st;

@@ -16,6 +16,7 @@
 // Everything stays executable, as it was before Slat took over.
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/svm/svm.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "mm/s2.h"
 
@@ -67,7 +68,11 @@ bool svm_npt_build(const struct slat_plan *plan, uint64_t apic_page, unsigned ph
 {
 	unsigned bits = phys_bits < NPT_MAX_PHYS_BITS ? phys_bits : NPT_MAX_PHYS_BITS;
 	uint64_t top = 1ull << bits, cursor = 0;
-	struct s2_vm_config cfg = {.fmt = &s2_fmt_npt4, .be = &svm_s2_backend};
+	struct s2_vm_config cfg = {
+	    .fmt = &s2_fmt_npt4,
+	    .be = &svm_s2_backend,
+	    .zap_mode = plan->zap_mode == CFG_ZAP_ALL ? S2_ZAP_ALL : S2_ZAP_SLOT,
+	};
 	struct npt_ctx c = {.slat = &plan->region, .apic = apic_page};
 	struct s2_stats ss;
 
