@@ -72,7 +72,7 @@ emu_esp() {
 			IFS=/ read -ra parts <<<"$dir"
 			for part in "${parts[@]}"; do
 				path="$path/$part"
-				mmd -i "$img" "::$path" 2>/dev/null || true
+				mmd -D s -i "$img" "::$path" 2>/dev/null || true # -D s: an existing folder, no prompt
 			done
 		fi
 		mcopy -o -i "$img" "$src" "::/$dst" || return
