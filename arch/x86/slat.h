@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The primary VM's second-level map on x86, shared by the SVM (NPT) and VT-x
+// (EPT) back ends: built and torn down by the mm/ engine, with only the
+// format, the back end and the APIC page's protection differing.
+//
+// The map: guest-physical == host-physical over [0, 2^min(phys_bits, 40)),
+// with the largest leaves alignment allows (1 GiB, 2 MiB, 4 KiB):
+//   - RAM and ROM the firmware reports as cacheable (plan ranges of kind
+//     Normal): write-back; everything else (MMIO, holes): uncacheable, so
+//     the guest's own PAT/MTRR types only get stronger;
+//   - Slat's region: not present (a guest access exits and the guest gets
+//     #GP, see docs/x86-exits.md);
+//   - the local APIC page: uncacheable with `apic_prot` (read-only when the
+//     INIT/SIPI mailbox traps its writes, arch/x86/apic_mailbox.c).
+// Everything else stays readable, writable and executable, as it was before
+// Slat took over.
+#ifndef SLAT_ARCH_X86_SLAT_H
+#define SLAT_ARCH_X86_SLAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/plan.h"
+
+#define X86_SLAT_MAX_PHYS_BITS 40 // 1 TiB: two PDPT pages of 1 GiB leaves
+
+struct s2_backend;
+struct s2_fmt;
+struct s2_root;
+struct s2_vm;
+
+struct x86_slat_params {
+	const char *name; // "NPT" or "EPT", for messages
+	const struct s2_fmt *fmt;
+	const struct s2_backend *be;
+	unsigned phys_bits; // the CPU's physical address width
+	uint64_t apic;	    // local APIC page (guest-physical == host-physical)
+	unsigned apic_prot; // S2_PROT_* of the APIC page
+};
+
+struct x86_slat {
+	struct s2_vm *vm;
+	struct s2_root *root;
+	uint64_t top; // mapped guest-physical space: [0, top)
+	uint64_t leaves_1g, leaves_2m, leaves_4k;
+};
+
+// Builds the identity map of `plan` (minus Slat's region) into `s`. False,
+// after logging why, when the engine cannot (out of Slat's memory).
+bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
+		    const struct x86_slat_params *p);
+
+// The engine's batched teardown: everything below the root goes (the root
+// stays, empty, since other CPUs may still run on it) with one invalidation
+// through the back end and no per-entry invalidation. Returns the table pages
+// freed; 0 when nothing was built.
+uint64_t x86_slat_teardown(struct x86_slat *s);
+
+#endif
