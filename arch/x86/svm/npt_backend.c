@@ -14,55 +14,26 @@
 // teardown at power-off (no CPU runs the guest again).
 #include "arch/x86/caps.h"
 #include "arch/x86/svm/svm.h"
+#include "core/page_pool.h"
 #include "mm/s2_backend.h"
 
-static struct region *mm_region;
-static uint64_t mm_free_list; // freed pages, linked through their first word
-static uint64_t mm_pages_live, mm_pages_max, mm_invalidations;
-static int mm_lock;
+static struct page_pool mm_pool;
+static uint64_t mm_invalidations;
 
 void svm_mm_init(struct region *r)
 {
-	mm_region = r;
-	mm_free_list = 0;
-	mm_pages_live = mm_pages_max = mm_invalidations = 0;
-}
-
-static void lock(void)
-{
-	while (__atomic_exchange_n(&mm_lock, 1, __ATOMIC_ACQUIRE))
-		__asm__ volatile("pause");
-}
-
-static void unlock(void)
-{
-	__atomic_store_n(&mm_lock, 0, __ATOMIC_RELEASE);
+	page_pool_init(&mm_pool, r);
+	mm_invalidations = 0;
 }
 
 uint64_t svm_mm_page_alloc(void)
 {
-	lock();
-	uint64_t pa = mm_free_list;
-	if (pa) {
-		mm_free_list = *(uint64_t *)(uintptr_t)pa;
-		for (unsigned i = 0; i < 512; i++)
-			((uint64_t *)(uintptr_t)pa)[i] = 0;
-	} else {
-		pa = region_alloc(mm_region, 1, 4096);
-	}
-	if (pa && ++mm_pages_live > mm_pages_max)
-		mm_pages_max = mm_pages_live;
-	unlock();
-	return pa;
+	return page_pool_alloc(&mm_pool, 1, 4096);
 }
 
 void svm_mm_page_free(uint64_t pa)
 {
-	lock();
-	*(uint64_t *)(uintptr_t)pa = mm_free_list;
-	mm_free_list = pa;
-	mm_pages_live--;
-	unlock();
+	page_pool_free(&mm_pool, pa, 1);
 }
 
 void svm_mm_flush_all_cpus(void)
@@ -82,8 +53,8 @@ void svm_mm_flush_all_cpus(void)
 void svm_mm_counts(struct slat_mm_counts *out)
 {
 	*out = (struct slat_mm_counts){
-	    .table_pages = __atomic_load_n(&mm_pages_live, __ATOMIC_RELAXED),
-	    .table_pages_max = mm_pages_max,
+	    .table_pages = page_pool_live(&mm_pool),
+	    .table_pages_max = mm_pool.max,
 	    .invalidations = __atomic_load_n(&mm_invalidations, __ATOMIC_RELAXED),
 	    .cmos = 0, // x86 table walks are cache-coherent: no maintenance needed
 	};
@@ -96,23 +67,12 @@ void svm_mm_counts(struct slat_mm_counts *out)
 // kick_reload (NULL); there are no lockless software walkers (rcu_* NULL).
 static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
 {
-	if (npages == 1 && align <= 4096)
-		return svm_mm_page_alloc();
-	lock();
-	uint64_t pa = region_alloc(mm_region, npages, align);
-	if (pa) {
-		mm_pages_live += npages;
-		if (mm_pages_live > mm_pages_max)
-			mm_pages_max = mm_pages_live;
-	}
-	unlock();
-	return pa;
+	return page_pool_alloc(&mm_pool, npages, align);
 }
 
 static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
 {
-	for (unsigned i = 0; i < npages; i++)
-		svm_mm_page_free(pa + 4096ull * i);
+	page_pool_free(&mm_pool, pa, npages);
 }
 
 static void be_inval_context(void *ctx, struct s2_vm *vm)

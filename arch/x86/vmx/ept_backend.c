@@ -15,19 +15,19 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
 #include "arch/x86/vmx/vmx.h"
+#include "core/page_pool.h"
 #include "mm/s2_backend.h"
 
-static struct region *mm_region;
-static uint64_t mm_free_list; // freed pages, linked through their first word
-static uint64_t mm_pages_live, mm_pages_max, mm_invalidations;
+static struct page_pool mm_pool;
+static uint64_t mm_invalidations;
 static uint64_t mm_eptp;
-static int mm_lock, mm_live;
+static int mm_live;
 static uint8_t mm_stale[X86_MAX_CPUS]; // this CPU must INVEPT at its next exit
 
 void vmx_mm_init(struct region *r)
 {
-	mm_region = r;
-	mm_free_list = mm_pages_live = mm_pages_max = mm_invalidations = 0;
+	page_pool_init(&mm_pool, r);
+	mm_invalidations = 0;
 }
 
 // From now on this CPU may run INVEPT (VMX operation on every CPU that uses
@@ -36,17 +36,6 @@ void vmx_mm_set_live(uint64_t eptp)
 {
 	mm_eptp = eptp;
 	__atomic_store_n(&mm_live, 1, __ATOMIC_RELEASE);
-}
-
-static void lock(void)
-{
-	while (__atomic_exchange_n(&mm_lock, 1, __ATOMIC_ACQUIRE))
-		__asm__ volatile("pause");
-}
-
-static void unlock(void)
-{
-	__atomic_store_n(&mm_lock, 0, __ATOMIC_RELEASE);
 }
 
 static void invept_here(void)
@@ -83,8 +72,8 @@ void vmx_ept_sync(unsigned cpu)
 void vmx_ept_mm_counts(struct slat_mm_counts *out)
 {
 	*out = (struct slat_mm_counts){
-	    .table_pages = __atomic_load_n(&mm_pages_live, __ATOMIC_RELAXED),
-	    .table_pages_max = mm_pages_max,
+	    .table_pages = page_pool_live(&mm_pool),
+	    .table_pages_max = mm_pool.max,
 	    .invalidations = __atomic_load_n(&mm_invalidations, __ATOMIC_RELAXED),
 	    .cmos = 0, // EPT walks are cache-coherent on x86: no maintenance
 	};
@@ -96,36 +85,12 @@ void vmx_ept_mm_counts(struct slat_mm_counts *out)
 // under a running primary, so no kick_reload (NULL).
 static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
 {
-	uint64_t pa = 0;
-
-	lock();
-	if (npages == 1 && align <= 4096 && mm_free_list) {
-		pa = mm_free_list;
-		mm_free_list = *(uint64_t *)(uintptr_t)pa;
-		for (unsigned i = 0; i < 512; i++)
-			((uint64_t *)(uintptr_t)pa)[i] = 0;
-	} else {
-		pa = region_alloc(mm_region, npages, align < 4096 ? 4096 : align);
-	}
-	if (pa) {
-		mm_pages_live += npages;
-		if (mm_pages_live > mm_pages_max)
-			mm_pages_max = mm_pages_live;
-	}
-	unlock();
-	return pa;
+	return page_pool_alloc(&mm_pool, npages, align);
 }
 
 static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
 {
-	lock();
-	for (unsigned i = 0; i < npages; i++) {
-		uint64_t p = pa + 4096ull * i;
-		*(uint64_t *)(uintptr_t)p = mm_free_list;
-		mm_free_list = p;
-	}
-	mm_pages_live -= npages;
-	unlock();
+	page_pool_free(&mm_pool, pa, npages);
 }
 
 static void be_inval_context(void *ctx, struct s2_vm *vm)
