@@ -98,9 +98,6 @@ void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *inv
 
 // ---- mm_backend.c: TLB, cache maintenance and pages for mm/ -------------
 void arm64_mm_backend_init(struct region *r);
-uint64_t arm64_mm_page_alloc(void); // one zeroed 4K page or 0
-void arm64_mm_page_free(uint64_t pa);
-void arm64_mm_account_pages(uint64_t n); // taken from the region directly
 void arm64_tlbi_vmalls12e1is(void);
 void arm64_tlbi_ipas2e1is(uint64_t ipa);
 void arm64_dcache_clean_inval_poc(uint64_t start, uint64_t len);

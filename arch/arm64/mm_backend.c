@@ -6,58 +6,24 @@
 // summary. Runs only in the resident copy, at EL2.
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/hyp.h"
+#include "core/page_pool.h"
 #include "mm/s2_backend.h"
 
-static struct region *mm_region;
-static uint64_t mm_free_list; // freed pages, linked through their first word
-static uint64_t mm_pages_live, mm_pages_max, mm_invalidations, mm_cmos;
+static struct page_pool mm_pool; // table pages, from Slat's region
+static uint64_t mm_invalidations, mm_cmos;
 static unsigned mm_dline; // smallest data cache line, bytes
 
 void arm64_mm_backend_init(struct region *r)
 {
 	uint64_t ctr = read_sysreg("ctr_el0");
 
-	mm_region = r;
+	page_pool_init(&mm_pool, r);
 	mm_dline = 4u << ((ctr >> 16) & 0xf); // CTR_EL0.DminLine: log2 words
 }
 
 static void count_add(uint64_t *c, uint64_t n)
 {
 	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
-}
-
-uint64_t arm64_mm_page_alloc(void)
-{
-	uint64_t pa = mm_free_list;
-
-	if (pa) {
-		mm_free_list = *(uint64_t *)(uintptr_t)pa;
-		for (unsigned i = 0; i < 512; i++)
-			((uint64_t *)(uintptr_t)pa)[i] = 0;
-	} else {
-		pa = region_alloc(mm_region, 1, 4096);
-		if (!pa)
-			return 0;
-	}
-	count_add(&mm_pages_live, 1);
-	if (mm_pages_live > mm_pages_max)
-		mm_pages_max = mm_pages_live;
-	return pa;
-}
-
-void arm64_mm_page_free(uint64_t pa)
-{
-	*(uint64_t *)(uintptr_t)pa = mm_free_list;
-	mm_free_list = pa;
-	__atomic_fetch_sub(&mm_pages_live, 1, __ATOMIC_RELAXED);
-}
-
-// Pages the stage-2 builder took directly from the region.
-void arm64_mm_account_pages(uint64_t n)
-{
-	count_add(&mm_pages_live, n);
-	if (mm_pages_live > mm_pages_max)
-		mm_pages_max = mm_pages_live;
 }
 
 // Every stage-1 and stage-2 entry of the current VMID, on every CPU of the
@@ -98,8 +64,8 @@ void arm64_dcache_clean_inval_poc(uint64_t start, uint64_t len)
 void arm64_mm_counts(struct slat_mm_counts *out)
 {
 	*out = (struct slat_mm_counts){
-	    .table_pages = __atomic_load_n(&mm_pages_live, __ATOMIC_RELAXED),
-	    .table_pages_max = mm_pages_max,
+	    .table_pages = page_pool_live(&mm_pool),
+	    .table_pages_max = mm_pool.max,
 	    .invalidations = __atomic_load_n(&mm_invalidations, __ATOMIC_RELAXED),
 	    .cmos = __atomic_load_n(&mm_cmos, __ATOMIC_RELAXED),
 	};
@@ -107,23 +73,15 @@ void arm64_mm_counts(struct slat_mm_counts *out)
 
 // ---- the mm/ engine's backend (struct s2_backend) -------------------------
 
+// Concatenated start tables and the VM struct take several aligned pages.
 static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
 {
-	uint64_t pa;
-
-	if (npages == 1 && align <= 4096)
-		return arm64_mm_page_alloc();
-	// Concatenated start tables (and the VM struct): straight from the region.
-	pa = region_alloc(mm_region, npages, align);
-	if (pa)
-		arm64_mm_account_pages(npages);
-	return pa;
+	return page_pool_alloc(&mm_pool, npages, align);
 }
 
 static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
 {
-	for (unsigned i = 0; i < npages; i++)
-		arm64_mm_page_free(pa + (uint64_t)i * 4096);
+	page_pool_free(&mm_pool, pa, npages);
 }
 
 static void be_inval_context(void *ctx, struct s2_vm *vm)
