@@ -4,7 +4,43 @@
 #include "arch/x86/slat.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/page_pool.h"
 #include "mm/s2.h"
+
+// ---- the engine's back-end contract (mm/s2_backend.h), ctx = x86_slat_ops
+static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
+{
+	return page_pool_alloc(((const struct x86_slat_ops *)ctx)->pool, npages, align);
+}
+
+static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
+{
+	page_pool_free(((const struct x86_slat_ops *)ctx)->pool, pa, npages);
+}
+
+static void be_inval_context(void *ctx, struct s2_vm *vm)
+{
+	((const struct x86_slat_ops *)ctx)->invalidate_all_cpus();
+}
+
+static bool be_need_resched(void *ctx)
+{
+	return false;
+}
+
+static void be_relax(void *ctx)
+{
+	__asm__ volatile("pause");
+}
+
+static const struct s2_backend x86_slat_backend = {
+    .page_alloc = be_page_alloc,
+    .page_free = be_page_free,
+    .inval_context = be_inval_context,
+    .need_resched = be_need_resched,
+    .yield = be_relax,
+    .cpu_relax = be_relax,
+};
 
 struct slat_build {
 	struct x86_slat *s;
@@ -73,7 +109,8 @@ bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
 	    p->phys_bits < X86_SLAT_MAX_PHYS_BITS ? p->phys_bits : X86_SLAT_MAX_PHYS_BITS;
 	struct s2_vm_config cfg = {
 	    .fmt = p->fmt,
-	    .be = p->be,
+	    .be = &x86_slat_backend,
+	    .be_ctx = (void *)p->ops,
 	    .zap_mode = plan->zap_mode == CFG_ZAP_ALL ? S2_ZAP_ALL : S2_ZAP_SLOT,
 	};
 	struct slat_build b = {.s = s, .p = p, .hole = &plan->region};

@@ -25,15 +25,27 @@
 
 #define X86_SLAT_MAX_PHYS_BITS 40 // 1 TiB: two PDPT pages of 1 GiB leaves
 
-struct s2_backend;
+struct page_pool;
 struct s2_fmt;
 struct s2_root;
 struct s2_vm;
 
+// What differs between the SVM and VT-x back ends of the engine's contract:
+// where table pages come from, and how every CPU's cached translations of the
+// primary are invalidated (SVM: TLB_CONTROL at the next VMRUN; VT-x: INVEPT
+// here and at the other CPUs' next exit). Host and root mode run with
+// interrupts masked and nothing to schedule, so the shared back end never
+// asks a walk to yield; roots never change under a running primary, so it
+// has no kick_reload.
+struct x86_slat_ops {
+	struct page_pool *pool;
+	void (*invalidate_all_cpus)(void);
+};
+
 struct x86_slat_params {
 	const char *name; // "NPT" or "EPT", for messages
 	const struct s2_fmt *fmt;
-	const struct s2_backend *be;
+	const struct x86_slat_ops *ops;
 	unsigned phys_bits; // the CPU's physical address width
 	uint64_t apic;	    // local APIC page (guest-physical == host-physical)
 	unsigned apic_prot; // S2_PROT_* of the APIC page

@@ -20,7 +20,7 @@ bool svm_npt_build(const struct slat_plan *plan, uint64_t apic_page, unsigned ph
 	const struct x86_slat_params p = {
 	    .name = "NPT",
 	    .fmt = &s2_fmt_npt4,
-	    .be = &svm_s2_backend,
+	    .ops = &svm_slat_ops,
 	    .phys_bits = phys_bits,
 	    .apic = apic_page,
 	    .apic_prot = S2_PROT_R,

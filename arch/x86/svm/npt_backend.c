@@ -15,7 +15,7 @@
 #include "arch/x86/caps.h"
 #include "arch/x86/svm/svm.h"
 #include "core/page_pool.h"
-#include "mm/s2_backend.h"
+#include "arch/x86/slat.h"
 
 static struct page_pool mm_pool;
 static uint64_t mm_invalidations;
@@ -60,41 +60,8 @@ void svm_mm_counts(struct slat_mm_counts *out)
 	};
 }
 
-// ---- the mm/ engine's back-end contract (mm/s2_backend.h) -------------------
-// What npt.c gives the engine. Host mode runs
-// with GIF clear and nothing to schedule: need_resched is always false and
-// yield only relaxes. Roots never change under a running primary, so no
-// kick_reload (NULL); there are no lockless software walkers (rcu_* NULL).
-static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
-{
-	return page_pool_alloc(&mm_pool, npages, align);
-}
-
-static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
-{
-	page_pool_free(&mm_pool, pa, npages);
-}
-
-static void be_inval_context(void *ctx, struct s2_vm *vm)
-{
-	svm_mm_flush_all_cpus();
-}
-
-static bool be_need_resched(void *ctx)
-{
-	return false;
-}
-
-static void be_relax(void *ctx)
-{
-	__asm__ volatile("pause");
-}
-
-const struct s2_backend svm_s2_backend = {
-    .page_alloc = be_page_alloc,
-    .page_free = be_page_free,
-    .inval_context = be_inval_context,
-    .need_resched = be_need_resched,
-    .yield = be_relax,
-    .cpu_relax = be_relax,
+// What the shared x86 back end of the engine (arch/x86/slat.c) uses here.
+const struct x86_slat_ops svm_slat_ops = {
+    .pool = &mm_pool,
+    .invalidate_all_cpus = svm_mm_flush_all_cpus,
 };

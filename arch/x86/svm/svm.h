@@ -211,8 +211,8 @@ void svm_mm_page_free(uint64_t pa);
 void svm_mm_flush_all_cpus(void); // every vCPU's next VMRUN flushes the primary's ASID
 void svm_mm_counts(struct slat_mm_counts *out);
 // The same for the mm/ engine (mm/s2_backend.h), once it is in slat.efi.
-struct s2_backend;
-extern const struct s2_backend svm_s2_backend;
+struct x86_slat_ops;
+extern const struct x86_slat_ops svm_slat_ops;
 
 // ---- npt.c: the primary's NPT through the mm/ engine ---------------------------------------
 struct svm_npt_stats {

@@ -21,7 +21,7 @@ bool vmx_ept_build(struct region *r, const struct slat_plan *plan, const struct 
 	const struct x86_slat_params p = {
 	    .name = "EPT",
 	    .fmt = &s2_fmt_ept4,
-	    .be = &vmx_s2_backend,
+	    .ops = &vmx_slat_ops,
 	    .phys_bits = phys,
 	    .apic = apic,
 	    .apic_prot = cf->native_sipi ? S2_PROT_RWX : S2_PROT_R,

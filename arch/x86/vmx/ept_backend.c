@@ -16,7 +16,7 @@
 #include "arch/x86/vcpu.h"
 #include "arch/x86/vmx/vmx.h"
 #include "core/page_pool.h"
-#include "mm/s2_backend.h"
+#include "arch/x86/slat.h"
 
 static struct page_pool mm_pool;
 static uint64_t mm_invalidations;
@@ -79,40 +79,8 @@ void vmx_ept_mm_counts(struct slat_mm_counts *out)
 	};
 }
 
-// ---- the contract ---------------------------------------------------------------
-// Root operation runs with interrupts masked and nothing to schedule:
-// need_resched is always false and yield only relaxes. Roots never change
-// under a running primary, so no kick_reload (NULL).
-static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
-{
-	return page_pool_alloc(&mm_pool, npages, align);
-}
-
-static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
-{
-	page_pool_free(&mm_pool, pa, npages);
-}
-
-static void be_inval_context(void *ctx, struct s2_vm *vm)
-{
-	vmx_ept_invalidate();
-}
-
-static bool be_need_resched(void *ctx)
-{
-	return false;
-}
-
-static void be_relax(void *ctx)
-{
-	__asm__ volatile("pause");
-}
-
-const struct s2_backend vmx_s2_backend = {
-    .page_alloc = be_page_alloc,
-    .page_free = be_page_free,
-    .inval_context = be_inval_context,
-    .need_resched = be_need_resched,
-    .yield = be_relax,
-    .cpu_relax = be_relax,
+// What the shared x86 back end of the engine (arch/x86/slat.c) uses here.
+const struct x86_slat_ops vmx_slat_ops = {
+    .pool = &mm_pool,
+    .invalidate_all_cpus = vmx_ept_invalidate,
 };

@@ -106,8 +106,8 @@ struct vmx_ept_counts {
 	uint64_t leaves_1g, leaves_2m, leaves_4k, table_pages;
 	uint64_t top; // guest-physical space mapped: [0, top)
 };
-struct s2_backend;
-extern const struct s2_backend vmx_s2_backend;
+struct x86_slat_ops;
+extern const struct x86_slat_ops vmx_slat_ops;
 // Identity EPT of the plan minus Slat's region, the local APIC page at `apic`
 // read-only (mailbox) or RWX (native SIPI); EPTP out.
 bool vmx_ept_build(struct region *r, const struct slat_plan *plan, const struct vmx_config *c,
