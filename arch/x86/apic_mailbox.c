@@ -186,3 +186,27 @@ bool x86_mailbox_poll(struct x86_vcpu *v, uint8_t *vector)
 				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	return true;
 }
+
+void x86_kick_nmi(struct x86_vcpu *t)
+{
+	volatile uint32_t *apic = (volatile uint32_t *)(uintptr_t)x86_primary.apic_base;
+	uint32_t hi = apic[0x310 / 4];
+
+	for (unsigned i = 0; i < 100000 && (apic[0x300 / 4] & (1u << 12)); i++)
+		pause(); // a previous IPI still being sent
+	apic[0x310 / 4] = t->apic_id << 24;
+	apic[0x300 / 4] = (4u << 8) | (1u << 14); // NMI, assert, physical destination
+	apic[0x310 / 4] = hi;
+}
+
+bool x86_consume_kick(struct x86_vcpu *v)
+{
+	uint32_t k = __atomic_load_n(&v->kicks, __ATOMIC_ACQUIRE);
+
+	while (k) {
+		if (__atomic_compare_exchange_n(&v->kicks, &k, k - 1, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
+}

@@ -247,6 +247,14 @@ enum x86_action x86_handle_apic_write(struct x86_vcpu *v, uint64_t gpa);
 bool x86_mailbox_poll(struct x86_vcpu *v, uint8_t *vector);
 // True when an INIT is pending for `v` (the back end may want to exit soon).
 bool x86_mailbox_pending(const struct x86_vcpu *v);
+// Kicks: the sender of an INIT makes the target exit with an NMI (both back
+// ends intercept NMIs), so the INIT reaches a CPU the OS halted without an
+// intercepted HLT. x86_kick_nmi sends it from host/root mode (the guest's ICR
+// high is put back); a back end that takes an NMI calls x86_consume_kick:
+// true when it was one of Slat's kicks, false when it is the guest's own NMI
+// and must be injected.
+void x86_kick_nmi(struct x86_vcpu *target);
+bool x86_consume_kick(struct x86_vcpu *v);
 
 // An access to guest-physical `gpa` that the second level does not allow and
 // that is not emulated: logged once per page, #GP(0) injected (see

@@ -255,25 +255,10 @@ static const struct x86_vcpu_ops svm_ops = {
     .insn_len = op_insn_len,
 };
 
-// Sends an NMI to `t`'s CPU from the host: NMIs are intercepted, so the
-// target exits (at once, or at its next VMRUN if it is in the host) and
-// svm_handle_exit() consumes the kick. The guest's ICR high is put back.
-static void svm_kick(struct x86_vcpu *t)
-{
-	volatile uint32_t *apic = (volatile uint32_t *)(uintptr_t)x86_primary.apic_base;
-	uint32_t hi = apic[0x310 / 4];
-
-	for (unsigned i = 0; i < 100000 && (apic[0x300 / 4] & (1u << 12)); i++)
-		pause(); // a previous IPI still being sent
-	apic[0x310 / 4] = t->apic_id << 24;
-	apic[0x300 / 4] = (4u << 8) | (1u << 14); // NMI, assert, physical destination
-	apic[0x310 / 4] = hi;
-}
-
 static const struct x86_vm_ops svm_vm_ops = {
     .mm_counts = svm_mm_counts,
     .teardown = svm_npt_teardown,
-    .kick = svm_kick,
+    .kick = x86_kick_nmi,
 };
 
 // ---- VMCB set-up ---------------------------------------------------------------------------
@@ -434,19 +419,6 @@ static void handle_npf(struct x86_vcpu *v, uint64_t info1, uint64_t gpa)
 	x86_handle_slat_violation(v, gpa, write, fetch);
 }
 
-// True when an NMI exit was one of Slat's kicks (x86_vm_ops.kick).
-static bool consume_kick(struct x86_vcpu *v)
-{
-	uint32_t k = __atomic_load_n(&v->kicks, __ATOMIC_ACQUIRE);
-
-	while (k) {
-		if (__atomic_compare_exchange_n(&v->kicks, &k, k - 1, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			return true;
-	}
-	return false;
-}
-
 static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
 {
 	struct x86_vcpu *v = c->vcpu;
@@ -520,7 +492,7 @@ static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
 		// An intercepted NMI stays pending (held by GIF = 0): take it in the
 		// host, whose NMI vector just returns, before deciding what it was.
 		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
-		if (!consume_kick(v)) // the guest's own NMI: deliver it
+		if (!x86_consume_kick(v)) // the guest's own NMI: deliver it
 			*vmcb64(vmcb, VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
 		return X86_CONTINUE;
 	case SVM_EXIT_INTR:

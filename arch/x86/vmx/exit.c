@@ -361,32 +361,7 @@ static void log_once(unsigned reason, struct x86_vcpu *v)
 // guest runs without exits (an OS that halted it with HLT not intercepted,
 // e.g. CPU offline): the sender of an INIT kicks it with an NMI
 // (x86_vm_ops.kick). NMIs that were not kicks belong to the guest and are
-// injected back.
-static bool consume_kick(struct x86_vcpu *v)
-{
-	uint32_t k = __atomic_load_n(&v->kicks, __ATOMIC_ACQUIRE);
-
-	while (k) {
-		if (__atomic_compare_exchange_n(&v->kicks, &k, k - 1, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			return true;
-	}
-	return false;
-}
-
-// Sends an NMI to `t`'s CPU from root operation; the guest's ICR high is put
-// back afterwards.
-void vmx_kick(struct x86_vcpu *t)
-{
-	volatile uint32_t *apic = (volatile uint32_t *)(uintptr_t)x86_primary.apic_base;
-	uint32_t hi = apic[0x310 / 4];
-
-	for (unsigned i = 0; i < 100000 && (apic[0x300 / 4] & (1u << 12)); i++)
-		vmx_pause(); // a previous IPI still being sent
-	apic[0x310 / 4] = t->apic_id << 24;
-	apic[0x300 / 4] = (4u << 8) | (1u << 14); // NMI, assert, physical destination
-	apic[0x310 / 4] = hi;
-}
+// injected back. Sending and consuming kicks: apic_mailbox.c.
 
 // An NMI taken in root operation (host IDT vector 2): a kick that arrived
 // while this CPU was in the host, or the guest's, to be injected.
@@ -394,7 +369,7 @@ void vmx_host_nmi(void)
 {
 	struct x86_vcpu *v = x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
 
-	if (v && v->backend && !consume_kick(v))
+	if (v && v->backend && !x86_consume_kick(v))
 		((struct vmx_pcpu *)v->backend)->nmi_pending = true;
 }
 
@@ -409,7 +384,7 @@ static enum x86_action handle_exception_nmi(struct x86_vcpu *v)
 
 	vcpu_count_exit(v->stats, EXIT_INTERRUPT);
 	if ((info & INTR_INFO_VALID) && ((info >> 8) & 7) == 2) {
-		if (!consume_kick(v))
+		if (!x86_consume_kick(v))
 			pcpu_of(v)->nmi_pending = true; // the guest's own NMI
 		return X86_CONTINUE;
 	}

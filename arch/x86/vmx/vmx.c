@@ -35,7 +35,7 @@ static void mm_counts(struct slat_mm_counts *out)
 static const struct x86_vm_ops vmx_vm_ops = {
     .mm_counts = mm_counts,
     .teardown = vmx_ept_teardown,
-    .kick = vmx_kick,
+    .kick = x86_kick_nmi,
 };
 
 bool vmx_in_slat_region(uint64_t pa, uint64_t len)

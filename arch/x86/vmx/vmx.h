@@ -124,7 +124,6 @@ void vmx_ept_sync(unsigned cpu);
 struct x86_vcpu_ops;
 extern const struct x86_vcpu_ops vmx_vcpu_ops;
 void vmx_exit_handler(struct vmx_gprs *g);
-void vmx_kick(struct x86_vcpu *t);
 void vmx_host_nmi(void);
 // Parked CPUs exit on HLT and MWAIT (so they notice their mailbox).
 void vmx_set_parked(struct vmx_pcpu *pc, bool parked);
