@@ -33,38 +33,26 @@ printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
 EMU_ESP_CYL=128 emu_esp "$out/esp.img" aarch64 "$top/build/aarch64/slat.efi" \
 	"$out/slat.cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd.img=slat/initrd.img" || exit 1
 
-now() { date +%s.%N; }
+# shellcheck source=bench_boot_lib.sh
+. "$top/tools/bench_boot_lib.sh"
+
+direct_arm64() { # CPU LOG: the same kernel and initramfs with -kernel, entered at EL2
+	timeout -k 10 180 qemu-system-aarch64 -accel tcg -M virt,virtualization=on,gic-version=3 \
+		-cpu "$1" -m "$EMU_MEM_MB" -smp 2 -kernel "$g/vmlinuz" -initrd "$g/initrd.img" \
+		-append "console=ttyAMA0 panic=-1 slat.test=primary" \
+		-serial "file:$2" -display none -monitor none -no-reboot -net none </dev/null
+}
+
+slat_arm64() { # CPU LOG: edk2 -> slat.efi -> the kernel at EL1
+	EMU_SMP=2 EMU_TIMEOUT=180 emu_qemu_arm64 batch "$2" "$out/esp.img" "$1"
+}
 
 # time_run MODE CPU RUN: boots once, prints the JSON line.
 time_run() {
-	local mode=$1 cpu=$2 run=$3 log="$out/serial-$1.log" start marker="" pid
-	rm -f "$log"
-	start=$(now)
-	if [ "$mode" = slat ]; then
-		EMU_SMP=2 EMU_TIMEOUT=180 emu_qemu_arm64 batch "$log" "$out/esp.img" "$cpu" &
-	else
-		timeout -k 10 180 qemu-system-aarch64 -accel tcg -M virt,virtualization=on,gic-version=3 \
-			-cpu "$cpu" -m "$EMU_MEM_MB" -smp 2 -kernel "$g/vmlinuz" -initrd "$g/initrd.img" \
-			-append "console=ttyAMA0 panic=-1 slat.test=primary" \
-			-serial "file:$log" -display none -monitor none -no-reboot -net none </dev/null &
-	fi
-	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ -z "$marker" ] && grep -aq 'SLAT-GUEST: MARKER' "$log" 2>/dev/null; then
-			marker=$(now)
-		fi
-		sleep 0.01
-	done
-	wait "$pid"
-	local rc=$? end uptime
-	end=$(now)
-	[ -z "$marker" ] && grep -aq 'SLAT-GUEST: MARKER' "$log" && marker=$end
-	uptime=$(tr -d '\r' <"$log" | sed -n 's/^SLAT-GUEST: MARKER .* uptime \([0-9.]*\)$/\1/p')
-	awk -v m="$mode" -v c="$cpu" -v r="$run" -v s="$start" -v k="$marker" -v e="$end" \
-		-v u="${uptime:-null}" -v rc="$rc" 'BEGIN {
-		printf "{\"bench\":\"arm64_boot\",\"cpu\":\"%s\",\"mode\":\"%s\",\"run\":%d,", c, m, r
-		printf "\"marker_s\":%s,", (k == "" ? "null" : sprintf("%.3f", k - s))
-		printf "\"kernel_uptime_s\":%s,\"exit_s\":%.3f,\"status\":%d}\n", u, e - s, rc }'
+	local log="$out/serial-$1.log"
+
+	bench_boot_run "\"bench\":\"arm64_boot\",\"cpu\":\"$2\"" "$1" "$3" "$log" 0 \
+		"${1}_arm64" "$2" "$log"
 }
 
 for cpu in "${cpus[@]}"; do

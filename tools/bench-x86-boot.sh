@@ -32,36 +32,23 @@ printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' "cmdline = 
 EMU_ESP_CYL=128 emu_esp "$out/esp.img" x86_64 "$top/build/x86_64/slat.efi" \
 	"$out/slat.cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd.img=slat/initrd.img" || exit 1
 
-now() { date +%s.%N; }
+# shellcheck source=bench_boot_lib.sh
+. "$top/tools/bench_boot_lib.sh"
+
+slat_x86() { # LOG: OVMF -> slat.efi -> the kernel in SVM guest mode
+	EMU_SMP=2 EMU_TIMEOUT=180 emu_qemu_x86 batch "$1" "$out/esp.img" max
+}
+
+direct_x86() { # LOG: the same kernel and initramfs with -kernel
+	EMU_SMP=2 EMU_TIMEOUT=180 emu_qemu_x86_kernel batch "$1" max "$g/vmlinuz" \
+		"$g/initrd.img" "$cmdline"
+}
 
 # time_run MODE RUN: boots once, prints the JSON line.
 time_run() {
-	local mode=$1 run=$2 log="$out/serial-$1-$2.log" start marker="" pid
-	rm -f "$log"
-	start=$(now)
-	if [ "$mode" = slat ]; then
-		EMU_SMP=2 EMU_TIMEOUT=180 emu_qemu_x86 batch "$log" "$out/esp.img" max &
-	else
-		EMU_SMP=2 EMU_TIMEOUT=180 emu_qemu_x86_kernel batch "$log" max "$g/vmlinuz" \
-			"$g/initrd.img" "$cmdline" &
-	fi
-	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ -z "$marker" ] && grep -aq 'SLAT-GUEST: MARKER' "$log" 2>/dev/null; then
-			marker=$(now)
-		fi
-		sleep 0.01
-	done
-	wait "$pid"
-	local rc=$? end uptime
-	end=$(now)
-	[ -z "$marker" ] && grep -aq 'SLAT-GUEST: MARKER' "$log" && marker=$end
-	uptime=$(tr -d '\r' <"$log" | sed -n 's/^SLAT-GUEST: MARKER .* uptime \([0-9.]*\)$/\1/p')
-	awk -v m="$mode" -v r="$run" -v s="$start" -v k="$marker" -v e="$end" \
-		-v u="${uptime:-null}" -v rc="$rc" 'BEGIN {
-		printf "{\"bench\":\"x86_boot\",\"cpu\":\"max\",\"mode\":\"%s\",\"run\":%d,", m, r
-		printf "\"marker_s\":%s,", (k == "" ? "null" : sprintf("%.3f", k - s))
-		printf "\"kernel_uptime_s\":%s,\"exit_s\":%.3f,\"status\":%d}\n", u, e - s, rc }'
+	local log="$out/serial-$1-$2.log"
+
+	bench_boot_run '"bench":"x86_boot","cpu":"max"' "$1" "$2" "$log" 0 "${1}_x86" "$log"
 }
 
 for ((i = 1; i <= runs; i++)); do

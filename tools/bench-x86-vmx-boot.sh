@@ -42,41 +42,24 @@ if [ "${DIRECT:-0}" = 1 ]; then
 	MTOOLS_SKIP_CHECK=1 mdel -i "$out/direct.img" ::/EFI/BOOT/BOOTX64.EFI
 fi
 
-now() { date +%s.%N; }
+# shellcheck source=bench_boot_lib.sh
+. "$top/tools/bench_boot_lib.sh"
 
-# time_run MODE RUN: boots once, prints the JSON line.
+bochs_run() { # MODE LOG: Bochs with the slat or direct ESP
+	rm -f "$out/$1.img.lock"
+	EMU_SMP=$cpus EMU_TIMEOUT=${BENCH_TIMEOUT:-900} emu_bochs batch "$2" "$out/$1.img" \
+		corei7_skylake_x
+}
+
+# time_run MODE RUN: boots once, prints the JSON line. Without Slat's ACPI
+# tables OVMF under Bochs gives Linux no power-off path: the direct run is
+# stopped once the guest is done.
 time_run() {
-	local mode=$1 run=$2 dir="$out/$1" start marker="" pid
+	local dir="$out/$1"
+
 	mkdir -p "$dir"
-	local log="$dir/serial.log"
-	rm -f "$log" "$out/$mode.img.lock"
-	start=$(now)
-	EMU_SMP=$cpus EMU_TIMEOUT=${BENCH_TIMEOUT:-900} emu_bochs batch "$log" "$out/$mode.img" \
-		corei7_skylake_x &
-	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		if [ -z "$marker" ] && grep -aq 'SLAT-GUEST: MARKER' "$log" 2>/dev/null; then
-			marker=$(now)
-			# Without Slat's ACPI tables OVMF under Bochs gives Linux no
-			# power-off path: stop this run's emulator (the timeout process
-			# this job started) once the guest is done.
-			if [ "$mode" = direct ]; then
-				sleep 2
-				kill $(pgrep -P "$pid") 2>/dev/null
-			fi
-		fi
-		sleep 0.2
-	done
-	wait "$pid"
-	local rc=$? end uptime
-	end=$(now)
-	[ -z "$marker" ] && grep -aq 'SLAT-GUEST: MARKER' "$log" && marker=$end
-	uptime=$(tr -d '\r' <"$log" | sed -n 's/^SLAT-GUEST: MARKER .* uptime \([0-9.]*\)$/\1/p')
-	awk -v m="$mode" -v c="$cpus" -v r="$run" -v s="$start" -v k="$marker" -v e="$end" \
-		-v u="${uptime:-null}" -v rc="$rc" 'BEGIN {
-		printf "{\"bench\":\"x86_vmx_boot\",\"cpus\":%d,\"mode\":\"%s\",\"run\":%d,", c, m, r
-		printf "\"marker_s\":%s,", (k == "" ? "null" : sprintf("%.3f", k - s))
-		printf "\"kernel_uptime_s\":%s,\"exit_s\":%.3f,\"status\":%d}\n", u, e - s, rc }'
+	bench_boot_run "\"bench\":\"x86_vmx_boot\",\"cpus\":$cpus" "$1" "$2" "$dir/serial.log" \
+		"$([ "$1" = direct ] && echo 1 || echo 0)" bochs_run "$1" "$dir/serial.log"
 }
 
 for ((i = 1; i <= runs; i++)); do
