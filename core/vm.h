@@ -87,6 +87,13 @@ struct exit_summary {
 	uint64_t teardown_invalidations; // invalidations the teardown issued
 };
 
+// True the first time a guest faults on `page` (a page frame number) on the
+// second level, so that a guest that retries does not flood the log: at most
+// VM_FAULT_LOG_PAGES distinct pages are reported, then Slat stays quiet.
+// Safe from every CPU, including exception handlers.
+#define VM_FAULT_LOG_PAGES 8
+bool vm_fault_first_report(uint64_t page);
+
 // Logs the exit summary (several lines, each starting "slat: ").
 void vm_print_exit_summary(const struct vm *vm, const struct exit_summary *s);
 

@@ -62,28 +62,6 @@ static void inject_external_abort(struct arm64_frame *f, uint64_t esr2, bool ins
 	inject_sync(f, ((uint64_t)ec << ESR_EC_SHIFT) | ESR_IL | iss, read_sysreg("far_el2"), true);
 }
 
-// Distinct pages already reported, so a guest that retries does not flood the log.
-#define FAULT_LOG_PAGES 8
-static uint64_t fault_logged[FAULT_LOG_PAGES];
-static unsigned fault_logged_n;
-static int fault_log_lock;
-
-static bool fault_first_time(uint64_t page)
-{
-	bool first = true;
-
-	while (__atomic_exchange_n(&fault_log_lock, 1, __ATOMIC_ACQUIRE))
-		;
-	for (unsigned i = 0; i < fault_logged_n && first; i++)
-		first = fault_logged[i] != page;
-	if (first && fault_logged_n < FAULT_LOG_PAGES)
-		fault_logged[fault_logged_n++] = page;
-	else if (first)
-		first = false; // table full: stay quiet
-	__atomic_store_n(&fault_log_lock, 0, __ATOMIC_RELEASE);
-	return first;
-}
-
 static void handle_stage2_fault(struct arm64_frame *f, uint64_t esr, bool insn)
 {
 	uint64_t far = read_sysreg("far_el2");
@@ -94,7 +72,7 @@ static void handle_stage2_fault(struct arm64_frame *f, uint64_t esr, bool insn)
 		for (;;)
 			__asm__ volatile("wfe");
 	}
-	if (fault_first_time(ipa >> 12)) {
+	if (vm_fault_first_report(ipa >> 12)) {
 		bool ours = arm64_in_slat_region(ipa, 1);
 		log_warn("slat: stage-2 fault on %s at IPA 0x%llx (VA 0x%llx, %s %s at EL%u, ESR "
 			 "0x%llx): injecting an external abort\n",

@@ -283,30 +283,9 @@ enum x86_action x86_handle_io(struct x86_vcpu *v, const struct x86_io *io)
 }
 
 // ---- second-level violations ------------------------------------------------------
-#define FAULT_LOG_PAGES 8
-static uint64_t fault_logged[FAULT_LOG_PAGES];
-static unsigned fault_logged_n;
-static int fault_log_lock;
-
-static bool fault_first_time(uint64_t page)
-{
-	bool first = true;
-
-	while (__atomic_exchange_n(&fault_log_lock, 1, __ATOMIC_ACQUIRE))
-		pause();
-	for (unsigned i = 0; i < fault_logged_n && first; i++)
-		first = fault_logged[i] != page;
-	if (first && fault_logged_n < FAULT_LOG_PAGES)
-		fault_logged[fault_logged_n++] = page;
-	else if (first)
-		first = false; // table full: stay quiet
-	__atomic_store_n(&fault_log_lock, 0, __ATOMIC_RELEASE);
-	return first;
-}
-
 enum x86_action x86_handle_slat_violation(struct x86_vcpu *v, uint64_t gpa, bool write, bool fetch)
 {
-	if (fault_first_time(gpa >> 12)) {
+	if (vm_fault_first_report(gpa >> 12)) {
 		bool ours = region_overlaps(&x86_primary.slat_region, gpa, 1);
 		log_warn("slat: %s fault on %s at GPA 0x%llx (%s at CPL %u, RIP 0x%llx, vcpu%u): "
 			 "injecting #GP(0)\n",

@@ -106,12 +106,25 @@ static void test_summary_text(void **state)
 		 "slat: stage-2 teardown: 4 table pages freed, 1 invalidations\n");
 }
 
+// Second-level faults are reported once per page, for at most
+// VM_FAULT_LOG_PAGES distinct pages (a retrying guest cannot flood the log).
+static void test_fault_reported_once_per_page(void **state)
+{
+	assert_true(vm_fault_first_report(0x1234));
+	assert_false(vm_fault_first_report(0x1234));
+	for (uint64_t p = 1; p < VM_FAULT_LOG_PAGES; p++)
+		assert_true(vm_fault_first_report(0x1234 + p));
+	assert_false(vm_fault_first_report(0x9999)); // table full: quiet
+	assert_false(vm_fault_first_report(0x1235));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_vcpu_slots, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_counts_and_names, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_summary_text, setup, teardown),
+	    cmocka_unit_test(test_fault_reported_once_per_page),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
