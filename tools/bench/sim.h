@@ -13,9 +13,8 @@
 // generation before every lookup); kick_reload asks vCPUs in guest mode to
 // drop invalid roots and waits for them (x86 KVM_REQ_MMU_FREE_OBSOLETE_ROOTS).
 //
-// Deferred frees: a vCPU is inside a read section (sequence count odd) for
-// the duration of every engine call it makes; page_free_deferred parks pages
-// until sim_reclaim() has seen every vCPU leave the section it was in.
+// Deferred frees are the engine's own (mm/defer.c, one epoch per VM):
+// sim_reclaim() lets it free what every vCPU has stopped seeing.
 #ifndef SLAT_TOOLS_BENCH_SIM_H
 #define SLAT_TOOLS_BENCH_SIM_H
 
