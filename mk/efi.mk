@@ -37,8 +37,10 @@ SLAT_VERSION := $(shell git describe --always --dirty --tags 2>/dev/null || echo
 EFI_GEN := $(BUILD)/gen
 $(EFI_GEN)/slat_version.h: FORCE
 	@mkdir -p $(@D)
-	@printf '#define SLAT_VERSION "%s"\n' '$(SLAT_VERSION)' > $@.tmp
-	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+	@# a per-process temporary: concurrent makes (benchmark scripts) must not
+	@# race on one file
+	@t=$@.tmp.$$$$; printf '#define SLAT_VERSION "%s"\n' '$(SLAT_VERSION)' > $$t; \
+	cmp -s $$t $@ && rm -f $$t || mv -f $$t $@
 
 efi_cflags = --target=$(EFI_TARGET_$(1)) -std=gnu11 -O2 -g0 \
 	-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
