@@ -17,7 +17,7 @@
 
 #include <stdbool.h>
 
-#include "boot/firmware.h"
+#include "core/fw_info.h"
 
 struct arch_caps;
 

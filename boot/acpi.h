@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "boot/firmware.h"
+#include "core/fw_info.h"
 
 // The common header of every system description table.
 struct acpi_sdt_header {

@@ -5,7 +5,7 @@
 #define SLAT_BOOT_BOOT_H
 
 #include "boot/efi.h"
-#include "boot/firmware.h"
+#include "core/fw_info.h"
 
 // Fills `fw` from the system table's configuration tables (ACPI, DTB).
 void boot_collect_firmware_info(EFI_SYSTEM_TABLE *st, struct fw_info *fw);

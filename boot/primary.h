@@ -16,7 +16,7 @@
 #define SLAT_BOOT_PRIMARY_H
 
 #include "boot/efi.h"
-#include "boot/firmware.h"
+#include "core/fw_info.h"
 
 // Returns only when there is nothing to boot or something failed (status).
 EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_info *fw);

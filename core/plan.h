@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "boot/firmware.h"
+#include "core/fw_info.h"
 #include "core/region.h"
 
 #define PLAN_MAX_RANGES 128

@@ -24,20 +24,25 @@ const char *exit_reason_name(enum exit_reason r)
 	return (unsigned)r < EXIT_REASONS ? exit_names[r] : "invalid";
 }
 
-void vm_init(struct vm *vm, const char *name, const char *slat_name, struct vcpu *vcpus,
-	     unsigned max_vcpus)
+void vm_init(struct vm *vm, unsigned id, const char *name, const char *slat_name,
+	     const struct region *hidden, struct vcpu *vcpus, unsigned max_vcpus)
 {
+	memset(vm, 0, sizeof(*vm));
 	memset(vcpus, 0, sizeof(*vcpus) * max_vcpus);
 	for (unsigned i = 0; i < max_vcpus; i++) {
+		vcpus[i].vm = vm;
 		vcpus[i].index = i;
-		vcpus[i].hw_id = UINT64_MAX; // free slot
+		vcpus[i].hw_id = VCPU_HW_ID_FREE;
+		vcpus[i].state = VCPU_FREE;
 	}
-	*vm = (struct vm){
-	    .name = name,
-	    .slat_name = slat_name,
-	    .vcpus = vcpus,
-	    .max_vcpus = max_vcpus,
-	};
+	vm->id = id;
+	vm->name = name;
+	vm->slat_name = slat_name;
+	vm->state = VM_RUNNING;
+	if (hidden)
+		vm->hidden = *hidden;
+	vm->vcpus = vcpus;
+	vm->max_vcpus = max_vcpus;
 }
 
 struct vcpu *vm_vcpu_find(struct vm *vm, uint64_t hw_id)
@@ -53,20 +58,56 @@ struct vcpu *vm_vcpu_for(struct vm *vm, uint64_t hw_id)
 {
 	struct vcpu *v = vm_vcpu_find(vm, hw_id);
 
-	if (v || hw_id == UINT64_MAX)
+	if (v || hw_id == VCPU_HW_ID_FREE)
 		return v;
 	// Claim the first free slot. A slot, once claimed, is never released, and
 	// a CPU that loses the race for a slot to the same id takes that slot, so
 	// one id never ends up in two records.
 	for (unsigned i = 0; i < vm->max_vcpus; i++) {
-		uint64_t expected = UINT64_MAX;
+		uint64_t expected = VCPU_HW_ID_FREE;
 		if (__atomic_compare_exchange_n(&vm->vcpus[i].hw_id, &expected, hw_id, false,
-						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&vm->vcpus[i].state, VCPU_CREATED, __ATOMIC_RELEASE);
 			return &vm->vcpus[i];
+		}
 		if (expected == hw_id)
 			return &vm->vcpus[i];
 	}
 	return NULL;
+}
+
+void vcpu_set_running(struct vcpu *v)
+{
+	int created = VCPU_CREATED;
+
+	__atomic_store_n(&v->entered, true, __ATOMIC_RELEASE);
+	__atomic_compare_exchange_n(&v->state, &created, VCPU_RUNNING, false, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+}
+
+bool vcpu_has_run(const struct vcpu *v)
+{
+	return __atomic_load_n(&v->entered, __ATOMIC_ACQUIRE);
+}
+
+bool vm_begin_shutdown(struct vm *vm)
+{
+	int running = VM_RUNNING;
+	bool first = __atomic_compare_exchange_n(&vm->state, &running, VM_SHUTTING_DOWN, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+
+	// Idempotent: every caller (winner or not) leaves every claimed record
+	// STOPPED, so no vCPU is reported running in the summary.
+	for (unsigned i = 0; i < vm->max_vcpus; i++) {
+		if (__atomic_load_n(&vm->vcpus[i].hw_id, __ATOMIC_ACQUIRE) != VCPU_HW_ID_FREE)
+			__atomic_store_n(&vm->vcpus[i].state, VCPU_STOPPED, __ATOMIC_RELEASE);
+	}
+	return first;
+}
+
+bool vm_is_shutting_down(const struct vm *vm)
+{
+	return __atomic_load_n(&vm->state, __ATOMIC_ACQUIRE) != VM_RUNNING;
 }
 
 uint64_t vm_exit_total(const struct vm *vm, enum exit_reason r)
@@ -83,7 +124,7 @@ static unsigned vm_vcpus_used(const struct vm *vm)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < vm->max_vcpus; i++)
-		n += __atomic_load_n(&vm->vcpus[i].hw_id, __ATOMIC_RELAXED) != UINT64_MAX;
+		n += __atomic_load_n(&vm->vcpus[i].hw_id, __ATOMIC_RELAXED) != VCPU_HW_ID_FREE;
 	return n;
 }
 
@@ -94,7 +135,7 @@ static void format_per_vcpu(const struct vm *vm, enum exit_reason r, char *buf, 
 
 	for (unsigned i = 0; i < vm->max_vcpus && len < size; i++) {
 		const struct vcpu *v = &vm->vcpus[i];
-		if (__atomic_load_n(&v->hw_id, __ATOMIC_RELAXED) == UINT64_MAX)
+		if (__atomic_load_n(&v->hw_id, __ATOMIC_RELAXED) == VCPU_HW_ID_FREE)
 			continue;
 		len += log_snprintf(
 		    buf + len, size - len, "%svcpu%u %llu", len ? ", " : "", i,

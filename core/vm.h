@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Architecture-neutral VM and vCPU records, exit statistics and the exit
-// summary Slat prints when a VM powers off or resets.
+// The VM and vCPU records every path shares, exit statistics and the exit
+// summary Slat prints when a VM powers off or resets. core/ owns the records;
+// each architecture embeds its own part (`struct vm_arch`, `struct vcpu_arch`
+// from arch/<arch>/inc/vm_arch_types.h, found through the include path of the
+// build: arch/x86, arch/arm64 or arch/host) and implements the contract in
+// core/vm_arch.h.
 //
 // An architecture back end decodes each trap into an `enum exit_reason` and
 // counts it with vcpu_count_exit() on the trapping CPU. Counters are per vCPU
@@ -16,6 +20,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "core/region.h"
+#include "vm_arch_types.h" // struct vm_arch, struct vcpu_arch of the arch being built
 
 enum exit_reason {
 	EXIT_FIRMWARE_CALL, // SMC (PSCI, SMCCC) on arm64
@@ -34,11 +41,34 @@ enum exit_reason {
 // Short stable names ("firmware-call", "slat-fault", ...) used in the summary.
 const char *exit_reason_name(enum exit_reason r);
 
+// Life cycle of a vCPU record. FREE records have hw_id == VCPU_HW_ID_FREE.
+enum vcpu_state {
+	VCPU_FREE,    // no CPU or VMM has claimed the record
+	VCPU_CREATED, // claimed, arch part initialised, never entered the guest
+	VCPU_RUNNING, // entered the guest at least once and not stopped
+	VCPU_STOPPED, // will not enter the guest again (VM shutting down)
+};
+
+enum vm_state {
+	VM_RUNNING,	  // vCPUs may enter the guest
+	VM_SHUTTING_DOWN, // one CPU is tearing the VM down; the others stop
+};
+
+#define VCPU_HW_ID_FREE UINT64_MAX
+
+struct vm;
+
+// One virtual CPU. The generic part is core's; `arch` is the architecture's
+// (arch/<arch>/inc/vm_arch_types.h), embedded so that one allocation holds
+// both and each side reaches the other without a lookup (vcpu_of_arch()).
 struct vcpu {
-	unsigned index; // 0 = the boot CPU
-	uint64_t hw_id; // MPIDR / APIC ID
-	bool online;	// ever entered the guest
+	struct vm *vm;
+	unsigned index; // 0 = the VM's first vCPU (the primary: the boot CPU)
+	uint64_t hw_id; // MPIDR affinity / APIC ID; VCPU_HW_ID_FREE when unused
+	int state;	// enum vcpu_state (atomic)
+	bool entered;	// has entered the guest at least once (atomic)
 	uint64_t exits[EXIT_REASONS];
+	struct vcpu_arch arch;
 };
 
 // Figures of one VM's second-level translation, kept by the mm back end.
@@ -49,23 +79,46 @@ struct slat_mm_counts {
 	uint64_t cmos;		  // cache maintenance operations (one per line range)
 };
 
+// One VM: identity, state, its memory (what it must never reach), its vCPUs
+// and exit statistics, and the architecture's part (`arch`).
 struct vm {
+	unsigned id;	       // 0 = the primary
 	const char *name;      // "primary"
 	const char *slat_name; // "stage-2", "NPT", "EPT"
+	int state;	       // enum vm_state (atomic)
+	struct region hidden;  // memory the VM never maps (Slat's own region)
 	struct vcpu *vcpus;
 	unsigned max_vcpus;
+	struct vm_arch arch;
 };
 
-// Prepares `vm` with `max_vcpus` records in `vcpus` (zeroed here).
-void vm_init(struct vm *vm, const char *name, const char *slat_name, struct vcpu *vcpus,
-	     unsigned max_vcpus);
+// Prepares `vm` (id, names, vCPU records in `vcpus`, zeroed here; the arch
+// parts are zero too) in state VM_RUNNING. `hidden` is what the VM must never
+// map. Does not call the architecture: the caller runs vm_arch_init().
+void vm_init(struct vm *vm, unsigned id, const char *name, const char *slat_name,
+	     const struct region *hidden, struct vcpu *vcpus, unsigned max_vcpus);
 
-// The record for hardware id `hw_id`, creating it on first use. NULL when all
+// The record for hardware id `hw_id`, claiming a free one on first use (state
+// FREE -> CREATED; the caller then initialises its arch part). NULL when all
 // records are taken. Safe against concurrent callers.
 struct vcpu *vm_vcpu_for(struct vm *vm, uint64_t hw_id);
 
 // The record for `hw_id` or NULL if it has none yet.
 struct vcpu *vm_vcpu_find(struct vm *vm, uint64_t hw_id);
+
+// Marks `v` as having entered the guest (CREATED -> RUNNING); idempotent.
+void vcpu_set_running(struct vcpu *v);
+// True once `v` has entered the guest (RUNNING, or STOPPED after that).
+bool vcpu_has_run(const struct vcpu *v);
+
+// The first caller gets true and owns the shutdown (RUNNING ->
+// SHUTTING_DOWN); every later caller, on any CPU, gets false and must stop
+// its vCPU. Every vCPU record is STOPPED afterwards.
+bool vm_begin_shutdown(struct vm *vm);
+bool vm_is_shutting_down(const struct vm *vm);
+
+// From the arch part back to its vCPU.
+#define vcpu_of_arch(a) ((struct vcpu *)((char *)(a) - __builtin_offsetof(struct vcpu, arch)))
 
 static inline void vcpu_count_exit(struct vcpu *v, enum exit_reason r)
 {

@@ -48,13 +48,11 @@ efi_cflags = --target=$(EFI_TARGET_$(1)) -std=gnu11 -O2 -g0 \
 	-ffreestanding -fno-builtin -fno-stack-protector -fno-stack-check \
 	-mno-stack-arg-probe -fshort-wchar -mgeneral-regs-only -fno-jump-tables \
 	$(EFI_ARCHFLAGS_$(1)) -DSLAT_EFI=1 $(EFI_EXTRA_CFLAGS) \
-	-I. -I$(EFI_GEN) -isystem $(EFI_INC_$(1)) -isystem $(EFI_INC_$(1))/$(1) -MMD -MP
+	-I. -Iarch/$(EFI_ARCHDIR_$(1))/inc -I$(EFI_GEN) -isystem $(EFI_INC_$(1)) -isystem $(EFI_INC_$(1))/$(1) -MMD -MP
 
-# mm/ joins the image once it compiles freestanding (see the report in the
-# issue); until then only the hosted build uses it. Set EFI_WITH_MM=1 to try.
-EFI_WITH_MM ?= 1
-EFI_COMMON_SRCS = $(wildcard boot/*.c drivers/*.c core/*.c) \
-	$(if $(filter 1,$(EFI_WITH_MM)),$(wildcard mm/*.c))
+# Generic code (boot/, drivers/, core/, mm/) plus the C library functions a
+# freestanding image must bring itself (core/libc/: the hosted build has libc).
+EFI_COMMON_SRCS = $(wildcard boot/*.c drivers/*.c core/*.c core/libc/*.c mm/*.c)
 # Sub-folders of an arch directory that join its image (each back end adds its own).
 EFI_SUBDIRS_x86_64 := svm vmx
 EFI_SUBDIRS_aarch64 :=

@@ -16,7 +16,7 @@ UNIT_SUPPORT  := $(filter-out $(UNIT_TESTS),$(wildcard tests/unit/*.c))
 HOSTED_WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
                  -Wmissing-prototypes -Wno-unused-parameter
 HOSTED_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer $(HOSTED_WARN) \
-                 -I. -DSLAT_HOSTED=1 -MMD -MP
+                 -I. -Iarch/host/inc -DSLAT_HOSTED=1 -MMD -MP
 SAN_asan      := -fsanitize=address,undefined -fno-sanitize-recover=all
 SAN_tsan      := -fsanitize=thread
 SAN_bench     := -O2 -DNDEBUG

@@ -133,7 +133,7 @@ void arm64_load_el2_state(struct arm64_pcpu *pc)
 	__asm__ volatile("tlbi vmalls12e1" ::: "memory");
 	dsb(nsh);
 	isb();
-	pc->vcpu->online = true;
+	vcpu_set_running(pc->vcpu);
 }
 
 // EL1 takes over the firmware's EL2 regime: same tables, same attributes.
@@ -204,7 +204,8 @@ static int64_t hyp_start(struct arm64_boot_args *a, uint64_t resume_pc, uint64_t
 	arch_console_init(&hyp_plan.fw);
 	log_set_level((enum log_level)hyp_plan.log_level);
 	arm64_mm_backend_init(&hyp_plan.region);
-	vm_init(&arm64_primary, "primary", "stage-2", hyp_vcpus, ARM64_MAX_CPUS);
+	vm_init(&arm64_primary, 0, "primary", "stage-2", &hyp_plan.region, hyp_vcpus,
+		ARM64_MAX_CPUS);
 
 	if (hyp_mmu.vbar & 0x7ff) { // VBAR_EL2 ignores bits [10:0]
 		log_err("arm64: EL2 vectors at 0x%llx are not 2 KiB aligned\n",

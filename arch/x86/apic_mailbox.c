@@ -89,7 +89,7 @@ static bool icr_write(struct x86_vcpu *v, uint32_t lo)
 
 	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
 		struct x86_vcpu *t = &x86_primary.vcpus[i];
-		if (!t->stats->online || !targets(t, v, lo, dest))
+		if (!vcpu_has_run(t->stats) || !targets(t, v, lo, dest))
 			continue;
 		post(t, mode, (uint8_t)lo);
 		hits++;

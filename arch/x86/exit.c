@@ -23,7 +23,7 @@ void x86_vm_init(const char *slat_name, const struct x86_vm_ops *ops, const stru
 	struct x86_vm *vm = &x86_primary;
 
 	memset(vm, 0, sizeof(*vm));
-	vm_init(&vm->vm, "primary", slat_name, vm->stats, X86_MAX_CPUS);
+	vm_init(&vm->vm, 0, "primary", slat_name, slat, vm->stats, X86_MAX_CPUS);
 	vm->ops = ops;
 	vm->slat_region = *slat;
 	vm->tsc_start = tsc_start;

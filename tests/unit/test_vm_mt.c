@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "core/vm.h"
+#include "core/vm_arch.h"
 
 #define THREADS 8
 #define EXITS	20000
@@ -47,7 +48,7 @@ static void test_concurrent_bring_up(void **state)
 {
 	pthread_t t[2 * THREADS], r;
 
-	vm_init(&vm, "primary", "stage-2", vcpus, THREADS);
+	vm_init(&vm, 0, "primary", "stage-2", NULL, vcpus, THREADS);
 	pthread_create(&r, NULL, reader, NULL);
 	for (uintptr_t i = 0; i < 2 * THREADS; i++)
 		pthread_create(&t[i], NULL, cpu, (void *)i);
@@ -65,10 +66,58 @@ static void test_concurrent_bring_up(void **state)
 	assert_int_equal(vm_exit_total(&vm, EXIT_FIRMWARE_CALL), (uint64_t)THREADS * EXITS);
 }
 
+// vCPU threads of one VM run guests through the hosted contract; one of them
+// powers the VM off: every thread returns, exactly one owns the shutdown,
+// and every exit made is counted once.
+static struct vm run_vm;
+static struct vcpu run_vcpus[THREADS];
+static int shutdown_owners;
+
+static struct host_exit spin_step(struct vcpu *v, void *ctx)
+{
+	// vCPU 0 powers off after 1000 entries; the others exit forever.
+	bool off = v->index == 0 && v->arch.entries == 1000;
+
+	return (struct host_exit){.reason = EXIT_WAIT, .power_off = off};
+}
+
+static void *run_cpu(void *arg)
+{
+	static const struct host_guest g = {spin_step, NULL};
+	struct vcpu *v = vm_vcpu_for(&run_vm, (uintptr_t)arg);
+
+	vcpu_arch_init(v);
+	v->arch.guest = &g;
+	vcpu_arch_run(v);
+	if (vm_begin_shutdown(&run_vm)) // late callers must lose
+		__atomic_fetch_add(&shutdown_owners, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void test_concurrent_run_and_power_off(void **state)
+{
+	pthread_t t[THREADS];
+
+	vm_init(&run_vm, 1, "sec", "none", NULL, run_vcpus, THREADS);
+	vm_arch_init(&run_vm);
+	for (uintptr_t i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, run_cpu, (void *)i);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	assert_int_equal(shutdown_owners, 0); // vCPU 0's exit owned it already
+	uint64_t entries = 0;
+	for (int i = 0; i < THREADS; i++) {
+		entries += run_vcpus[i].arch.entries;
+		assert_int_equal(run_vcpus[i].state, VCPU_STOPPED);
+	}
+	assert_int_equal(vm_exit_total(&run_vm, EXIT_WAIT), entries);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_concurrent_bring_up),
+	    cmocka_unit_test(test_concurrent_run_and_power_off),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

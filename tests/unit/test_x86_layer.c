@@ -108,7 +108,7 @@ static struct x86_vcpu *setup(void)
 		struct x86_vcpu *v = x86_vcpu_for_apic(i);
 		v->ops = &fops;
 		v->backend = &fk[v->index];
-		v->stats->online = true;
+		vcpu_set_running(v->stats);
 		fk[i] = (struct fake){
 		    .cr0 = 1, .efer = EFER_LME | EFER_LMA, .cs_attr = 0x29b, .ss_attr = 0x93};
 	}

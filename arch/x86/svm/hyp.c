@@ -646,7 +646,7 @@ struct svm_cpu *svm_resident_cpu_prepare(void)
 	vmcb_guest_from_live(c, vmcb);
 	if (svm_host.xsave) // the host executes XSETBV for the guest (vcpu.h)
 		write_cr4(read_cr4() | CR4_OSXSAVE);
-	v->stats->online = true;
+	vcpu_set_running(v->stats);
 	log_info("slat: cpu %u (APIC ID %u) enters guest mode\n", v->index, apic_id);
 	return c;
 }

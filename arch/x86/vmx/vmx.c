@@ -133,7 +133,7 @@ static int64_t cpu_launch(uint64_t rip, uint64_t rsp)
 		vmx_invept(INVEPT_ALL, 0);
 		if (vmx_cfg.vpid)
 			vmx_invvpid(INVVPID_ALL, 0, 0);
-		pc->xv->stats->online = true;
+		vcpu_set_running(pc->xv->stats);
 		// APs start parked (the firmware's AP loop): HLT/MWAIT exit.
 		if (!pc->bsp && !vmx_cfg.native_sipi) // native: a real INIT always exits
 			vmx_set_parked(pc, true);

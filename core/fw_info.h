@@ -2,11 +2,11 @@
 //
 // What slat.efi learned from the firmware before doing anything: where the
 // ACPI tables and the device tree are, and which serial port the firmware
-// names as its console. Filled by boot/ before the console is up, then handed
+// names as its console. Filled by boot/ (boot/firmware.c) before the console is up, then handed
 // to the architecture (arch/arch.h). Plain data: no EFI types, so arch code
 // can read it without the EFI headers.
-#ifndef SLAT_BOOT_FIRMWARE_H
-#define SLAT_BOOT_FIRMWARE_H
+#ifndef SLAT_CORE_FW_INFO_H
+#define SLAT_CORE_FW_INFO_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The four memory functions the compiler may call on its own (struct copies,
-// zeroing) and that freestanding code in mm/ and core/ may use. EFI build only:
-// the hosted build takes them from libc. Built with -fno-builtin, so these
-// loops are not turned back into calls to themselves.
+// zeroing) and that freestanding code in mm/ and core/ may use (core/mem.h).
+// slat.efi only: mk/efi.mk adds this folder, the hosted build uses libc's.
+// Built with -fno-builtin, so these loops are not turned back into calls to
+// themselves.
 #include <stddef.h>
 #include <stdint.h>
 
