@@ -27,51 +27,6 @@ struct range_op {
 	struct s2_cache cache;
 };
 
-// ---- page cache (prepare/commit) -------------------------------------------
-
-int s2_cache_topup(struct s2_vm *vm, struct s2_cache *c, uint64_t n)
-{
-	while (c->n < n) {
-		uint64_t pa = s2_page_alloc(vm, 1, S2_PAGE_SIZE);
-
-		if (!pa)
-			return S2_E_NOMEM;
-		*s2_table_ptr(pa) = c->head;
-		c->head = pa;
-		c->n++;
-	}
-	return 0;
-}
-
-uint64_t s2_cache_take(struct s2_vm *vm, struct s2_cache *c)
-{
-	uint64_t pa = c->head;
-
-	// Prepare counted every page the commit takes: running dry is a bug.
-	if (!pa)
-		return 0;
-	c->head = *s2_table_ptr(pa);
-	*s2_table_ptr(pa) = 0;
-	c->n--;
-	return pa;
-}
-
-void s2_cache_put(struct s2_cache *c, uint64_t pa)
-{
-	*s2_table_ptr(pa) = c->head;
-	c->head = pa;
-	c->n++;
-}
-
-void s2_cache_release(struct s2_vm *vm, struct s2_cache *c)
-{
-	while (c->head) {
-		uint64_t pa = s2_cache_take(vm, c);
-
-		s2_page_free(vm, pa, 1, false);
-	}
-}
-
 // ---- decisions shared by the counting and the committing pass --------------
 
 static bool covers(const struct range_op *op, uint64_t ea, unsigned level)

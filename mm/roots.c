@@ -16,17 +16,6 @@
 #include "core/mem.h"
 #include "mm/s2_internal.h"
 
-void (*s2_assert_hook)(const char *expr, const char *file, int line);
-
-void s2_assert_fail(const char *expr, const char *file, int line)
-{
-	if (s2_assert_hook) {
-		s2_assert_hook(expr, file, line);
-		return;
-	}
-	__builtin_trap();
-}
-
 bool s2_root_tryget(struct s2_root *r)
 {
 	uint32_t v = __atomic_load_n(&r->refs, __ATOMIC_RELAXED);

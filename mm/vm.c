@@ -10,39 +10,6 @@
 #include "core/mem.h"
 #include "mm/s2_internal.h"
 
-uint64_t s2_page_alloc(struct s2_vm *vm, unsigned npages, uint64_t align)
-{
-	return vm->be->page_alloc(vm->be_ctx, npages, align);
-}
-
-// `deferred`: the pages may still be read by a walker (mm/defer.c); they go
-// one by one through the VM's grace period.
-void s2_page_free(struct s2_vm *vm, uint64_t pa, unsigned npages, bool deferred)
-{
-	if (deferred) {
-		for (unsigned i = 0; i < npages; i++)
-			s2_defer_page(vm, pa + (uint64_t)i * S2_PAGE_SIZE);
-		S2_STAT_ADD(vm, tables_deferred, npages);
-	} else {
-		vm->be->page_free(vm->be_ctx, pa, npages);
-	}
-	S2_STAT_ADD(vm, tables_freed, npages);
-}
-
-uint64_t s2_table_alloc(struct s2_vm *vm)
-{
-	uint64_t pa = s2_page_alloc(vm, 1, S2_PAGE_SIZE);
-
-	if (pa)
-		S2_STAT_ADD(vm, tables_alloc, 1);
-	return pa;
-}
-
-void s2_table_free_deferred(struct s2_vm *vm, uint64_t pa)
-{
-	s2_page_free(vm, pa, 1, true);
-}
-
 int s2_vm_create(const struct s2_vm_config *cfg, struct s2_vm **out)
 {
 	struct s2_geom g;
