@@ -15,6 +15,7 @@
 //   valid root alive, and passes to the zapper at invalidation (I4.5).
 #include "core/mem.h"
 #include "mm/s2_internal.h"
+#include "mm/s2_testhooks.h"
 
 bool s2_root_tryget(struct s2_root *r)
 {

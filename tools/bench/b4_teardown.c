@@ -57,7 +57,7 @@ static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t ma
 
 	t0 = bench_now_ns();
 	if (p->batched) {
-		s2_root_teardown(vm, root);
+		s2_root_teardown(vm, root, NULL);
 	} else {
 		for (uint64_t gpa = 0; gpa < mapped; gpa += ps) {
 			if (s2_unmap(vm, root, gpa, ps))
