@@ -13,6 +13,7 @@
 // its parent entry zapped (invalidated with the operation's one flush).
 #include "core/mem.h"
 #include "mm/s2_internal.h"
+#include "mm/s2_testhooks.h"
 
 enum op_kind { OP_MAP, OP_UNMAP, OP_PROTECT, OP_ZAP };
 
@@ -23,54 +24,10 @@ struct range_op {
 	unsigned prot;
 	enum s2_memtype mt;
 	bool counting;
+	bool per_leaf; // B4 baseline: each zap flushed at once (s2_unmap_per_leaf)
 	uint64_t need;
 	struct s2_cache cache;
 };
-
-// ---- page cache (prepare/commit) -------------------------------------------
-
-int s2_cache_topup(struct s2_vm *vm, struct s2_cache *c, uint64_t n)
-{
-	while (c->n < n) {
-		uint64_t pa = s2_page_alloc(vm, 1, S2_PAGE_SIZE);
-
-		if (!pa)
-			return S2_E_NOMEM;
-		*s2_table_ptr(pa) = c->head;
-		c->head = pa;
-		c->n++;
-	}
-	return 0;
-}
-
-uint64_t s2_cache_take(struct s2_vm *vm, struct s2_cache *c)
-{
-	uint64_t pa = c->head;
-
-	// Prepare counted every page the commit takes: running dry is a bug.
-	if (!pa)
-		return 0;
-	c->head = *s2_table_ptr(pa);
-	*s2_table_ptr(pa) = 0;
-	c->n--;
-	return pa;
-}
-
-void s2_cache_put(struct s2_cache *c, uint64_t pa)
-{
-	*s2_table_ptr(pa) = c->head;
-	c->head = pa;
-	c->n++;
-}
-
-void s2_cache_release(struct s2_vm *vm, struct s2_cache *c)
-{
-	while (c->head) {
-		uint64_t pa = s2_cache_take(vm, c);
-
-		s2_page_free(vm, pa, 1, false);
-	}
-}
 
 // ---- decisions shared by the counting and the committing pass --------------
 
@@ -168,6 +125,8 @@ static int op_visit(struct s2_walk *w, const struct s2_walk_entry *e, unsigned k
 				return 0;
 		}
 		s2_walk_zap(w, e);
+		if (op->per_leaf)
+			s2_walk_flush(w);
 		return 0;
 	}
 	if (op->kind == OP_ZAP) {
@@ -180,8 +139,13 @@ static int op_visit(struct s2_walk *w, const struct s2_walk_entry *e, unsigned k
 		s2_pte_t new_pte;
 
 		if (op->kind == OP_UNMAP) {
-			if (!op->counting && (table || f->is_present(e->old)))
+			if (table && op->per_leaf)
+				return 0; // leaf by leaf; the emptied table goes post-order
+			if (!op->counting && (table || f->is_present(e->old))) {
 				s2_walk_zap(w, e);
+				if (op->per_leaf)
+					s2_walk_flush(w);
+			}
 			return S2_WALK_SKIP_CHILDREN;
 		}
 		if (op->kind == OP_PROTECT) {
@@ -319,6 +283,18 @@ int s2_unmap(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size
 	return run_op(vm, root, &op);
 }
 
+int s2_unmap_per_leaf(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size)
+{
+	int r = check_range(vm, gpa, size);
+
+	if (r)
+		return r;
+	if (!root)
+		return S2_E_INVAL;
+	struct range_op op = {.kind = OP_UNMAP, .lo = gpa, .hi = gpa + size, .per_leaf = true};
+	return run_op(vm, root, &op);
+}
+
 int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot)
 {
 	int r = check_range(vm, gpa, size);
@@ -329,18 +305,6 @@ int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t si
 		return S2_E_INVAL;
 	struct range_op op = {.kind = OP_PROTECT, .lo = gpa, .hi = gpa + size, .prot = prot};
 	return run_op(vm, root, &op);
-}
-
-int s2_map_identity(struct s2_vm *vm, struct s2_root *root, const struct s2_ident_range *rg,
-		    unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		int r = s2_map(vm, root, rg[i].base, rg[i].size, rg[i].base, rg[i].prot, rg[i].mt);
-
-		if (r)
-			return r;
-	}
-	return 0;
 }
 
 // Zaps [lo, hi) in every root of `as` (as < 0: all), valid and invalid. Only

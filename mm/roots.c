@@ -15,17 +15,7 @@
 //   valid root alive, and passes to the zapper at invalidation (I4.5).
 #include "core/mem.h"
 #include "mm/s2_internal.h"
-
-void (*s2_assert_hook)(const char *expr, const char *file, int line);
-
-void s2_assert_fail(const char *expr, const char *file, int line)
-{
-	if (s2_assert_hook) {
-		s2_assert_hook(expr, file, line);
-		return;
-	}
-	__builtin_trap();
-}
+#include "mm/s2_testhooks.h"
 
 bool s2_root_tryget(struct s2_root *r)
 {

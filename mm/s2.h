@@ -3,6 +3,7 @@
 // The SLAT engine's public interface: VMs, roots, memslots, map/unmap/protect,
 // faults, teardown, the identity map for primary VMs, and the generic walker
 // (for mm/ itself and for the nested shadow code). See docs/mm.md.
+// mm/s2.c holds the VM object; each section names the file that implements it.
 //
 // Locking: every function takes the locks it needs; callers hold none.
 // Errors are negative S2_E_* values; 0 is success.
@@ -77,7 +78,7 @@ struct s2_stats {
 struct s2_vm;
 struct s2_root;
 
-// ---- VM -------------------------------------------------------------------
+// ---- VM (mm/s2.c; deferred frees mm/defer.c) -------------------------------
 int s2_vm_create(const struct s2_vm_config *cfg, struct s2_vm **out);
 // Zaps everything, frees every root, table and slot array (teardown rules:
 // no per-leaf invalidation, no CMO, at most one context invalidation).
@@ -113,7 +114,7 @@ struct s2_shadow_ops {
 };
 void s2_vm_set_shadow(struct s2_vm *vm, const struct s2_shadow_ops *ops, void *ctx);
 
-// ---- roots ----------------------------------------------------------------
+// ---- roots (mm/roots.c) ----------------------------------------------------
 // A root's role: the address space (and room for more role bits).
 struct s2_role {
 	uint16_t as;
@@ -137,11 +138,8 @@ void s2_roots_invalidate_all(struct s2_vm *vm);
 // The two halves of the above (tests, and the zap-all slot path).
 void s2_roots_mark_invalid(struct s2_vm *vm);
 void s2_roots_zap_invalid(struct s2_vm *vm);
-// Baseline for benchmarks (B3): root get and put take the mmu lock for write,
-// as before lock-light root management. Off (read lock) by default.
-void s2_vm_set_root_lock_write(struct s2_vm *vm, bool write);
 
-// ---- memslots ---------------------------------------------------------------
+// ---- memslots (mm/slots.c) ---------------------------------------------------
 enum {
 	S2_SLOT_READONLY = 1u << 0,  // writes fault with S2_E_PERM (emulated)
 	S2_SLOT_DEVICE = 1u << 1,    // mapped as device memory (pass-through MMIO)
@@ -173,7 +171,7 @@ bool s2_slot_find(struct s2_vm *vm, unsigned as, uint64_t gpa, struct s2_slot *o
 #define S2_GEN_IN_PROGRESS (1ull << 63)
 uint64_t s2_slots_generation(struct s2_vm *vm);
 
-// ---- faults -----------------------------------------------------------------
+// ---- faults (mm/fault.c) -----------------------------------------------------
 enum s2_fault_result {
 	S2_FAULT_MAPPED = 0, // a leaf now maps gpa (or already did)
 	S2_FAULT_MMIO = 1,   // no slot: emulate (a marker may have been cached)
@@ -190,7 +188,7 @@ struct s2_fault_info {
 int s2_fault(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsigned access,
 	     struct s2_fault_info *info);
 
-// ---- explicit mapping (primary VMs, tests) ---------------------------------
+// ---- explicit mapping (mm/map.c) --------------------------------------------
 // Maps [gpa, gpa + size) to [hpa, ...) with the largest leaves alignment
 // allows, replacing what is there (splitting or collapsing large leaves,
 // break-before-make where the format needs it). All-or-nothing on S2_E_NOMEM.
@@ -202,14 +200,34 @@ int s2_unmap(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size
 // Changes permissions of the mapped leaves in the range (splits as unmap).
 int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot);
 
-// Identity map of a list of ranges, eagerly populated with the largest blocks.
+// ---- primary identity map (mm/ident.c) --------------------------------------
+// The primary VM's map on every path (arm64 stage-2, NPT, EPT): guest-physical
+// == host-physical over [0, top), minus Slat's own region, with attributes
+// per range.
 struct s2_ident_range {
-	uint64_t base, size;
+	uint64_t base, size; // 4 KiB aligned
 	enum s2_memtype mt;
-	unsigned prot;
+	unsigned prot; // S2_PROT_*
 };
-int s2_map_identity(struct s2_vm *vm, struct s2_root *root, const struct s2_ident_range *r,
-		    unsigned n);
+struct s2_ident_layout {
+	uint64_t top;			  // maps [0, top)
+	const struct s2_ident_range *mem; // the firmware's memory: ascending, disjoint
+	unsigned n_mem;
+	enum s2_memtype gap_mt; // [0, top) that no `mem` range covers
+	unsigned gap_prot;
+	uint64_t hole_base, hole_size;	   // never mapped (Slat's region); size 0: none
+	const struct s2_ident_range *over; // win over `mem` and gaps (x86: the APIC
+	unsigned n_over;		   // page): ascending, disjoint
+};
+// Builds the layout into `root` with the largest leaves alignment allows:
+// neighbouring pieces with the same attributes are mapped as one range, so a
+// leaf spans range boundaries where the attributes do not change. Bad input
+// (unaligned, unsorted or overlapping ranges, top beyond the input width)
+// gives S2_E_* and maps nothing; S2_E_NOMEM keeps what was built so far.
+// `out` (may be NULL): the VM's statistics after the build (s2_vm_stats),
+// e.g. leaves_mapped[] per level: on a fresh VM, exactly the build's work.
+int s2_map_identity(struct s2_vm *vm, struct s2_root *root, const struct s2_ident_layout *l,
+		    struct s2_stats *out);
 
 // Software translation (a full walk; what hardware would see).
 struct s2_xlate {
@@ -222,14 +240,16 @@ struct s2_xlate {
 };
 void s2_translate(struct s2_vm *vm, const struct s2_root *root, uint64_t gpa, struct s2_xlate *out);
 
-// ---- teardown of one root (primary VM shutdown) ----------------------------
+// ---- teardown of one root (mm/s2.c) ----------------------------------------
 // Detaches the tree below `root` (the root page itself stays, empty, since a
 // CPU may still point at it), issues one context invalidation when anything
 // was attached, then frees every table page below the root in bounded chunks
 // with no per-leaf invalidation and no CMO. Returns the pages freed.
-uint64_t s2_root_teardown(struct s2_vm *vm, struct s2_root *root);
+// `work` (may be NULL): this teardown's own work in the engine's statistics
+// structure (tables_freed, tables_deferred, inval_context; the rest 0).
+uint64_t s2_root_teardown(struct s2_vm *vm, struct s2_root *root, struct s2_stats *work);
 
-// ---- the walker -------------------------------------------------------------
+// ---- the walker (mm/walk.c; table pages and assertions mm/base.c, assert.c) --
 enum {
 	S2_WALK_LEAF = 1u << 0,	      // visit present leaves
 	S2_WALK_TABLE_PRE = 1u << 1,  // visit table entries before descending

@@ -140,6 +140,10 @@ bool sh_parent_first(const struct sh_page *sp, struct sh_pref *out);
 void sh_rmap_add(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, uint64_t gfn);
 void sh_rmap_del(struct sh_mmu *m, struct sh_page *sp, uint32_t idx);
 struct sh_rmap **sh_rmap_bucket(struct sh_mmu *m, uint64_t gfn);
+// Backend pages (metadata, hash) and the object slab's pages.
+uint64_t sh_pages_alloc(struct sh_mmu *m, unsigned n);
+void sh_pages_free(struct sh_mmu *m, uint64_t pa, unsigned n);
+void sh_slab_destroy(struct sh_mmu *m, struct sh_slab *s);
 void sh_lock(struct sh_mmu *m);
 void sh_unlock(struct sh_mmu *m);
 s2_pte_t *sh_table(const struct sh_page *sp);

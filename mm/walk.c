@@ -16,40 +16,6 @@
 // invalidation is cheaper.
 #define S2_RANGE_INVAL_MAX_PAGES 512
 
-void s2_mmu_lock(struct s2_vm *vm, enum s2_lock_mode m)
-{
-	if (m == S2_LOCK_NONE)
-		return;
-	if (m == S2_LOCK_READ)
-		mm_rwlock_read_lock(&vm->mmu_lock);
-	else
-		mm_rwlock_write_lock(&vm->mmu_lock);
-	s2_read_enter(vm); // after the lock: never wait for it inside a section
-}
-
-void s2_mmu_unlock(struct s2_vm *vm, enum s2_lock_mode m)
-{
-	if (m == S2_LOCK_NONE)
-		return;
-	s2_read_exit(vm);
-	if (m == S2_LOCK_READ) {
-		mm_rwlock_read_unlock(&vm->mmu_lock);
-	} else {
-		mm_rwlock_write_unlock(&vm->mmu_lock);
-		s2_reclaim_bounded(vm); // writers free; fault paths and root loads do not poll
-	}
-}
-
-void s2_roots_lock(struct s2_vm *vm)
-{
-	mm_spin_lock(&vm->roots_lock);
-}
-
-void s2_roots_unlock(struct s2_vm *vm)
-{
-	mm_spin_unlock(&vm->roots_lock);
-}
-
 void s2_walk_begin(struct s2_walk *w, struct s2_vm *vm, unsigned flags, enum s2_lock_mode lock)
 {
 	*w = (struct s2_walk){.vm = vm, .flags = flags, .lock = lock};

@@ -3,7 +3,8 @@
 #
 # tests/run.sh [STAGE...] - run Slat's test stages and print one summary line.
 #
-# Stages: unit (cmocka under ASan+UBSan, *_mt tests also under TSan),
+# Stages: unit (cmocka under ASan+UBSan, *_mt tests also under TSan; mm/'s
+#         call graph has no loop: tools/mm_callgraph.py),
 #         boot (emulator boot tests, tests/boot/t_*.sh),
 #         bench (the quick benchmark run produces valid JSON; no timings judged).
 # Without arguments all stages run. The last line is "N passed, N failed".
@@ -48,6 +49,14 @@ run_cmocka() {
 stage_unit() {
 	echo "== unit tests (cmocka; ASan+UBSan, concurrency tests also TSan)"
 	make -s unit-build || { note_fail 1 "unit build"; return; }
+	# mm/'s file-level call graph has no loop (docs/mm.md, "Layers").
+	if python3 tools/mm_callgraph.py >"$out/mm_callgraph.log" 2>&1; then
+		note_pass 1
+		printf '  check %-36s passed\n' mm_callgraph
+	else
+		note_fail 1 "mm_callgraph (log: $out/mm_callgraph.log)"
+		sed 's/^/      /' "$out/mm_callgraph.log"
+	fi
 	local b
 	for b in build/hosted/asan/bin/test_*; do [ -x "$b" ] && run_cmocka "$b" asan; done
 	for b in build/hosted/tsan/bin/test_*; do [ -x "$b" ] && run_cmocka "$b" tsan; done

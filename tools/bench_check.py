@@ -29,7 +29,7 @@ RESULT_KEYS = {
     "b2_mod_stress": ["mode", "vcpus", "bytes_per_vcpu", "iterations", "add_delete",
                       "refaulted_pages_per_iter"],
     "b3_root_load": ["design", "threads", "load", "histogram"],
-    "b4_teardown": ["page_size", "policy", "mapped_bytes", "teardown_ns", "leaf_invalidations",
+    "b4_teardown": ["page_size", "policy", "mapped_bytes", "teardown_ns", "range_invalidations",
                     "cmos", "context_invalidations"],
     "b5_nested_churn": ["mode", "cycles", "per_cycle", "final_slot0_delete_ns"],
     "b6_delete_vs_size": ["mode", "vm_bytes", "delete"],

@@ -73,7 +73,7 @@ bool arm64_el2_mmu_build(struct region *r, const struct slat_plan *plan, struct 
 	top = (top + (1ull << 30) - 1) & ~((1ull << 30) - 1);
 	if (va_bits < 64 && top > (1ull << va_bits))
 		top = 1ull << va_bits;
-	if (!plan_walk_layout(plan, top, 0, 0, el2_map_range, &c)) {
+	if (!plan_walk_layout(plan, top, el2_map_range, &c)) {
 		log_err("arm64: out of memory for the EL2 tables\n");
 		return false;
 	}

@@ -97,24 +97,9 @@ bool ptable_map_identity(struct ptable *pt, uint64_t addr, uint64_t size, uint64
 	return true;
 }
 
-static bool emit(layout_fn fn, void *ctx, uint64_t base, uint64_t end, uint64_t hole,
-		 uint64_t hole_end, enum plan_mem_kind kind)
+bool plan_walk_layout(const struct slat_plan *plan, uint64_t limit, layout_fn fn, void *ctx)
 {
-	if (end <= base)
-		return true;
-	if (hole_end <= base || hole >= end || hole == hole_end)
-		return fn(ctx, base, end - base, kind);
-	if (hole > base && !fn(ctx, base, hole - base, kind))
-		return false;
-	if (hole_end < end)
-		return fn(ctx, hole_end, end - hole_end, kind);
-	return true;
-}
-
-bool plan_walk_layout(const struct slat_plan *plan, uint64_t limit, uint64_t hole,
-		      uint64_t hole_size, layout_fn fn, void *ctx)
-{
-	uint64_t at = 0, hole_end = hole + hole_size;
+	uint64_t at = 0;
 
 	for (unsigned i = 0; i < plan->n_ranges && at < limit; i++) {
 		const struct plan_range *r = &plan->ranges[i];
@@ -122,10 +107,10 @@ bool plan_walk_layout(const struct slat_plan *plan, uint64_t limit, uint64_t hol
 		uint64_t end = r->base + r->size > limit ? limit : r->base + r->size;
 		if (base >= end)
 			continue;
-		if (!emit(fn, ctx, at, base, hole, hole_end, PLAN_MEM_DEVICE) ||
-		    !emit(fn, ctx, base, end, hole, hole_end, r->kind))
+		if ((base > at && !fn(ctx, at, base - at, PLAN_MEM_DEVICE)) ||
+		    !fn(ctx, base, end - base, r->kind))
 			return false;
 		at = end;
 	}
-	return emit(fn, ctx, at, limit, hole, hole_end, PLAN_MEM_DEVICE);
+	return at >= limit || fn(ctx, at, limit - at, PLAN_MEM_DEVICE);
 }

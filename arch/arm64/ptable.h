@@ -36,11 +36,11 @@ bool ptable_init(struct ptable *pt, struct region *pages, unsigned va_bits, unsi
 // the valid/page bits. The range must be page-aligned and not yet mapped.
 bool ptable_map_identity(struct ptable *pt, uint64_t addr, uint64_t size, uint64_t attrs);
 
-// Visits the memory layout of [0, limit): every plan range with its kind,
-// gaps as PLAN_MEM_DEVICE, and skips [hole, hole + hole_size). Stops at the
-// first callback that returns false and returns false then.
+// Visits the memory layout of [0, limit) for EL2's own stage-1 map: every
+// plan range with its kind, gaps as PLAN_MEM_DEVICE. Stops at the first
+// callback that returns false and returns false then. (The primary's
+// stage-2, which leaves out Slat's region, is mm/'s s2_map_identity.)
 typedef bool (*layout_fn)(void *ctx, uint64_t base, uint64_t size, enum plan_mem_kind kind);
-bool plan_walk_layout(const struct slat_plan *plan, uint64_t limit, uint64_t hole,
-		      uint64_t hole_size, layout_fn fn, void *ctx);
+bool plan_walk_layout(const struct slat_plan *plan, uint64_t limit, layout_fn fn, void *ctx);
 
 #endif

@@ -11,7 +11,6 @@
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/fmt_s2.h"
 #include "arch/arm64/hyp.h"
-#include "arch/arm64/ptable.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "mm/s2.h"
@@ -24,16 +23,29 @@ extern const struct s2_backend arm64_mm_backend;
 static struct s2_vm *s2_vm;
 static struct s2_root *s2_root;
 
-static bool s2_map_range(void *ctx, uint64_t base, uint64_t size, enum plan_mem_kind kind)
-{
-	bool normal = kind == PLAN_MEM_NORMAL;
-	int r = s2_map(s2_vm, s2_root, base, size, base, normal ? S2_PROT_RWX : S2_PROT_RW,
-		       normal ? S2_MT_WB : S2_MT_DEVICE);
+// The plan's ranges in the engine's terms (built once, on the boot CPU).
+static struct s2_ident_range s2_mem[PLAN_MAX_RANGES];
 
-	if (r)
-		log_err("arm64: stage-2 map of 0x%llx+0x%llx failed (%d)\n",
-			(unsigned long long)base, (unsigned long long)size, r);
-	return r == 0;
+// Normal write-back RWX where the firmware reports RAM or ROM, Device RW
+// everywhere else, Slat's region never mapped.
+static struct s2_ident_layout s2_layout(const struct slat_plan *plan, uint64_t top)
+{
+	for (unsigned i = 0; i < plan->n_ranges; i++) {
+		bool normal = plan->ranges[i].kind == PLAN_MEM_NORMAL;
+
+		s2_mem[i] = (struct s2_ident_range){plan->ranges[i].base, plan->ranges[i].size,
+						    normal ? S2_MT_WB : S2_MT_DEVICE,
+						    normal ? S2_PROT_RWX : S2_PROT_RW};
+	}
+	return (struct s2_ident_layout){
+	    .top = top,
+	    .mem = s2_mem,
+	    .n_mem = plan->n_ranges,
+	    .gap_mt = S2_MT_DEVICE,
+	    .gap_prot = S2_PROT_RW,
+	    .hole_base = plan->region.base,
+	    .hole_size = plan->region.size,
+	};
 }
 
 static unsigned ps_encoding(unsigned bits)
@@ -78,12 +90,12 @@ bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, stru
 		log_err("arm64: cannot create the stage-2 VM (%d)\n", err);
 		return false;
 	}
-	if (!plan_walk_layout(plan, 1ull << ipa_bits, plan->region.base, plan->region.size,
-			      s2_map_range, NULL)) {
-		log_err("arm64: cannot build the stage-2 (out of table pages?)\n");
+	struct s2_ident_layout layout = s2_layout(plan, 1ull << ipa_bits);
+	err = s2_map_identity(s2_vm, s2_root, &layout, &st);
+	if (err) {
+		log_err("arm64: cannot build the stage-2 (%d; out of table pages?)\n", err);
 		return false;
 	}
-	s2_vm_stats(s2_vm, &st);
 	*s2 = (struct arm64_s2){
 	    .root = s2_root_pa(s2_root),
 	    .ipa_bits = ipa_bits,
@@ -101,15 +113,13 @@ bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, stru
 // frees the tables with no per-entry TLBI or CMO.
 void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *invalidations)
 {
-	struct slat_mm_counts before, after;
+	struct s2_stats work;
 
 	if (!s2->root || !s2_vm) {
 		*pages_freed = *invalidations = 0;
 		return;
 	}
-	arm64_mm_counts(&before);
-	*pages_freed = s2_root_teardown(s2_vm, s2_root);
-	arm64_mm_counts(&after);
+	*pages_freed = s2_root_teardown(s2_vm, s2_root, &work);
 	s2->root = 0;
-	*invalidations = after.invalidations - before.invalidations;
+	*invalidations = work.inval_context;
 }

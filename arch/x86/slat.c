@@ -42,64 +42,31 @@ static const struct s2_backend x86_slat_backend = {
     .cpu_relax = be_relax,
 };
 
-struct slat_build {
-	struct x86_slat *s;
-	const struct x86_slat_params *p;
-	const struct region *hole; // Slat's region: never mapped
-	int err;
-};
+// The plan's ranges in the engine's terms (built once, on the boot CPU).
+static struct s2_ident_range slat_mem[PLAN_MAX_RANGES];
 
-static void slat_map(struct slat_build *b, uint64_t base, uint64_t size, unsigned prot,
-		     enum s2_memtype mt)
+// RAM and ROM write-back, MMIO and holes uncacheable, all RWX; Slat's region
+// never mapped; the APIC page with its own protection.
+static struct s2_ident_layout slat_layout(const struct slat_plan *plan,
+					  const struct x86_slat_params *p, uint64_t top,
+					  struct s2_ident_range *apic)
 {
-	if (!size || b->err)
-		return;
-	b->err = s2_map(b->s->vm, b->s->root, base, size, base, prot, mt);
-	if (b->err)
-		log_err("x86: %s map of 0x%llx+0x%llx failed (%d)\n", b->p->name,
-			(unsigned long long)base, (unsigned long long)size, b->err);
-}
-
-// [base, end) of one kind, minus Slat's region, with the APIC page apart.
-static void slat_emit(struct slat_build *b, uint64_t base, uint64_t end, bool normal)
-{
-	uint64_t hb = b->hole->base, he = b->hole->base + b->hole->size, apic = b->p->apic;
-	enum s2_memtype mt = normal ? S2_MT_WB : S2_MT_DEVICE;
-
-	if (base >= end)
-		return;
-	if (base < he && hb < end) { // overlaps Slat's region: map around it
-		slat_emit(b, base, hb < base ? base : hb, normal);
-		slat_emit(b, he > end ? end : he, end, normal);
-		return;
-	}
-	if (apic >= base && apic < end) {
-		slat_map(b, base, apic - base, S2_PROT_RWX, mt);
-		slat_map(b, apic, 4096, b->p->apic_prot, S2_MT_DEVICE);
-		slat_map(b, apic + 4096, end - apic - 4096, S2_PROT_RWX, mt);
-		return;
-	}
-	slat_map(b, base, end - base, S2_PROT_RWX, mt);
-}
-
-// Plan ranges in order; the gaps between them (and above the last) are MMIO.
-static void slat_emit_plan(struct slat_build *b, const struct slat_plan *plan, uint64_t top)
-{
-	uint64_t cursor = 0;
-
-	for (unsigned i = 0; i < plan->n_ranges && cursor < top; i++) {
-		const struct plan_range *r = &plan->ranges[i];
-		uint64_t end = r->base + r->size < top ? r->base + r->size : top;
-
-		if (r->base > cursor)
-			slat_emit(b, cursor, r->base < top ? r->base : top, false);
-		if (end > r->base && end > cursor)
-			slat_emit(b, r->base > cursor ? r->base : cursor, end,
-				  r->kind == PLAN_MEM_NORMAL);
-		if (end > cursor)
-			cursor = end;
-	}
-	slat_emit(b, cursor, top, false);
+	for (unsigned i = 0; i < plan->n_ranges; i++)
+		slat_mem[i] = (struct s2_ident_range){
+		    plan->ranges[i].base, plan->ranges[i].size,
+		    plan->ranges[i].kind == PLAN_MEM_NORMAL ? S2_MT_WB : S2_MT_DEVICE, S2_PROT_RWX};
+	*apic = (struct s2_ident_range){p->apic, 4096, S2_MT_DEVICE, p->apic_prot};
+	return (struct s2_ident_layout){
+	    .top = top,
+	    .mem = slat_mem,
+	    .n_mem = plan->n_ranges,
+	    .gap_mt = S2_MT_DEVICE,
+	    .gap_prot = S2_PROT_RWX,
+	    .hole_base = plan->region.base,
+	    .hole_size = plan->region.size,
+	    .over = apic,
+	    .n_over = p->apic < top ? 1 : 0,
+	};
 }
 
 bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
@@ -113,32 +80,35 @@ bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
 	    .be_ctx = (void *)p->ops,
 	    .zap_mode = plan->zap_mode == CFG_ZAP_ALL ? S2_ZAP_ALL : S2_ZAP_SLOT,
 	};
-	struct slat_build b = {.s = s, .p = p, .hole = &plan->region};
+	struct s2_ident_range apic;
+	struct s2_ident_layout layout;
 	struct s2_stats st;
+	int err;
 
 	*s = (struct x86_slat){.top = 1ull << bits};
-	b.err = s2_vm_create(&cfg, &s->vm);
-	if (!b.err)
-		b.err = s2_root_get(s->vm, (struct s2_role){0, 0}, &s->root);
-	if (b.err) {
-		log_err("x86: cannot create the %s (%d)\n", p->name, b.err);
+	err = s2_vm_create(&cfg, &s->vm);
+	if (!err)
+		err = s2_root_get(s->vm, (struct s2_role){0, 0}, &s->root);
+	if (err) {
+		log_err("x86: cannot create the %s (%d)\n", p->name, err);
 		return false;
 	}
-	slat_emit_plan(&b, plan, s->top);
-	if (b.err) {
-		log_err("x86: cannot build the %s (out of Slat memory?)\n", p->name);
+	layout = slat_layout(plan, p, s->top, &apic);
+	err = s2_map_identity(s->vm, s->root, &layout, &st);
+	if (err) {
+		log_err("x86: cannot build the %s (%d; out of Slat memory?)\n", p->name, err);
 		return false;
 	}
-	s2_vm_stats(s->vm, &st);
 	s->leaves_1g = st.leaves_mapped[2];
 	s->leaves_2m = st.leaves_mapped[1];
 	s->leaves_4k = st.leaves_mapped[0];
 	return true;
 }
 
-uint64_t x86_slat_teardown(struct x86_slat *s)
+uint64_t x86_slat_teardown(struct x86_slat *s, struct s2_stats *work)
 {
+	*work = (struct s2_stats){0};
 	if (!s->vm || !s->root)
 		return 0;
-	return s2_root_teardown(s->vm, s->root);
+	return s2_root_teardown(s->vm, s->root, work);
 }

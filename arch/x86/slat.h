@@ -26,6 +26,7 @@
 #define X86_SLAT_MAX_PHYS_BITS 40 // 1 TiB: two PDPT pages of 1 GiB leaves
 
 struct page_pool;
+struct s2_stats;
 struct s2_fmt;
 struct s2_root;
 struct s2_vm;
@@ -66,7 +67,8 @@ bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
 // The engine's batched teardown: everything below the root goes (the root
 // stays, empty, since other CPUs may still run on it) with one invalidation
 // through the back end and no per-entry invalidation. Returns the table pages
-// freed; 0 when nothing was built.
-uint64_t x86_slat_teardown(struct x86_slat *s);
+// freed; 0 when nothing was built. `work`: the engine's figures of this
+// teardown (s2_root_teardown).
+uint64_t x86_slat_teardown(struct x86_slat *s, struct s2_stats *work);
 
 #endif

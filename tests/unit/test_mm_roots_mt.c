@@ -8,6 +8,7 @@
 // retry; and a bounded stress of faulting vCPUs, a zapper and a reloader.
 #include <pthread.h>
 
+#include "mm/s2_testhooks.h"
 #include "mm_test.h"
 
 static const struct s2_role ROLE0 = {0, 0};

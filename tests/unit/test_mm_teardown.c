@@ -48,7 +48,7 @@ static void test_root_teardown_1m_leaves(void **state)
 	mmt_sum(&t, &tables);
 	assert_int_equal(tables, 1 + 4 + 2048); // root, 4 level-1 tables, 2048 leaf tables
 	struct host_counts c0 = mmt_counts(&t);
-	uint64_t freed = s2_root_teardown(t.vm, t.root);
+	uint64_t freed = s2_root_teardown(t.vm, t.root, NULL);
 	struct host_counts c1 = mmt_counts(&t);
 	assert_int_equal(freed, 4 + 2048);
 	assert_int_equal(c1.free_pages - c0.free_pages, 4 + 2048);
@@ -58,7 +58,7 @@ static void test_root_teardown_1m_leaves(void **state)
 	mmt_sum(&t, &tables);
 	assert_int_equal(tables, 1); // the root stays, empty
 	assert_false(mmt_walk(&t, 12345).mapped);
-	assert_int_equal(s2_root_teardown(t.vm, t.root), 0); // nothing attached: no invalidation
+	assert_int_equal(s2_root_teardown(t.vm, t.root, NULL), 0); // nothing attached: no invalidation
 	assert_int_equal(mmt_counts(&t).inval_context, c1.inval_context);
 	mmt_fini(&t);
 }

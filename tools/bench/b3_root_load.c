@@ -18,6 +18,8 @@
 #include "tools/bench/bench.h"
 #include "tools/bench/sim.h"
 
+#include "mm/s2_testhooks.h"
+
 #define PAGE 4096ull
 
 struct ctx {

@@ -3,9 +3,11 @@
 // B4 teardown: a VM with `mapped` bytes of arm64 stage-2 leaves (all 4 KiB or
 // all 2 MiB) is torn down under three policies, each in a fresh VM of the same
 // engine:
-//   per_leaf  the pre-2019 way: unmap leaf by leaf through the live unmap path,
-//             each with its own range invalidation and a clean+invalidate to
-//             PoC of the page (no FWB, normal cacheable memory);
+//   per_leaf  the pre-2019 way: one walk over the tree (s2_unmap_per_leaf,
+//             mm/s2_testhooks.h) that zaps leaf by leaf, each with its own
+//             range invalidation and a clean+invalidate to PoC of the leaf as
+//             it goes (no FWB, normal cacheable memory), and removes each
+//             emptied table with its own invalidation;
 //   no_cmo    the same with FWB enabled (the engine's CMO policy skips them);
 //   batched   the teardown path: detach, one context invalidation, free the
 //             tree with no per-leaf invalidation and no CMO.
@@ -17,6 +19,8 @@
 #include "tools/bench/bench.h"
 #include "tools/bench/floor.h"
 #include "tools/bench/sim.h"
+
+#include "mm/s2_testhooks.h"
 
 struct policy {
 	const char *name;
@@ -57,17 +61,12 @@ static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t ma
 
 	t0 = bench_now_ns();
 	if (p->batched) {
-		s2_root_teardown(vm, root);
+		s2_root_teardown(vm, root, NULL);
 	} else {
-		for (uint64_t gpa = 0; gpa < mapped; gpa += ps) {
-			if (s2_unmap(vm, root, gpa, ps))
-				bench_die("s2_unmap");
-			if ((gpa & (BENCH_GIB - 1)) == 0)
-				bench_progress("b4", "%s %s: %llu of %llu GiB",
-					       ps == 4096 ? "4K" : "2M", p->name,
-					       (unsigned long long)(gpa / BENCH_GIB),
-					       (unsigned long long)(mapped / BENCH_GIB));
-		}
+		bench_progress("b4", "%s %s: %llu GiB", ps == 4096 ? "4K" : "2M", p->name,
+			       (unsigned long long)(mapped / BENCH_GIB));
+		if (s2_unmap_per_leaf(vm, root, 0, mapped))
+			bench_die("s2_unmap_per_leaf");
 	}
 	uint64_t ns = bench_now_ns() - t0;
 	bench_progress_done();
@@ -81,7 +80,7 @@ static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t ma
 	bj_u64(j, "map_ns", map_ns);
 	bj_u64(j, "teardown_ns", ns);
 	bj_f64(j, "ns_per_leaf", (double)ns / (double)(mapped / ps));
-	bj_u64(j, "leaf_invalidations", atomic_load(&s.n.inval_range));
+	bj_u64(j, "range_invalidations", atomic_load(&s.n.inval_range));
 	bj_u64(j, "cmos", atomic_load(&s.n.cmo_calls));
 	bj_u64(j, "cmo_bytes", atomic_load(&s.n.cmo_bytes));
 	bj_u64(j, "context_invalidations", atomic_load(&s.n.inval_context));

@@ -32,6 +32,11 @@ struct sim_costs {
 	uint64_t inval_range_ns;   // per range call (barriers, broadcast)
 	uint64_t inval_page_ns;	   // per 4 KiB page of a range call
 	uint64_t cmo_4k_ns;	   // clean+invalidate to PoC of 4 KiB (64 lines)
+	// kick_reload: sending the request (IPI) once, and per vCPU in guest
+	// mode its exit and acknowledgement (an IPI round trip). The real wait
+	// for the acknowledging threads is measured apart (kick_wait_ns): on a
+	// small host it is thread scheduling, not what hardware would take.
+	uint64_t kick_ns, kick_ack_ns;
 };
 // Defaults (see docs/benchmarks.md) and the cost=... arguments that override them.
 void sim_costs_from_args(struct sim_costs *c, int argc, char **argv);
@@ -41,7 +46,7 @@ struct sim_counts {
 	_Atomic uint64_t inval_context, inval_range, inval_range_pages;
 	_Atomic uint64_t cmo_calls, cmo_bytes;
 	_Atomic uint64_t pages_alloc, pages_freed, pages_deferred;
-	_Atomic uint64_t kicks;
+	_Atomic uint64_t kicks, kick_acks, kick_wait_ns;
 };
 
 #define SIM_TLB_SETS  1024

@@ -49,11 +49,8 @@ bool svm_npt_build(const struct slat_plan *plan, uint64_t apic_page, unsigned ph
 // vCPU, then free the tables with no per-entry invalidation.
 void svm_npt_teardown(uint64_t *pages_freed, uint64_t *invalidations)
 {
-	struct slat_mm_counts before, after;
+	struct s2_stats work;
 
-	*pages_freed = *invalidations = 0;
-	svm_mm_counts(&before);
-	*pages_freed = x86_slat_teardown(&npt);
-	svm_mm_counts(&after);
-	*invalidations = after.invalidations - before.invalidations;
+	*pages_freed = x86_slat_teardown(&npt, &work);
+	*invalidations = work.inval_context;
 }

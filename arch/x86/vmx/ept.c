@@ -55,11 +55,8 @@ bool vmx_ept_build(struct region *r, const struct slat_plan *plan, const struct 
 // the tables with no per-entry invalidation.
 void vmx_ept_teardown(uint64_t *pages_freed, uint64_t *invalidations)
 {
-	struct slat_mm_counts before, after;
+	struct s2_stats work;
 
-	*pages_freed = *invalidations = 0;
-	vmx_ept_mm_counts(&before);
-	*pages_freed = x86_slat_teardown(&ept);
-	vmx_ept_mm_counts(&after);
-	*invalidations = after.invalidations - before.invalidations;
+	*pages_freed = x86_slat_teardown(&ept, &work);
+	*invalidations = work.inval_context;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// VM life cycle and teardown.
+// The VM object of mm/s2.h: life cycle, accessors, statistics, teardown.
 //
 // Teardown rules (I3.1-I3.3): the tree is made unreachable first (VM destroy:
 // no vCPU runs any more; root teardown: the root's entries are detached),
@@ -9,39 +9,6 @@
 // cache maintenance, and checks need_resched every S2_YIELD_EVERY entries.
 #include "core/mem.h"
 #include "mm/s2_internal.h"
-
-uint64_t s2_page_alloc(struct s2_vm *vm, unsigned npages, uint64_t align)
-{
-	return vm->be->page_alloc(vm->be_ctx, npages, align);
-}
-
-// `deferred`: the pages may still be read by a walker (mm/defer.c); they go
-// one by one through the VM's grace period.
-void s2_page_free(struct s2_vm *vm, uint64_t pa, unsigned npages, bool deferred)
-{
-	if (deferred) {
-		for (unsigned i = 0; i < npages; i++)
-			s2_defer_page(vm, pa + (uint64_t)i * S2_PAGE_SIZE);
-		S2_STAT_ADD(vm, tables_deferred, npages);
-	} else {
-		vm->be->page_free(vm->be_ctx, pa, npages);
-	}
-	S2_STAT_ADD(vm, tables_freed, npages);
-}
-
-uint64_t s2_table_alloc(struct s2_vm *vm)
-{
-	uint64_t pa = s2_page_alloc(vm, 1, S2_PAGE_SIZE);
-
-	if (pa)
-		S2_STAT_ADD(vm, tables_alloc, 1);
-	return pa;
-}
-
-void s2_table_free_deferred(struct s2_vm *vm, uint64_t pa)
-{
-	s2_page_free(vm, pa, 1, true);
-}
 
 int s2_vm_create(const struct s2_vm_config *cfg, struct s2_vm **out)
 {
@@ -216,19 +183,23 @@ static uint64_t free_detached_root(struct s2_vm *vm, uint64_t root_pa)
 	return freed;
 }
 
-uint64_t s2_root_teardown(struct s2_vm *vm, struct s2_root *root)
+uint64_t s2_root_teardown(struct s2_vm *vm, struct s2_root *root, struct s2_stats *work)
 {
+	uint64_t freed = 0;
 	bool attached;
 
 	s2_mmu_lock(vm, S2_LOCK_WRITE);
 	attached = detach_root(vm, root->pa); // unreachable before anything is freed
 	s2_mmu_unlock(vm, S2_LOCK_WRITE);
-	if (!attached)
-		return 0;
-	vm->be->inval_context(vm->be_ctx, vm); // the one invalidation
-	S2_STAT_ADD(vm, inval_context, 1);
-	uint64_t freed = free_detached_root(vm, root->pa);
-	s2_defer_drain(vm); // shutdown: the pages are back when this returns
+	if (attached) {
+		vm->be->inval_context(vm->be_ctx, vm); // the one invalidation
+		S2_STAT_ADD(vm, inval_context, 1);
+		freed = free_detached_root(vm, root->pa);
+		s2_defer_drain(vm); // shutdown: the pages are back when this returns
+	}
+	if (work)
+		*work = (struct s2_stats){
+		    .inval_context = attached, .tables_freed = freed, .tables_deferred = freed};
 	return freed;
 }
 
