@@ -129,10 +129,11 @@ static const char *const trap_kinds[16] = {
 
 // Interrupts and SErrors are routed to EL1 (IMO/FMO/AMO clear) and AArch32 is
 // not offered: none of these should reach EL2.
-static void unexpected_kind(struct arm64_frame *f, uint64_t kind, uint64_t esr)
+static void unexpected_kind(const struct vcpu *v, struct arm64_frame *f, uint64_t kind,
+			    uint64_t esr)
 {
-	log_warn("slat: unexpected %s exception from the primary (ESR 0x%llx)\n",
-		 trap_kinds[kind & 15], (unsigned long long)esr);
+	log_warn("slat: unexpected %s exception from vm %s (ESR 0x%llx)\n", trap_kinds[kind & 15],
+		 v->vm->name, (unsigned long long)esr);
 	if (kind == TRAP_LOWER_A32_SYNC)
 		arm64_inject_undef(f);
 }
@@ -161,7 +162,7 @@ void arm64_handle_exit(struct vcpu *v, struct arm64_frame *f, uint64_t kind)
 		if (kind == TRAP_LOWER_A64_SYNC)
 			unexpected_lower(f, esr); // EXIT_SYSREG and unknown ECs
 		else
-			unexpected_kind(f, kind, esr);
+			unexpected_kind(v, f, kind, esr);
 		break;
 	}
 }
