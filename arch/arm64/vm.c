@@ -69,9 +69,14 @@ static void load_el2_state(const struct vm *vm, struct arm64_pcpu *pc)
 }
 
 // The drop to EL1: this CPU becomes `vcpu` for good (the primary's vCPUs are
-// pinned), on a fresh EL2 stack; exits come back to arm64_handle_exit.
+// pinned), on a fresh EL2 stack; exits come back to arm64_handle_exit. A CPU
+// that arrives after its VM began shutting down (CPU_ON racing SYSTEM_OFF)
+// parks: the stage-2 may already be gone.
 void vcpu_arch_run(struct vcpu *vcpu)
 {
+	if (vm_is_shutting_down(vcpu->vm))
+		arm64_park();
+
 	struct arm64_pcpu *pc = arm64_pcpu_bind(vcpu);
 
 	load_el2_state(vcpu->vm, pc);
