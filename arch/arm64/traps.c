@@ -7,6 +7,7 @@
 // primary gets a synchronous external abort, exactly as if the memory had
 // answered with an error.
 #include "arch/arm64/el2_regs.h"
+#include "arch/arm64/exit_reason.h"
 #include "arch/arm64/hyp.h"
 #include "core/log.h"
 
@@ -15,9 +16,6 @@
 #define VEC_CUR_SPX   0x200
 #define VEC_LOWER_A64 0x400
 #define VEC_LOWER_A32 0x600
-
-#define TRAP_LOWER_A64_SYNC 8
-#define TRAP_LOWER_A32_SYNC 12
 
 // Makes the primary take a synchronous exception with syndrome `esr1` at EL1,
 // as the hardware would have: the interrupted state goes to ELR/SPSR_EL1 and
@@ -98,29 +96,7 @@ static void unexpected_lower(struct arm64_frame *f, uint64_t esr)
 	arm64_inject_undef(f);
 }
 
-// Core's name for an exception from the guest (vector index `kind`).
-static enum exit_reason exit_reason_of(uint64_t kind, uint64_t esr)
-{
-	if (kind != TRAP_LOWER_A64_SYNC)
-		return EXIT_OTHER;
-	switch (esr_ec(esr)) {
-	case EC_SMC64:
-		return EXIT_FIRMWARE_CALL;
-	case EC_HVC64:
-		return EXIT_HYPERCALL;
-	case EC_DABT_LOW:
-	case EC_IABT_LOW:
-		return EXIT_SLAT_FAULT;
-	case EC_SYSREG:
-		return EXIT_SYSREG;
-	case EC_WFX:
-		return EXIT_WAIT;
-	default:
-		return EXIT_OTHER;
-	}
-}
-
-static const char *const trap_kinds[16] = {
+static const char *const trap_kinds[ARM64_TRAP_KINDS] = {
     "EL2t sync",      "EL2t IRQ",      "EL2t FIQ",	"EL2t SError",
     "EL2h sync",      "EL2h IRQ",      "EL2h FIQ",	"EL2h SError",
     "lower A64 sync", "lower A64 IRQ", "lower A64 FIQ", "lower A64 SError",
@@ -134,14 +110,14 @@ static void unexpected_kind(const struct vcpu *v, struct arm64_frame *f, uint64_
 {
 	log_warn("slat: unexpected %s exception from vm %s (ESR 0x%llx)\n", trap_kinds[kind & 15],
 		 v->vm->name, (unsigned long long)esr);
-	if (kind == TRAP_LOWER_A32_SYNC)
+	if (kind == ARM64_TRAP_LOWER_A32_SYNC)
 		arm64_inject_undef(f);
 }
 
 void arm64_handle_exit(struct vcpu *v, struct arm64_frame *f, uint64_t kind)
 {
 	uint64_t esr = read_sysreg("esr_el2");
-	enum exit_reason reason = exit_reason_of(kind, esr);
+	enum exit_reason reason = arm64_exit_reason(kind, esr);
 
 	vcpu_count_exit(v, reason);
 	switch (reason) {
@@ -159,7 +135,7 @@ void arm64_handle_exit(struct vcpu *v, struct arm64_frame *f, uint64_t kind)
 		f->elr += 4;
 		break;
 	default:
-		if (kind == TRAP_LOWER_A64_SYNC)
+		if (kind == ARM64_TRAP_LOWER_A64_SYNC)
 			unexpected_lower(f, esr); // EXIT_SYSREG and unknown ECs
 		else
 			unexpected_kind(v, f, kind, esr);
