@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// slat.efi entry point. Today: bring the serial console up, report what the
-// CPU and the firmware offer, and power off (with EFI_UNSUPPORTED when the CPU
-// cannot host Slat). Next: deprivilege the firmware (arch_enter_hypervisor).
+// slat.efi entry point: bring the serial console up, report what the CPU and
+// the firmware offer, then either power off with EFI_UNSUPPORTED (the CPU
+// cannot host Slat) or hand over to boot_primary() (boot/primary.h), which
+// deprivileges the firmware into the primary VM and boots the OS in it. When
+// that returns (nothing to boot, or a failure) Slat powers off with its
+// status.
 #include "arch/arch.h"
 #include "boot/boot.h"
 #include "boot/memmap.h"

@@ -21,11 +21,34 @@ static struct slat_plan boot_plan;
 static struct slat_config boot_cfg;
 static char boot_cmdline[CFG_CMDLINE_MAX + CMDLINE_EXTRA];
 
+// Linux's name for the UART arch_console_init() drives on each architecture
+// (arch_name()): a PL011 on arm64, a 16550 on x86.
+static const struct {
+	const char *arch;
+	const char *cmdline;
+} default_cmdlines[] = {
+    {"aarch64", "console=ttyAMA0"},
+    {"x86_64", "console=ttyS0"},
+};
+
+static bool name_eq(const char *a, const char *b)
+{
+	while (*a && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == *b;
+}
+
+// The command line when slat.cfg gives none: the console on Slat's UART.
 static const char *default_cmdline(void)
 {
-	const char *a = arch_name();
-
-	return a[0] == 'a' ? "console=ttyAMA0" : "console=ttyS0";
+	for (unsigned i = 0; i < sizeof(default_cmdlines) / sizeof(default_cmdlines[0]); i++) {
+		if (name_eq(arch_name(), default_cmdlines[i].arch))
+			return default_cmdlines[i].cmdline;
+	}
+	log_warn("slat: no default console for %s; the kernel picks its own\n", arch_name());
+	return "";
 }
 
 static void cfg_diag(void *ctx, enum cfg_severity sev, unsigned int line, const char *msg)

@@ -2,7 +2,7 @@
 //
 // The C memory functions generic code may call. Both builds provide them under
 // their standard names: the hosted build from libc, slat.efi from
-// boot/string.c. Declaring the standard prototypes here keeps mm/ and core/
+// core/libc/string.c. Declaring the standard prototypes here keeps mm/ and core/
 // free of <string.h>, which a freestanding build does not have.
 #ifndef SLAT_CORE_MEM_H
 #define SLAT_CORE_MEM_H

@@ -7,6 +7,7 @@
 
 #define FRAME_SIZE 272 // struct arm64_frame: x0..x30, elr, spsr, pad
 #define FRAME_ELR  248
+#define PCPU_VCPU  16  // struct arm64_pcpu: vcpu (static_assert in hyp.h)
 
 	.text
 
@@ -14,6 +15,9 @@
 // 16 entries of 0x80 bytes; each saves x0/x1, puts its index in x0 and joins
 // the common path. Index: 0-3 current EL with SP_EL0, 4-7 current EL with
 // SP_ELx, 8-11 lower EL AArch64, 12-15 lower EL AArch32 (sync, IRQ, FIQ, SError).
+// Lower-EL exceptions are exits of the vCPU this CPU runs:
+// arm64_handle_exit(vcpu, frame, index), then back to the guest. The others
+// are exceptions in Slat itself: arm64_el2_fault(index, frame), no return.
 .macro vector idx
 	.balign 0x80
 	sub	sp, sp, #FRAME_SIZE
@@ -62,7 +66,11 @@ el2_trap_common:
 	mrs	x1, spsr_el2
 	str	x1, [sp, #256]
 	mov	x1, sp
-	bl	arm64_el2_trap
+	tbz	x0, #3, el2_fault    // index < 8: taken at EL2
+	mov	x2, x0
+	mrs	x0, tpidr_el2
+	ldr	x0, [x0, #PCPU_VCPU] // this CPU's struct arm64_pcpu: its vCPU
+	bl	arm64_handle_exit
 	ldr	x1, [sp, #256]
 	msr	spsr_el2, x1
 	ldp	x30, x1, [sp, #240]
@@ -84,6 +92,11 @@ el2_trap_common:
 	ldp	x28, x29, [sp, #224]
 	add	sp, sp, #FRAME_SIZE
 	eret
+
+el2_fault:
+	bl	arm64_el2_fault
+3:	wfe
+	b	3b
 
 // ---- int64_t arm64_call_then_drop(uint64_t fn, void *arg) ----------------
 // Runs in the firmware-loaded image. Saves the callee-saved registers on the

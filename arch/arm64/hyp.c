@@ -7,14 +7,17 @@
 // arch_enter_hypervisor() runs in the firmware-loaded image at EL2 on the
 // firmware's tables. It builds Slat's EL2 tables in the reserved region,
 // switches TTBR0_EL2 to them and calls hyp_start() *in the resident copy*,
-// which sets up everything that must outlive the firmware (console, stage-2,
-// per-CPU records, vectors) in the copy's own globals and ERETs back into the
-// firmware-loaded image at EL1. From then on only the copy runs at EL2.
+// which sets up everything that must outlive the firmware (console, the
+// primary VM and its stage-2, per-CPU records, vectors) in the copy's own
+// globals and runs the boot CPU's vCPU: an ERET back into the firmware-loaded
+// image at EL1. From then on only the copy runs at EL2. The VM and vCPU side
+// (core/vm_arch.h) is in vm.c.
 #include "arch/arch.h"
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/hyp.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/vm_arch.h"
 
 // What the firmware-loaded image hands to the resident copy.
 struct arm64_boot_args {
@@ -27,30 +30,19 @@ struct arm64_boot_args {
 
 // ---- resident state -------------------------------------------------------
 struct vm arm64_primary;
-struct arm64_hyp_regs arm64_hyp;
+struct arm64_cpu_features arm64_cpu;
 static struct slat_plan hyp_plan;
 static struct arm64_el2_mmu hyp_mmu;
-static struct arm64_s2 hyp_s2;
 static struct vcpu hyp_vcpus[ARM64_MAX_CPUS];
 static struct arm64_pcpu hyp_pcpus[ARM64_MAX_CPUS];
-static uint64_t hyp_start_ticks, hyp_tick_hz;
-static int hyp_shutting_down;
 
 void arm64_secondary_main(struct arm64_pcpu *pc);
 
 #define MPIDR_AFF_MASK 0xff00ffffffull
 
-uint64_t arm64_uptime_us(void)
+struct slat_plan *arm64_resident_plan(void)
 {
-	uint64_t now = read_sysreg("cntpct_el0");
-
-	// (ticks * 10^6) stays below 2^64 for years at the usual counter rates.
-	return hyp_tick_hz ? (now - hyp_start_ticks) * 1000000 / hyp_tick_hz : 0;
-}
-
-bool arm64_in_slat_region(uint64_t pa, uint64_t len)
-{
-	return region_overlaps(&hyp_plan.region, pa, len);
+	return &hyp_plan;
 }
 
 struct arm64_pcpu *arm64_this_pcpu(void)
@@ -58,24 +50,24 @@ struct arm64_pcpu *arm64_this_pcpu(void)
 	return (struct arm64_pcpu *)(uintptr_t)read_sysreg("tpidr_el2");
 }
 
-struct arm64_pcpu *arm64_pcpu_for(uint64_t mpidr)
+struct arm64_pcpu *arm64_pcpu_bind(struct vcpu *v)
 {
-	struct vcpu *v = vm_vcpu_for(&arm64_primary, mpidr & MPIDR_AFF_MASK);
-
-	if (!v)
-		return NULL;
 	struct arm64_pcpu *pc = &hyp_pcpus[v->index];
+
 	pc->vcpu = v;
-	pc->mpidr = mpidr & MPIDR_AFF_MASK;
 	return pc;
 }
 
-bool arm64_vm_is_shutting_down(void)
+struct vcpu *arm64_vcpu_claim(struct vm *vm, uint64_t mpidr)
 {
-	return __atomic_load_n(&hyp_shutting_down, __ATOMIC_ACQUIRE);
+	struct vcpu *v = vm_vcpu_for(vm, mpidr & MPIDR_AFF_MASK);
+
+	if (v && !vcpu_has_run(v))
+		vcpu_arch_init(v);
+	return v;
 }
 
-// ---- EL2 register values --------------------------------------------------
+// ---- CPU features -----------------------------------------------------------
 static bool cpu_has_pauth(void)
 {
 	uint64_t isar1 = read_sysreg(SYSREG_ID_AA64ISAR1_EL1);
@@ -86,54 +78,18 @@ static bool cpu_has_pauth(void)
 	       sysreg_field(isar2, 15, 12) || sysreg_field(isar2, 11, 8);
 }
 
-static void hyp_regs_init(void)
+static void cpu_features_init(void)
 {
 	uint64_t pfr0 = read_sysreg(SYSREG_ID_AA64PFR0_EL1);
 	uint64_t pfr1 = read_sysreg("S3_0_C0_C4_1");
 	uint64_t mmfr1 = read_sysreg(SYSREG_ID_AA64MMFR1_EL1);
 
-	// IMO/FMO/AMO stay clear: interrupts go straight to the primary (no vGIC).
-	arm64_hyp.hcr = HCR_RW | HCR_TSC | HCR_VM;
-	if (cpu_has_pauth())
-		arm64_hyp.hcr |= HCR_API | HCR_APK;
-	arm64_hyp.cptr = read_sysreg("cptr_el2") & ~(CPTR_TFP | CPTR_TZ | CPTR_TSM);
-	arm64_hyp.cnthctl = 3; // EL1PCTEN | EL1PCEN: EL1 owns its physical counter and timer
-	arm64_hyp.vtcr = hyp_s2.vtcr;
-	arm64_hyp.vttbr = hyp_s2.vttbr;
-	arm64_hyp.has_sve = sysreg_field(pfr0, 35, 32) != 0;
-	arm64_hyp.has_sme = sysreg_field(pfr1, 27, 24) != 0;
-	arm64_hyp.has_pan = sysreg_field(mmfr1, 23, 20) != 0;
-}
-
-// Everything EL2 holds for one CPU. Called on each CPU before it first enters
-// the primary.
-void arm64_load_el2_state(struct arm64_pcpu *pc)
-{
-	write_sysreg("vbar_el2", hyp_mmu.vbar);
-	write_sysreg("tpidr_el2", (uint64_t)(uintptr_t)pc);
-	write_sysreg("cptr_el2", arm64_hyp.cptr);
-	isb();
-	if (arm64_hyp.has_sve)
-		write_sysreg(SYSREG_ZCR_EL2, 0xf); // the largest vector length the CPU has
-	if (arm64_hyp.has_sme)
-		write_sysreg(SYSREG_SMCR_EL2, 0xf);
-	write_sysreg("cnthctl_el2", arm64_hyp.cnthctl);
-	write_sysreg("cntvoff_el2", 0);
-	write_sysreg("mdcr_el2", (read_sysreg("pmcr_el0") >> 11) & 0x1f); // HPMN = PMCR_EL0.N
-	write_sysreg("hstr_el2", 0);
-	write_sysreg("vpidr_el2", read_sysreg(SYSREG_MIDR_EL1));
-	write_sysreg("vmpidr_el2", read_sysreg(SYSREG_MPIDR_EL1));
-	write_sysreg(SYSREG_ICC_SRE_EL2, 0xf); // SRE | DFB | DIB | Enable (EL1 may use SRE)
-	isb();
-	write_sysreg(SYSREG_ICC_SRE_EL1, 0x7);
-	write_sysreg("vtcr_el2", arm64_hyp.vtcr);
-	write_sysreg("vttbr_el2", arm64_hyp.vttbr);
-	write_sysreg("hcr_el2", arm64_hyp.hcr);
-	isb();
-	__asm__ volatile("tlbi vmalls12e1" ::: "memory");
-	dsb(nsh);
-	isb();
-	vcpu_set_running(pc->vcpu);
+	arm64_cpu = (struct arm64_cpu_features){
+	    .has_sve = sysreg_field(pfr0, 35, 32) != 0,
+	    .has_sme = sysreg_field(pfr1, 27, 24) != 0,
+	    .has_pan = sysreg_field(mmfr1, 23, 20) != 0,
+	    .has_pauth = cpu_has_pauth(),
+	};
 }
 
 // EL1 takes over the firmware's EL2 regime: same tables, same attributes.
@@ -161,17 +117,18 @@ static void el1_from_fw_el2(const struct arm64_boot_args *a)
 	isb();
 }
 
-static void report_s2(void)
+static void report_s2(const struct vm *vm)
 {
+	const struct arm64_s2 *s2 = &vm->arch.s2;
 	struct slat_mm_counts mc;
 
-	arm64_mm_counts(&mc);
-	log_info("slat: stage-2 for vm primary: %u-bit IPA, VTCR_EL2 0x%llx, VTTBR_EL2 0x%llx\n",
-		 hyp_s2.ipa_bits, (unsigned long long)hyp_s2.vtcr,
-		 (unsigned long long)hyp_s2.vttbr);
+	vm_arch_mm_counts(vm, &mc);
+	log_info("slat: stage-2 for vm %s: %u-bit IPA, VTCR_EL2 0x%llx, VTTBR_EL2 0x%llx\n",
+		 vm->name, s2->ipa_bits, (unsigned long long)s2->vtcr,
+		 (unsigned long long)s2->vttbr);
 	log_info("slat: stage-2 leaves: %llu x 1G, %llu x 2M, %llu x 4K; %llu table pages\n",
-		 (unsigned long long)hyp_s2.blocks_1g, (unsigned long long)hyp_s2.blocks_2m,
-		 (unsigned long long)hyp_s2.pages_4k, (unsigned long long)mc.table_pages);
+		 (unsigned long long)s2->blocks_1g, (unsigned long long)s2->blocks_2m,
+		 (unsigned long long)s2->pages_4k, (unsigned long long)mc.table_pages);
 }
 
 static bool percpu_init(void)
@@ -183,7 +140,6 @@ static bool percpu_init(void)
 		hyp_pcpus[i] = (struct arm64_pcpu){
 		    .stack_top = stack + ARM64_STACK_PAGES * 4096ull,
 		    .mmu = &hyp_mmu,
-		    .index = i,
 		};
 	}
 	return true;
@@ -193,19 +149,18 @@ static bool percpu_init(void)
 // with interrupts masked. Returns only on failure (nothing changed for EL1).
 static int64_t hyp_start(struct arm64_boot_args *a, uint64_t resume_pc, uint64_t el1_sp)
 {
+	struct vm *vm = &arm64_primary;
+
 	hyp_plan = *a->plan;
 	hyp_mmu = a->mmu;
 	hyp_mmu.vbar = (uint64_t)(uintptr_t)arm64_el2_vectors;
-	hyp_start_ticks = a->start_ticks;
-	hyp_tick_hz = read_sysreg("cntfrq_el0");
 
 	// The copy's globals are a snapshot of the loaded image's: re-create every
 	// pointer that could still point into that image.
 	arch_console_init(&hyp_plan.fw);
 	log_set_level((enum log_level)hyp_plan.log_level);
 	arm64_mm_backend_init(&hyp_plan.region);
-	vm_init(&arm64_primary, 0, "primary", "stage-2", &hyp_plan.region, hyp_vcpus,
-		ARM64_MAX_CPUS);
+	vm_init(vm, 0, "primary", "stage-2", &hyp_plan.region, hyp_vcpus, ARM64_MAX_CPUS);
 
 	if (hyp_mmu.vbar & 0x7ff) { // VBAR_EL2 ignores bits [10:0]
 		log_err("arm64: EL2 vectors at 0x%llx are not 2 KiB aligned\n",
@@ -216,12 +171,13 @@ static int64_t hyp_start(struct arm64_boot_args *a, uint64_t resume_pc, uint64_t
 		log_err("arm64: no room for per-CPU stacks in Slat's region\n");
 		return -1;
 	}
-	if (!arm64_s2_build_primary(&hyp_plan.region, &hyp_plan, &hyp_s2))
+	cpu_features_init();
+	if (vm_arch_init(vm))
 		return -1;
-	report_s2();
-	hyp_regs_init();
+	vm->arch.start_cnt = a->start_ticks; // the primary runs since Slat took over
+	report_s2(vm);
 	log_info("slat: HCR_EL2 0x%llx, region 0x%llx-0x%llx (%llu KiB used)\n",
-		 (unsigned long long)arm64_hyp.hcr, (unsigned long long)hyp_plan.region.base,
+		 (unsigned long long)vm->arch.hcr, (unsigned long long)hyp_plan.region.base,
 		 (unsigned long long)(hyp_plan.region.base + hyp_plan.region.size - 1),
 		 (unsigned long long)(hyp_plan.region.used / 1024));
 
@@ -229,50 +185,58 @@ static int64_t hyp_start(struct arm64_boot_args *a, uint64_t resume_pc, uint64_t
 	// caches off: make them visible at the point of coherency.
 	arm64_dcache_clean_inval_poc(hyp_plan.region.base, hyp_plan.region.used);
 
-	struct arm64_pcpu *pc = arm64_pcpu_for(read_sysreg(SYSREG_MPIDR_EL1));
-	arm64_load_el2_state(pc);
+	struct vcpu *v = arm64_vcpu_claim(vm, read_sysreg(SYSREG_MPIDR_EL1));
+	v->arch.entry_pc = resume_pc;
+	v->arch.entry_sp = el1_sp;
 	el1_from_fw_el2(a);
-	log_info("slat: firmware dropped to EL1 on cpu %u; vm primary running\n", pc->index);
-	arm64_eret_to_el1(resume_pc, el1_sp, 0, pc->stack_top);
+	log_info("slat: firmware dropped to EL1 on cpu %u; vm primary running\n", v->index);
+	vcpu_arch_run(v);
+	arm64_park(); // not reached: the vCPU never comes back here
 }
 
-// A CPU started through PSCI CPU_ON, MMU on, on its own EL2 stack.
+// A CPU started through PSCI CPU_ON, MMU on, on its own EL2 stack; `pc` was
+// bound to its vCPU by the CPU_ON call.
 void arm64_secondary_main(struct arm64_pcpu *pc)
 {
-	arm64_load_el2_state(pc);
+	struct vcpu *v = pc->vcpu;
+
 	// The state the OS expects from CPU_ON: EL1, MMU and caches off.
 	write_sysreg("sctlr_el1", SCTLR_EL1_RES1);
 	write_sysreg("cpacr_el1", 0);
 	isb();
-	log_debug("slat: cpu %u (MPIDR 0x%llx) entering the primary at 0x%llx\n", pc->index,
-		  (unsigned long long)pc->mpidr, (unsigned long long)pc->guest_entry);
-	arm64_eret_to_el1(pc->guest_entry, 0, pc->guest_context, pc->stack_top);
+	log_debug("slat: cpu %u (MPIDR 0x%llx) entering the primary at 0x%llx\n", v->index,
+		  (unsigned long long)v->hw_id, (unsigned long long)v->arch.entry_pc);
+	vcpu_arch_run(v);
 }
 
 // ---- shutdown ---------------------------------------------------------------
-static __attribute__((noreturn)) void park(void)
+void arm64_park(void)
 {
 	for (;;)
 		__asm__ volatile("wfe");
 }
 
-void arm64_vm_shutdown(struct arm64_frame *f, bool reset, uint64_t psci_fn)
+void arm64_vm_shutdown(struct vm *vm, struct arm64_frame *f, bool reset, uint64_t psci_fn)
 {
-	if (__atomic_exchange_n(&hyp_shutting_down, 1, __ATOMIC_ACQ_REL))
-		park(); // another CPU is already shutting the machine down
+	if (!vm_begin_shutdown(vm))
+		arm64_park(); // another CPU is already shutting the machine down
 
 	struct exit_summary s = {.event = reset ? "reset" : "power-off"};
-	s.uptime_us = arm64_uptime_us();
-	arm64_mm_counts(&s.live);
-	arm64_s2_teardown(&hyp_s2, &s.teardown_pages, &s.teardown_invalidations);
-	vm_print_exit_summary(&arm64_primary, &s);
+	struct vm_teardown_counts td;
+
+	s.uptime_us = vm_arch_uptime_us(vm);
+	vm_arch_mm_counts(vm, &s.live);
+	vm_arch_teardown(vm, &td);
+	s.teardown_pages = td.pages_freed;
+	s.teardown_invalidations = td.invalidations;
+	vm_print_exit_summary(vm, &s);
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();
 	uint64_t ret = arm64_smc4(psci_fn, f->x[1], f->x[2], 0);
 	log_err("slat: firmware refused %s (%lld); halting\n", reset ? "reset" : "power-off",
 		(long long)ret);
 	log_flush();
-	park();
+	arm64_park();
 }
 
 // ---- firmware-loaded side ---------------------------------------------------

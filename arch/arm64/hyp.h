@@ -31,25 +31,23 @@ struct arm64_el2_mmu {
 	uint64_t vbar;	// 32
 };
 
-// One per physical CPU, in Slat's region. TPIDR_EL2 points to it.
+// One per physical CPU, in Slat's region; TPIDR_EL2 points to it. Only what
+// belongs to the CPU itself: the vCPU it runs (`vcpu`: core's record with the
+// arm64 part embedded) carries the guest's identity and entry state.
 struct arm64_pcpu {
-	uint64_t stack_top;	   // 0: EL2 stack (offset used by el2_entry.S)
-	struct arm64_el2_mmu *mmu; // 8: (offset used by el2_entry.S)
-	uint64_t mpidr;		   // affinity of this CPU (MPIDR_EL1 & 0xff00ffffff)
-	uint64_t guest_entry;	   // CPU_ON: where the OS wants this CPU at EL1
-	uint64_t guest_context;	   // CPU_ON: x0 for the OS
-	struct vcpu *vcpu;	   // exit counters
-	unsigned index;
+	uint64_t stack_top;	   // 0: EL2 stack
+	struct arm64_el2_mmu *mmu; // 8: Slat's EL2 translation, for the secondary entry
+	struct vcpu *vcpu;	   // 16: the vCPU this CPU runs (read by the exit vectors)
 };
+// el2_entry.S reads these fields at fixed offsets.
+_Static_assert(__builtin_offsetof(struct arm64_pcpu, stack_top) == 0, "el2_entry.S");
+_Static_assert(__builtin_offsetof(struct arm64_pcpu, mmu) == 8, "el2_entry.S");
+_Static_assert(__builtin_offsetof(struct arm64_pcpu, vcpu) == 16, "el2_entry.S");
 
-// EL2 register values shared by every CPU (set once on the boot CPU).
-struct arm64_hyp_regs {
-	uint64_t hcr;
-	uint64_t vtcr;
-	uint64_t vttbr;
-	uint64_t cptr;
-	uint64_t cnthctl;
-	bool has_sve, has_sme, has_pan;
+// Features of the physical CPUs that decide how EL2 is set up (read once on
+// the boot CPU; every CPU of the machine is assumed to have them).
+struct arm64_cpu_features {
+	bool has_sve, has_sme, has_pan, has_pauth;
 };
 
 // Exception frame built by the EL2 vectors (el2_entry.S).
@@ -85,13 +83,6 @@ bool arm64_el2_mmu_build(struct region *r, const struct slat_plan *plan, struct 
 bool arm64_plan_add_fw_cacheable(struct slat_plan *plan);
 
 // ---- s2.c: the primary VM's stage-2 -------------------------------------
-struct arm64_s2 {
-	uint64_t root; // physical address of the (concatenated) root tables
-	uint64_t vtcr;
-	uint64_t vttbr;
-	unsigned ipa_bits;
-	uint64_t blocks_1g, blocks_2m, pages_4k; // leaves of the eager map
-};
 bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, struct arm64_s2 *s2);
 // Detaches and frees the primary's stage-2 (batched: one invalidation).
 void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *invalidations);
@@ -103,22 +94,37 @@ void arm64_tlbi_ipas2e1is(uint64_t ipa);
 void arm64_dcache_clean_inval_poc(uint64_t start, uint64_t len);
 void arm64_mm_counts(struct slat_mm_counts *out);
 
-// ---- hyp.c: state and per-CPU bring-up ----------------------------------
+// ---- hyp.c: resident state, per-CPU records, shutdown -------------------
 extern struct vm arm64_primary;
-extern struct arm64_hyp_regs arm64_hyp;
+extern struct arm64_cpu_features arm64_cpu;
+// The plan the resident copy keeps (its memory layout and Slat's region).
+struct slat_plan *arm64_resident_plan(void);
 struct arm64_pcpu *arm64_this_pcpu(void);
-struct arm64_pcpu *arm64_pcpu_for(uint64_t mpidr); // NULL when out of slots
-uint64_t arm64_uptime_us(void);
-void arm64_load_el2_state(struct arm64_pcpu *pc);
-bool arm64_in_slat_region(uint64_t pa, uint64_t len);
-// Powers off or resets after tearing down and printing the exit summary.
-__attribute__((noreturn)) void arm64_vm_shutdown(struct arm64_frame *f, bool reset,
+// The physical CPU record that runs `v`, now pointing at it. The primary's
+// vCPUs are pinned: vCPU i always runs on the CPU holding record i.
+struct arm64_pcpu *arm64_pcpu_bind(struct vcpu *v);
+// The vCPU of `vm` for MPIDR `mpidr` (affinity bits), claimed and its arm64
+// part initialised on first use; NULL when every record is taken.
+struct vcpu *arm64_vcpu_claim(struct vm *vm, uint64_t mpidr);
+// Powers off or resets (PSCI function `psci_fn`, arguments from `f`) after
+// tearing `vm` down and printing the exit summary. A CPU that comes second
+// parks.
+__attribute__((noreturn)) void arm64_vm_shutdown(struct vm *vm, struct arm64_frame *f, bool reset,
 						 uint64_t psci_fn);
-bool arm64_vm_is_shutting_down(void);
+__attribute__((noreturn)) void arm64_park(void);
+
+// ---- vm.c: core/vm_arch.h for arm64 -------------------------------------
+// vcpu_arch_run() loads the VM's EL2 state on the calling CPU and drops to
+// EL1 at the vCPU's entry; it does not return (every exit comes back through
+// arm64_handle_exit on the CPU's EL2 stack).
 
 // ---- traps.c / psci.c ---------------------------------------------------
-void arm64_el2_trap(uint64_t kind, struct arm64_frame *f);
-void arm64_psci_call(struct arm64_frame *f);
+// Exit entry (el2_entry.S): an exception from EL1/EL0 while `v` ran; `kind`
+// is the vector index (8-15: lower EL, AArch64 then AArch32).
+void arm64_handle_exit(struct vcpu *v, struct arm64_frame *f, uint64_t kind);
+// An exception taken at EL2 itself (vector index 0-7): reported; parks.
+__attribute__((noreturn)) void arm64_el2_fault(uint64_t kind, struct arm64_frame *f);
+void arm64_psci_call(struct vcpu *v, struct arm64_frame *f);
 void arm64_inject_undef(struct arm64_frame *f);
 
 #endif

@@ -57,20 +57,23 @@ static bool refused(unsigned n)
 	       n == (PSCI_CPU_FREEZE & 0x1f);
 }
 
-static uint64_t psci_cpu_on(struct arm64_frame *f, bool wide)
+static uint64_t psci_cpu_on(struct vm *vm, struct arm64_frame *f, bool wide)
 {
 	uint64_t mask = wide ? ~0ull : 0xffffffffull;
 	uint64_t target = f->x[1] & mask, entry = f->x[2] & mask, ctx = f->x[3] & mask;
-	struct arm64_pcpu *pc = arm64_pcpu_for(target);
+	struct vcpu *v = arm64_vcpu_claim(vm, target);
 
-	if (!pc) {
+	if (!v) {
 		log_err("slat: CPU_ON 0x%llx: no room for another CPU (max %u)\n",
 			(unsigned long long)target, ARM64_MAX_CPUS);
 		return PSCI_RET_INTERNAL_FAILURE;
 	}
-	pc->guest_entry = entry;
-	pc->guest_context = ctx;
-	// The new CPU reads its record with the MMU and caches off.
+	v->arch.entry_pc = entry;
+	v->arch.entry_x0 = ctx;
+	v->arch.entry_sp = 0;
+	struct arm64_pcpu *pc = arm64_pcpu_bind(v);
+	// The new CPU reads its record with the MMU and caches off (its vCPU only
+	// once its MMU is on).
 	arm64_dcache_clean_inval_poc((uint64_t)(uintptr_t)pc, sizeof(*pc));
 	uint64_t ret = arm64_smc4(f->x[0], target, (uint64_t)(uintptr_t)arm64_secondary_entry,
 				  (uint64_t)(uintptr_t)pc);
@@ -88,7 +91,7 @@ static uint64_t psci_features(const struct arm64_frame *f)
 	return forward(f);
 }
 
-void arm64_psci_call(struct arm64_frame *f)
+void arm64_psci_call(struct vcpu *v, struct arm64_frame *f)
 {
 	uint32_t fid = (uint32_t)f->x[0];
 	unsigned n;
@@ -99,14 +102,14 @@ void arm64_psci_call(struct arm64_frame *f)
 	}
 	switch (n) {
 	case PSCI_CPU_ON:
-		f->x[0] = psci_cpu_on(f, is64(fid));
+		f->x[0] = psci_cpu_on(v->vm, f, is64(fid));
 		return;
 	case PSCI_SYSTEM_OFF & 0x1f:
-		arm64_vm_shutdown(f, false, PSCI_SYSTEM_OFF);
+		arm64_vm_shutdown(v->vm, f, false, PSCI_SYSTEM_OFF);
 	case PSCI_SYSTEM_RESET & 0x1f:
-		arm64_vm_shutdown(f, true, PSCI_SYSTEM_RESET);
+		arm64_vm_shutdown(v->vm, f, true, PSCI_SYSTEM_RESET);
 	case PSCI_SYSTEM_RESET2:
-		arm64_vm_shutdown(f, true, fid);
+		arm64_vm_shutdown(v->vm, f, true, fid);
 	case PSCI_FEATURES & 0x1f:
 		f->x[0] = psci_features(f);
 		return;

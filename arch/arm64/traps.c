@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// EL2 synchronous exception handling for the primary VM: decode ESR_EL2 into
-// an exit reason, count it, handle it. Stage-2 faults are never fatal: the
+// The exit path of arm64: arm64_handle_exit() (called by the EL2 vectors for
+// every exception from EL1/EL0) decodes ESR_EL2 into core's exit reason,
+// counts it once and handles it; arm64_el2_fault() reports an exception in
+// Slat itself. Stage-2 faults are never fatal: the
 // primary gets a synchronous external abort, exactly as if the memory had
 // answered with an error.
 #include "arch/arm64/el2_regs.h"
+#include "arch/arm64/exit_reason.h"
 #include "arch/arm64/hyp.h"
 #include "core/log.h"
 
@@ -13,8 +16,6 @@
 #define VEC_CUR_SPX   0x200
 #define VEC_LOWER_A64 0x400
 #define VEC_LOWER_A32 0x600
-
-#define TRAP_LOWER_A64_SYNC 8
 
 // Makes the primary take a synchronous exception with syndrome `esr1` at EL1,
 // as the hardware would have: the interrupted state goes to ELR/SPSR_EL1 and
@@ -28,7 +29,7 @@ static void inject_sync(struct arm64_frame *f, uint64_t esr1, uint64_t far, bool
 					       : VEC_CUR_SPX;
 	uint64_t spsr = PSR_DAIF | PSR_MODE_EL1H;
 
-	if (arm64_hyp.has_pan) {
+	if (arm64_cpu.has_pan) {
 		// PSTATE.PAN is kept, and set on entry when SCTLR_EL1.SPAN is 0.
 		spsr |= f->spsr & PSR_PAN;
 		if (!(read_sysreg("sctlr_el1") & SCTLR_SPAN))
@@ -62,18 +63,15 @@ static void inject_external_abort(struct arm64_frame *f, uint64_t esr2, bool ins
 	inject_sync(f, ((uint64_t)ec << ESR_EC_SHIFT) | ESR_IL | iss, read_sysreg("far_el2"), true);
 }
 
-static void handle_stage2_fault(struct arm64_frame *f, uint64_t esr, bool insn)
+static void handle_stage2_fault(struct vcpu *v, struct arm64_frame *f, uint64_t esr, bool insn)
 {
 	uint64_t far = read_sysreg("far_el2");
 	uint64_t ipa = ((read_sysreg("hpfar_el2") >> 4) << 12) | (far & 0xfff);
 
-	if (arm64_vm_is_shutting_down()) {
-		// The stage-2 is gone: this CPU has nothing left to run.
-		for (;;)
-			__asm__ volatile("wfe");
-	}
+	if (vm_is_shutting_down(v->vm))
+		arm64_park(); // the stage-2 is gone: this CPU has nothing left to run
 	if (vm_fault_first_report(ipa >> 12)) {
-		bool ours = arm64_in_slat_region(ipa, 1);
+		bool ours = region_overlaps(&v->vm->hidden, ipa, 1);
 		log_warn("slat: stage-2 fault on %s at IPA 0x%llx (VA 0x%llx, %s %s at EL%u, ESR "
 			 "0x%llx): injecting an external abort\n",
 			 ours ? "Slat memory" : "an unmapped address", (unsigned long long)ipa,
@@ -98,70 +96,59 @@ static void unexpected_lower(struct arm64_frame *f, uint64_t esr)
 	arm64_inject_undef(f);
 }
 
-static void lower_sync(struct arm64_frame *f)
-{
-	struct arm64_pcpu *pc = arm64_this_pcpu();
-	uint64_t esr = read_sysreg("esr_el2");
-
-	switch (esr_ec(esr)) {
-	case EC_SMC64:
-		vcpu_count_exit(pc->vcpu, EXIT_FIRMWARE_CALL);
-		f->elr += 4; // a trapped SMC returns to itself
-		arm64_psci_call(f);
-		break;
-	case EC_HVC64:
-		vcpu_count_exit(pc->vcpu, EXIT_HYPERCALL);
-		f->x[0] = (uint64_t)-1; // SMCCC: unknown function
-		break;
-	case EC_DABT_LOW:
-	case EC_IABT_LOW:
-		vcpu_count_exit(pc->vcpu, EXIT_SLAT_FAULT);
-		handle_stage2_fault(f, esr, esr_ec(esr) == EC_IABT_LOW);
-		break;
-	case EC_SYSREG:
-		vcpu_count_exit(pc->vcpu, EXIT_SYSREG);
-		unexpected_lower(f, esr);
-		break;
-	case EC_WFX:
-		vcpu_count_exit(pc->vcpu, EXIT_WAIT);
-		f->elr += 4;
-		break;
-	default:
-		vcpu_count_exit(pc->vcpu, EXIT_OTHER);
-		unexpected_lower(f, esr);
-		break;
-	}
-}
-
-static const char *const trap_kinds[16] = {
+static const char *const trap_kinds[ARM64_TRAP_KINDS] = {
     "EL2t sync",      "EL2t IRQ",      "EL2t FIQ",	"EL2t SError",
     "EL2h sync",      "EL2h IRQ",      "EL2h FIQ",	"EL2h SError",
     "lower A64 sync", "lower A64 IRQ", "lower A64 FIQ", "lower A64 SError",
     "lower A32 sync", "lower A32 IRQ", "lower A32 FIQ", "lower A32 SError",
 };
 
-void arm64_el2_trap(uint64_t kind, struct arm64_frame *f)
+// Interrupts and SErrors are routed to EL1 (IMO/FMO/AMO clear) and AArch32 is
+// not offered: none of these should reach EL2.
+static void unexpected_kind(const struct vcpu *v, struct arm64_frame *f, uint64_t kind,
+			    uint64_t esr)
 {
-	if (kind == TRAP_LOWER_A64_SYNC) {
-		lower_sync(f);
-		return;
+	log_warn("slat: unexpected %s exception from vm %s (ESR 0x%llx)\n", trap_kinds[kind & 15],
+		 v->vm->name, (unsigned long long)esr);
+	if (kind == ARM64_TRAP_LOWER_A32_SYNC)
+		arm64_inject_undef(f);
+}
+
+void arm64_handle_exit(struct vcpu *v, struct arm64_frame *f, uint64_t kind)
+{
+	uint64_t esr = read_sysreg("esr_el2");
+	enum exit_reason reason = arm64_exit_reason(kind, esr);
+
+	vcpu_count_exit(v, reason);
+	switch (reason) {
+	case EXIT_FIRMWARE_CALL:
+		f->elr += 4; // a trapped SMC returns to itself
+		arm64_psci_call(v, f);
+		break;
+	case EXIT_HYPERCALL:
+		f->x[0] = (uint64_t)-1; // SMCCC: unknown function
+		break;
+	case EXIT_SLAT_FAULT:
+		handle_stage2_fault(v, f, esr, esr_ec(esr) == EC_IABT_LOW);
+		break;
+	case EXIT_WAIT:
+		f->elr += 4;
+		break;
+	default:
+		if (kind == ARM64_TRAP_LOWER_A64_SYNC)
+			unexpected_lower(f, esr); // EXIT_SYSREG and unknown ECs
+		else
+			unexpected_kind(v, f, kind, esr);
+		break;
 	}
-	if (kind > TRAP_LOWER_A64_SYNC) {
-		// Interrupts and SErrors are routed to EL1 (IMO/FMO/AMO clear) and AArch32
-		// is not offered: none of these should reach EL2.
-		struct arm64_pcpu *pc = arm64_this_pcpu();
-		vcpu_count_exit(pc->vcpu, EXIT_OTHER);
-		log_warn("slat: unexpected %s exception from the primary (ESR 0x%llx)\n",
-			 trap_kinds[kind & 15], (unsigned long long)read_sysreg("esr_el2"));
-		if (kind == 12)
-			arm64_inject_undef(f);
-		return;
-	}
-	// An exception in Slat itself: report it and stop this CPU.
-	log_err("slat: %s exception at EL2: ESR 0x%llx ELR 0x%llx FAR 0x%llx\n", trap_kinds[kind],
-		(unsigned long long)read_sysreg("esr_el2"), (unsigned long long)f->elr,
-		(unsigned long long)read_sysreg("far_el2"));
+}
+
+// An exception in Slat itself: report it and stop this CPU.
+void arm64_el2_fault(uint64_t kind, struct arm64_frame *f)
+{
+	log_err("slat: %s exception at EL2: ESR 0x%llx ELR 0x%llx FAR 0x%llx\n",
+		trap_kinds[kind & 15], (unsigned long long)read_sysreg("esr_el2"),
+		(unsigned long long)f->elr, (unsigned long long)read_sysreg("far_el2"));
 	log_flush();
-	for (;;)
-		__asm__ volatile("wfe");
+	arm64_park();
 }

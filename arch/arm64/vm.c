@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// core/vm_arch.h for arm64: a VM is a stage-2 plus the EL2 controls its vCPUs
+// run under (`struct vm_arch`), a vCPU is where it first enters EL1
+// (`struct vcpu_arch`), and running it is the drop to EL1 on the calling
+// CPU. Only the primary exists: its stage-2 is the identity map of the
+// resident plan minus Slat's region (s2.c).
+#include "arch/arm64/el2_regs.h"
+#include "arch/arm64/hyp.h"
+#include "core/log.h"
+#include "core/vm_arch.h"
+
+int vm_arch_init(struct vm *vm)
+{
+	struct slat_plan *plan = arm64_resident_plan();
+	struct vm_arch *a = &vm->arch;
+
+	if (vm->id != 0) {
+		log_err("arm64: vm %s: only the primary VM is supported\n", vm->name);
+		return -1;
+	}
+	if (!arm64_s2_build_primary(&plan->region, plan, &a->s2))
+		return -1;
+	// IMO/FMO/AMO stay clear: interrupts go straight to the primary (no vGIC).
+	a->hcr = HCR_RW | HCR_TSC | HCR_VM;
+	if (arm64_cpu.has_pauth)
+		a->hcr |= HCR_API | HCR_APK;
+	a->cptr = read_sysreg("cptr_el2") & ~(CPTR_TFP | CPTR_TZ | CPTR_TSM);
+	a->cnthctl = 3; // EL1PCTEN | EL1PCEN: EL1 owns its physical counter and timer
+	a->cnt_hz = read_sysreg("cntfrq_el0");
+	a->start_cnt = read_sysreg("cntpct_el0");
+	return 0;
+}
+
+void vcpu_arch_init(struct vcpu *vcpu)
+{
+	vcpu->arch = (struct vcpu_arch){0};
+}
+
+// Everything EL2 holds while this CPU runs a vCPU of `vm`.
+static void load_el2_state(const struct vm *vm, struct arm64_pcpu *pc)
+{
+	const struct vm_arch *a = &vm->arch;
+
+	write_sysreg("vbar_el2", pc->mmu->vbar);
+	write_sysreg("tpidr_el2", (uint64_t)(uintptr_t)pc);
+	write_sysreg("cptr_el2", a->cptr);
+	isb();
+	if (arm64_cpu.has_sve)
+		write_sysreg(SYSREG_ZCR_EL2, 0xf); // the largest vector length the CPU has
+	if (arm64_cpu.has_sme)
+		write_sysreg(SYSREG_SMCR_EL2, 0xf);
+	write_sysreg("cnthctl_el2", a->cnthctl);
+	write_sysreg("cntvoff_el2", 0);
+	write_sysreg("mdcr_el2", (read_sysreg("pmcr_el0") >> 11) & 0x1f); // HPMN = PMCR_EL0.N
+	write_sysreg("hstr_el2", 0);
+	write_sysreg("vpidr_el2", read_sysreg(SYSREG_MIDR_EL1));
+	write_sysreg("vmpidr_el2", read_sysreg(SYSREG_MPIDR_EL1));
+	write_sysreg(SYSREG_ICC_SRE_EL2, 0xf); // SRE | DFB | DIB | Enable (EL1 may use SRE)
+	isb();
+	write_sysreg(SYSREG_ICC_SRE_EL1, 0x7);
+	write_sysreg("vtcr_el2", a->s2.vtcr);
+	write_sysreg("vttbr_el2", a->s2.vttbr);
+	write_sysreg("hcr_el2", a->hcr);
+	isb();
+	__asm__ volatile("tlbi vmalls12e1" ::: "memory");
+	dsb(nsh);
+	isb();
+}
+
+// The drop to EL1: this CPU becomes `vcpu` for good (the primary's vCPUs are
+// pinned), on a fresh EL2 stack; exits come back to arm64_handle_exit. A CPU
+// that arrives after its VM began shutting down (CPU_ON racing SYSTEM_OFF)
+// parks: the stage-2 may already be gone.
+void vcpu_arch_run(struct vcpu *vcpu)
+{
+	if (vm_is_shutting_down(vcpu->vm))
+		arm64_park();
+
+	struct arm64_pcpu *pc = arm64_pcpu_bind(vcpu);
+
+	load_el2_state(vcpu->vm, pc);
+	vcpu_set_running(vcpu);
+	arm64_eret_to_el1(vcpu->arch.entry_pc, vcpu->arch.entry_sp, vcpu->arch.entry_x0,
+			  pc->stack_top);
+}
+
+void vm_arch_teardown(struct vm *vm, struct vm_teardown_counts *out)
+{
+	arm64_s2_teardown(&vm->arch.s2, &out->pages_freed, &out->invalidations);
+}
+
+// The mm back end's counters are Slat-wide; the primary is their only VM.
+void vm_arch_mm_counts(const struct vm *vm, struct slat_mm_counts *out)
+{
+	(void)vm;
+	arm64_mm_counts(out);
+}
+
+uint64_t vm_arch_uptime_us(const struct vm *vm)
+{
+	uint64_t now = read_sysreg("cntpct_el0");
+
+	// (ticks * 10^6) stays below 2^64 for years at the usual counter rates.
+	return vm->arch.cnt_hz ? (now - vm->arch.start_cnt) * 1000000 / vm->arch.cnt_hz : 0;
+}
