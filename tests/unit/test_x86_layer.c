@@ -23,6 +23,7 @@
 #include "arch/x86/decode.c"
 #include "arch/x86/exit.c"
 #include "arch/x86/msr.c"
+#include "arch/x86/vm.c"
 
 // ---- the fake back end -------------------------------------------------------
 struct fake {
@@ -37,37 +38,37 @@ struct fake {
 };
 static struct fake fk[X86_MAX_CPUS];
 
-static struct fake *F(struct x86_vcpu *v)
+static struct fake *F(struct vcpu *v)
 {
-	return v->backend;
+	return v->arch.backend;
 }
-static uint64_t f_read_cr(struct x86_vcpu *v, unsigned n)
+static uint64_t f_read_cr(struct vcpu *v, unsigned n)
 {
 	return n == 0 ? F(v)->cr0 : n == 3 ? F(v)->cr3 : n == 4 ? F(v)->cr4 : 0;
 }
-static uint64_t f_read_efer(struct x86_vcpu *v)
+static uint64_t f_read_efer(struct vcpu *v)
 {
 	return F(v)->efer;
 }
-static void f_write_efer(struct x86_vcpu *v, uint64_t e)
+static void f_write_efer(struct vcpu *v, uint64_t e)
 {
 	F(v)->efer_written = e;
 }
-static uint64_t f_read_rflags(struct x86_vcpu *v)
+static uint64_t f_read_rflags(struct vcpu *v)
 {
 	return 2;
 }
-static void f_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+static void f_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 {
 	*out = (struct x86_seg){.attr = s == X86_CS ? F(v)->cs_attr : F(v)->ss_attr,
 				.base = s == X86_CS ? F(v)->cs_base : 0};
 }
-static void f_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error)
+static void f_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
 	F(v)->injected = (int)vector + 1;
 	F(v)->error = error;
 }
-static unsigned f_insn_len(struct x86_vcpu *v)
+static unsigned f_insn_len(struct vcpu *v)
 {
 	return F(v)->insn_len;
 }
@@ -82,46 +83,50 @@ static void f_teardown(uint64_t *p, uint64_t *i)
 {
 	*p = *i = 0;
 }
-static void f_kick(struct x86_vcpu *t)
+static void f_kick(struct vcpu *t)
 {
 	fk[t->index].kicks++;
 }
-static const struct x86_vm_ops fvm = {f_counts, f_teardown, f_kick};
+static void f_run(struct vcpu *v)
+{
+}
+static const struct x86_vm_ops fvm = {
+    .run = f_run, .mm_counts = f_counts, .teardown = f_teardown, .kick = f_kick};
 
 static uint32_t *apic_page;
 
 // 64-bit long mode, paging "off" as far as the walker is concerned (CR0.PG
 // clear with LMA set translates linear = physical), so any pointer works.
-static struct x86_vcpu *setup(void)
+static struct vcpu *setup(void)
 {
 	struct region slat = {.base = 0x1000, .size = 0x1000};
 	struct x86_power_ports pw = {.pm1a_cnt = 0x604, .reset_port = 0xcf9};
 
-	x86_vm_init("NPT", &fvm, &slat, 0, 1000000, &pw);
-	x86_primary.host_map_top = UINT64_MAX;
+	assert_int_equal(x86_vm_init("NPT", &fvm, &slat, 0, 1000000, &pw), 0);
+	x86_primary.arch.host_map_top = UINT64_MAX;
 	if (!apic_page)
 		apic_page = aligned_alloc(4096, 4096);
 	memset(apic_page, 0, 4096);
-	x86_primary.apic_base = (uint64_t)(uintptr_t)apic_page;
+	x86_primary.arch.apic_base = (uint64_t)(uintptr_t)apic_page;
 	memset(fk, 0, sizeof(fk));
 	for (unsigned i = 0; i < 2; i++) {
-		struct x86_vcpu *v = x86_vcpu_for_apic(i);
-		v->ops = &fops;
-		v->backend = &fk[v->index];
-		vcpu_set_running(v->stats);
+		struct vcpu *v = x86_vcpu_for_apic(i);
+		v->arch.ops = &fops;
+		v->arch.backend = &fk[v->index];
+		vcpu_set_running(v);
 		fk[i] = (struct fake){
 		    .cr0 = 1, .efer = EFER_LME | EFER_LMA, .cs_attr = 0x29b, .ss_attr = 0x93};
 	}
 	return &x86_primary.vcpus[0];
 }
 
-static bool decode_bytes(struct x86_vcpu *v, const uint8_t *code, size_t n, struct x86_insn *in)
+static bool decode_bytes(struct vcpu *v, const uint8_t *code, size_t n, struct x86_insn *in)
 {
 	static uint8_t buf[32];
 
 	memset(buf, 0x90, sizeof(buf));
 	memcpy(buf, code, n);
-	v->rip = (uint64_t)(uintptr_t)buf;
+	v->arch.rip = (uint64_t)(uintptr_t)buf;
 	return x86_decode(v, in);
 }
 
@@ -134,7 +139,7 @@ static bool decode_bytes(struct x86_vcpu *v, const uint8_t *code, size_t n, stru
 // ---- decoder --------------------------------------------------------------------
 static void test_decode_lengths_64(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	struct x86_insn in;
 
 	assert_true(DECODE(v, &in, 0x0f, 0xa2)); // cpuid
@@ -158,7 +163,7 @@ static void test_decode_lengths_64(void **state)
 
 static void test_decode_mov_operands(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	struct x86_insn in;
 
 	assert_true(DECODE(v, &in, 0x89, 0x88, 0x00, 0x03, 0x00, 0x00)); // mov [rax+0x300], ecx
@@ -193,7 +198,7 @@ static void test_decode_mov_operands(void **state)
 
 static void test_decode_32bit_mode(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	struct x86_insn in;
 	// Below 4 GiB, as 32-bit linear addresses must be.
 	uint8_t *low = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
@@ -205,10 +210,10 @@ static void test_decode_32bit_mode(void **state)
 	fk[0].cs_base = 0x100;
 	static const uint8_t code[] = {0xa3, 1, 2, 3, 4, 0x66, 0xc7, 0x00, 0x34, 0x12};
 	memcpy(low + 0x100, code, sizeof(code));
-	v->rip = (uint64_t)(uintptr_t)low; // CS base 0x100 + EIP
+	v->arch.rip = (uint64_t)(uintptr_t)low; // CS base 0x100 + EIP
 	assert_true(x86_decode(v, &in));
 	assert_int_equal(in.len, 5); // moffs32
-	v->rip += 5;
+	v->arch.rip += 5;
 	assert_true(x86_decode(v, &in));
 	assert_int_equal(in.len, 5); // 66 C7 /0 imm16
 	assert_int_equal(in.op_size, 2);
@@ -220,7 +225,7 @@ static void test_decode_32bit_mode(void **state)
 // ordinary memory; then a 2 MiB leaf; then a missing PTE.
 static void test_decode_through_guest_paging(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	uint64_t *t = aligned_alloc(4096, 5 * 4096);
 	uint8_t *code = (uint8_t *)(t + 4 * 512);
 	struct x86_insn in;
@@ -235,13 +240,13 @@ static void test_decode_through_guest_paging(void **state)
 	fk[0].cr0 = CR0_PE | CR0_PG;
 	fk[0].cr3 = (uint64_t)(uintptr_t)t;
 	fk[0].cr4 = CR4_PAE;
-	v->rip = la;
+	v->arch.rip = la;
 	assert_true(x86_decode(v, &in));
 	assert_int_equal(in.len, 2);
 	t[1536 + ((la >> 12) & 511)] = 0; // not present
 	assert_false(x86_decode(v, &in));
 	// The guest's tables point into Slat's region: refused.
-	x86_primary.slat_region = (struct region){.base = (uint64_t)(uintptr_t)t, .size = 4096};
+	x86_primary.hidden = (struct region){.base = (uint64_t)(uintptr_t)t, .size = 4096};
 	assert_false(x86_decode(v, &in));
 	free(t);
 }
@@ -249,7 +254,7 @@ static void test_decode_through_guest_paging(void **state)
 // ---- CPUID, MSR, XSETBV policy ---------------------------------------------------
 static void test_cpuid_policy(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	uint32_t r[4];
 	bool has_xsave = cpuid(1, 0).ecx & (1u << 26);
 
@@ -272,46 +277,46 @@ static void test_cpuid_policy(void **state)
 	assert_int_equal(r[0] | r[1] | r[2] | r[3], 0);
 
 	// The exit: registers zero-extended, RIP advanced by the reported length.
-	v->gpr[X86_RAX] = 0xffffffff40000000ull;
-	v->gpr[X86_RCX] = 0;
-	v->rip = 0x1000;
+	v->arch.gpr[X86_RAX] = 0xffffffff40000000ull;
+	v->arch.gpr[X86_RCX] = 0;
+	v->arch.rip = 0x1000;
 	fk[0].insn_len = 2;
 	assert_int_equal(x86_handle_cpuid(v), X86_CONTINUE);
-	assert_int_equal(v->rip, 0x1002);
-	assert_int_equal(v->gpr[X86_RBX], 0x74616c53);
+	assert_int_equal(v->arch.rip, 0x1002);
+	assert_int_equal(v->arch.gpr[X86_RBX], 0x74616c53);
 }
 
 static void test_msr_policy(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 
 	fk[0].insn_len = 2;
-	v->rip = 0x2000;
-	v->gpr[X86_RCX] = MSR_VM_CR;
+	v->arch.rip = 0x2000;
+	v->arch.gpr[X86_RCX] = MSR_VM_CR;
 	x86_handle_rdmsr(v);
-	assert_int_equal(v->gpr[X86_RAX], VM_CR_SVMDIS | VM_CR_LOCK);
-	assert_int_equal(v->rip, 0x2002);
+	assert_int_equal(v->arch.gpr[X86_RAX], VM_CR_SVMDIS | VM_CR_LOCK);
+	assert_int_equal(v->arch.rip, 0x2002);
 
-	v->gpr[X86_RCX] = MSR_EFER; // reads come from the back end (SVME hidden there)
+	v->arch.gpr[X86_RCX] = MSR_EFER; // reads come from the back end (SVME hidden there)
 	x86_handle_rdmsr(v);
-	assert_int_equal(v->gpr[X86_RAX], EFER_LME | EFER_LMA);
+	assert_int_equal(v->arch.gpr[X86_RAX], EFER_LME | EFER_LMA);
 
-	v->rip = 0x3000; // EFER.SVME: #GP, RIP unchanged, nothing written
-	v->gpr[X86_RAX] = EFER_LME | EFER_SVME;
-	v->gpr[X86_RDX] = 0;
+	v->arch.rip = 0x3000; // EFER.SVME: #GP, RIP unchanged, nothing written
+	v->arch.gpr[X86_RAX] = EFER_LME | EFER_SVME;
+	v->arch.gpr[X86_RDX] = 0;
 	x86_handle_wrmsr(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
-	assert_int_equal(v->rip, 0x3000);
+	assert_int_equal(v->arch.rip, 0x3000);
 	assert_int_equal(fk[0].efer_written, 0);
 
 	fk[0].injected = 0; // an allowed write goes to the back end
-	v->gpr[X86_RAX] = EFER_LME | EFER_NXE | EFER_SCE;
+	v->arch.gpr[X86_RAX] = EFER_LME | EFER_NXE | EFER_SCE;
 	x86_handle_wrmsr(v);
 	assert_int_equal(fk[0].injected, 0);
 	assert_int_equal(fk[0].efer_written, EFER_LME | EFER_NXE | EFER_SCE);
-	assert_int_equal(v->rip, 0x3002);
+	assert_int_equal(v->arch.rip, 0x3002);
 
-	v->gpr[X86_RCX] = 0x10; // not in the policy: #GP
+	v->arch.gpr[X86_RCX] = 0x10; // not in the policy: #GP
 	x86_handle_rdmsr(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	assert_true(x86_msr_policy_has(MSR_EFER, true, false));
@@ -322,52 +327,52 @@ static void test_msr_policy(void **state)
 
 static void test_xsetbv_checks(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 
-	v->rip = 0x4000;
-	v->gpr[X86_RCX] = 1; // only XCR0 exists
-	v->gpr[X86_RAX] = 3;
+	v->arch.rip = 0x4000;
+	v->arch.gpr[X86_RCX] = 1; // only XCR0 exists
+	v->arch.gpr[X86_RAX] = 3;
 	x86_handle_xsetbv(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	fk[0].injected = 0;
-	v->gpr[X86_RCX] = 0;
-	v->gpr[X86_RAX] = 2; // x87 state must stay enabled
+	v->arch.gpr[X86_RCX] = 0;
+	v->arch.gpr[X86_RAX] = 2; // x87 state must stay enabled
 	x86_handle_xsetbv(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	fk[0].injected = 0;
-	v->gpr[X86_RAX] = 5; // AVX without SSE
+	v->arch.gpr[X86_RAX] = 5; // AVX without SSE
 	x86_handle_xsetbv(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	fk[0].injected = 0;
 	fk[0].ss_attr = 0x93 | (3 << 5); // from CPL 3
-	v->gpr[X86_RAX] = 3;
+	v->arch.gpr[X86_RAX] = 3;
 	x86_handle_xsetbv(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
-	assert_int_equal(v->rip, 0x4000);
+	assert_int_equal(v->arch.rip, 0x4000);
 }
 
 // ---- APIC page and mailbox ---------------------------------------------------------
 // Emulates "mov [rax+off], ecx" with ecx = val on vCPU `v`.
-static void apic_write(struct x86_vcpu *v, unsigned off, uint32_t val)
+static void apic_write(struct vcpu *v, unsigned off, uint32_t val)
 {
 	static const uint8_t mov[] = {0x89, 0x88, 0x00, 0x00, 0x00, 0x00};
 	static uint8_t buf[16];
 
 	memcpy(buf, mov, sizeof(mov));
 	memcpy(buf + 2, &off, 4);
-	v->rip = (uint64_t)(uintptr_t)buf;
-	v->gpr[X86_RCX] = val;
-	assert_int_equal(x86_handle_apic_write(v, x86_primary.apic_base + off), X86_CONTINUE);
-	assert_int_equal(v->rip, (uint64_t)(uintptr_t)buf + 6);
+	v->arch.rip = (uint64_t)(uintptr_t)buf;
+	v->arch.gpr[X86_RCX] = val;
+	assert_int_equal(x86_handle_apic_write(v, x86_primary.arch.apic_base + off), X86_CONTINUE);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)buf + 6);
 }
 
 static void test_mailbox_init_sipi(void **state)
 {
-	struct x86_vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
+	struct vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
 	uint8_t vec = 0;
 
 	apic_write(bsp, 0xd0, 0x01000000); // LDR: recorded and replayed
-	assert_int_equal(bsp->apic_ldr, 0x01000000);
+	assert_int_equal(bsp->arch.apic_ldr, 0x01000000);
 	assert_int_equal(apic_page[0xd0 / 4], 0x01000000);
 	apic_write(bsp, 0x310, 1u << 24); // ICR high: APIC ID 1
 	apic_write(bsp, 0x300, 0x4500);	  // INIT, assert
@@ -392,7 +397,7 @@ static void test_mailbox_init_sipi(void **state)
 
 static void test_mailbox_logical_destination(void **state)
 {
-	struct x86_vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
+	struct vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
 
 	apic_write(ap, 0xd0, 0x02000000); // the AP's logical ID: bit 1 (flat model)
 	apic_write(bsp, 0x310, 0x02u << 24);
@@ -403,13 +408,13 @@ static void test_mailbox_logical_destination(void **state)
 
 static void test_apic_write_unknown_form_gp(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	static const uint8_t code[16] = {0x0f, 0x0b};
 
-	v->rip = (uint64_t)(uintptr_t)code;
-	x86_handle_apic_write(v, x86_primary.apic_base + 0x80);
+	v->arch.rip = (uint64_t)(uintptr_t)code;
+	x86_handle_apic_write(v, x86_primary.arch.apic_base + 0x80);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
-	assert_int_equal(v->rip, (uint64_t)(uintptr_t)code);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)code);
 }
 
 static void test_io_intercepts(void **state)

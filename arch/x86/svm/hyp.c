@@ -163,12 +163,12 @@ static void msrpm_build(uint8_t *pm)
 }
 
 // ---- vCPU operations for the shared layer ----------------------------------------------
-static void *vmcb_of(struct x86_vcpu *v)
+static void *vmcb_of(struct vcpu *v)
 {
-	return (void *)(uintptr_t)((struct svm_cpu *)v->backend)->vmcb_pa;
+	return (void *)(uintptr_t)((struct svm_cpu *)v->arch.backend)->vmcb_pa;
 }
 
-static uint64_t op_read_cr(struct x86_vcpu *v, unsigned n)
+static uint64_t op_read_cr(struct vcpu *v, unsigned n)
 {
 	void *vmcb = vmcb_of(v);
 
@@ -184,12 +184,12 @@ static uint64_t op_read_cr(struct x86_vcpu *v, unsigned n)
 	}
 }
 
-static uint64_t op_read_efer(struct x86_vcpu *v)
+static uint64_t op_read_efer(struct vcpu *v)
 {
 	return *vmcb64(vmcb_of(v), VMCB_EFER) & ~EFER_SVME;
 }
 
-static void op_write_efer(struct x86_vcpu *v, uint64_t efer)
+static void op_write_efer(struct vcpu *v, uint64_t efer)
 {
 	void *vmcb = vmcb_of(v);
 
@@ -199,12 +199,12 @@ static void op_write_efer(struct x86_vcpu *v, uint64_t efer)
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 }
 
-static uint64_t op_read_rflags(struct x86_vcpu *v)
+static uint64_t op_read_rflags(struct vcpu *v)
 {
 	return *vmcb64(vmcb_of(v), VMCB_RFLAGS);
 }
 
-static void op_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 {
 	static const unsigned off[] = {VMCB_ES, VMCB_CS, VMCB_SS, VMCB_DS, VMCB_FS, VMCB_GS};
 	void *vmcb = vmcb_of(v);
@@ -215,7 +215,7 @@ static void op_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *
 	out->base = *vmcb64(vmcb, off[s] + 8);
 }
 
-static void op_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error)
+static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
 	uint64_t ev = vector | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
 
@@ -231,9 +231,9 @@ static bool exit_has_nrip(uint64_t code)
 	       code == SVM_EXIT_XSETBV || code == SVM_EXIT_IOIO;
 }
 
-static unsigned op_insn_len(struct x86_vcpu *v)
+static unsigned op_insn_len(struct vcpu *v)
 {
-	struct svm_cpu *c = v->backend;
+	struct svm_cpu *c = v->arch.backend;
 	void *vmcb = vmcb_of(v);
 	uint64_t rip = *vmcb64(vmcb, VMCB_RIP);
 
@@ -255,7 +255,16 @@ static const struct x86_vcpu_ops svm_ops = {
     .insn_len = op_insn_len,
 };
 
+// vcpu_arch_run() on SVM: the VMRUN loop (svm_entry.S), entered on the
+// host's stack. svm_launch() jumps there after deprivileging the CPU; the
+// VMCB must hold the guest's full state.
+static void svm_vcpu_run(struct vcpu *v)
+{
+	svm_run(v->arch.backend);
+}
+
 static const struct x86_vm_ops svm_vm_ops = {
+    .run = svm_vcpu_run,
     .mm_counts = svm_mm_counts,
     .teardown = svm_npt_teardown,
     .kick = x86_kick_nmi,
@@ -335,7 +344,7 @@ static void vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
 static void vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 {
 	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
-	struct x86_vcpu *v = c->vcpu;
+	struct vcpu *v = c->vcpu;
 
 	set_seg(vmcb, VMCB_CS, (uint16_t)(vector << 8), 0x9b, 0xffff, (uint64_t)vector << 12);
 	set_seg(vmcb, VMCB_DS, 0, 0x93, 0xffff, 0);
@@ -373,22 +382,22 @@ static void vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) |= INT3_HLT; // parked again until the OS idles
 	c->hlt_intercept = true;
-	memset(v->gpr, 0, sizeof(v->gpr));
-	v->gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
-	v->rip = 0;
+	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
+	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
+	v->arch.rip = 0;
 	log_debug("svm: vcpu%u starts at %04x:0000 (SIPI)\n", v->index, (unsigned)vector << 8);
 }
 
 // ---- exits ------------------------------------------------------------------------------------
 // A parked CPU (HLT with interrupts off, MWAIT) waits here a little for its
 // mailbox instead of bouncing straight back into the guest.
-static void park_briefly(struct x86_vcpu *v)
+static void park_briefly(struct vcpu *v)
 {
 	for (unsigned i = 0; i < 20000 && !x86_mailbox_pending(v); i++)
 		pause();
 }
 
-static void unknown_exit(struct x86_vcpu *v, uint64_t code)
+static void unknown_exit(struct vcpu *v, uint64_t code)
 {
 	static uint64_t seen[8];
 	static int n;
@@ -399,43 +408,43 @@ static void unknown_exit(struct x86_vcpu *v, uint64_t code)
 	if (first && n < 8) {
 		seen[n++] = code;
 		log_warn("svm: unexpected exit 0x%llx on vcpu%u at RIP 0x%llx: #UD\n",
-			 (unsigned long long)code, v->index, (unsigned long long)v->rip);
+			 (unsigned long long)code, v->index, (unsigned long long)v->arch.rip);
 	}
 	x86_inject_ud(v);
 }
 
-static void handle_npf(struct x86_vcpu *v, uint64_t info1, uint64_t gpa)
+static void handle_npf(struct vcpu *v, uint64_t info1, uint64_t gpa)
 {
 	bool write = info1 & 2, fetch = info1 & 0x10;
 
-	if (x86_vm_is_shutting_down())
+	if (vm_is_shutting_down(v->vm))
 		x86_park(); // the NPT is gone: nothing left to run
-	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.apic_base) {
-		vcpu_count_exit(v->stats, EXIT_MMIO);
+	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.arch.apic_base) {
+		vcpu_count_exit(v, EXIT_MMIO);
 		x86_handle_apic_write(v, gpa);
 		return;
 	}
-	vcpu_count_exit(v->stats, EXIT_SLAT_FAULT);
+	vcpu_count_exit(v, EXIT_SLAT_FAULT);
 	x86_handle_slat_violation(v, gpa, write, fetch);
 }
 
 static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
 {
-	struct x86_vcpu *v = c->vcpu;
+	struct vcpu *v = c->vcpu;
 	uint64_t info1 = *vmcb64(vmcb, VMCB_EXITINFO1), info2 = *vmcb64(vmcb, VMCB_EXITINFO2);
 
 	switch (code) {
 	case SVM_EXIT_CPUID:
-		vcpu_count_exit(v->stats, EXIT_CPUID);
+		vcpu_count_exit(v, EXIT_CPUID);
 		return x86_handle_cpuid(v);
 	case SVM_EXIT_MSR:
-		vcpu_count_exit(v->stats, EXIT_SYSREG);
+		vcpu_count_exit(v, EXIT_SYSREG);
 		return info1 ? x86_handle_wrmsr(v) : x86_handle_rdmsr(v);
 	case SVM_EXIT_XSETBV:
-		vcpu_count_exit(v->stats, EXIT_SYSREG);
+		vcpu_count_exit(v, EXIT_SYSREG);
 		return x86_handle_xsetbv(v);
 	case SVM_EXIT_IOIO: {
-		vcpu_count_exit(v->stats, EXIT_IO);
+		vcpu_count_exit(v, EXIT_IO);
 		struct x86_io io = {
 		    .port = (uint16_t)(info1 >> 16),
 		    .size = (info1 & 0x10)   ? 1
@@ -452,7 +461,7 @@ static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
 		handle_npf(v, info1, info2);
 		return X86_CONTINUE;
 	case SVM_EXIT_HLT:
-		vcpu_count_exit(v->stats, EXIT_WAIT);
+		vcpu_count_exit(v, EXIT_WAIT);
 		if (*vmcb64(vmcb, VMCB_RFLAGS) & (1u << 9)) {
 			// An OS idle loop (interrupts on): let it halt natively from now on.
 			*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_HLT;
@@ -464,13 +473,13 @@ static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
 		return X86_CONTINUE;
 	case SVM_EXIT_MWAIT:
 	case SVM_EXIT_MWAIT_C:
-		vcpu_count_exit(v->stats, EXIT_WAIT);
+		vcpu_count_exit(v, EXIT_WAIT);
 		park_briefly(v);
 		x86_skip_insn(v); // a wake-up: the caller re-checks its condition
 		return X86_CONTINUE;
 	case SVM_EXIT_VMMCALL:
-		vcpu_count_exit(v->stats, EXIT_HYPERCALL);
-		v->gpr[X86_RAX] = (uint64_t)-1; // no hypercalls yet
+		vcpu_count_exit(v, EXIT_HYPERCALL);
+		v->arch.gpr[X86_RAX] = (uint64_t)-1; // no hypercalls yet
 		x86_skip_insn(v);
 		return X86_CONTINUE;
 	case SVM_EXIT_VMRUN:
@@ -480,15 +489,15 @@ static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
 	case SVM_EXIT_CLGI:
 	case SVM_EXIT_SKINIT:
 	case SVM_EXIT_INVLPGA:
-		vcpu_count_exit(v->stats, EXIT_OTHER);
+		vcpu_count_exit(v, EXIT_OTHER);
 		return x86_inject_ud(v); // SVM is not offered to the guest
 	case SVM_EXIT_SHUTDOWN:
-		vcpu_count_exit(v->stats, EXIT_OTHER);
+		vcpu_count_exit(v, EXIT_OTHER);
 		log_warn("svm: vcpu%u shut down (triple fault) at RIP 0x%llx\n", v->index,
-			 (unsigned long long)v->rip);
+			 (unsigned long long)v->arch.rip);
 		return X86_RESET;
 	case SVM_EXIT_NMI:
-		vcpu_count_exit(v->stats, EXIT_INTERRUPT);
+		vcpu_count_exit(v, EXIT_INTERRUPT);
 		// An intercepted NMI stays pending (held by GIF = 0): take it in the
 		// host, whose NMI vector just returns, before deciding what it was.
 		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
@@ -496,15 +505,15 @@ static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
 			*vmcb64(vmcb, VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
 		return X86_CONTINUE;
 	case SVM_EXIT_INTR:
-		vcpu_count_exit(v->stats, EXIT_INTERRUPT);
+		vcpu_count_exit(v, EXIT_INTERRUPT);
 		return X86_CONTINUE;
 	case SVM_EXIT_INVALID:
 		log_err("svm: VMRUN refused the guest state on vcpu%u (RIP 0x%llx)\n", v->index,
-			(unsigned long long)v->rip);
+			(unsigned long long)v->arch.rip);
 		log_flush();
 		x86_park();
 	default:
-		vcpu_count_exit(v->stats, EXIT_OTHER);
+		vcpu_count_exit(v, EXIT_OTHER);
 		unknown_exit(v, code);
 		return X86_CONTINUE;
 	}
@@ -513,15 +522,15 @@ static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
 void svm_handle_exit(struct svm_cpu *c)
 {
 	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
-	struct x86_vcpu *v = c->vcpu;
+	struct vcpu *v = c->vcpu;
 	uint64_t code = *vmcb64(vmcb, VMCB_EXITCODE);
 	uint64_t intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
 	uint8_t vector;
 
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE; // the last VMRUN flushed
-	v->gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
-	v->gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
-	v->rip = *vmcb64(vmcb, VMCB_RIP);
+	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
+	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
+	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
 	c->next_rip = 0;
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
 
@@ -535,9 +544,9 @@ void svm_handle_exit(struct svm_cpu *c)
 	// the handler queued an exception of its own.
 	if ((intinfo & EVENTINJ_VALID) && !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID))
 		*vmcb64(vmcb, VMCB_EVENTINJ) = intinfo;
-	*vmcb64(vmcb, VMCB_RIP) = v->rip;
-	*vmcb64(vmcb, VMCB_RAX) = v->gpr[X86_RAX];
-	*vmcb64(vmcb, VMCB_RSP) = v->gpr[X86_RSP];
+	*vmcb64(vmcb, VMCB_RIP) = v->arch.rip;
+	*vmcb64(vmcb, VMCB_RAX) = v->arch.gpr[X86_RAX];
+	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
 	if (x86_mailbox_poll(v, &vector))
 		vmcb_sipi_reset(c, vector);
 }
@@ -581,10 +590,12 @@ int svm_resident_init(struct svm_boot_args *a)
 	arch_console_init(&svm_plan.fw);
 	log_set_level((enum log_level)svm_plan.log_level);
 	svm_mm_init(r);
-	x86_vm_init("NPT", &svm_vm_ops, &svm_plan.region, a->tsc_start, a->tsc_hz, &a->power);
+	if (x86_vm_init("NPT", &svm_vm_ops, &svm_plan.region, a->tsc_start, a->tsc_hz, &a->power) !=
+	    0)
+		return -1;
 	svm_host.features = a->features;
 	svm_host.xsave = cpuid(1, 0).ecx & (1u << 26);
-	x86_primary.apic_base = rdmsr(MSR_IA32_APIC_BASE) & 0xffffff000ull;
+	x86_primary.arch.apic_base = rdmsr(MSR_IA32_APIC_BASE) & 0xffffff000ull;
 	// The boot CPU (running this) takes vCPU record 0; APs follow in the
 	// order the firmware starts them.
 	x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
@@ -593,14 +604,14 @@ int svm_resident_init(struct svm_boot_args *a)
 	unsigned phys_bits = cpuid(0x80000008u, 0).eax & 0xff;
 	svm_host.iopm_pa = region_alloc(r, 3, 4096);
 	svm_host.msrpm_pa = region_alloc(r, 2, 4096);
-	if (!build_host_tables(r, gb, &svm_host.cr3, &x86_primary.host_map_top) ||
+	if (!build_host_tables(r, gb, &svm_host.cr3, &x86_primary.arch.host_map_top) ||
 	    !build_gdt_idt(r) || !svm_host.iopm_pa || !svm_host.msrpm_pa || !percpu_init(r)) {
 		log_err("svm: no room in Slat's region for the host's tables\n");
 		return -1;
 	}
 	iopm_build((uint8_t *)(uintptr_t)svm_host.iopm_pa);
 	msrpm_build((uint8_t *)(uintptr_t)svm_host.msrpm_pa);
-	if (!svm_npt_build(&svm_plan, x86_primary.apic_base, phys_bits, &svm_host.npt_root,
+	if (!svm_npt_build(&svm_plan, x86_primary.arch.apic_base, phys_bits, &svm_host.npt_root,
 			   &svm_npt))
 		return -1;
 	struct slat_mm_counts mc;
@@ -612,7 +623,7 @@ int svm_resident_init(struct svm_boot_args *a)
 		 "page 0x%llx read-only\n",
 		 (unsigned long long)svm_npt.leaves_1g, (unsigned long long)svm_npt.leaves_2m,
 		 (unsigned long long)svm_npt.leaves_4k, (unsigned long long)mc.table_pages,
-		 (unsigned long long)x86_primary.apic_base);
+		 (unsigned long long)x86_primary.arch.apic_base);
 	log_info("slat: power-off ports PM1a 0x%x PM1b 0x%x, reset 0x%x, S5 SLP_TYP %s%u; PM timer "
 		 "0x%x\n",
 		 a->power.pm1a_cnt, a->power.pm1b_cnt, a->power.reset_port,
@@ -626,7 +637,7 @@ int svm_resident_init(struct svm_boot_args *a)
 struct svm_cpu *svm_resident_cpu_prepare(void)
 {
 	uint32_t apic_id = cpuid(1, 0).ebx >> 24;
-	struct x86_vcpu *v = x86_vcpu_for_apic(apic_id);
+	struct vcpu *v = x86_vcpu_for_apic(apic_id);
 
 	if (!v) {
 		log_err("svm: no vCPU record left for APIC ID %u; it stays outside Slat\n",
@@ -637,8 +648,9 @@ struct svm_cpu *svm_resident_cpu_prepare(void)
 	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
 
 	c->vcpu = v;
-	v->backend = c;
-	v->ops = &svm_ops;
+	c->gprs = v->arch.gpr;
+	v->arch.backend = c;
+	v->arch.ops = &svm_ops;
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
 	wrmsr(MSR_VM_HSAVE_PA, c->hsave_pa);
 	memset(vmcb, 0, 4096);
@@ -646,7 +658,7 @@ struct svm_cpu *svm_resident_cpu_prepare(void)
 	vmcb_guest_from_live(c, vmcb);
 	if (svm_host.xsave) // the host executes XSETBV for the guest (vcpu.h)
 		write_cr4(read_cr4() | CR4_OSXSAVE);
-	vcpu_set_running(v->stats);
+	vcpu_set_running(v);
 	log_info("slat: cpu %u (APIC ID %u) enters guest mode\n", v->index, apic_id);
 	return c;
 }

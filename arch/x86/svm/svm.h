@@ -151,7 +151,7 @@ static inline uint8_t *vmcb8(void *vmcb, unsigned off)
 // svm_entry.S (offsets fixed there).
 struct svm_cpu {
 	uint64_t vmcb_pa;	 // 0: this CPU's VMCB (identity: also its address)
-	struct x86_vcpu *vcpu;	 // 8: GPRs live in vcpu->gpr[] (offset 0 of x86_vcpu)
+	uint64_t *gprs;		 // 8: the guest's GPRs, vcpu->arch.gpr
 	uint64_t host_stack_top; // 16
 	uint64_t host_cr3;	 // 24
 	uint64_t gdtr_base;	 // 32: Slat's GDT
@@ -160,6 +160,7 @@ struct svm_cpu {
 	uint64_t hsave_pa;	 // VM_HSAVE_PA page
 	uint64_t next_rip;	 // exit-specific next RIP when known (IOIO), else 0
 	bool hlt_intercept;	 // HLT exits (the CPU is parked, not idling in an OS)
+	struct vcpu *vcpu;	 // the vCPU this CPU runs
 };
 
 // Settings every CPU shares (set once on the boot CPU in the resident copy).

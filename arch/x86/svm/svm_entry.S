@@ -7,7 +7,7 @@
 
 // struct svm_cpu offsets (svm.h)
 #define C_VMCB_PA    0
-#define C_VCPU	     8
+#define C_GPRS	     8
 #define C_STACK_TOP  16
 #define C_HOST_CR3   24
 #define C_GDTR_BASE  32
@@ -87,7 +87,7 @@ svm_launch:
 	ret
 
 // svm_run(struct svm_cpu *c): never returns; entered in the resident copy. The guest's GPRs other than
-// RAX and RSP (which VMRUN takes from the VMCB) live in c->vcpu->gpr[].
+// RAX and RSP (which VMRUN takes from the VMCB) live in c->gprs[] (vcpu->arch.gpr).
 // VMLOAD/VMSAVE move the state VMRUN does not (FS, GS, TR, LDTR, the
 // SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those.
 	.globl	svm_run
@@ -97,7 +97,7 @@ svm_run:
 	mov	%rcx, (%rsp)
 .Lloop:
 	mov	(%rsp), %rax
-	mov	C_VCPU(%rax), %rax
+	mov	C_GPRS(%rax), %rax
 	mov	8*1(%rax), %rcx
 	mov	8*2(%rax), %rdx
 	mov	8*3(%rax), %rbx
@@ -119,7 +119,7 @@ svm_run:
 	vmsave	%rax
 	push	%rax
 	mov	8(%rsp), %rax
-	mov	C_VCPU(%rax), %rax
+	mov	C_GPRS(%rax), %rax
 	mov	%rcx, 8*1(%rax)
 	mov	%rdx, 8*2(%rax)
 	mov	%rbx, 8*3(%rax)

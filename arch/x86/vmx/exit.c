@@ -3,7 +3,7 @@
 // VM exits of the VMX back end. The policy (CPUID, MSRs, XSETBV, port I/O,
 // APIC mailbox, second-level violations, exceptions) is the shared x86
 // layer's (arch/x86/vcpu.h); this file moves state between the VMCS and
-// struct x86_vcpu, implements the vCPU operations, and handles what is
+// struct vcpu, implements the vCPU operations, and handles what is
 // VMX-specific: CR access with guest/host masks and read shadows, parking
 // (HLT/MWAIT exiting), INIT/SIPI (mailbox, or the native wait-for-SIPI state),
 // VM-entry failures.
@@ -19,12 +19,12 @@
 #define AR_UNUSABLE	   (1u << 16)
 
 // ---- vCPU operations ------------------------------------------------------------
-static struct vmx_pcpu *pcpu_of(struct x86_vcpu *v)
+static struct vmx_pcpu *pcpu_of(struct vcpu *v)
 {
-	return v->backend;
+	return v->arch.backend;
 }
 
-static uint64_t op_read_cr(struct x86_vcpu *v, unsigned n)
+static uint64_t op_read_cr(struct vcpu *v, unsigned n)
 {
 	switch (n) {
 	case 0:
@@ -38,7 +38,7 @@ static uint64_t op_read_cr(struct x86_vcpu *v, unsigned n)
 	}
 }
 
-static uint64_t op_read_efer(struct x86_vcpu *v)
+static uint64_t op_read_efer(struct vcpu *v)
 {
 	return vmread(VMCS_GUEST_EFER);
 }
@@ -55,17 +55,17 @@ static void set_efer(uint64_t efer)
 	vmwrite(VMCS_ENTRY_CTLS, entry | (efer & VMX_EFER_LMA ? ENTRY_IA32E_GUEST : 0));
 }
 
-static void op_write_efer(struct x86_vcpu *v, uint64_t efer)
+static void op_write_efer(struct vcpu *v, uint64_t efer)
 {
 	set_efer(efer);
 }
 
-static uint64_t op_read_rflags(struct x86_vcpu *v)
+static uint64_t op_read_rflags(struct vcpu *v)
 {
 	return vmread(VMCS_GUEST_RFLAGS);
 }
 
-static void op_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 {
 	// x86_seg_reg and vmx_seg share the ES CS SS DS FS GS order.
 	uint32_t ar = (uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * s);
@@ -77,7 +77,7 @@ static void op_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *
 	out->attr = ar & AR_UNUSABLE ? 0 : (uint16_t)((ar & 0xff) | ((ar >> 4) & 0xf00));
 }
 
-static void op_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error)
+static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
 	// An unrestricted guest in real mode takes exceptions without error codes.
 	if (!(vmread(VMCS_GUEST_CR0) & VMX_CR0_PE))
@@ -90,7 +90,7 @@ static void op_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint3
 
 // The exits whose VM-exit instruction-length field is defined (SDM vol. 3,
 // 28.2.5): instruction intercepts. Not EPT violations or exceptions.
-static unsigned op_insn_len(struct x86_vcpu *v)
+static unsigned op_insn_len(struct vcpu *v)
 {
 	switch (pcpu_of(v)->exit_reason) {
 	case VMX_EXIT_CPUID:
@@ -129,7 +129,7 @@ static void flush_guest_tlb(void)
 		vmx_invvpid(vmx_cfg.invvpid_single ? INVVPID_SINGLE : INVVPID_ALL, VMX_VPID, 0);
 }
 
-static enum x86_action emulate_cr0(struct x86_vcpu *v, uint64_t val)
+static enum x86_action emulate_cr0(struct vcpu *v, uint64_t val)
 {
 	const struct vmx_config *c = &vmx_cfg;
 	uint64_t old = vmread(VMCS_GUEST_CR0);
@@ -147,7 +147,7 @@ static enum x86_action emulate_cr0(struct x86_vcpu *v, uint64_t val)
 	return X86_CONTINUE;
 }
 
-static enum x86_action emulate_cr4(struct x86_vcpu *v, uint64_t val)
+static enum x86_action emulate_cr4(struct vcpu *v, uint64_t val)
 {
 	const struct vmx_config *c = &vmx_cfg;
 
@@ -164,7 +164,7 @@ static enum x86_action emulate_cr4(struct x86_vcpu *v, uint64_t val)
 
 // Exit qualification (SDM vol. 3, table 28-3): CR in 3:0, type in 5:4
 // (0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW), GPR in 11:8, LMSW data 31:16.
-static enum x86_action handle_cr(struct x86_vcpu *v)
+static enum x86_action handle_cr(struct vcpu *v)
 {
 	uint64_t q = vmread(VMCS_EXIT_QUAL);
 	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
@@ -172,11 +172,11 @@ static enum x86_action handle_cr(struct x86_vcpu *v)
 	switch (type) {
 	case 0:
 		if (cr == 0)
-			return emulate_cr0(v, v->gpr[reg]);
+			return emulate_cr0(v, v->arch.gpr[reg]);
 		if (cr == 4)
-			return emulate_cr4(v, v->gpr[reg]);
+			return emulate_cr4(v, v->arch.gpr[reg]);
 		if (cr == 3) { // only with CR3-load exiting forced on
-			vmwrite(VMCS_GUEST_CR3, v->gpr[reg] & ~(1ull << 63));
+			vmwrite(VMCS_GUEST_CR3, v->arch.gpr[reg] & ~(1ull << 63));
 			flush_guest_tlb();
 			x86_skip_insn(v);
 			return X86_CONTINUE;
@@ -184,7 +184,7 @@ static enum x86_action handle_cr(struct x86_vcpu *v)
 		break;
 	case 1:
 		if (cr == 3) {
-			v->gpr[reg] = vmread(VMCS_GUEST_CR3);
+			v->arch.gpr[reg] = vmread(VMCS_GUEST_CR3);
 			x86_skip_insn(v);
 			return X86_CONTINUE;
 		}
@@ -222,7 +222,7 @@ void vmx_set_parked(struct vmx_pcpu *pc, bool parked)
 }
 
 // The state a SIPI gives (SDM vol. 3, 9.4 / 10.4): real mode at vector:0000.
-static void sipi_state(struct x86_vcpu *v, uint8_t vector)
+static void sipi_state(struct vcpu *v, uint8_t vector)
 {
 	const struct vmx_config *c = &vmx_cfg;
 	uint64_t cr0 = 0x60000010ull;
@@ -263,15 +263,15 @@ static void sipi_state(struct x86_vcpu *v, uint8_t vector)
 	vmwrite(VMCS_GUEST_PENDING_DBG, 0);
 	vmwrite(VMCS_ENTRY_INTR_INFO, 0);
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
-		v->gpr[i] = 0;
-	v->rip = 0;
+		v->arch.gpr[i] = 0;
+	v->arch.rip = 0;
 	flush_guest_tlb();
 }
 
 // Mailbox: after any exit, an INIT for this CPU stops it until a SIPI; the
 // SIPI restarts it in real mode. It stays parked (HLT exiting) until it
 // idles with interrupts on.
-static void check_mailbox(struct x86_vcpu *v)
+static void check_mailbox(struct vcpu *v)
 {
 	uint8_t vector;
 
@@ -284,13 +284,13 @@ static void check_mailbox(struct x86_vcpu *v)
 
 // MONITOR of a parked CPU: remember the armed address (guest-linear,
 // DS-relative as the instruction uses it) so that MWAIT can watch it.
-static enum x86_action handle_monitor(struct x86_vcpu *v)
+static enum x86_action handle_monitor(struct vcpu *v)
 {
 	struct vmx_pcpu *pc = pcpu_of(v);
 	struct x86_seg ds;
 
-	v->ops->read_seg(v, X86_DS, &ds);
-	pc->monitor_la = ds.base + v->gpr[X86_RAX];
+	v->arch.ops->read_seg(v, X86_DS, &ds);
+	pc->monitor_la = ds.base + v->arch.gpr[X86_RAX];
 	pc->monitor_armed = true;
 	x86_skip_insn(v);
 	return X86_CONTINUE;
@@ -301,10 +301,10 @@ static enum x86_action handle_monitor(struct x86_vcpu *v)
 // MWAIT, the monitored memory changes (the firmware wakes MWAIT-parked APs
 // by writing there). Interrupts on, or MWAIT with interrupts as break
 // events: the OS idles; HLT/MWAIT go back to the hardware for good.
-static enum x86_action handle_park(struct x86_vcpu *v, bool mwait)
+static enum x86_action handle_park(struct vcpu *v, bool mwait)
 {
 	struct vmx_pcpu *pc = pcpu_of(v);
-	bool irq_break = mwait && (v->gpr[X86_RCX] & 1);
+	bool irq_break = mwait && (v->arch.gpr[X86_RCX] & 1);
 	uint64_t seen = 0, now = 0;
 
 	if ((vmread(VMCS_GUEST_RFLAGS) & VMX_RFLAGS_IF) || irq_break) {
@@ -319,9 +319,9 @@ static enum x86_action handle_park(struct x86_vcpu *v, bool mwait)
 		return X86_CONTINUE;
 	}
 	log_debug("vmx: vcpu%u parks in root mode (%s, RIP 0x%llx)\n", v->index,
-		  mwait ? "MWAIT" : "HLT", (unsigned long long)v->rip);
+		  mwait ? "MWAIT" : "HLT", (unsigned long long)v->arch.rip);
 	while (!x86_mailbox_pending(v)) {
-		if (x86_vm_is_shutting_down())
+		if (vm_is_shutting_down(v->vm))
 			x86_park();
 		if (watch &&
 		    (!x86_guest_read_linear(v, pc->monitor_la, &now, sizeof(now)) || now != seen))
@@ -333,27 +333,27 @@ static enum x86_action handle_park(struct x86_vcpu *v, bool mwait)
 }
 
 // Native wait-for-SIPI (real VT-x; Bochs 2.7 breaks it, see the doc).
-static enum x86_action handle_init_native(struct x86_vcpu *v)
+static enum x86_action handle_init_native(struct vcpu *v)
 {
 	vmwrite(VMCS_GUEST_ACTIVITY, 3); // wait-for-SIPI
 	return X86_CONTINUE;
 }
 
-static enum x86_action handle_sipi_native(struct x86_vcpu *v)
+static enum x86_action handle_sipi_native(struct vcpu *v)
 {
 	sipi_state(v, (uint8_t)vmread(VMCS_EXIT_QUAL));
 	return X86_CONTINUE;
 }
 
-static void log_once(unsigned reason, struct x86_vcpu *v)
+static void log_once(unsigned reason, struct vcpu *v)
 {
 	static uint8_t seen[VMX_EXIT_REASONS];
 
 	if (reason < VMX_EXIT_REASONS && __atomic_exchange_n(&seen[reason], 1, __ATOMIC_RELAXED))
 		return;
 	log_warn("vmx: exit reason %u (qualification 0x%llx) at RIP 0x%llx on vcpu%u: #UD\n",
-		 reason, (unsigned long long)vmread(VMCS_EXIT_QUAL), (unsigned long long)v->rip,
-		 v->index);
+		 reason, (unsigned long long)vmread(VMCS_EXIT_QUAL),
+		 (unsigned long long)v->arch.rip, v->index);
 }
 
 // ---- NMIs and kicks ----------------------------------------------------------------
@@ -367,10 +367,10 @@ static void log_once(unsigned reason, struct x86_vcpu *v)
 // while this CPU was in the host, or the guest's, to be injected.
 void vmx_host_nmi(void)
 {
-	struct x86_vcpu *v = x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
+	struct vcpu *v = x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
 
-	if (v && v->backend && !x86_consume_kick(v))
-		((struct vmx_pcpu *)v->backend)->nmi_pending = true;
+	if (v && v->arch.backend && !x86_consume_kick(v))
+		((struct vmx_pcpu *)v->arch.backend)->nmi_pending = true;
 }
 
 static void inject_nmi(void)
@@ -378,11 +378,11 @@ static void inject_nmi(void)
 	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | (2u << 8) | 2);
 }
 
-static enum x86_action handle_exception_nmi(struct x86_vcpu *v)
+static enum x86_action handle_exception_nmi(struct vcpu *v)
 {
 	uint32_t info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO);
 
-	vcpu_count_exit(v->stats, EXIT_INTERRUPT);
+	vcpu_count_exit(v, EXIT_INTERRUPT);
 	if ((info & INTR_INFO_VALID) && ((info >> 8) & 7) == 2) {
 		if (!x86_consume_kick(v))
 			pcpu_of(v)->nmi_pending = true; // the guest's own NMI
@@ -407,7 +407,7 @@ static void redeliver(void)
 }
 
 // ---- dispatch ---------------------------------------------------------------------
-static __attribute__((noreturn)) void entry_failed(struct x86_vcpu *v, uint32_t reason)
+static __attribute__((noreturn)) void entry_failed(struct vcpu *v, uint32_t reason)
 {
 	log_err(
 	    "vmx: VM entry failed on vcpu%u: exit reason 0x%x, qualification 0x%llx, RIP "
@@ -419,22 +419,22 @@ static __attribute__((noreturn)) void entry_failed(struct x86_vcpu *v, uint32_t 
 	x86_vm_shutdown(v, false, 0, 0, 0);
 }
 
-static enum x86_action handle_ept(struct x86_vcpu *v)
+static enum x86_action handle_ept(struct vcpu *v)
 {
 	uint64_t q = vmread(VMCS_EXIT_QUAL), gpa = vmread(VMCS_GUEST_PHYS_ADDR);
 	bool write = q & 2, fetch = q & 4;
 
-	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.apic_base) {
-		vcpu_count_exit(v->stats, EXIT_MMIO);
+	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.arch.apic_base) {
+		vcpu_count_exit(v, EXIT_MMIO);
 		return x86_handle_apic_write(v, gpa);
 	}
-	vcpu_count_exit(v->stats, EXIT_SLAT_FAULT);
+	vcpu_count_exit(v, EXIT_SLAT_FAULT);
 	return x86_handle_slat_violation(v, gpa, write, fetch);
 }
 
-static enum x86_action dispatch(struct x86_vcpu *v, unsigned reason)
+static enum x86_action dispatch(struct vcpu *v, unsigned reason)
 {
-	struct vcpu *st = v->stats;
+	struct vcpu *st = v;
 	uint64_t q;
 
 	switch (reason) {
@@ -494,7 +494,7 @@ static enum x86_action dispatch(struct x86_vcpu *v, unsigned reason)
 		return handle_sipi_native(v);
 	case VMX_EXIT_TRIPLE_FAULT:
 		log_err("vmx: triple fault on vcpu%u at RIP 0x%llx: resetting\n", v->index,
-			(unsigned long long)v->rip);
+			(unsigned long long)v->arch.rip);
 		x86_vm_shutdown(v, true, 0, 0, 0);
 	case VMX_EXIT_VMCALL:
 		vcpu_count_exit(st, EXIT_HYPERCALL);
@@ -519,14 +519,14 @@ void vmx_exit_handler(struct vmx_gprs *g)
 {
 	// HOST_RSP pointed at the slot holding this CPU's record (vmx_entry.S).
 	struct vmx_pcpu *pc = *(struct vmx_pcpu **)(g + 1);
-	struct x86_vcpu *v = pc->xv;
+	struct vcpu *v = pc->vcpu;
 	uint32_t raw = (uint32_t)vmread(VMCS_EXIT_REASON);
 	unsigned reason = raw & 0xffff;
 
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
-		v->gpr[i] = g->r[i];
-	v->gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
-	v->rip = vmread(VMCS_GUEST_RIP);
+		v->arch.gpr[i] = g->r[i];
+	v->arch.gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
+	v->arch.rip = vmread(VMCS_GUEST_RIP);
 	pc->exit_reason = reason;
 	if (reason < VMX_EXIT_REASONS)
 		pc->exits_by_reason[reason]++;
@@ -549,9 +549,9 @@ void vmx_exit_handler(struct vmx_gprs *g)
 	}
 
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
-		g->r[i] = v->gpr[i];
-	vmwrite(VMCS_GUEST_RSP, v->gpr[X86_RSP]);
-	vmwrite(VMCS_GUEST_RIP, v->rip);
+		g->r[i] = v->arch.gpr[i];
+	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
+	vmwrite(VMCS_GUEST_RIP, v->arch.rip);
 }
 
 void vmx_resume_failed(struct vmx_gprs *g)
@@ -561,5 +561,5 @@ void vmx_resume_failed(struct vmx_gprs *g)
 
 	log_err("vmx: VMRESUME failed on vcpu%u: VM-instruction error %llu (%s)\n", pc->index,
 		(unsigned long long)err, vmx_insn_error_name(err));
-	x86_vm_shutdown(pc->xv, false, 0, 0, 0);
+	x86_vm_shutdown(pc->vcpu, false, 0, 0, 0);
 }

@@ -24,7 +24,7 @@
 #define VMX_STACK_PAGES 4 // 16 KiB host stack per CPU
 #define VMX_VPID	1 // one VM: one tag
 
-struct x86_vcpu;
+struct vcpu;
 
 // Guest general-purpose registers saved by the exit stub (vmx_entry.S), in
 // the order of their instruction encodings (rsp is a placeholder: the guest's
@@ -51,7 +51,7 @@ struct vmx_pcpu {
 	uint64_t stack_top;
 	unsigned index;
 	uint32_t apic_id;
-	struct x86_vcpu *xv;  // the shared layer's vCPU (arch/x86/vcpu.h)
+	struct vcpu *vcpu;    // core's vCPU record this CPU runs (arch part: vcpu.h)
 	unsigned exit_reason; // of the exit being handled
 	uint64_t cr0_shadow;  // the guest's view of CR0 (owned bits)
 	bool launched;
