@@ -141,6 +141,16 @@ static uint32_t port_read(uint16_t port, unsigned size)
 	return size == 1 ? inb(port) : size == 2 ? inw(port) : inl(port);
 }
 
+// Records the port write that performs the guest's power-off or reset.
+static enum x86_action shutdown_request(struct vcpu *v, enum x86_action a, const struct x86_io *io,
+					uint32_t val)
+{
+	v->arch.shutdown.port = io->port;
+	v->arch.shutdown.size = io->size;
+	v->arch.shutdown.value = val;
+	return a;
+}
+
 // A write to a PM1 control register that sets SLP_EN: power-off when the
 // sleep type is S5's (or S5's is unknown), else a sleep state Slat cannot
 // resume from, refused by dropping the write.
@@ -154,7 +164,7 @@ static enum x86_action pm1_write(struct vcpu *v, const struct x86_io *io, uint32
 		log_warn("x86: guest asked for ACPI sleep type %u (not S5): ignored\n", slp_typ);
 		return X86_CONTINUE;
 	}
-	x86_vm_shutdown(v, false, io->port, val, io->size);
+	return shutdown_request(v, X86_POWER_OFF, io, val);
 }
 
 // Exits per intercepted port, for the summary (a handful of ports).
@@ -223,9 +233,9 @@ enum x86_action x86_handle_io(struct vcpu *v, const struct x86_io *io)
 		if (val & (PM1_SLP_EN >> 8))
 			return pm1_write(v, io, val, val << 8); // byte write of the high half
 	} else if (io->port == p->reset_port && (val & RST_CPU)) {
-		x86_vm_shutdown(v, true, io->port, val, io->size);
+		return shutdown_request(v, X86_RESET, io, val);
 	} else if (io->port == KBC_CMD && val == KBC_RESET) {
-		x86_vm_shutdown(v, true, io->port, val, io->size);
+		return shutdown_request(v, X86_RESET, io, val);
 	}
 	port_write(io->port, val, io->size);
 	return X86_CONTINUE;

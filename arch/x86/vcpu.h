@@ -95,6 +95,15 @@ enum {
 
 // What the back end implements. Every operation acts on the calling CPU's
 // own vCPU (no cross-CPU calls).
+// Outcome of a handler.
+enum x86_action {
+	X86_CONTINUE,  // resume the guest (RIP advanced or an exception queued)
+	X86_POWER_OFF, // the guest asked to power off: call x86_vm_shutdown()
+	X86_RESET,     // the guest asked to reset: call x86_vm_shutdown()
+};
+
+struct x86_exit;
+
 struct x86_vcpu_ops {
 	// CR0, CR2, CR3 or CR4 as in effect for the guest (VMX: the real guest
 	// value, not the read shadow).
@@ -112,6 +121,18 @@ struct x86_vcpu_ops {
 	void (*inject)(struct vcpu *v, unsigned vector, bool has_error, uint32_t error);
 	// Length of the intercepted instruction when the CPU reported it, else 0.
 	unsigned (*insn_len)(struct vcpu *v);
+
+	// Hooks for what differs between the back ends, called by
+	// x86_handle_exit() after it counted the exit (the policy stays there):
+	// HLT, MWAIT or MONITOR (how a parked CPU waits for its mailbox).
+	enum x86_action (*wait)(struct vcpu *v, const struct x86_exit *e);
+	// A control-register access (VMX: guest/host masks; NULL when the back
+	// end never intercepts CRs: such an exit is then unexpected).
+	enum x86_action (*cr_access)(struct vcpu *v, const struct x86_exit *e);
+	// An architectural INIT or SIPI (VMX native wait-for-SIPI; NULL: none).
+	enum x86_action (*init_sipi)(struct vcpu *v, const struct x86_exit *e);
+	// Queues the guest's own NMI (an NMI that was not one of Slat's kicks).
+	void (*deliver_nmi)(struct vcpu *v);
 };
 
 // INIT/SIPI mailbox of one vCPU (apic_mailbox.c). `state` is written by any
@@ -120,13 +141,6 @@ enum x86_mbox_state {
 	X86_MBOX_RUNNING = 0, // nothing pending
 	X86_MBOX_WAIT_SIPI,   // an INIT arrived: the CPU must stop and wait for a SIPI
 	X86_MBOX_SIPI,	      // a SIPI arrived while waiting: start at `sipi_vector`
-};
-
-// Outcome of a handler.
-enum x86_action {
-	X86_CONTINUE,  // resume the guest (RIP advanced or an exception queued)
-	X86_POWER_OFF, // the guest asked to power off: call x86_vm_shutdown()
-	X86_RESET,     // the guest asked to reset: call x86_vm_shutdown()
 };
 
 // ---- the VM-wide part (exit.c) -------------------------------------------
@@ -202,6 +216,58 @@ struct x86_io {
 };
 bool x86_io_intercepted(uint16_t port);
 enum x86_action x86_handle_io(struct vcpu *v, const struct x86_io *io);
+
+// ---- one exit, decoded (handle_exit.c) ----------------------------------------
+// What a back end's decoder (svm_decode_exit, vmx_decode_exit: pure functions
+// of the exit fields) makes of its exit code and qualification. Everything
+// the policy needs is here, so both vendors get the same answer for the
+// same architectural event.
+enum x86_exit_kind {
+	X86_EXIT_UNKNOWN,   // nothing the layer knows: logged once per code, #UD
+	X86_EXIT_INTR,	    // a physical interrupt (taken by the host on resume)
+	X86_EXIT_NMI,	    // an NMI: one of Slat's kicks or the guest's own
+	X86_EXIT_EXCEPTION, // an intercepted exception other than NMI: logged once
+	X86_EXIT_CPUID,
+	X86_EXIT_RDMSR,
+	X86_EXIT_WRMSR,
+	X86_EXIT_XSETBV,
+	X86_EXIT_CR,		 // CR access (ops->cr_access)
+	X86_EXIT_IO,		 // .io
+	X86_EXIT_SLAT_VIOLATION, // .gpa, .write, .fetch (NPF / EPT violation)
+	X86_EXIT_HYPERCALL,	 // VMMCALL / VMCALL
+	X86_EXIT_HLT,		 // ops->wait
+	X86_EXIT_MWAIT,		 // ops->wait
+	X86_EXIT_MONITOR,	 // ops->wait
+	X86_EXIT_PAUSE,
+	X86_EXIT_CACHE_FLUSH,  // INVD / WBINVD
+	X86_EXIT_INIT,	       // ops->init_sipi
+	X86_EXIT_SIPI,	       // ops->init_sipi, .sipi_vector
+	X86_EXIT_VIRT_INSN,    // an SVM or VMX instruction: #UD (not offered)
+	X86_EXIT_TRIPLE_FAULT, // shutdown: the machine resets
+	X86_EXIT_BAD_STATE,    // entry refused / SLAT misconfigured: power-off
+};
+
+struct x86_exit {
+	enum x86_exit_kind kind;
+	const char *vendor; // "svm", "vmx" (logs)
+	uint64_t code;	    // the vendor's exit code or basic reason (logs)
+	uint64_t qual;	    // EXITINFO1 / exit qualification (logs, CR access)
+	struct x86_io io;
+	uint64_t gpa; // SLAT violation
+	bool write, fetch;
+	uint64_t next_rip; // RIP after the instruction when the exit gives it, else 0
+	uint8_t sipi_vector;
+};
+
+// The one exit policy of both back ends: counts the exit (core/vm.h), makes
+// every decision (CPUID, MSRs, XSETBV, I/O, hypercalls, APIC write vs SLAT
+// violation, triple fault, unknown exits) and calls the back end's hooks
+// (ops->wait, ...) only for what differs in hardware. v->arch.gpr[] and
+// v->arch.rip hold the guest's state. The result goes to x86_apply_action().
+enum x86_action x86_handle_exit(struct vcpu *v, const struct x86_exit *e);
+// Performs a power-off or reset result (the port write the guest asked for,
+// recorded in v->arch.shutdown); does nothing for X86_CONTINUE.
+void x86_apply_action(struct vcpu *v, enum x86_action a);
 
 // A guest write to its local APIC page (mapped read-only in the second-level
 // tables so that every write exits): decode, emulate, mailbox (apic_mailbox.c).

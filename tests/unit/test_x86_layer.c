@@ -22,8 +22,11 @@
 #include "arch/x86/cpuid.c"
 #include "arch/x86/decode.c"
 #include "arch/x86/exit.c"
+#include "arch/x86/handle_exit.c"
 #include "arch/x86/msr.c"
+#include "arch/x86/svm/exit_decode.c"
 #include "arch/x86/vm.c"
+#include "arch/x86/vmx/exit_decode.c"
 
 // ---- the fake back end -------------------------------------------------------
 struct fake {
@@ -35,6 +38,7 @@ struct fake {
 	uint32_t error;
 	uint64_t efer_written;
 	unsigned kicks;
+	unsigned waits, nmis_delivered;
 };
 static struct fake fk[X86_MAX_CPUS];
 
@@ -72,8 +76,26 @@ static unsigned f_insn_len(struct vcpu *v)
 {
 	return F(v)->insn_len;
 }
-static const struct x86_vcpu_ops fops = {f_read_cr,  f_read_efer, f_write_efer, f_read_rflags,
-					 f_read_seg, f_inject,	  f_insn_len};
+static enum x86_action f_wait(struct vcpu *v, const struct x86_exit *e)
+{
+	F(v)->waits++;
+	return X86_CONTINUE;
+}
+static void f_deliver_nmi(struct vcpu *v)
+{
+	F(v)->nmis_delivered++;
+}
+static const struct x86_vcpu_ops fops = {
+    .read_cr = f_read_cr,
+    .read_efer = f_read_efer,
+    .write_efer = f_write_efer,
+    .read_rflags = f_read_rflags,
+    .read_seg = f_read_seg,
+    .inject = f_inject,
+    .insn_len = f_insn_len,
+    .wait = f_wait,
+    .deliver_nmi = f_deliver_nmi,
+};
 
 static void f_counts(struct slat_mm_counts *o)
 {
@@ -428,6 +450,246 @@ static void test_io_intercepts(void **state)
 	assert_false(x86_io_intercepted(0xcfc));
 }
 
+// ---- one policy, both vendors ---------------------------------------------------------
+// The same architectural event, as each vendor's hardware reports it, goes
+// through svm_decode_exit / vmx_decode_exit and the shared x86_handle_exit;
+// both must give the same answer, and that answer must be the documented one
+// (docs/x86-exits.md).
+struct vendor_event {
+	struct svm_exit_fields svm;
+	struct vmx_exit_fields vmx;
+	void (*prepare)(struct vcpu *v); // guest state before the exit (may be NULL)
+};
+
+struct outcome {
+	enum x86_action action;
+	uint64_t rax, rdx, rbx, rip_advance;
+	int injected; // vector + 1, 0 = none
+	uint64_t exits[EXIT_REASONS];
+	uint16_t shutdown_port;
+	uint32_t shutdown_value;
+	uint8_t shutdown_size;
+	uint32_t apic_ldr;
+};
+
+static uint8_t event_code[16]; // the guest's instruction at RIP
+
+static struct outcome run_event(const struct vendor_event *ev, bool vmx)
+{
+	struct vcpu *v = setup();
+	struct x86_exit e;
+	struct outcome o = {0};
+
+	memset(event_code, 0x90, sizeof(event_code));
+	v->arch.rip = (uint64_t)(uintptr_t)event_code;
+	fk[0].insn_len = 0; // lengths come from the decoded instruction
+	if (ev->prepare)
+		ev->prepare(v);
+	if (vmx)
+		vmx_decode_exit(&ev->vmx, &e);
+	else
+		svm_decode_exit(&ev->svm, &e);
+	o.action = x86_handle_exit(v, &e);
+	o.rax = v->arch.gpr[X86_RAX];
+	o.rdx = v->arch.gpr[X86_RDX];
+	o.rbx = v->arch.gpr[X86_RBX];
+	o.rip_advance = v->arch.rip - (uint64_t)(uintptr_t)event_code;
+	o.injected = fk[0].injected;
+	memcpy(o.exits, v->exits, sizeof(o.exits));
+	o.shutdown_port = v->arch.shutdown.port;
+	o.shutdown_value = v->arch.shutdown.value;
+	o.shutdown_size = v->arch.shutdown.size;
+	o.apic_ldr = v->arch.apic_ldr;
+	return o;
+}
+
+// Runs `ev` through both vendors and checks that they agree.
+static struct outcome both_vendors(const struct vendor_event *ev)
+{
+	struct outcome s = run_event(ev, false), x = run_event(ev, true);
+
+	assert_int_equal(s.action, x.action);
+	assert_int_equal(s.rax, x.rax);
+	assert_int_equal(s.rdx, x.rdx);
+	assert_int_equal(s.rbx, x.rbx);
+	assert_int_equal(s.rip_advance, x.rip_advance);
+	assert_int_equal(s.injected, x.injected);
+	assert_memory_equal(s.exits, x.exits, sizeof(s.exits));
+	assert_int_equal(s.shutdown_port, x.shutdown_port);
+	assert_int_equal(s.shutdown_value, x.shutdown_value);
+	assert_int_equal(s.shutdown_size, x.shutdown_size);
+	assert_int_equal(s.apic_ldr, x.apic_ldr);
+	return s;
+}
+
+static void only_exit(const struct outcome *o, enum exit_reason r)
+{
+	for (unsigned i = 0; i < EXIT_REASONS; i++)
+		assert_int_equal(o->exits[i], i == (unsigned)r ? 1 : 0);
+}
+
+static void put_code(const uint8_t *code, size_t n)
+{
+	memcpy(event_code, code, n);
+}
+
+static void prep_vmcall(struct vcpu *v)
+{
+	// VMMCALL (0F 01 D9) and VMCALL (0F 01 C1) are both 3 bytes.
+	static const uint8_t vmcall[] = {0x0f, 0x01, 0xc1};
+	put_code(vmcall, sizeof(vmcall));
+	v->arch.gpr[X86_RAX] = 0x1234;
+}
+
+static void test_vendors_hypercall(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_VMMCALL},
+					.vmx = {.reason = VMX_EXIT_VMCALL},
+					.prepare = prep_vmcall};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.rax, (uint64_t)-1); // unknown hypercall
+	assert_int_equal(o.rip_advance, 3);
+	assert_int_equal(o.injected, 0);
+	only_exit(&o, EXIT_HYPERCALL);
+}
+
+static void prep_cpuid(struct vcpu *v)
+{
+	static const uint8_t insn[] = {0x0f, 0xa2};
+	put_code(insn, sizeof(insn));
+	v->arch.gpr[X86_RAX] = 0x40000000;
+	v->arch.gpr[X86_RCX] = 0;
+}
+
+static void test_vendors_cpuid(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_CPUID},
+					.vmx = {.reason = VMX_EXIT_CPUID},
+					.prepare = prep_cpuid};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.rax, 0x40000001);
+	assert_int_equal(o.rbx, 0x74616c53); // "Slat"
+	assert_int_equal(o.rip_advance, 2);
+	only_exit(&o, EXIT_CPUID);
+}
+
+static void prep_rdmsr_vm_cr(struct vcpu *v)
+{
+	static const uint8_t insn[] = {0x0f, 0x32};
+	put_code(insn, sizeof(insn));
+	v->arch.gpr[X86_RCX] = MSR_VM_CR;
+	v->arch.gpr[X86_RAX] = v->arch.gpr[X86_RDX] = 0x5555;
+}
+
+static void test_vendors_rdmsr_hidden(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_MSR, .info1 = 0},
+					.vmx = {.reason = VMX_EXIT_RDMSR},
+					.prepare = prep_rdmsr_vm_cr};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.rax, VM_CR_SVMDIS | VM_CR_LOCK);
+	assert_int_equal(o.rdx, 0);
+	assert_int_equal(o.rip_advance, 2);
+	only_exit(&o, EXIT_SYSREG);
+}
+
+static void prep_out_reset(struct vcpu *v)
+{
+	static const uint8_t insn[] = {0xee}; // out dx, al
+	put_code(insn, sizeof(insn));
+	v->arch.gpr[X86_RAX] = 0xab06; // AL: hard reset
+	v->arch.gpr[X86_RDX] = 0xcf9;
+}
+
+static void test_vendors_reset_port(void **state)
+{
+	// OUT of one byte to 0xCF9: SVM IOIO (port in 31:16, SZ8 bit 4, the next
+	// RIP in EXITINFO2); VMX I/O qualification (port in 31:16, size - 1 in 2:0).
+	const struct vendor_event ev = {
+	    .svm = {.code = SVM_EXIT_IOIO, .info1 = (0xcf9u << 16) | 0x10},
+	    .vmx = {.reason = VMX_EXIT_IO, .qual = 0xcf9u << 16},
+	    .prepare = prep_out_reset};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_RESET);
+	assert_int_equal(o.shutdown_port, 0xcf9);
+	assert_int_equal(o.shutdown_value, 0x06); // one byte: AL only
+	assert_int_equal(o.shutdown_size, 1);
+	assert_int_equal(o.rip_advance, 1);
+	only_exit(&o, EXIT_IO);
+}
+
+static void prep_apic_ldr_write(struct vcpu *v)
+{
+	static const uint8_t mov[] = {0x89, 0x88, 0xd0, 0x00, 0x00, 0x00}; // mov [rax+0xd0], ecx
+	put_code(mov, sizeof(mov));
+	v->arch.gpr[X86_RCX] = 0x04000000;
+}
+
+static void test_vendors_apic_write(void **state)
+{
+	// A write to the APIC page (mapped read-only): NPF error code bit 1 /
+	// EPT violation qualification bit 1; the GPA is only known at run time,
+	// so the events are completed below.
+	struct vendor_event ev = {.svm = {.code = SVM_EXIT_NPF, .info1 = 1 | 2},
+				  .vmx = {.reason = VMX_EXIT_EPT_VIOLATION, .qual = 2 | 8},
+				  .prepare = prep_apic_ldr_write};
+
+	setup(); // allocates the APIC page
+	ev.svm.info2 = ev.vmx.gpa = x86_primary.arch.apic_base + 0xd0;
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.apic_ldr, 0x04000000);
+	assert_int_equal(o.rip_advance, 6);
+	assert_int_equal(o.injected, 0);
+	only_exit(&o, EXIT_MMIO);
+}
+
+static void test_vendors_slat_violation(void **state)
+{
+	// A read of Slat's own region (setup(): 0x1000-0x1fff).
+	const struct vendor_event ev = {
+	    .svm = {.code = SVM_EXIT_NPF, .info1 = 0, .info2 = 0x1008},
+	    .vmx = {.reason = VMX_EXIT_EPT_VIOLATION, .qual = 1, .gpa = 0x1008}};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.injected, X86_EXC_GP + 1);
+	assert_int_equal(o.rip_advance, 0);
+	only_exit(&o, EXIT_SLAT_FAULT);
+}
+
+static void test_vendors_triple_fault(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_SHUTDOWN},
+					.vmx = {.reason = VMX_EXIT_TRIPLE_FAULT}};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_RESET);
+	assert_int_equal(o.shutdown_port, 0); // the platform's reset, not a guest port write
+	only_exit(&o, EXIT_OTHER);
+}
+
+static void test_vendors_virt_insn(void **state)
+{
+	// VMRUN / VMLAUNCH: SVM and VMX are not offered to the guest.
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_VMRUN},
+					.vmx = {.reason = VMX_EXIT_VMCLEAR + 1}};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.injected, X86_EXC_UD + 1);
+	assert_int_equal(o.rip_advance, 0);
+	only_exit(&o, EXIT_OTHER);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +704,14 @@ int main(void)
 	    cmocka_unit_test(test_mailbox_logical_destination),
 	    cmocka_unit_test(test_apic_write_unknown_form_gp),
 	    cmocka_unit_test(test_io_intercepts),
+	    cmocka_unit_test(test_vendors_hypercall),
+	    cmocka_unit_test(test_vendors_cpuid),
+	    cmocka_unit_test(test_vendors_rdmsr_hidden),
+	    cmocka_unit_test(test_vendors_reset_port),
+	    cmocka_unit_test(test_vendors_apic_write),
+	    cmocka_unit_test(test_vendors_slat_violation),
+	    cmocka_unit_test(test_vendors_triple_fault),
+	    cmocka_unit_test(test_vendors_virt_insn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,14 @@ struct vcpu_arch {
 	uint32_t apic_dfr;    // ... and DFR (0xffffffff: flat model)
 	uint64_t hsave_guest; // what the guest wrote to VM_HSAVE_PA (never used)
 	uint32_t kicks;	      // kicks sent to this vCPU and not yet seen (atomic)
+
+	// The port write that performs a power-off or reset the guest asked for
+	// in the exit being handled (port 0: none; reset through 0xCF9).
+	struct {
+		uint16_t port;
+		uint8_t size;
+		uint32_t value;
+	} shutdown;
 };
 
 // Ports that request power-off or reset (from the FADT, with QEMU/PC

@@ -245,6 +245,9 @@ static unsigned op_insn_len(struct vcpu *v)
 	return 0;
 }
 
+static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e);
+static void op_deliver_nmi(struct vcpu *v);
+
 static const struct x86_vcpu_ops svm_ops = {
     .read_cr = op_read_cr,
     .read_efer = op_read_efer,
@@ -253,6 +256,8 @@ static const struct x86_vcpu_ops svm_ops = {
     .read_seg = op_read_seg,
     .inject = op_inject,
     .insn_len = op_insn_len,
+    .wait = op_wait,
+    .deliver_nmi = op_deliver_nmi,
 };
 
 // vcpu_arch_run() on SVM: the VMRUN loop (svm_entry.S), entered on the
@@ -397,148 +402,56 @@ static void park_briefly(struct vcpu *v)
 		pause();
 }
 
-static void unknown_exit(struct vcpu *v, uint64_t code)
+// ops->wait: HLT or MWAIT.
+static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 {
-	static uint64_t seen[8];
-	static int n;
-	bool first = true;
+	struct svm_cpu *c = v->arch.backend;
+	void *vmcb = vmcb_of(v);
 
-	for (int i = 0; i < n && i < 8; i++)
-		first = first && seen[i] != code;
-	if (first && n < 8) {
-		seen[n++] = code;
-		log_warn("svm: unexpected exit 0x%llx on vcpu%u at RIP 0x%llx: #UD\n",
-			 (unsigned long long)code, v->index, (unsigned long long)v->arch.rip);
+	if (e->kind == X86_EXIT_HLT && (*vmcb64(vmcb, VMCB_RFLAGS) & (1u << 9))) {
+		// An OS idle loop (interrupts on): let it halt natively from now on.
+		*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_HLT;
+		c->hlt_intercept = false;
+		return X86_CONTINUE; // RIP unchanged: the HLT runs again, unintercepted
 	}
-	x86_inject_ud(v);
+	park_briefly(v);
+	x86_skip_insn(v); // MWAIT: a wake-up; the caller re-checks its condition
+	return X86_CONTINUE;
 }
 
-static void handle_npf(struct vcpu *v, uint64_t info1, uint64_t gpa)
+static void op_deliver_nmi(struct vcpu *v)
 {
-	bool write = info1 & 2, fetch = info1 & 0x10;
-
-	if (vm_is_shutting_down(v->vm))
-		x86_park(); // the NPT is gone: nothing left to run
-	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.arch.apic_base) {
-		vcpu_count_exit(v, EXIT_MMIO);
-		x86_handle_apic_write(v, gpa);
-		return;
-	}
-	vcpu_count_exit(v, EXIT_SLAT_FAULT);
-	x86_handle_slat_violation(v, gpa, write, fetch);
+	*vmcb64(vmcb_of(v), VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
 }
 
-static enum x86_action dispatch(struct svm_cpu *c, void *vmcb, uint64_t code)
-{
-	struct vcpu *v = c->vcpu;
-	uint64_t info1 = *vmcb64(vmcb, VMCB_EXITINFO1), info2 = *vmcb64(vmcb, VMCB_EXITINFO2);
-
-	switch (code) {
-	case SVM_EXIT_CPUID:
-		vcpu_count_exit(v, EXIT_CPUID);
-		return x86_handle_cpuid(v);
-	case SVM_EXIT_MSR:
-		vcpu_count_exit(v, EXIT_SYSREG);
-		return info1 ? x86_handle_wrmsr(v) : x86_handle_rdmsr(v);
-	case SVM_EXIT_XSETBV:
-		vcpu_count_exit(v, EXIT_SYSREG);
-		return x86_handle_xsetbv(v);
-	case SVM_EXIT_IOIO: {
-		vcpu_count_exit(v, EXIT_IO);
-		struct x86_io io = {
-		    .port = (uint16_t)(info1 >> 16),
-		    .size = (info1 & 0x10)   ? 1
-			    : (info1 & 0x20) ? 2
-					     : 4,
-		    .in = info1 & 1,
-		    .string = info1 & 4,
-		    .rep = info1 & 8,
-		};
-		c->next_rip = info2; // IOIO exits always report the next RIP
-		return x86_handle_io(v, &io);
-	}
-	case SVM_EXIT_NPF:
-		handle_npf(v, info1, info2);
-		return X86_CONTINUE;
-	case SVM_EXIT_HLT:
-		vcpu_count_exit(v, EXIT_WAIT);
-		if (*vmcb64(vmcb, VMCB_RFLAGS) & (1u << 9)) {
-			// An OS idle loop (interrupts on): let it halt natively from now on.
-			*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_HLT;
-			c->hlt_intercept = false;
-			return X86_CONTINUE; // RIP unchanged: the HLT runs again, unintercepted
-		}
-		park_briefly(v);
-		x86_skip_insn(v);
-		return X86_CONTINUE;
-	case SVM_EXIT_MWAIT:
-	case SVM_EXIT_MWAIT_C:
-		vcpu_count_exit(v, EXIT_WAIT);
-		park_briefly(v);
-		x86_skip_insn(v); // a wake-up: the caller re-checks its condition
-		return X86_CONTINUE;
-	case SVM_EXIT_VMMCALL:
-		vcpu_count_exit(v, EXIT_HYPERCALL);
-		v->arch.gpr[X86_RAX] = (uint64_t)-1; // no hypercalls yet
-		x86_skip_insn(v);
-		return X86_CONTINUE;
-	case SVM_EXIT_VMRUN:
-	case SVM_EXIT_VMLOAD:
-	case SVM_EXIT_VMSAVE:
-	case SVM_EXIT_STGI:
-	case SVM_EXIT_CLGI:
-	case SVM_EXIT_SKINIT:
-	case SVM_EXIT_INVLPGA:
-		vcpu_count_exit(v, EXIT_OTHER);
-		return x86_inject_ud(v); // SVM is not offered to the guest
-	case SVM_EXIT_SHUTDOWN:
-		vcpu_count_exit(v, EXIT_OTHER);
-		log_warn("svm: vcpu%u shut down (triple fault) at RIP 0x%llx\n", v->index,
-			 (unsigned long long)v->arch.rip);
-		return X86_RESET;
-	case SVM_EXIT_NMI:
-		vcpu_count_exit(v, EXIT_INTERRUPT);
-		// An intercepted NMI stays pending (held by GIF = 0): take it in the
-		// host, whose NMI vector just returns, before deciding what it was.
-		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
-		if (!x86_consume_kick(v)) // the guest's own NMI: deliver it
-			*vmcb64(vmcb, VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
-		return X86_CONTINUE;
-	case SVM_EXIT_INTR:
-		vcpu_count_exit(v, EXIT_INTERRUPT);
-		return X86_CONTINUE;
-	case SVM_EXIT_INVALID:
-		log_err("svm: VMRUN refused the guest state on vcpu%u (RIP 0x%llx)\n", v->index,
-			(unsigned long long)v->arch.rip);
-		log_flush();
-		x86_park();
-	default:
-		vcpu_count_exit(v, EXIT_OTHER);
-		unknown_exit(v, code);
-		return X86_CONTINUE;
-	}
-}
-
+// The exit entry: decode, the shared policy, apply.
 void svm_handle_exit(struct svm_cpu *c)
 {
 	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
 	struct vcpu *v = c->vcpu;
-	uint64_t code = *vmcb64(vmcb, VMCB_EXITCODE);
+	const struct svm_exit_fields f = {
+	    .code = *vmcb64(vmcb, VMCB_EXITCODE),
+	    .info1 = *vmcb64(vmcb, VMCB_EXITINFO1),
+	    .info2 = *vmcb64(vmcb, VMCB_EXITINFO2),
+	};
 	uint64_t intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
+	struct x86_exit e;
 	uint8_t vector;
 
+	svm_decode_exit(&f, &e);
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE; // the last VMRUN flushed
 	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
 	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
 	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
-	c->next_rip = 0;
+	c->next_rip = e.next_rip;
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	// An intercepted NMI stays pending (held by GIF = 0): take it in the
+	// host, whose NMI vector just returns, before the policy decides what
+	// it was.
+	if (e.kind == X86_EXIT_NMI)
+		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
 
-	enum x86_action a = dispatch(c, vmcb, code);
-	if (a == X86_RESET)
-		x86_vm_shutdown(v, true, 0, 0, 0);
-	else if (a == X86_POWER_OFF)
-		x86_vm_shutdown(v, false, 0, 0, 0);
+	x86_apply_action(v, x86_handle_exit(v, &e));
 
 	// An event whose delivery the exit interrupted is delivered again, unless
 	// the handler queued an exception of its own.

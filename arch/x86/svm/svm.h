@@ -196,6 +196,15 @@ int svm_launch(struct svm_cpu *c);
 void svm_run(struct svm_cpu *c);
 extern char svm_idt_stubs[]; // 32 exception entry stubs, 16 bytes apart
 
+// ---- exit_decode.c ----------------------------------------------------------------------
+// The VMCB fields that say why the guest exited.
+struct svm_exit_fields {
+	uint64_t code;	// EXITCODE
+	uint64_t info1; // EXITINFO1
+	uint64_t info2; // EXITINFO2
+};
+void svm_decode_exit(const struct svm_exit_fields *f, struct x86_exit *out);
+
 // ---- hyp.c ------------------------------------------------------------------------------
 // Resident-copy entry points called from the loaded image.
 int svm_resident_init(struct svm_boot_args *a);

@@ -112,6 +112,11 @@ static unsigned op_insn_len(struct vcpu *v)
 	}
 }
 
+static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e);
+static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e);
+static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e);
+static void op_deliver_nmi(struct vcpu *v);
+
 const struct x86_vcpu_ops vmx_vcpu_ops = {
     .read_cr = op_read_cr,
     .read_efer = op_read_efer,
@@ -120,6 +125,10 @@ const struct x86_vcpu_ops vmx_vcpu_ops = {
     .read_seg = op_read_seg,
     .inject = op_inject,
     .insn_len = op_insn_len,
+    .wait = op_wait,
+    .cr_access = op_cr_access,
+    .init_sipi = op_init_sipi,
+    .deliver_nmi = op_deliver_nmi,
 };
 
 // ---- control registers ------------------------------------------------------------
@@ -164,9 +173,9 @@ static enum x86_action emulate_cr4(struct vcpu *v, uint64_t val)
 
 // Exit qualification (SDM vol. 3, table 28-3): CR in 3:0, type in 5:4
 // (0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW), GPR in 11:8, LMSW data 31:16.
-static enum x86_action handle_cr(struct vcpu *v)
+static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e)
 {
-	uint64_t q = vmread(VMCS_EXIT_QUAL);
+	uint64_t q = e->qual;
 	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
 
 	switch (type) {
@@ -333,27 +342,21 @@ static enum x86_action handle_park(struct vcpu *v, bool mwait)
 }
 
 // Native wait-for-SIPI (real VT-x; Bochs 2.7 breaks it, see the doc).
-static enum x86_action handle_init_native(struct vcpu *v)
+static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e)
 {
-	vmwrite(VMCS_GUEST_ACTIVITY, 3); // wait-for-SIPI
+	if (e->kind == X86_EXIT_INIT)
+		vmwrite(VMCS_GUEST_ACTIVITY, 3); // wait-for-SIPI
+	else
+		sipi_state(v, e->sipi_vector);
 	return X86_CONTINUE;
 }
 
-static enum x86_action handle_sipi_native(struct vcpu *v)
+// ops->wait: HLT, MWAIT or MONITOR.
+static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 {
-	sipi_state(v, (uint8_t)vmread(VMCS_EXIT_QUAL));
-	return X86_CONTINUE;
-}
-
-static void log_once(unsigned reason, struct vcpu *v)
-{
-	static uint8_t seen[VMX_EXIT_REASONS];
-
-	if (reason < VMX_EXIT_REASONS && __atomic_exchange_n(&seen[reason], 1, __ATOMIC_RELAXED))
-		return;
-	log_warn("vmx: exit reason %u (qualification 0x%llx) at RIP 0x%llx on vcpu%u: #UD\n",
-		 reason, (unsigned long long)vmread(VMCS_EXIT_QUAL),
-		 (unsigned long long)v->arch.rip, v->index);
+	if (e->kind == X86_EXIT_MONITOR)
+		return handle_monitor(v);
+	return handle_park(v, e->kind == X86_EXIT_MWAIT);
 }
 
 // ---- NMIs and kicks ----------------------------------------------------------------
@@ -378,18 +381,9 @@ static void inject_nmi(void)
 	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | (2u << 8) | 2);
 }
 
-static enum x86_action handle_exception_nmi(struct vcpu *v)
+static void op_deliver_nmi(struct vcpu *v)
 {
-	uint32_t info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO);
-
-	vcpu_count_exit(v, EXIT_INTERRUPT);
-	if ((info & INTR_INFO_VALID) && ((info >> 8) & 7) == 2) {
-		if (!x86_consume_kick(v))
-			pcpu_of(v)->nmi_pending = true; // the guest's own NMI
-		return X86_CONTINUE;
-	}
-	log_once(VMX_EXIT_EXCEPTION, v);
-	return X86_CONTINUE;
+	pcpu_of(v)->nmi_pending = true; // injected when the guest can take it
 }
 
 // Event delivery an exit interrupted (IDT-vectoring information) is
@@ -407,7 +401,9 @@ static void redeliver(void)
 }
 
 // ---- dispatch ---------------------------------------------------------------------
-static __attribute__((noreturn)) void entry_failed(struct vcpu *v, uint32_t reason)
+// A failed VM entry: the guest state the CPU refused, for the log (the
+// policy, x86_handle_exit, then powers off).
+static void entry_failed_report(struct vcpu *v, uint32_t reason)
 {
 	log_err(
 	    "vmx: VM entry failed on vcpu%u: exit reason 0x%x, qualification 0x%llx, RIP "
@@ -416,112 +412,22 @@ static __attribute__((noreturn)) void entry_failed(struct vcpu *v, uint32_t reas
 	    (unsigned long long)vmread(VMCS_GUEST_RIP), (unsigned long long)vmread(VMCS_GUEST_CR0),
 	    (unsigned long long)vmread(VMCS_GUEST_CR4), (unsigned long long)vmread(VMCS_GUEST_EFER),
 	    (unsigned long long)vmread(VMCS_ENTRY_CTLS));
-	x86_vm_shutdown(v, false, 0, 0, 0);
 }
 
-static enum x86_action handle_ept(struct vcpu *v)
-{
-	uint64_t q = vmread(VMCS_EXIT_QUAL), gpa = vmread(VMCS_GUEST_PHYS_ADDR);
-	bool write = q & 2, fetch = q & 4;
-
-	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.arch.apic_base) {
-		vcpu_count_exit(v, EXIT_MMIO);
-		return x86_handle_apic_write(v, gpa);
-	}
-	vcpu_count_exit(v, EXIT_SLAT_FAULT);
-	return x86_handle_slat_violation(v, gpa, write, fetch);
-}
-
-static enum x86_action dispatch(struct vcpu *v, unsigned reason)
-{
-	struct vcpu *st = v;
-	uint64_t q;
-
-	switch (reason) {
-	case VMX_EXIT_EXCEPTION:
-		return handle_exception_nmi(v);
-	case VMX_EXIT_CPUID:
-		vcpu_count_exit(st, EXIT_CPUID);
-		return x86_handle_cpuid(v);
-	case VMX_EXIT_RDMSR:
-		vcpu_count_exit(st, EXIT_SYSREG);
-		return x86_handle_rdmsr(v);
-	case VMX_EXIT_WRMSR:
-		vcpu_count_exit(st, EXIT_SYSREG);
-		return x86_handle_wrmsr(v);
-	case VMX_EXIT_CR:
-		vcpu_count_exit(st, EXIT_SYSREG);
-		return handle_cr(v);
-	case VMX_EXIT_XSETBV:
-		vcpu_count_exit(st, EXIT_SYSREG);
-		return x86_handle_xsetbv(v);
-	case VMX_EXIT_IO: {
-		q = vmread(VMCS_EXIT_QUAL);
-		struct x86_io io = {
-		    .port = (uint16_t)(q >> 16),
-		    .size = (uint8_t)((q & 7) + 1),
-		    .in = q & 8,
-		    .string = q & 16,
-		    .rep = q & 32,
-		};
-		vcpu_count_exit(st, EXIT_IO);
-		return x86_handle_io(v, &io);
-	}
-	case VMX_EXIT_EPT_VIOLATION:
-		return handle_ept(v);
-	case VMX_EXIT_HLT:
-	case VMX_EXIT_MWAIT:
-		vcpu_count_exit(st, EXIT_WAIT);
-		return handle_park(v, reason == VMX_EXIT_MWAIT);
-	case VMX_EXIT_MONITOR:
-		vcpu_count_exit(st, EXIT_WAIT);
-		return handle_monitor(v);
-	case VMX_EXIT_PAUSE:
-		vcpu_count_exit(st, EXIT_WAIT);
-		x86_skip_insn(v);
-		return X86_CONTINUE;
-	case VMX_EXIT_INVD:
-	case VMX_EXIT_WBINVD:
-		vcpu_count_exit(st, EXIT_OTHER);
-		__asm__ volatile("wbinvd" ::: "memory"); // INVD would drop the host's data too
-		x86_skip_insn(v);
-		return X86_CONTINUE;
-	case VMX_EXIT_INIT:
-		vcpu_count_exit(st, EXIT_OTHER);
-		return handle_init_native(v);
-	case VMX_EXIT_SIPI:
-		vcpu_count_exit(st, EXIT_OTHER);
-		return handle_sipi_native(v);
-	case VMX_EXIT_TRIPLE_FAULT:
-		log_err("vmx: triple fault on vcpu%u at RIP 0x%llx: resetting\n", v->index,
-			(unsigned long long)v->arch.rip);
-		x86_vm_shutdown(v, true, 0, 0, 0);
-	case VMX_EXIT_VMCALL:
-		vcpu_count_exit(st, EXIT_HYPERCALL);
-		return x86_inject_ud(v);
-	case VMX_EXIT_EPT_MISCONFIG:
-		log_err("vmx: EPT misconfiguration at GPA 0x%llx on vcpu%u\n",
-			(unsigned long long)vmread(VMCS_GUEST_PHYS_ADDR), v->index);
-		x86_vm_shutdown(v, false, 0, 0, 0);
-	default:
-		// VMX instructions (VMCLEAR ... VMXON, INVEPT, INVVPID, VMFUNC),
-		// GETSEC and anything unexpected: #UD, as on a CPU without VMX.
-		vcpu_count_exit(st, EXIT_OTHER);
-		if (!(reason >= VMX_EXIT_VMCLEAR && reason <= VMX_EXIT_VMXON) &&
-		    reason != VMX_EXIT_INVEPT && reason != VMX_EXIT_INVVPID &&
-		    reason != VMX_EXIT_VMFUNC && reason != VMX_EXIT_GETSEC)
-			log_once(reason, v);
-		return x86_inject_ud(v);
-	}
-}
-
-void vmx_exit_handler(struct vmx_gprs *g)
+// The exit entry (called by vmx_entry.S): decode, the shared policy, apply.
+void vmx_handle_exit(struct vmx_gprs *g)
 {
 	// HOST_RSP pointed at the slot holding this CPU's record (vmx_entry.S).
 	struct vmx_pcpu *pc = *(struct vmx_pcpu **)(g + 1);
 	struct vcpu *v = pc->vcpu;
-	uint32_t raw = (uint32_t)vmread(VMCS_EXIT_REASON);
-	unsigned reason = raw & 0xffff;
+	const struct vmx_exit_fields f = {
+	    .reason = (uint32_t)vmread(VMCS_EXIT_REASON),
+	    .qual = vmread(VMCS_EXIT_QUAL),
+	    .gpa = vmread(VMCS_GUEST_PHYS_ADDR),
+	    .intr_info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO),
+	};
+	unsigned reason = f.reason & 0xffff;
+	struct x86_exit e;
 
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
 		v->arch.gpr[i] = g->r[i];
@@ -530,12 +436,11 @@ void vmx_exit_handler(struct vmx_gprs *g)
 	pc->exit_reason = reason;
 	if (reason < VMX_EXIT_REASONS)
 		pc->exits_by_reason[reason]++;
-	if (raw & (1u << 31))
-		entry_failed(v, raw);
+	vmx_decode_exit(&f, &e);
+	if (f.reason & (1u << 31))
+		entry_failed_report(v, f.reason);
 
-	enum x86_action a = dispatch(v, reason);
-	if (a != X86_CONTINUE)
-		x86_vm_shutdown(v, a == X86_RESET, 0, 0, 0);
+	x86_apply_action(v, x86_handle_exit(v, &e));
 	if (!vmx_cfg.native_sipi)
 		check_mailbox(v);
 	redeliver();

@@ -26,8 +26,6 @@
 #define MSR_VMX_TRUE_PROCBASED 0x48e
 #define MSR_VMX_TRUE_EXIT      0x48f
 #define MSR_VMX_TRUE_ENTRY     0x490
-#define MSR_VMX_FIRST	       0x480
-#define MSR_VMX_LAST	       0x491
 #define MSR_FEATURE_CONTROL    0x03a
 #define MSR_SYSENTER_CS	       0x174
 #define MSR_SYSENTER_ESP       0x175

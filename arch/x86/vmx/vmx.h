@@ -83,6 +83,15 @@ void vmx_launch(void);
 void vmx_exit_stub(void);    // HOST_RIP
 extern char vmx_idt_stubs[]; // 32 entry stubs, 16 bytes apart
 
+// ---- exit_decode.c: the VMCS exit fields to the shared form ---------------
+struct vmx_exit_fields {
+	uint32_t reason;    // EXIT_REASON (bit 31: VM-entry failure)
+	uint64_t qual;	    // EXIT_QUALIFICATION
+	uint64_t gpa;	    // GUEST_PHYSICAL_ADDRESS (EPT violations)
+	uint32_t intr_info; // VM-exit interruption information
+};
+void vmx_decode_exit(const struct vmx_exit_fields *f, struct x86_exit *out);
+
 // ---- caps.c: feature control, controls, fixed bits --------------------------
 // Reads the capability MSRs into `c`. Returns NULL or why VMX is unusable.
 const char *vmx_config_init(struct vmx_config *c);
@@ -123,7 +132,7 @@ void vmx_ept_sync(unsigned cpu);
 // ---- exit.c ---------------------------------------------------------------------
 struct x86_vcpu_ops;
 extern const struct x86_vcpu_ops vmx_vcpu_ops;
-void vmx_exit_handler(struct vmx_gprs *g);
+void vmx_handle_exit(struct vmx_gprs *g);
 void vmx_host_nmi(void);
 // Parked CPUs exit on HLT and MWAIT (so they notice their mailbox).
 void vmx_set_parked(struct vmx_pcpu *pc, bool parked);
