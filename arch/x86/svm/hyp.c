@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The SVM host: set-up in the resident copy (host page tables, GDT, IDT,
-// I/O and MSR permission maps, NPT, per-CPU VMCBs), deprivileging each CPU,
+// The SVM host: set-up in the resident copy (the shared host environment of
+// arch/x86/host_env.c, I/O and MSR permission maps, NPT, per-CPU VMCBs), deprivileging each CPU,
 // and the exit dispatcher that feeds the shared x86 layer (arch/x86/vcpu.h).
 // docs/svm-primary.md describes the flow.
 #include "arch/arch.h"
@@ -19,107 +19,6 @@ static struct svm_npt_stats svm_npt;
 static void vmsave(uint64_t pa)
 {
 	__asm__ volatile("vmsave %%rax" : : "a"(pa) : "memory");
-}
-
-static void read_dt(bool idt, uint16_t *limit, uint64_t *base)
-{
-	uint8_t buf[10]; // read through bytes: packed structs are not reliable here
-
-	if (idt)
-		__asm__ volatile("sidt %0" : "=m"(buf));
-	else
-		__asm__ volatile("sgdt %0" : "=m"(buf));
-	memcpy(limit, buf, 2);
-	memcpy(base, buf + 2, 8);
-}
-
-static uint16_t read_sel(enum x86_seg_reg s)
-{
-	uint16_t v = 0;
-
-	switch (s) {
-	case X86_CS:
-		__asm__ volatile("mov %%cs, %0" : "=r"(v));
-		break;
-	case X86_SS:
-		__asm__ volatile("mov %%ss, %0" : "=r"(v));
-		break;
-	case X86_DS:
-		__asm__ volatile("mov %%ds, %0" : "=r"(v));
-		break;
-	case X86_ES:
-		__asm__ volatile("mov %%es, %0" : "=r"(v));
-		break;
-	default:
-		break;
-	}
-	return v;
-}
-
-static uint64_t read_dr(unsigned n)
-{
-	uint64_t v;
-
-	if (n == 6)
-		__asm__ volatile("mov %%dr6, %0" : "=r"(v));
-	else
-		__asm__ volatile("mov %%dr7, %0" : "=r"(v));
-	return v;
-}
-
-// ---- host tables ---------------------------------------------------------------------
-#define PTE_P  1ull
-#define PTE_RW 2ull
-#define PTE_PS (1ull << 7)
-
-// Identity map for the host: 512 GiB of 1 GiB pages, or 4 GiB of 2 MiB pages.
-static bool build_host_tables(struct region *r, bool gb_pages, uint64_t *cr3, uint64_t *top)
-{
-	uint64_t pml4 = region_alloc(r, 1, 4096), pdpt = region_alloc(r, 1, 4096);
-
-	if (!pml4 || !pdpt)
-		return false;
-	uint64_t *l4 = (uint64_t *)(uintptr_t)pml4, *l3 = (uint64_t *)(uintptr_t)pdpt;
-	l4[0] = pdpt | PTE_P | PTE_RW;
-	if (gb_pages) {
-		for (uint64_t i = 0; i < 512; i++)
-			l3[i] = (i << 30) | PTE_P | PTE_RW | PTE_PS;
-		*top = 512ull << 30;
-	} else {
-		for (uint64_t g = 0; g < 4; g++) {
-			uint64_t pd = region_alloc(r, 1, 4096);
-			if (!pd)
-				return false;
-			uint64_t *l2 = (uint64_t *)(uintptr_t)pd;
-			for (uint64_t i = 0; i < 512; i++)
-				l2[i] = (g << 30) | (i << 21) | PTE_P | PTE_RW | PTE_PS;
-			l3[g] = pd | PTE_P | PTE_RW;
-		}
-		*top = 4ull << 30;
-	}
-	*cr3 = pml4;
-	return true;
-}
-
-static bool build_gdt_idt(struct region *r)
-{
-	uint64_t gdt = region_alloc(r, 1, 4096), idt = region_alloc(r, 1, 4096);
-
-	if (!gdt || !idt)
-		return false;
-	uint64_t *g = (uint64_t *)(uintptr_t)gdt;
-	g[1] = 0x00af9a000000ffffull; // 0x08: 64-bit code, DPL 0
-	g[2] = 0x00cf92000000ffffull; // 0x10: data, DPL 0
-	uint64_t *idt64 = (uint64_t *)(uintptr_t)idt;
-	for (unsigned v = 0; v < 32; v++) {
-		uint64_t h = (uint64_t)(uintptr_t)svm_idt_stubs + 16 * v;
-		idt64[2 * v] = (h & 0xffff) | ((uint64_t)SVM_HOST_CS << 16) | (0x8eull << 40) |
-			       (((h >> 16) & 0xffff) << 48);
-		idt64[2 * v + 1] = h >> 32;
-	}
-	svm_host.gdt = gdt;
-	svm_host.idt = idt;
-	return true;
 }
 
 // ---- permission maps -------------------------------------------------------------------
@@ -323,13 +222,13 @@ static void vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
 	uint16_t gl, il;
 	uint64_t gb, ib;
 
-	read_dt(false, &gl, &gb);
-	read_dt(true, &il, &ib);
+	read_gdtr(&gb, &gl);
+	read_idtr(&ib, &il);
 	vmsave(c->vmcb_pa); // FS, GS, TR, LDTR, KernelGSBase, STAR/LSTAR/CSTAR/SFMASK, SYSENTER
-	seg_from_gdt(vmcb, VMCB_CS, read_sel(X86_CS), gb, gl);
-	seg_from_gdt(vmcb, VMCB_SS, read_sel(X86_SS), gb, gl);
-	seg_from_gdt(vmcb, VMCB_DS, read_sel(X86_DS), gb, gl);
-	seg_from_gdt(vmcb, VMCB_ES, read_sel(X86_ES), gb, gl);
+	seg_from_gdt(vmcb, VMCB_CS, read_cs(), gb, gl);
+	seg_from_gdt(vmcb, VMCB_SS, read_ss(), gb, gl);
+	seg_from_gdt(vmcb, VMCB_DS, read_ds(), gb, gl);
+	seg_from_gdt(vmcb, VMCB_ES, read_es(), gb, gl);
 	if (!*vmcb16(vmcb, VMCB_TR + 2)) // a null TR: give it a busy 64-bit TSS type
 		*vmcb16(vmcb, VMCB_TR + 2) = 0x8b;
 	set_seg(vmcb, VMCB_GDTR, 0, 0, gl, gb);
@@ -339,8 +238,8 @@ static void vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
 	*vmcb64(vmcb, VMCB_CR3) = read_cr3();
 	*vmcb64(vmcb, VMCB_CR4) = read_cr4();
 	*vmcb64(vmcb, VMCB_EFER) = rdmsr(MSR_EFER); // SVME already set
-	*vmcb64(vmcb, VMCB_DR6) = read_dr(6);
-	*vmcb64(vmcb, VMCB_DR7) = read_dr(7);
+	*vmcb64(vmcb, VMCB_DR6) = read_dr6();
+	*vmcb64(vmcb, VMCB_DR7) = read_dr7();
 	*vmcb64(vmcb, VMCB_G_PAT) = rdmsr(MSR_IA32_PAT);
 	*vmcb8(vmcb, VMCB_CPL) = 0;
 }
@@ -484,9 +383,9 @@ static bool percpu_init(struct region *r)
 		if (!stack || !c->vmcb_pa || !c->hsave_pa)
 			return false;
 		c->host_stack_top = stack + SVM_STACK_PAGES * 4096ull;
-		c->host_cr3 = svm_host.cr3;
-		c->gdtr_base = svm_host.gdt;
-		c->idtr_base = svm_host.idt;
+		c->host_cr3 = svm_host.env.cr3;
+		c->gdtr_base = svm_host.env.gdt;
+		c->idtr_base = svm_host.env.idt;
 		c->host_entry = (uint64_t)(uintptr_t)svm_run;
 	}
 	return true;
@@ -513,15 +412,15 @@ int svm_resident_init(struct svm_boot_args *a)
 	// order the firmware starts them.
 	x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
 
-	bool gb = cpuid(0x80000001u, 0).edx & (1u << 26);
 	unsigned phys_bits = cpuid(0x80000008u, 0).eax & 0xff;
 	svm_host.iopm_pa = region_alloc(r, 3, 4096);
 	svm_host.msrpm_pa = region_alloc(r, 2, 4096);
-	if (!build_host_tables(r, gb, &svm_host.cr3, &x86_primary.arch.host_map_top) ||
-	    !build_gdt_idt(r) || !svm_host.iopm_pa || !svm_host.msrpm_pa || !percpu_init(r)) {
+	if (!x86_host_env_build(r, &svm_plan, svm_idt_stubs, &svm_host.env) || !svm_host.iopm_pa ||
+	    !svm_host.msrpm_pa || !percpu_init(r)) {
 		log_err("svm: no room in Slat's region for the host's tables\n");
 		return -1;
 	}
+	x86_primary.arch.host_map_top = svm_host.env.map_top;
 	iopm_build((uint8_t *)(uintptr_t)svm_host.iopm_pa);
 	msrpm_build((uint8_t *)(uintptr_t)svm_host.msrpm_pa);
 	if (!svm_npt_build(&svm_plan, x86_primary.arch.apic_base, phys_bits, &svm_host.npt_root,

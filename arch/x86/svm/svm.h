@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch/x86/host_env.h"
 #include "arch/x86/vcpu.h"
 #include "core/plan.h"
 
@@ -165,13 +166,12 @@ struct svm_cpu {
 
 // Settings every CPU shares (set once on the boot CPU in the resident copy).
 struct svm_host {
-	uint64_t cr3;	   // Slat's host page tables
-	uint64_t gdt, idt; // Slat's GDT and IDT
-	uint64_t iopm_pa;  // 12 KiB I/O permission map
-	uint64_t msrpm_pa; // 8 KiB MSR permission map
-	uint64_t npt_root; // nested page tables (nCR3)
-	uint32_t features; // CPUID 0x8000000A EDX
-	bool xsave;	   // CPUID.1:ECX.XSAVE (the host sets CR4.OSXSAVE)
+	struct x86_host_env env; // page tables, GDT, IDT (host_env.h)
+	uint64_t iopm_pa;	 // 12 KiB I/O permission map
+	uint64_t msrpm_pa;	 // 8 KiB MSR permission map
+	uint64_t npt_root;	 // nested page tables (nCR3)
+	uint32_t features;	 // CPUID 0x8000000A EDX
+	bool xsave;		 // CPUID.1:ECX.XSAVE (the host sets CR4.OSXSAVE)
 	struct svm_cpu cpus[X86_MAX_CPUS];
 };
 extern struct svm_host svm_host;
@@ -184,8 +184,6 @@ struct svm_boot_args {
 	uint32_t features; // CPUID 0x8000000A EDX
 };
 
-#define SVM_HOST_CS	0x08
-#define SVM_HOST_DS	0x10
 #define SVM_STACK_PAGES 4
 
 // ---- svm_entry.S ---------------------------------------------------------------------

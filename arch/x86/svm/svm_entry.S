@@ -22,7 +22,7 @@
 
 #define HOST_CS	  0x08
 #define HOST_DS	  0x10
-#define GDT_LIMIT 23   // three descriptors
+#define GDT_LIMIT 39   // null, code, data, 16-byte TSS (host_env.c)
 #define IDT_LIMIT 511  // 32 gates of 16 bytes
 
 	.text

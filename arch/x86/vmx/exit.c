@@ -9,7 +9,6 @@
 // VM-entry failures.
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
-#include "arch/x86/vmx/hw.h"
 #include "arch/x86/vmx/vmx.h"
 #include "core/log.h"
 
@@ -46,13 +45,13 @@ static uint64_t op_read_efer(struct vcpu *v)
 // LMA follows LME and CR0.PG; the IA-32e entry control follows LMA.
 static void set_efer(uint64_t efer)
 {
-	if ((efer & VMX_EFER_LME) && (vmread(VMCS_GUEST_CR0) & VMX_CR0_PG))
-		efer |= VMX_EFER_LMA;
+	if ((efer & EFER_LME) && (vmread(VMCS_GUEST_CR0) & CR0_PG))
+		efer |= EFER_LMA;
 	else
-		efer &= ~VMX_EFER_LMA;
+		efer &= ~EFER_LMA;
 	vmwrite(VMCS_GUEST_EFER, efer);
 	uint64_t entry = vmread(VMCS_ENTRY_CTLS) & ~(uint64_t)ENTRY_IA32E_GUEST;
-	vmwrite(VMCS_ENTRY_CTLS, entry | (efer & VMX_EFER_LMA ? ENTRY_IA32E_GUEST : 0));
+	vmwrite(VMCS_ENTRY_CTLS, entry | (efer & EFER_LMA ? ENTRY_IA32E_GUEST : 0));
 }
 
 static void op_write_efer(struct vcpu *v, uint64_t efer)
@@ -80,7 +79,7 @@ static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
 	// An unrestricted guest in real mode takes exceptions without error codes.
-	if (!(vmread(VMCS_GUEST_CR0) & VMX_CR0_PE))
+	if (!(vmread(VMCS_GUEST_CR0) & CR0_PE))
 		has_error = false;
 	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | INTR_TYPE_HW_EXC | (vector & 0xff) |
 					  (has_error ? INTR_DELIVER_ERROR : 0));
@@ -143,14 +142,14 @@ static enum x86_action emulate_cr0(struct vcpu *v, uint64_t val)
 	const struct vmx_config *c = &vmx_cfg;
 	uint64_t old = vmread(VMCS_GUEST_CR0);
 
-	if ((val >> 32) || ((val & VMX_CR0_PG) && !(val & VMX_CR0_PE)))
+	if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE)))
 		return x86_inject_gp0(v);
-	uint64_t real = (val | (c->cr0_fixed0 & ~(VMX_CR0_PE | VMX_CR0_PG))) & c->cr0_fixed1;
+	uint64_t real = (val | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1;
 	vmwrite(VMCS_CR0_SHADOW, val);
 	vmwrite(VMCS_GUEST_CR0, real);
-	if ((old ^ real) & VMX_CR0_PG)
+	if ((old ^ real) & CR0_PG)
 		set_efer(vmread(VMCS_GUEST_EFER)); // LMA and the IA-32e entry control
-	if ((old ^ real) & (VMX_CR0_PG | VMX_CR0_PE | (1ull << 16)))
+	if ((old ^ real) & (CR0_PG | CR0_PE | (1ull << 16)))
 		flush_guest_tlb();
 	x86_skip_insn(v);
 	return X86_CONTINUE;
@@ -258,8 +257,7 @@ static void sipi_state(struct vcpu *v, uint8_t vector)
 	vmwrite(VMCS_GUEST_IDTR_BASE, 0);
 	vmwrite(VMCS_GUEST_IDTR_LIMIT, 0xffff);
 	vmwrite(VMCS_CR0_SHADOW, cr0);
-	vmwrite(VMCS_GUEST_CR0,
-		(cr0 | (c->cr0_fixed0 & ~(VMX_CR0_PE | VMX_CR0_PG))) & c->cr0_fixed1);
+	vmwrite(VMCS_GUEST_CR0, (cr0 | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1);
 	vmwrite(VMCS_GUEST_CR3, 0);
 	vmwrite(VMCS_CR4_SHADOW, 0);
 	vmwrite(VMCS_GUEST_CR4, c->cr4_fixed0);
@@ -316,7 +314,7 @@ static enum x86_action handle_park(struct vcpu *v, bool mwait)
 	bool irq_break = mwait && (v->arch.gpr[X86_RCX] & 1);
 	uint64_t seen = 0, now = 0;
 
-	if ((vmread(VMCS_GUEST_RFLAGS) & VMX_RFLAGS_IF) || irq_break) {
+	if ((vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) || irq_break) {
 		vmx_set_parked(pc, false); // re-executed natively
 		return X86_CONTINUE;
 	}
@@ -335,7 +333,7 @@ static enum x86_action handle_park(struct vcpu *v, bool mwait)
 		if (watch &&
 		    (!x86_guest_read_linear(v, pc->monitor_la, &now, sizeof(now)) || now != seen))
 			break;
-		vmx_pause();
+		pause();
 	}
 	x86_skip_insn(v);
 	return X86_CONTINUE;

@@ -13,7 +13,6 @@
 #include "arch/arch.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
-#include "arch/x86/vmx/hw.h"
 #include "arch/x86/vmx/vmx.h"
 #include "arch/x86/vmx/vmx_primary.h"
 #include "core/log.h"
@@ -126,7 +125,7 @@ static struct vmx_pcpu *pcpu_claim(void)
 static int64_t cpu_launch(uint64_t rip, uint64_t rsp)
 {
 	struct vmx_pcpu *pc = pcpu_claim();
-	uint64_t cr0 = vmx_read_cr0(), cr4 = vmx_read_cr4();
+	uint64_t cr0 = read_cr0(), cr4 = read_cr4();
 
 	if (!pc) {
 		log_err("vmx: cpu with APIC ID %u: no vCPU record left (max %u)\n", this_apic_id(),
@@ -159,11 +158,11 @@ static int64_t cpu_launch(uint64_t rip, uint64_t rsp)
 		vmx_off();
 	} else {
 		log_err("vmx: cpu %u: %s failed\n", pc->index, fail);
-		if (vmx_read_cr4() & VMX_CR4_VMXE)
+		if (read_cr4() & CR4_VMXE)
 			vmx_off();
 	}
-	vmx_write_cr4(cr4);
-	vmx_write_cr0(cr0);
+	write_cr4(cr4);
+	write_cr0(cr0);
 	return -1;
 }
 
@@ -228,7 +227,7 @@ int vmx_resident_init(struct vmx_boot_args *a)
 		log_err("vmx: no room for host tables or per-CPU state in Slat's region\n");
 		return -1;
 	}
-	x86_primary.arch.host_map_top = vmx_host.map_top;
+	x86_primary.arch.host_map_top = vmx_host.env.map_top;
 	if (!vmx_ept_build(&vmx_plan.region, &vmx_plan, &vmx_cfg, x86_primary.arch.apic_base,
 			   &vmx_host.eptp, &vmx_ept))
 		return -1;

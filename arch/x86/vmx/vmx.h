@@ -17,6 +17,7 @@
 #include "arch/x86/vmx/vmcs.h"
 #include "core/plan.h"
 #include "core/region.h"
+#include "arch/x86/host_env.h"
 #include "arch/x86/vcpu.h"
 #include "core/vm.h"
 
@@ -65,11 +66,9 @@ struct vmx_pcpu {
 
 // Host state shared by every CPU (built once on the boot CPU).
 struct vmx_host {
-	uint64_t cr3, gdt, idt, tss;
-	uint16_t gdt_limit, idt_limit;
+	struct x86_host_env env; // page tables, GDT, IDT, TSS (host_env.h)
 	uint64_t msr_bitmap, io_bitmap_a, io_bitmap_b;
 	uint64_t eptp;
-	uint64_t map_top; // host and EPT identity maps cover [0, map_top)
 };
 
 // ---- vmx_entry.S ------------------------------------------------------------
