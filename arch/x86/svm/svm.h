@@ -203,13 +203,28 @@ struct svm_exit_fields {
 };
 void svm_decode_exit(const struct svm_exit_fields *f, struct x86_exit *out);
 
-// ---- hyp.c ------------------------------------------------------------------------------
+// ---- svm.c: set-up ------------------------------------------------------------------------
 // Resident-copy entry points called from the loaded image.
 int svm_resident_init(struct svm_boot_args *a);
 // Prepares the calling CPU's VMCB from its live state; the loaded image then
 // calls its own svm_launch() with the result (NULL: no record left).
 struct svm_cpu *svm_resident_cpu_prepare(void);
-void svm_handle_exit(struct svm_cpu *c);  // called by svm_entry.S after each #VMEXIT
+
+// ---- exit.c: the exit entry and the vCPU operations --------------------------------------
+void svm_handle_exit(struct svm_cpu *c); // called by svm_entry.S after each #VMEXIT
+extern const struct x86_vcpu_ops svm_vcpu_ops;
+
+// ---- vmcb.c: VMCB contents -----------------------------------------------------------------
+void svm_vmcb_control(struct svm_cpu *c, void *vmcb);
+// The guest state of the calling CPU (all but RIP, RSP, RFLAGS, RAX, which
+// svm_launch sets).
+void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb);
+// The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
+void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector);
+
+// ---- host.c: permission maps, host exceptions ----------------------------------------------
+void svm_iopm_build(uint8_t *iopm);
+void svm_msrpm_build(uint8_t *msrpm);
 void svm_host_exception(uint64_t *frame); // an exception in the host
 
 // ---- npt_backend.c: pages, TLB flushes and counters for the NPT ------------------------
