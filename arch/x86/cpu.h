@@ -83,19 +83,16 @@ static inline void write_cr4(uint64_t v)
 	__asm__ volatile("mov %0, %%cr4" : : "r"(v) : "memory");
 }
 
-static inline uint64_t read_dr6(void)
-{
-	uint64_t v;
-	__asm__ volatile("mov %%dr6, %0" : "=r"(v));
-	return v;
-}
-
-static inline uint64_t read_dr7(void)
-{
-	uint64_t v;
-	__asm__ volatile("mov %%dr7, %0" : "=r"(v));
-	return v;
-}
+#define X86_READ_DR(n)                                                                             \
+	static inline uint64_t read_dr##n(void)                                                    \
+	{                                                                                          \
+		uint64_t v;                                                                        \
+		__asm__ volatile("mov %%dr" #n ", %0" : "=r"(v));                                  \
+		return v;                                                                          \
+	}
+X86_READ_DR(6)
+X86_READ_DR(7)
+#undef X86_READ_DR
 
 static inline uint64_t read_rflags(void)
 {
@@ -140,34 +137,23 @@ static inline void load_gdt_idt(uint64_t gdt, uint16_t glimit, uint64_t idt, uin
 	__asm__ volatile("lgdt %0; lidt %1" ::"m"(g), "m"(d) : "memory");
 }
 
-#define X86_READ_SEG(name)                                                                         \
+// Selector readers: read_es() ... read_gs(), read_ldtr() (SLDT), read_tr() (STR).
+#define X86_READ_SEL(name, insn)                                                                   \
 	static inline uint16_t read_##name(void)                                                   \
 	{                                                                                          \
 		uint16_t v;                                                                        \
-		__asm__ volatile("mov %%" #name ", %0" : "=r"(v));                                 \
+		__asm__ volatile(insn " %0" : "=r"(v));                                            \
 		return v;                                                                          \
 	}
-X86_READ_SEG(es)
-X86_READ_SEG(cs)
-X86_READ_SEG(ss)
-X86_READ_SEG(ds)
-X86_READ_SEG(fs)
-X86_READ_SEG(gs)
-#undef X86_READ_SEG
-
-static inline uint16_t read_ldtr(void)
-{
-	uint16_t v;
-	__asm__ volatile("sldt %0" : "=r"(v));
-	return v;
-}
-
-static inline uint16_t read_tr(void)
-{
-	uint16_t v;
-	__asm__ volatile("str %0" : "=r"(v));
-	return v;
-}
+X86_READ_SEL(es, "mov %%es,")
+X86_READ_SEL(cs, "mov %%cs,")
+X86_READ_SEL(ss, "mov %%ss,")
+X86_READ_SEL(ds, "mov %%ds,")
+X86_READ_SEL(fs, "mov %%fs,")
+X86_READ_SEL(gs, "mov %%gs,")
+X86_READ_SEL(ldtr, "sldt")
+X86_READ_SEL(tr, "str")
+#undef X86_READ_SEL
 
 static inline void pause(void)
 {

@@ -450,6 +450,47 @@ static void test_io_intercepts(void **state)
 	assert_false(x86_io_intercepted(0xcfc));
 }
 
+// ---- records ---------------------------------------------------------------------
+static void test_vm_records(void **state)
+{
+	struct vcpu *bsp = setup(), *ap = x86_vcpu_for_apic(1);
+
+	// One core record per CPU, the x86 part embedded in it.
+	assert_ptr_equal(ap, &x86_primary.vcpus[1]);
+	assert_ptr_equal(x86_vcpu_for_apic(1), ap); // found again, not claimed twice
+	assert_ptr_equal(ap->arch.ops, &fops);	    // ... nor initialised twice
+	assert_int_equal(ap->hw_id, 1);
+	assert_ptr_equal(ap->vm, &x86_primary);
+	assert_ptr_equal(vcpu_of_arch(&ap->arch), ap);
+	assert_int_equal(ap->arch.apic_dfr, 0xffffffffu); // vcpu_arch_init: flat model
+	assert_int_equal(x86_primary.max_vcpus, X86_MAX_CPUS);
+	assert_string_equal(x86_primary.slat_name, "NPT");
+	assert_int_equal(x86_primary.hidden.base, 0x1000);
+	assert_true(vcpu_has_run(bsp));
+	assert_false(vcpu_has_run(&x86_primary.vcpus[2]));
+	for (uint32_t id = 2; id < X86_MAX_CPUS; id++)
+		assert_non_null(x86_vcpu_for_apic(100 + id));
+	assert_null(x86_vcpu_for_apic(200)); // every record taken
+
+	// Core's shutdown state: one winner.
+	assert_false(vm_is_shutting_down(&x86_primary));
+	assert_true(vm_begin_shutdown(&x86_primary));
+	assert_false(vm_begin_shutdown(&x86_primary));
+	assert_true(vm_is_shutting_down(&x86_primary));
+}
+
+static void test_vm_init_refuses_incomplete_ops(void **state)
+{
+	static const struct x86_vm_ops no_run = {
+	    .mm_counts = f_counts, .teardown = f_teardown, .kick = f_kick};
+	struct region slat = {.base = 0x1000, .size = 0x1000};
+	struct x86_power_ports pw = {0};
+
+	assert_int_equal(x86_vm_init("NPT", &no_run, &slat, 0, 0, &pw), -1);
+	assert_int_equal(x86_vm_init("NPT", &fvm, &slat, 0, 0, &pw), 0);
+	assert_int_equal(vm_arch_uptime_us(&x86_primary), 0); // no TSC frequency: no uptime
+}
+
 // ---- one policy, both vendors ---------------------------------------------------------
 // The same architectural event, as each vendor's hardware reports it, goes
 // through svm_decode_exit / vmx_decode_exit and the shared x86_handle_exit;
@@ -704,6 +745,8 @@ int main(void)
 	    cmocka_unit_test(test_mailbox_logical_destination),
 	    cmocka_unit_test(test_apic_write_unknown_form_gp),
 	    cmocka_unit_test(test_io_intercepts),
+	    cmocka_unit_test(test_vm_records),
+	    cmocka_unit_test(test_vm_init_refuses_incomplete_ops),
 	    cmocka_unit_test(test_vendors_hypercall),
 	    cmocka_unit_test(test_vendors_cpuid),
 	    cmocka_unit_test(test_vendors_rdmsr_hidden),
