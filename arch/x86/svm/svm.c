@@ -10,17 +10,23 @@
 #include "arch/x86/svm/svm.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/vm_arch.h"
 
 struct svm_host svm_host;
 static struct slat_plan svm_plan;
 static struct svm_npt_stats svm_npt;
 
-// vcpu_arch_run() on SVM: the VMRUN loop (svm_entry.S), entered on the
-// host's stack. svm_launch() jumps there after deprivileging the CPU; the
-// VMCB must hold the guest's full state.
+// vcpu_arch_run() on SVM: the VMRUN loop (svm_entry.S), on the host's
+// stack; the VMCB holds the guest's full state. Never returns.
 static void svm_vcpu_run(struct vcpu *v)
 {
 	svm_run(v->arch.backend);
+}
+
+void svm_host_entry(struct svm_cpu *c)
+{
+	vcpu_arch_run(c->vcpu);
+	x86_park(); // not reached: there is no caller to return to
 }
 
 static const struct x86_vm_ops svm_vm_ops = {
@@ -44,7 +50,7 @@ static bool percpu_init(struct region *r)
 		c->host_cr3 = svm_host.env.cr3;
 		c->gdtr_base = svm_host.env.gdt;
 		c->idtr_base = svm_host.env.idt;
-		c->host_entry = (uint64_t)(uintptr_t)svm_run;
+		c->host_entry = (uint64_t)(uintptr_t)svm_host_entry;
 	}
 	return true;
 }

@@ -157,7 +157,7 @@ struct svm_cpu {
 	uint64_t host_cr3;	 // 24
 	uint64_t gdtr_base;	 // 32: Slat's GDT
 	uint64_t idtr_base;	 // 40: Slat's IDT
-	uint64_t host_entry;	 // 48: svm_run in the resident copy
+	uint64_t host_entry;	 // 48: svm_host_entry in the resident copy
 	uint64_t hsave_pa;	 // VM_HSAVE_PA page
 	uint64_t next_rip;	 // exit-specific next RIP when known (IOIO), else 0
 	bool hlt_intercept;	 // HLT exits (the CPU is parked, not idling in an OS)
@@ -192,6 +192,9 @@ struct svm_boot_args {
 // VMCB's guest state must be filled in except RIP, RSP and RFLAGS.
 int svm_launch(struct svm_cpu *c);
 void svm_run(struct svm_cpu *c);
+// Where svm_launch() continues as the host (resident copy): runs the CPU's
+// vCPU with vcpu_arch_run() (svm.c), i.e. the VMRUN loop. Never returns.
+void svm_host_entry(struct svm_cpu *c);
 extern char svm_idt_stubs[]; // 32 exception entry stubs, 16 bytes apart
 
 // ---- exit_decode.c ----------------------------------------------------------------------

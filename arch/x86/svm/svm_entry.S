@@ -74,7 +74,11 @@ svm_launch:
 	mov	%edx, %ds
 	mov	%edx, %es
 	mov	%edx, %ss
-	jmp	*C_HOST_ENTRY(%rcx)	// svm_run in the resident copy
+	// svm_host_entry(c) in the resident copy, as if called: the 32-byte
+	// home area of the Microsoft ABI and a return-address slot on the
+	// host stack (16-byte aligned, so RSP % 16 == 8 at the entry).
+	sub	$40, %rsp
+	jmp	*C_HOST_ENTRY(%rcx)
 1:	// guest mode from here: the firmware's own call returns
 	pop	%r15
 	pop	%r14
