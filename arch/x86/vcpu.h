@@ -5,16 +5,19 @@
 // XSETBV, the INIT/SIPI APIC mailbox, power-off detection) and the two
 // hardware back ends (arch/x86/svm/ for AMD SVM, arch/x86/vmx/ for Intel
 // VT-x). Policy is written once, here; a back end only moves state between
-// its control block (VMCB / VMCS) and `struct x86_vcpu` and implements the
-// few operations in `struct x86_vcpu_ops`.
+// its control block (VMCB / VMCS) and the vCPU's x86 part (`v->arch`),
+// decodes its exits and implements the operations in `struct x86_vcpu_ops`.
 //
-// How a back end uses the layer on each exit:
+// How a back end uses the layer on each exit (svm_handle_exit,
+// vmx_handle_exit):
 //
 //   1. copy the guest's GPRs (RAX and RSP included: SVM keeps them in the
 //      VMCB, VMX keeps RSP in the VMCS) into v->arch.gpr[], and RIP into
 //      v->arch.rip;
-//   2. call the x86_handle_*() function for the exit (exit.c, cpuid.c, ...);
-//      the result says what happened (enum x86_action);
+//   2. decode the exit into a `struct x86_exit` (svm_decode_exit,
+//      vmx_decode_exit) and call x86_handle_exit(), the one policy; the
+//      result says what happened (enum x86_action) and goes to
+//      x86_apply_action();
 //   3. copy v->arch.gpr[] and v->arch.rip back (the handlers change them only
 //      as the emulated instruction would) and resume the guest.
 //

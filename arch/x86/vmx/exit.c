@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// VM exits of the VMX back end. The policy (CPUID, MSRs, XSETBV, port I/O,
-// APIC mailbox, second-level violations, exceptions) is the shared x86
-// layer's (arch/x86/vcpu.h); this file moves state between the VMCS and
-// struct vcpu, implements the vCPU operations, and handles what is
-// VMX-specific: CR access with guest/host masks and read shadows, parking
-// (HLT/MWAIT exiting), INIT/SIPI (mailbox, or the native wait-for-SIPI state),
-// VM-entry failures.
+// VM exits of the VMX back end: the exit entry (vmx_handle_exit: decode,
+// the shared policy of arch/x86/handle_exit.c, apply to the VMCS), the vCPU
+// operations, and the hooks for what is VMX hardware: CR access with
+// guest/host masks and read shadows, parking (HLT/MWAIT exiting), INIT/SIPI
+// (mailbox, or the native wait-for-SIPI state), NMI injection, the report of
+// a failed VM entry.
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
 #include "arch/x86/vmx/vmx.h"
@@ -368,7 +367,7 @@ static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 // while this CPU was in the host, or the guest's, to be injected.
 void vmx_host_nmi(void)
 {
-	struct vcpu *v = x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
+	struct vcpu *v = vm_vcpu_find(&x86_primary, cpuid(1, 0).ebx >> 24);
 
 	if (v && v->arch.backend && !x86_consume_kick(v))
 		((struct vmx_pcpu *)v->arch.backend)->nmi_pending = true;
