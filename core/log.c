@@ -323,3 +323,20 @@ void log_flush(void)
 	if (log_sink_current.flush)
 		log_sink_current.flush(log_sink_current.ctx);
 }
+
+bool log_once_first(struct log_once *set, uint64_t key)
+{
+	bool first = true;
+
+	while (__atomic_exchange_n(&set->lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&set->lock, __ATOMIC_RELAXED))
+			;
+	for (unsigned i = 0; i < set->n && first; i++)
+		first = set->keys[i] != key;
+	if (first && set->n < LOG_ONCE_KEYS)
+		set->keys[set->n++] = key;
+	else if (first)
+		first = false; // set full: stay quiet
+	__atomic_store_n(&set->lock, 0, __ATOMIC_RELEASE);
+	return first;
+}

@@ -18,7 +18,9 @@
 #define SLAT_CORE_LOG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum log_level {
 	LOG_ERROR,
@@ -74,5 +76,19 @@ size_t log_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 typedef void (*log_out_fn)(void *ctx, const char *text, size_t len);
 size_t log_vformat(log_out_fn out, void *ctx, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
+
+// A set of keys already reported, so that a message repeated by a guest
+// (an unknown exit code, a faulting page) is logged once per key: at most
+// LOG_ONCE_KEYS distinct keys are reported, then the set stays quiet. Zero
+// is an empty set. log_once_first() is safe from every CPU, including
+// exception handlers (a spin lock, never held across logging).
+#define LOG_ONCE_KEYS 8
+struct log_once {
+	uint64_t keys[LOG_ONCE_KEYS];
+	unsigned n;
+	int lock;
+};
+// True the first time `key` is offered to `set` (while the set has room).
+bool log_once_first(struct log_once *set, uint64_t key);
 
 #endif

@@ -174,23 +174,9 @@ void vm_print_exit_summary(const struct vm *vm, const struct exit_summary *s)
 		 (unsigned long long)s->teardown_invalidations);
 }
 
-static uint64_t fault_logged[VM_FAULT_LOG_PAGES];
-static unsigned fault_logged_n;
-static int fault_log_lock;
+static struct log_once fault_logged;
 
 bool vm_fault_first_report(uint64_t page)
 {
-	bool first = true;
-
-	while (__atomic_exchange_n(&fault_log_lock, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&fault_log_lock, __ATOMIC_RELAXED))
-			;
-	for (unsigned i = 0; i < fault_logged_n && first; i++)
-		first = fault_logged[i] != page;
-	if (first && fault_logged_n < VM_FAULT_LOG_PAGES)
-		fault_logged[fault_logged_n++] = page;
-	else if (first)
-		first = false; // table full: stay quiet
-	__atomic_store_n(&fault_log_lock, 0, __ATOMIC_RELEASE);
-	return first;
+	return log_once_first(&fault_logged, page);
 }

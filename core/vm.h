@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/log.h"
 #include "core/region.h"
 #include "vm_arch_types.h" // struct vm_arch, struct vcpu_arch of the arch being built
 
@@ -144,7 +145,7 @@ struct exit_summary {
 // second level, so that a guest that retries does not flood the log: at most
 // VM_FAULT_LOG_PAGES distinct pages are reported, then Slat stays quiet.
 // Safe from every CPU, including exception handlers.
-#define VM_FAULT_LOG_PAGES 8
+#define VM_FAULT_LOG_PAGES LOG_ONCE_KEYS
 bool vm_fault_first_report(uint64_t page);
 
 // Logs the exit summary (several lines, each starting "slat: ").

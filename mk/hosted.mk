@@ -10,8 +10,13 @@ HOSTED_CC     ?= clang
 HOSTED_SRCS   := $(sort $(wildcard mm/*.c core/*.c arch/host/*.c \
                    arch/x86/fmt_*.c arch/arm64/fmt_*.c))
 UNIT_TESTS    := $(sort $(wildcard tests/unit/test_*.c))
+# Tests of arch/x86's shared layer: built against arch/x86/inc (x86's layout
+# of struct vcpu / struct vm), with their own compile of core/, never linked
+# with libslat.a (arch/host's layout). See the hosted-x86 variant below.
+UNIT_X86_TESTS := $(filter tests/unit/test_x86_%.c,$(UNIT_TESTS))
+UNIT_TESTS    := $(filter-out $(UNIT_X86_TESTS),$(UNIT_TESTS))
 UNIT_MT_TESTS := $(filter %_mt.c,$(UNIT_TESTS))
-UNIT_SUPPORT  := $(filter-out $(UNIT_TESTS),$(wildcard tests/unit/*.c))
+UNIT_SUPPORT  := $(filter-out $(UNIT_TESTS) $(UNIT_X86_TESTS),$(wildcard tests/unit/*.c))
 
 HOSTED_WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
                  -Wmissing-prototypes -Wno-unused-parameter
@@ -40,7 +45,22 @@ $(BUILD)/hosted/$(1)/bin/%: $(BUILD)/hosted/$(1)/tests/unit/%.o $(BUILD)/hosted/
 endef
 $(foreach v,asan tsan bench,$(eval $(call hosted_variant,$(v))))
 
-UNIT_BINS_ASAN := $(patsubst tests/unit/%.c,$(BUILD)/hosted/asan/bin/%,$(UNIT_TESTS))
+# hosted-x86: core/ and the x86 tests (which include the arch/x86 sources
+# they test) compiled with -Iarch/x86/inc under ASan+UBSan; the binaries sit
+# with the other ASan ones so that tests/run.sh runs them.
+HOSTED_X86_CFLAGS := $(subst -Iarch/host/inc,-Iarch/x86/inc,$(HOSTED_CFLAGS))
+HOSTED_X86_SRCS   := $(sort $(wildcard core/*.c))
+
+$(BUILD)/hosted/x86-asan/%.o: %.c $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(Q)$(HOSTED_CC) $(HOSTED_X86_CFLAGS) $(SAN_asan) -c $< -o $@
+
+$(BUILD)/hosted/asan/bin/test_x86_%: $(BUILD)/hosted/x86-asan/tests/unit/test_x86_%.o \
+		$(call hosted_objs,x86-asan,$(HOSTED_X86_SRCS))
+	@mkdir -p $(@D)
+	$(Q)$(HOSTED_CC) $(SAN_asan) $^ $(HOSTED_LIBS) -o $@
+
+UNIT_BINS_ASAN := $(patsubst tests/unit/%.c,$(BUILD)/hosted/asan/bin/%,$(UNIT_TESTS) $(UNIT_X86_TESTS))
 UNIT_BINS_TSAN := $(patsubst tests/unit/%.c,$(BUILD)/hosted/tsan/bin/%,$(UNIT_MT_TESTS))
 
 .PHONY: unit-build unit

@@ -37,11 +37,10 @@
 
 static volatile uint32_t *apic_reg(unsigned off)
 {
-	return (volatile uint32_t *)(uintptr_t)(x86_primary.apic_base + off);
+	return (volatile uint32_t *)(uintptr_t)(x86_primary.arch.apic_base + off);
 }
 
-static bool targets(const struct x86_vcpu *t, const struct x86_vcpu *self, uint32_t lo,
-		    uint32_t dest)
+static bool targets(const struct vcpu *t, const struct vcpu *self, uint32_t lo, uint32_t dest)
 {
 	switch (ICR_SH(lo)) {
 	case 1:
@@ -54,29 +53,29 @@ static bool targets(const struct x86_vcpu *t, const struct x86_vcpu *self, uint3
 		break;
 	}
 	if (!(lo & ICR_LOGICAL))
-		return dest == 0xff || t->apic_id == dest;
-	uint32_t ldr = t->apic_ldr >> 24;
-	if ((t->apic_dfr >> 28) == 0xf) // flat model: a bit per CPU
+		return dest == 0xff || (uint32_t)t->hw_id == dest;
+	uint32_t ldr = t->arch.apic_ldr >> 24;
+	if ((t->arch.apic_dfr >> 28) == 0xf) // flat model: a bit per CPU
 		return (ldr & dest) != 0;
 	return dest == 0xff || ((ldr >> 4) == (dest >> 4) && (ldr & dest & 0xf)); // cluster
 }
 
-static void post(struct x86_vcpu *t, unsigned mode, uint8_t vector)
+static void post(struct vcpu *t, unsigned mode, uint8_t vector)
 {
 	if (mode == MODE_INIT) {
-		__atomic_store_n(&t->mbox_state, X86_MBOX_WAIT_SIPI, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->arch.mbox_state, X86_MBOX_WAIT_SIPI, __ATOMIC_RELEASE);
 		return;
 	}
 	// A STARTUP counts only for a CPU that waits for one (as in hardware; the
 	// second SIPI of the INIT-SIPI-SIPI sequence is dropped).
 	int expect = X86_MBOX_WAIT_SIPI;
-	t->sipi_vector = vector;
-	__atomic_compare_exchange_n(&t->mbox_state, &expect, X86_MBOX_SIPI, false, __ATOMIC_ACQ_REL,
-				    __ATOMIC_ACQUIRE);
+	t->arch.sipi_vector = vector;
+	__atomic_compare_exchange_n(&t->arch.mbox_state, &expect, X86_MBOX_SIPI, false,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 // An ICR low write from `v`; returns true when it was consumed (not replayed).
-static bool icr_write(struct x86_vcpu *v, uint32_t lo)
+static bool icr_write(struct vcpu *v, uint32_t lo)
 {
 	unsigned mode = ICR_MODE(lo);
 
@@ -88,14 +87,14 @@ static bool icr_write(struct x86_vcpu *v, uint32_t lo)
 	unsigned hits = 0;
 
 	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
-		struct x86_vcpu *t = &x86_primary.vcpus[i];
-		if (!vcpu_has_run(t->stats) || !targets(t, v, lo, dest))
+		struct vcpu *t = &x86_primary.vcpus[i];
+		if (!vcpu_has_run(t) || !targets(t, v, lo, dest))
 			continue;
 		post(t, mode, (uint8_t)lo);
 		hits++;
-		if (mode == MODE_INIT && t != v && x86_primary.ops->kick) {
-			__atomic_fetch_add(&t->kicks, 1, __ATOMIC_ACQ_REL);
-			x86_primary.ops->kick(t);
+		if (mode == MODE_INIT && t != v && x86_primary.arch.ops->kick) {
+			__atomic_fetch_add(&t->arch.kicks, 1, __ATOMIC_ACQ_REL);
+			x86_primary.arch.ops->kick(t);
 		}
 	}
 	log_debug("x86: vcpu%u sends %s (ICR 0x%x, dest 0x%x) to %u vCPU(s)\n", v->index,
@@ -110,34 +109,34 @@ static bool icr_write(struct x86_vcpu *v, uint32_t lo)
 	return true;
 }
 
-static bool write_value(struct x86_vcpu *v, const struct x86_insn *in, unsigned off, uint32_t *val)
+static bool write_value(struct vcpu *v, const struct x86_insn *in, unsigned off, uint32_t *val)
 {
 	if (in->two_byte)
 		return false;
 	switch (in->opcode) {
 	case 0x89: // MOV r/m32, r32
-		*val = (uint32_t)v->gpr[in->reg];
+		*val = (uint32_t)v->arch.gpr[in->reg];
 		return in->op_size == 4;
 	case 0xc7: // MOV r/m32, imm32
 		*val = (uint32_t)in->imm;
 		return in->op_size == 4;
 	case 0xa3: // MOV moffs32, EAX
-		*val = (uint32_t)v->gpr[X86_RAX];
+		*val = (uint32_t)v->arch.gpr[X86_RAX];
 		return in->op_size == 4;
 	case 0x87: // XCHG r/m32, r32: the register gets the old value
 		if (in->op_size != 4)
 			return false;
-		*val = (uint32_t)v->gpr[in->reg];
-		v->gpr[in->reg] = *apic_reg(off);
+		*val = (uint32_t)v->arch.gpr[in->reg];
+		v->arch.gpr[in->reg] = *apic_reg(off);
 		return true;
 	default:
 		return false;
 	}
 }
 
-enum x86_action x86_handle_apic_write(struct x86_vcpu *v, uint64_t gpa)
+enum x86_action x86_handle_apic_write(struct vcpu *v, uint64_t gpa)
 {
-	unsigned off = (unsigned)(gpa - x86_primary.apic_base) & 0xff0;
+	unsigned off = (unsigned)(gpa - x86_primary.arch.apic_base) & 0xff0;
 	struct x86_insn in;
 	uint32_t val;
 
@@ -147,64 +146,64 @@ enum x86_action x86_handle_apic_write(struct x86_vcpu *v, uint64_t gpa)
 			log_warn(
 			    "x86: APIC write at 0x%llx by an instruction Slat does not emulate "
 			    "(RIP 0x%llx): #GP\n",
-			    (unsigned long long)gpa, (unsigned long long)v->rip);
+			    (unsigned long long)gpa, (unsigned long long)v->arch.rip);
 		return x86_inject_gp0(v);
 	}
-	unsigned len = v->ops->insn_len(v);
-	v->rip += len ? len : in.len;
+	unsigned len = v->arch.ops->insn_len(v);
+	v->arch.rip += len ? len : in.len;
 	if (off == APIC_LDR)
-		v->apic_ldr = val;
+		v->arch.apic_ldr = val;
 	else if (off == APIC_DFR)
-		v->apic_dfr = val;
+		v->arch.apic_dfr = val;
 	if (off == APIC_ICR_LO && icr_write(v, val))
 		return X86_CONTINUE;
 	*apic_reg(off) = val;
 	return X86_CONTINUE;
 }
 
-bool x86_mailbox_pending(const struct x86_vcpu *v)
+bool x86_mailbox_pending(const struct vcpu *v)
 {
-	return __atomic_load_n(&v->mbox_state, __ATOMIC_ACQUIRE) != X86_MBOX_RUNNING;
+	return __atomic_load_n(&v->arch.mbox_state, __ATOMIC_ACQUIRE) != X86_MBOX_RUNNING;
 }
 
-bool x86_mailbox_poll(struct x86_vcpu *v, uint8_t *vector)
+bool x86_mailbox_poll(struct vcpu *v, uint8_t *vector)
 {
-	int st = __atomic_load_n(&v->mbox_state, __ATOMIC_ACQUIRE);
+	int st = __atomic_load_n(&v->arch.mbox_state, __ATOMIC_ACQUIRE);
 
 	if (st == X86_MBOX_RUNNING)
 		return false;
 	while (st == X86_MBOX_WAIT_SIPI) { // INIT: this CPU does nothing until a SIPI
-		if (x86_vm_is_shutting_down())
+		if (vm_is_shutting_down(v->vm))
 			x86_park();
 		pause();
-		st = __atomic_load_n(&v->mbox_state, __ATOMIC_ACQUIRE);
+		st = __atomic_load_n(&v->arch.mbox_state, __ATOMIC_ACQUIRE);
 	}
-	*vector = v->sipi_vector;
+	*vector = v->arch.sipi_vector;
 	// An INIT that arrives after this store starts the next round.
 	int expect = X86_MBOX_SIPI;
-	__atomic_compare_exchange_n(&v->mbox_state, &expect, X86_MBOX_RUNNING, false,
+	__atomic_compare_exchange_n(&v->arch.mbox_state, &expect, X86_MBOX_RUNNING, false,
 				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	return true;
 }
 
-void x86_kick_nmi(struct x86_vcpu *t)
+void x86_kick_nmi(struct vcpu *t)
 {
-	volatile uint32_t *apic = (volatile uint32_t *)(uintptr_t)x86_primary.apic_base;
+	volatile uint32_t *apic = (volatile uint32_t *)(uintptr_t)x86_primary.arch.apic_base;
 	uint32_t hi = apic[0x310 / 4];
 
 	for (unsigned i = 0; i < 100000 && (apic[0x300 / 4] & (1u << 12)); i++)
 		pause(); // a previous IPI still being sent
-	apic[0x310 / 4] = t->apic_id << 24;
+	apic[0x310 / 4] = (uint32_t)t->hw_id << 24;
 	apic[0x300 / 4] = (4u << 8) | (1u << 14); // NMI, assert, physical destination
 	apic[0x310 / 4] = hi;
 }
 
-bool x86_consume_kick(struct x86_vcpu *v)
+bool x86_consume_kick(struct vcpu *v)
 {
-	uint32_t k = __atomic_load_n(&v->kicks, __ATOMIC_ACQUIRE);
+	uint32_t k = __atomic_load_n(&v->arch.kicks, __ATOMIC_ACQUIRE);
 
 	while (k) {
-		if (__atomic_compare_exchange_n(&v->kicks, &k, k - 1, false, __ATOMIC_ACQ_REL,
+		if (__atomic_compare_exchange_n(&v->arch.kicks, &k, k - 1, false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
 			return true;
 	}

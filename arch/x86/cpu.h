@@ -68,6 +68,11 @@ X86_READ_CR(2)
 X86_READ_CR(3)
 X86_READ_CR(4)
 
+static inline void write_cr0(uint64_t v)
+{
+	__asm__ volatile("mov %0, %%cr0" : : "r"(v) : "memory");
+}
+
 static inline void write_cr3(uint64_t v)
 {
 	__asm__ volatile("mov %0, %%cr3" : : "r"(v) : "memory");
@@ -77,6 +82,78 @@ static inline void write_cr4(uint64_t v)
 {
 	__asm__ volatile("mov %0, %%cr4" : : "r"(v) : "memory");
 }
+
+#define X86_READ_DR(n)                                                                             \
+	static inline uint64_t read_dr##n(void)                                                    \
+	{                                                                                          \
+		uint64_t v;                                                                        \
+		__asm__ volatile("mov %%dr" #n ", %0" : "=r"(v));                                  \
+		return v;                                                                          \
+	}
+X86_READ_DR(6)
+X86_READ_DR(7)
+#undef X86_READ_DR
+
+static inline uint64_t read_rflags(void)
+{
+	uint64_t v;
+	__asm__ volatile("pushfq; pop %0" : "=r"(v));
+	return v;
+}
+
+// Descriptor-table registers through a byte buffer (a packed struct for SGDT
+// was not laid out packed with the *-windows target).
+static inline void x86_dtr_decode(const uint8_t b[10], uint64_t *base, uint16_t *limit)
+{
+	*limit = (uint16_t)(b[0] | b[1] << 8);
+	*base = 0;
+	for (int i = 0; i < 8; i++)
+		*base |= (uint64_t)b[2 + i] << (8 * i);
+}
+
+static inline void read_gdtr(uint64_t *base, uint16_t *limit)
+{
+	uint8_t b[10];
+	__asm__ volatile("sgdt %0" : "=m"(b));
+	x86_dtr_decode(b, base, limit);
+}
+
+static inline void read_idtr(uint64_t *base, uint16_t *limit)
+{
+	uint8_t b[10];
+	__asm__ volatile("sidt %0" : "=m"(b));
+	x86_dtr_decode(b, base, limit);
+}
+
+static inline void load_gdt_idt(uint64_t gdt, uint16_t glimit, uint64_t idt, uint16_t ilimit)
+{
+	uint8_t g[10], d[10];
+	g[0] = (uint8_t)glimit, g[1] = (uint8_t)(glimit >> 8);
+	d[0] = (uint8_t)ilimit, d[1] = (uint8_t)(ilimit >> 8);
+	for (int i = 0; i < 8; i++) {
+		g[2 + i] = (uint8_t)(gdt >> (8 * i));
+		d[2 + i] = (uint8_t)(idt >> (8 * i));
+	}
+	__asm__ volatile("lgdt %0; lidt %1" ::"m"(g), "m"(d) : "memory");
+}
+
+// Selector readers: read_es() ... read_gs(), read_ldtr() (SLDT), read_tr() (STR).
+#define X86_READ_SEL(name, insn)                                                                   \
+	static inline uint16_t read_##name(void)                                                   \
+	{                                                                                          \
+		uint16_t v;                                                                        \
+		__asm__ volatile(insn " %0" : "=r"(v));                                            \
+		return v;                                                                          \
+	}
+X86_READ_SEL(es, "mov %%es,")
+X86_READ_SEL(cs, "mov %%cs,")
+X86_READ_SEL(ss, "mov %%ss,")
+X86_READ_SEL(ds, "mov %%ds,")
+X86_READ_SEL(fs, "mov %%fs,")
+X86_READ_SEL(gs, "mov %%gs,")
+X86_READ_SEL(ldtr, "sldt")
+X86_READ_SEL(tr, "str")
+#undef X86_READ_SEL
 
 static inline void pause(void)
 {
@@ -122,18 +199,37 @@ static inline void outb(uint16_t port, uint8_t v)
 	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
 }
 
-#define MSR_IA32_FEATURE_CONTROL	 0x03a
-#define MSR_IA32_VMX_BASIC		 0x480
-#define MSR_IA32_VMX_PROCBASED_CTLS	 0x482
-#define MSR_IA32_VMX_PROCBASED_CTLS2	 0x48b
-#define MSR_IA32_VMX_EPT_VPID_CAP	 0x48c
-#define MSR_IA32_VMX_TRUE_PROCBASED_CTLS 0x48e
-#define MSR_VM_CR			 0xc0010114
-#define MSR_VM_HSAVE_PA			 0xc0010117
-#define MSR_EFER			 0xc0000080
-#define MSR_IA32_APIC_BASE		 0x01b
-#define MSR_IA32_PAT			 0x277
-#define MSR_X2APIC_ICR			 0x830
+#define MSR_IA32_FEATURE_CONTROL 0x03a
+#define MSR_IA32_APIC_BASE	 0x01b
+#define MSR_SYSENTER_CS		 0x174
+#define MSR_SYSENTER_ESP	 0x175
+#define MSR_SYSENTER_EIP	 0x176
+#define MSR_DEBUGCTL		 0x1d9
+#define MSR_IA32_PAT		 0x277
+// VMX capability MSRs (Intel SDM vol. 3, appendix A).
+#define MSR_VMX_BASIC	       0x480
+#define MSR_VMX_PINBASED       0x481
+#define MSR_VMX_PROCBASED      0x482
+#define MSR_VMX_EXIT	       0x483
+#define MSR_VMX_ENTRY	       0x484
+#define MSR_VMX_MISC	       0x485
+#define MSR_VMX_CR0_FIXED0     0x486
+#define MSR_VMX_CR0_FIXED1     0x487
+#define MSR_VMX_CR4_FIXED0     0x488
+#define MSR_VMX_CR4_FIXED1     0x489
+#define MSR_VMX_PROCBASED2     0x48b
+#define MSR_VMX_EPT_VPID_CAP   0x48c
+#define MSR_VMX_TRUE_PINBASED  0x48d
+#define MSR_VMX_TRUE_PROCBASED 0x48e
+#define MSR_VMX_TRUE_EXIT      0x48f
+#define MSR_VMX_TRUE_ENTRY     0x490
+#define MSR_VM_CR	       0xc0010114
+#define MSR_VM_HSAVE_PA	       0xc0010117
+#define MSR_EFER	       0xc0000080
+#define MSR_FS_BASE	       0xc0000100
+#define MSR_GS_BASE	       0xc0000101
+#define MSR_KERNEL_GS_BASE     0xc0000102
+#define MSR_X2APIC_ICR	       0x830
 
 #define EFER_SCE      (1ull << 0)
 #define EFER_LME      (1ull << 8)
@@ -146,10 +242,13 @@ static inline void outb(uint16_t port, uint8_t v)
 #define EFER_AUTOIBRS (1ull << 21)
 
 #define CR0_PE	    (1ull << 0)
+#define CR0_NE	    (1ull << 5)
 #define CR0_PG	    (1ull << 31)
 #define CR4_PSE	    (1ull << 4)
 #define CR4_PAE	    (1ull << 5)
+#define CR4_VMXE    (1ull << 13)
 #define CR4_OSXSAVE (1ull << 18)
+#define RFLAGS_IF   (1ull << 9)
 #define CR4_PKE	    (1ull << 22)
 #define CR4_LA57    (1ull << 12)
 

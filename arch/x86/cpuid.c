@@ -33,7 +33,7 @@ static void set_bit32(uint32_t *r, unsigned bit, bool on)
 		*r &= ~(1u << bit);
 }
 
-void x86_cpuid_policy(struct x86_vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
+void x86_cpuid_policy(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
 {
 	if (leaf >= 0x40000000u && leaf <= 0x400000ffu) {
 		out[0] = out[1] = out[2] = out[3] = 0;
@@ -49,7 +49,7 @@ void x86_cpuid_policy(struct x86_vcpu *v, uint32_t leaf, uint32_t subleaf, uint3
 
 	switch (leaf) {
 	case 1:
-		cr4 = v->ops->read_cr(v, 4);
+		cr4 = v->arch.ops->read_cr(v, 4);
 		set_bit32(&out[2], 31, true);  // hypervisor present
 		set_bit32(&out[2], 5, false);  // VMX
 		set_bit32(&out[2], 21, false); // x2APIC
@@ -58,7 +58,7 @@ void x86_cpuid_policy(struct x86_vcpu *v, uint32_t leaf, uint32_t subleaf, uint3
 		break;
 	case 7:
 		if (subleaf == 0) {
-			cr4 = v->ops->read_cr(v, 4);
+			cr4 = v->arch.ops->read_cr(v, 4);
 			set_bit32(&out[2], 4, (out[2] & (1u << 3)) && (cr4 & CR4_PKE));
 		}
 		break;
@@ -73,16 +73,16 @@ void x86_cpuid_policy(struct x86_vcpu *v, uint32_t leaf, uint32_t subleaf, uint3
 	}
 }
 
-enum x86_action x86_handle_cpuid(struct x86_vcpu *v)
+enum x86_action x86_handle_cpuid(struct vcpu *v)
 {
 	uint32_t out[4];
 
-	x86_cpuid_policy(v, (uint32_t)v->gpr[X86_RAX], (uint32_t)v->gpr[X86_RCX], out);
+	x86_cpuid_policy(v, (uint32_t)v->arch.gpr[X86_RAX], (uint32_t)v->arch.gpr[X86_RCX], out);
 	// CPUID zero-extends into the 64-bit registers.
-	v->gpr[X86_RAX] = out[0];
-	v->gpr[X86_RBX] = out[1];
-	v->gpr[X86_RCX] = out[2];
-	v->gpr[X86_RDX] = out[3];
+	v->arch.gpr[X86_RAX] = out[0];
+	v->arch.gpr[X86_RBX] = out[1];
+	v->arch.gpr[X86_RCX] = out[2];
+	v->arch.gpr[X86_RDX] = out[3];
 	x86_skip_insn(v);
 	return X86_CONTINUE;
 }

@@ -24,10 +24,10 @@
 
 bool x86_guest_read_phys(uint64_t gpa, void *buf, unsigned len)
 {
-	const struct x86_vm *vm = &x86_primary;
+	const struct vm *vm = &x86_primary;
 
-	if (!len || gpa + len < gpa || gpa + len > vm->host_map_top ||
-	    region_overlaps(&vm->slat_region, gpa, len))
+	if (!len || gpa + len < gpa || gpa + len > vm->arch.host_map_top ||
+	    region_overlaps(&vm->hidden, gpa, len))
 		return false;
 	const uint8_t *src = (const uint8_t *)(uintptr_t)gpa;
 	uint8_t *dst = buf;
@@ -49,10 +49,10 @@ static bool read_pte(uint64_t pa, bool wide, uint64_t *pte)
 }
 
 // Linear -> physical for one address through the guest's paging structures.
-static bool translate(struct x86_vcpu *v, uint64_t la, uint64_t *pa)
+static bool translate(struct vcpu *v, uint64_t la, uint64_t *pa)
 {
-	uint64_t cr0 = v->ops->read_cr(v, 0), cr3 = v->ops->read_cr(v, 3);
-	uint64_t cr4 = v->ops->read_cr(v, 4), efer = v->ops->read_efer(v);
+	uint64_t cr0 = v->arch.ops->read_cr(v, 0), cr3 = v->arch.ops->read_cr(v, 3);
+	uint64_t cr4 = v->arch.ops->read_cr(v, 4), efer = v->arch.ops->read_efer(v);
 	uint64_t e;
 
 	if (!(cr0 & CR0_PG)) {
@@ -102,7 +102,7 @@ static bool translate(struct x86_vcpu *v, uint64_t la, uint64_t *pa)
 	return true;
 }
 
-bool x86_guest_read_linear(struct x86_vcpu *v, uint64_t la, void *buf, unsigned len)
+bool x86_guest_read_linear(struct vcpu *v, uint64_t la, void *buf, unsigned len)
 {
 	uint8_t *dst = buf;
 
@@ -171,15 +171,15 @@ static bool modrm_tail(struct fetch *f, uint8_t modrm, unsigned addr_size)
 }
 
 // Fetches up to 15 bytes at CS:RIP, fewer when the next page is not mapped.
-static bool fetch_code(struct x86_vcpu *v, struct fetch *f, bool *long_mode, unsigned *def_size)
+static bool fetch_code(struct vcpu *v, struct fetch *f, bool *long_mode, unsigned *def_size)
 {
 	struct x86_seg cs;
-	uint64_t efer = v->ops->read_efer(v);
+	uint64_t efer = v->arch.ops->read_efer(v);
 
-	v->ops->read_seg(v, X86_CS, &cs);
+	v->arch.ops->read_seg(v, X86_CS, &cs);
 	*long_mode = (efer & EFER_LMA) && (cs.attr & X86_SEG_ATTR_L);
 	*def_size = *long_mode ? 4 : (cs.attr & X86_SEG_ATTR_D) ? 4 : 2;
-	uint64_t la = *long_mode ? v->rip : (uint32_t)(cs.base + v->rip);
+	uint64_t la = *long_mode ? v->arch.rip : (uint32_t)(cs.base + v->arch.rip);
 	unsigned first = 4096 - (unsigned)(la & 0xfff);
 
 	if (first > 15)
@@ -218,7 +218,7 @@ static bool decode_0f(struct fetch *f, struct x86_insn *in, unsigned addr_size)
 	}
 }
 
-bool x86_decode(struct x86_vcpu *v, struct x86_insn *in)
+bool x86_decode(struct vcpu *v, struct x86_insn *in)
 {
 	struct fetch f;
 	bool lm;

@@ -1,73 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The VM-wide part of the shared x86 exit layer: the primary VM's records,
-// uptime, exception injection, stepping over instructions, XSETBV, port I/O
-// with power-off / reset detection, second-level violations, and the
-// shutdown that prints the exit summary. See vcpu.h for the contract and
-// docs/x86-exits.md for the policy.
+// The VM-wide part of the shared x86 exit layer: exception injection, stepping over instructions,
+// XSETBV, port I/O with power-off / reset detection, second-level violations, and the shutdown that
+// prints the exit summary. See vcpu.h for the contract and docs/x86-exits.md for the policy.
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
 #include "core/log.h"
 #include "core/mem.h"
-
-struct x86_vm x86_primary;
+#include "core/vm_arch.h"
 
 #define PM1_SLP_EN (1u << 13)
 #define RST_CPU	   (1u << 2) // reset control register (0xCF9): reset now
 #define KBC_CMD	   0x64	     // keyboard controller: command 0xFE pulses the reset line
 #define KBC_RESET  0xfe
-
-void x86_vm_init(const char *slat_name, const struct x86_vm_ops *ops, const struct region *slat,
-		 uint64_t tsc_start, uint64_t tsc_hz, const struct x86_power_ports *power)
-{
-	struct x86_vm *vm = &x86_primary;
-
-	memset(vm, 0, sizeof(*vm));
-	vm_init(&vm->vm, 0, "primary", slat_name, slat, vm->stats, X86_MAX_CPUS);
-	vm->ops = ops;
-	vm->slat_region = *slat;
-	vm->tsc_start = tsc_start;
-	vm->tsc_hz = tsc_hz;
-	vm->power = *power;
-	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
-		vm->vcpus[i].index = i;
-		vm->vcpus[i].stats = &vm->stats[i];
-		vm->vcpus[i].apic_dfr = 0xffffffffu;
-	}
-}
-
-struct x86_vcpu *x86_vcpu_for_apic(uint32_t apic_id)
-{
-	struct vcpu *s = vm_vcpu_for(&x86_primary.vm, apic_id);
-
-	if (!s)
-		return NULL;
-	struct x86_vcpu *v = &x86_primary.vcpus[s->index];
-	v->apic_id = apic_id;
-	return v;
-}
-
-uint64_t x86_uptime_us(void)
-{
-	const struct x86_vm *vm = &x86_primary;
-	uint64_t t = rdtsc() - vm->tsc_start;
-
-	if (!vm->tsc_hz)
-		return 0;
-	// Split to keep t * 10^6 from overflowing.
-	return (t / vm->tsc_hz) * 1000000 + (t % vm->tsc_hz) * 1000000 / vm->tsc_hz;
-}
-
-__attribute__((noreturn)) void x86_park(void)
-{
-	for (;;)
-		__asm__ volatile("cli; hlt");
-}
-
-bool x86_vm_is_shutting_down(void)
-{
-	return __atomic_load_n(&x86_primary.shutting_down, __ATOMIC_ACQUIRE);
-}
 
 static void port_write(uint16_t port, uint32_t value, unsigned size)
 {
@@ -81,18 +26,21 @@ static void port_write(uint16_t port, uint32_t value, unsigned size)
 
 static void io_report(void);
 
-__attribute__((noreturn)) void x86_vm_shutdown(struct x86_vcpu *v, bool reset, uint16_t port,
+__attribute__((noreturn)) void x86_vm_shutdown(struct vcpu *v, bool reset, uint16_t port,
 					       uint32_t value, unsigned size)
 {
-	struct x86_vm *vm = &x86_primary;
+	struct vm *vm = v->vm;
 
-	if (__atomic_exchange_n(&vm->shutting_down, 1, __ATOMIC_ACQ_REL))
+	if (!vm_begin_shutdown(vm))
 		x86_park(); // another CPU is already shutting the machine down
 	struct exit_summary s = {.event = reset ? "reset" : "power-off"};
-	s.uptime_us = x86_uptime_us();
-	vm->ops->mm_counts(&s.live);
-	vm->ops->teardown(&s.teardown_pages, &s.teardown_invalidations);
-	vm_print_exit_summary(&vm->vm, &s);
+	struct vm_teardown_counts td;
+	s.uptime_us = vm_arch_uptime_us(vm);
+	vm_arch_mm_counts(vm, &s.live);
+	vm_arch_teardown(vm, &td);
+	s.teardown_pages = td.pages_freed;
+	s.teardown_invalidations = td.invalidations;
+	vm_print_exit_summary(vm, &s);
 	io_report();
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();
@@ -110,21 +58,21 @@ __attribute__((noreturn)) void x86_vm_shutdown(struct x86_vcpu *v, bool reset, u
 }
 
 // ---- injection and stepping ---------------------------------------------------
-enum x86_action x86_inject_ud(struct x86_vcpu *v)
+enum x86_action x86_inject_ud(struct vcpu *v)
 {
-	v->ops->inject(v, X86_EXC_UD, false, 0);
+	v->arch.ops->inject(v, X86_EXC_UD, false, 0);
 	return X86_CONTINUE;
 }
 
-enum x86_action x86_inject_gp0(struct x86_vcpu *v)
+enum x86_action x86_inject_gp0(struct vcpu *v)
 {
-	v->ops->inject(v, X86_EXC_GP, true, 0);
+	v->arch.ops->inject(v, X86_EXC_GP, true, 0);
 	return X86_CONTINUE;
 }
 
-bool x86_skip_insn(struct x86_vcpu *v)
+bool x86_skip_insn(struct vcpu *v)
 {
-	unsigned len = v->ops->insn_len(v);
+	unsigned len = v->arch.ops->insn_len(v);
 
 	if (!len) {
 		struct x86_insn in;
@@ -133,21 +81,21 @@ bool x86_skip_insn(struct x86_vcpu *v)
 			if (!__atomic_exchange_n(&seen, 1, __ATOMIC_RELAXED))
 				log_warn("x86: cannot decode the instruction at 0x%llx on vcpu%u: "
 					 "#UD\n",
-					 (unsigned long long)v->rip, v->index);
+					 (unsigned long long)v->arch.rip, v->index);
 			x86_inject_ud(v);
 			return false;
 		}
 		len = in.len;
 	}
-	v->rip += len;
+	v->arch.rip += len;
 	return true;
 }
 
-static unsigned guest_cpl(struct x86_vcpu *v)
+static unsigned guest_cpl(struct vcpu *v)
 {
 	struct x86_seg ss;
 
-	v->ops->read_seg(v, X86_SS, &ss);
+	v->arch.ops->read_seg(v, X86_SS, &ss);
 	return (ss.attr >> 5) & 3; // SS.DPL is the CPL
 }
 
@@ -159,10 +107,10 @@ static unsigned guest_cpl(struct x86_vcpu *v)
 #define XCR0_BNDCSR (1ull << 4)
 #define XCR0_AVX512 (7ull << 5)
 
-enum x86_action x86_handle_xsetbv(struct x86_vcpu *v)
+enum x86_action x86_handle_xsetbv(struct vcpu *v)
 {
-	uint32_t xcr = (uint32_t)v->gpr[X86_RCX];
-	uint64_t val = (v->gpr[X86_RDX] << 32) | (uint32_t)v->gpr[X86_RAX];
+	uint32_t xcr = (uint32_t)v->arch.gpr[X86_RCX];
+	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
 	struct cpuid_regs d = cpuid(0xd, 0);
 	uint64_t supported = ((uint64_t)d.edx << 32) | d.eax;
 
@@ -180,7 +128,7 @@ enum x86_action x86_handle_xsetbv(struct x86_vcpu *v)
 // ---- port I/O -------------------------------------------------------------------
 bool x86_io_intercepted(uint16_t port)
 {
-	const struct x86_power_ports *p = &x86_primary.power;
+	const struct x86_power_ports *p = &x86_primary.arch.power;
 
 	return port == KBC_CMD ||
 	       (p->pm1a_cnt && (port == p->pm1a_cnt || port == p->pm1a_cnt + 1)) ||
@@ -193,20 +141,30 @@ static uint32_t port_read(uint16_t port, unsigned size)
 	return size == 1 ? inb(port) : size == 2 ? inw(port) : inl(port);
 }
 
+// Records the port write that performs the guest's power-off or reset.
+static enum x86_action shutdown_request(struct vcpu *v, enum x86_action a, const struct x86_io *io,
+					uint32_t val)
+{
+	v->arch.shutdown.port = io->port;
+	v->arch.shutdown.size = io->size;
+	v->arch.shutdown.value = val;
+	return a;
+}
+
 // A write to a PM1 control register that sets SLP_EN: power-off when the
 // sleep type is S5's (or S5's is unknown), else a sleep state Slat cannot
 // resume from, refused by dropping the write.
-static enum x86_action pm1_write(struct x86_vcpu *v, const struct x86_io *io, uint32_t val,
+static enum x86_action pm1_write(struct vcpu *v, const struct x86_io *io, uint32_t val,
 				 uint32_t val16)
 {
-	const struct x86_power_ports *p = &x86_primary.power;
+	const struct x86_power_ports *p = &v->vm->arch.power;
 	unsigned slp_typ = (val16 >> 10) & 7;
 
 	if (p->s5_known && slp_typ != p->s5_slp_typ) {
 		log_warn("x86: guest asked for ACPI sleep type %u (not S5): ignored\n", slp_typ);
 		return X86_CONTINUE;
 	}
-	x86_vm_shutdown(v, false, io->port, val, io->size);
+	return shutdown_request(v, X86_POWER_OFF, io, val);
 }
 
 // Exits per intercepted port, for the summary (a handful of ports).
@@ -246,9 +204,9 @@ static void io_report(void)
 		log_info("slat: io exits by port: %s\n", buf);
 }
 
-enum x86_action x86_handle_io(struct x86_vcpu *v, const struct x86_io *io)
+enum x86_action x86_handle_io(struct vcpu *v, const struct x86_io *io)
 {
-	const struct x86_power_ports *p = &x86_primary.power;
+	const struct x86_power_ports *p = &v->vm->arch.power;
 
 	io_count(io->port);
 	uint32_t mask = io->size == 1 ? 0xff : io->size == 2 ? 0xffff : 0xffffffffu;
@@ -261,11 +219,12 @@ enum x86_action x86_handle_io(struct x86_vcpu *v, const struct x86_io *io)
 	}
 	if (io->in) {
 		uint32_t val = port_read(io->port, io->size);
-		v->gpr[X86_RAX] = io->size == 4 ? val : (v->gpr[X86_RAX] & ~(uint64_t)mask) | val;
+		v->arch.gpr[X86_RAX] =
+		    io->size == 4 ? val : (v->arch.gpr[X86_RAX] & ~(uint64_t)mask) | val;
 		x86_skip_insn(v);
 		return X86_CONTINUE;
 	}
-	uint32_t val = (uint32_t)v->gpr[X86_RAX] & mask;
+	uint32_t val = (uint32_t)v->arch.gpr[X86_RAX] & mask;
 	x86_skip_insn(v); // the guest would continue after the OUT if it did nothing
 	if (io->port == p->pm1a_cnt || (p->pm1b_cnt && io->port == p->pm1b_cnt)) {
 		if (io->size >= 2 && (val & PM1_SLP_EN))
@@ -274,27 +233,27 @@ enum x86_action x86_handle_io(struct x86_vcpu *v, const struct x86_io *io)
 		if (val & (PM1_SLP_EN >> 8))
 			return pm1_write(v, io, val, val << 8); // byte write of the high half
 	} else if (io->port == p->reset_port && (val & RST_CPU)) {
-		x86_vm_shutdown(v, true, io->port, val, io->size);
+		return shutdown_request(v, X86_RESET, io, val);
 	} else if (io->port == KBC_CMD && val == KBC_RESET) {
-		x86_vm_shutdown(v, true, io->port, val, io->size);
+		return shutdown_request(v, X86_RESET, io, val);
 	}
 	port_write(io->port, val, io->size);
 	return X86_CONTINUE;
 }
 
 // ---- second-level violations ------------------------------------------------------
-enum x86_action x86_handle_slat_violation(struct x86_vcpu *v, uint64_t gpa, bool write, bool fetch)
+enum x86_action x86_handle_slat_violation(struct vcpu *v, uint64_t gpa, bool write, bool fetch)
 {
 	if (vm_fault_first_report(gpa >> 12)) {
-		bool ours = region_overlaps(&x86_primary.slat_region, gpa, 1);
+		bool ours = region_overlaps(&v->vm->hidden, gpa, 1);
 		log_warn("slat: %s fault on %s at GPA 0x%llx (%s at CPL %u, RIP 0x%llx, vcpu%u): "
 			 "injecting #GP(0)\n",
-			 x86_primary.vm.slat_name, ours ? "Slat memory" : "an unmapped address",
+			 v->vm->slat_name, ours ? "Slat memory" : "an unmapped address",
 			 (unsigned long long)gpa,
 			 fetch	 ? "fetch"
 			 : write ? "write"
 				 : "read",
-			 guest_cpl(v), (unsigned long long)v->rip, v->index);
+			 guest_cpl(v), (unsigned long long)v->arch.rip, v->index);
 	}
 	return x86_inject_gp0(v);
 }

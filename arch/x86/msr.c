@@ -47,26 +47,26 @@ static void log_once_msr(const char *what, uint32_t msr, uint64_t val)
 			 msr, (unsigned long long)val);
 }
 
-static enum x86_action msr_done(struct x86_vcpu *v)
+static enum x86_action msr_done(struct vcpu *v)
 {
 	x86_skip_insn(v);
 	return X86_CONTINUE;
 }
 
-enum x86_action x86_handle_rdmsr(struct x86_vcpu *v)
+enum x86_action x86_handle_rdmsr(struct vcpu *v)
 {
-	uint32_t msr = (uint32_t)v->gpr[X86_RCX];
+	uint32_t msr = (uint32_t)v->arch.gpr[X86_RCX];
 	uint64_t val;
 
 	switch (msr) {
 	case MSR_EFER:
-		val = v->ops->read_efer(v);
+		val = v->arch.ops->read_efer(v);
 		break;
 	case MSR_VM_CR:
 		val = VM_CR_SVMDIS | VM_CR_LOCK;
 		break;
 	case MSR_VM_HSAVE_PA:
-		val = v->hsave_guest;
+		val = v->arch.hsave_guest;
 		break;
 	case MSR_IA32_FEATURE_CONTROL:
 		val = FEATCTL_LOCKED; // locked with VMX disabled inside and outside SMX
@@ -75,31 +75,32 @@ enum x86_action x86_handle_rdmsr(struct x86_vcpu *v)
 		log_once_msr("read of", msr, 0);
 		return x86_inject_gp0(v);
 	}
-	v->gpr[X86_RAX] = (uint32_t)val;
-	v->gpr[X86_RDX] = val >> 32;
+	v->arch.gpr[X86_RAX] = (uint32_t)val;
+	v->arch.gpr[X86_RDX] = val >> 32;
 	return msr_done(v);
 }
 
-enum x86_action x86_handle_wrmsr(struct x86_vcpu *v)
+enum x86_action x86_handle_wrmsr(struct vcpu *v)
 {
-	uint32_t msr = (uint32_t)v->gpr[X86_RCX];
-	uint64_t val = (v->gpr[X86_RDX] << 32) | (uint32_t)v->gpr[X86_RAX];
+	uint32_t msr = (uint32_t)v->arch.gpr[X86_RCX];
+	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
 
 	switch (msr) {
 	case MSR_EFER:
 		if (val & ~EFER_GUEST_OK) // SVME included: SVM is not offered
 			return x86_inject_gp0(v);
 		// LME cannot change while paging is on.
-		if ((v->ops->read_cr(v, 0) & CR0_PG) && ((val ^ v->ops->read_efer(v)) & EFER_LME))
+		if ((v->arch.ops->read_cr(v, 0) & CR0_PG) &&
+		    ((val ^ v->arch.ops->read_efer(v)) & EFER_LME))
 			return x86_inject_gp0(v);
-		v->ops->write_efer(v, val);
+		v->arch.ops->write_efer(v, val);
 		break;
 	case MSR_VM_CR:
 		break; // locked: writes have no effect
 	case MSR_VM_HSAVE_PA:
 		if (val & 0xfff)
 			return x86_inject_gp0(v);
-		v->hsave_guest = val;
+		v->arch.hsave_guest = val;
 		break;
 	default: // IA32_FEATURE_CONTROL is locked; VMX MSRs do not exist for the guest
 		log_once_msr("write to", msr, val);

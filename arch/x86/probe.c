@@ -89,17 +89,16 @@ static void probe_vmx(struct arch_caps *c)
 		c->feature_control = rdmsr(MSR_IA32_FEATURE_CONTROL);
 	if (!c->vmx)
 		return;
-	c->vmx_basic = rdmsr(MSR_IA32_VMX_BASIC);
+	c->vmx_basic = rdmsr(MSR_VMX_BASIC);
 	bool true_ctls = c->vmx_basic & (1ull << 55);
-	c->vmx_procbased =
-	    rdmsr(true_ctls ? MSR_IA32_VMX_TRUE_PROCBASED_CTLS : MSR_IA32_VMX_PROCBASED_CTLS);
+	c->vmx_procbased = rdmsr(true_ctls ? MSR_VMX_TRUE_PROCBASED : MSR_VMX_PROCBASED);
 	c->vmx_secondary = (c->vmx_procbased >> 32) & (1u << 31);
 	if (!c->vmx_secondary)
 		return;
-	c->vmx_procbased2 = rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2);
+	c->vmx_procbased2 = rdmsr(MSR_VMX_PROCBASED2);
 	uint32_t allowed1 = (uint32_t)(c->vmx_procbased2 >> 32);
 	if (allowed1 & (VMX_PROC2_EPT | VMX_PROC2_VPID))
-		c->vmx_ept_vpid = rdmsr(MSR_IA32_VMX_EPT_VPID_CAP);
+		c->vmx_ept_vpid = rdmsr(MSR_VMX_EPT_VPID_CAP);
 }
 
 const struct arch_caps *arch_probe(const struct fw_info *fw)

@@ -5,17 +5,25 @@
 // XSETBV, the INIT/SIPI APIC mailbox, power-off detection) and the two
 // hardware back ends (arch/x86/svm/ for AMD SVM, arch/x86/vmx/ for Intel
 // VT-x). Policy is written once, here; a back end only moves state between
-// its control block (VMCB / VMCS) and `struct x86_vcpu` and implements the
-// few operations in `struct x86_vcpu_ops`.
+// its control block (VMCB / VMCS) and the vCPU's x86 part (`v->arch`),
+// decodes its exits and implements the operations in `struct x86_vcpu_ops`.
 //
-// How a back end uses the layer on each exit:
+// How a back end uses the layer on each exit (svm_handle_exit,
+// vmx_handle_exit):
 //
 //   1. copy the guest's GPRs (RAX and RSP included: SVM keeps them in the
-//      VMCB, VMX keeps RSP in the VMCS) into v->gpr[], and RIP into v->rip;
-//   2. call the x86_handle_*() function for the exit (exit.c, cpuid.c, ...);
-//      the result says what happened (enum x86_action);
-//   3. copy v->gpr[] and v->rip back (the handlers change them only as the
-//      emulated instruction would) and resume the guest.
+//      VMCB, VMX keeps RSP in the VMCS) into v->arch.gpr[], and RIP into
+//      v->arch.rip;
+//   2. decode the exit into a `struct x86_exit` (svm_decode_exit,
+//      vmx_decode_exit) and call x86_handle_exit(), the one policy; the
+//      result says what happened (enum x86_action) and goes to
+//      x86_apply_action();
+//   3. copy v->arch.gpr[] and v->arch.rip back (the handlers change them only
+//      as the emulated instruction would) and resume the guest.
+//
+// The records are core's (core/vm.h): `struct vcpu` with the x86 part
+// `struct vcpu_arch` (arch/x86/inc/vm_arch_types.h) embedded, and one
+// `struct vm` for the primary VM, x86_primary.
 //
 // A handler that "completes" an instruction advances v->rip by its length:
 // ops->insn_len() when the CPU reported it (SVM NRIPS, VMX exit instruction
@@ -44,8 +52,6 @@
 #include "core/region.h"
 #include "core/vm.h"
 
-#define X86_MAX_CPUS 8
-
 // General-purpose registers in instruction-encoding order (ModRM reg/rm).
 enum x86_gpr {
 	X86_RAX,
@@ -64,8 +70,8 @@ enum x86_gpr {
 	X86_R13,
 	X86_R14,
 	X86_R15,
-	X86_NR_GPRS
 };
+_Static_assert(X86_R15 + 1 == X86_NR_GPRS, "vm_arch_types.h sizes gpr[]");
 
 enum x86_seg_reg { X86_ES, X86_CS, X86_SS, X86_DS, X86_FS, X86_GS };
 
@@ -90,27 +96,46 @@ enum {
 	X86_EXC_MC = 18,
 };
 
-struct x86_vcpu;
-
 // What the back end implements. Every operation acts on the calling CPU's
 // own vCPU (no cross-CPU calls).
+// Outcome of a handler.
+enum x86_action {
+	X86_CONTINUE,  // resume the guest (RIP advanced or an exception queued)
+	X86_POWER_OFF, // the guest asked to power off: call x86_vm_shutdown()
+	X86_RESET,     // the guest asked to reset: call x86_vm_shutdown()
+};
+
+struct x86_exit;
+
 struct x86_vcpu_ops {
 	// CR0, CR2, CR3 or CR4 as in effect for the guest (VMX: the real guest
 	// value, not the read shadow).
-	uint64_t (*read_cr)(struct x86_vcpu *v, unsigned n);
+	uint64_t (*read_cr)(struct vcpu *v, unsigned n);
 	// The guest's EFER as the guest sees it (SVM: without the SVME bit the
 	// back end forces).
-	uint64_t (*read_efer)(struct x86_vcpu *v);
+	uint64_t (*read_efer)(struct vcpu *v);
 	// Sets the guest's EFER to `efer` (already checked by msr.c); the back
 	// end adds what the hardware needs (SVM: SVME) and keeps LMA consistent.
-	void (*write_efer)(struct x86_vcpu *v, uint64_t efer);
-	uint64_t (*read_rflags)(struct x86_vcpu *v);
-	void (*read_seg)(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out);
+	void (*write_efer)(struct vcpu *v, uint64_t efer);
+	uint64_t (*read_rflags)(struct vcpu *v);
+	void (*read_seg)(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out);
 	// Queues a hardware exception for the next entry (error code when
 	// has_error). The guest takes it at the current RIP.
-	void (*inject)(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error);
+	void (*inject)(struct vcpu *v, unsigned vector, bool has_error, uint32_t error);
 	// Length of the intercepted instruction when the CPU reported it, else 0.
-	unsigned (*insn_len)(struct x86_vcpu *v);
+	unsigned (*insn_len)(struct vcpu *v);
+
+	// Hooks for what differs between the back ends, called by
+	// x86_handle_exit() after it counted the exit (the policy stays there):
+	// HLT, MWAIT or MONITOR (how a parked CPU waits for its mailbox).
+	enum x86_action (*wait)(struct vcpu *v, const struct x86_exit *e);
+	// A control-register access (VMX: guest/host masks; NULL when the back
+	// end never intercepts CRs: such an exit is then unexpected).
+	enum x86_action (*cr_access)(struct vcpu *v, const struct x86_exit *e);
+	// An architectural INIT or SIPI (VMX native wait-for-SIPI; NULL: none).
+	enum x86_action (*init_sipi)(struct vcpu *v, const struct x86_exit *e);
+	// Queues the guest's own NMI (an NMI that was not one of Slat's kicks).
+	void (*deliver_nmi)(struct vcpu *v);
 };
 
 // INIT/SIPI mailbox of one vCPU (apic_mailbox.c). `state` is written by any
@@ -121,32 +146,12 @@ enum x86_mbox_state {
 	X86_MBOX_SIPI,	      // a SIPI arrived while waiting: start at `sipi_vector`
 };
 
-struct x86_vcpu {
-	uint64_t gpr[X86_NR_GPRS]; // valid while an exit is handled
-	uint64_t rip;
-	const struct x86_vcpu_ops *ops;
-	struct vcpu *stats; // core/vm.h exit counters
-	void *backend;	    // the back end's per-CPU state
-	unsigned index;	    // 0 = the boot CPU
-	uint32_t apic_id;
-
-	int mbox_state;	      // enum x86_mbox_state, atomic
-	uint8_t sipi_vector;  // valid in X86_MBOX_SIPI
-	uint32_t apic_ldr;    // last value the guest wrote to its APIC LDR
-	uint32_t apic_dfr;    // ... and DFR (0xffffffff: flat model)
-	uint64_t hsave_guest; // what the guest wrote to VM_HSAVE_PA (never used)
-	uint32_t kicks;	      // kicks sent to this vCPU and not yet seen (atomic)
-};
-
-// Outcome of a handler.
-enum x86_action {
-	X86_CONTINUE,  // resume the guest (RIP advanced or an exception queued)
-	X86_POWER_OFF, // the guest asked to power off: call x86_vm_shutdown()
-	X86_RESET,     // the guest asked to reset: call x86_vm_shutdown()
-};
-
 // ---- the VM-wide part (exit.c) -------------------------------------------
 struct x86_vm_ops {
+	// vcpu_arch_run(): enters the guest on the calling CPU, whose vCPU
+	// record `v` the back end has prepared (VMX: VMLAUNCH with the current
+	// VMCS, returns only on failure; SVM: the VMRUN loop, never returns).
+	void (*run)(struct vcpu *v);
 	// Second-level figures for the exit summary.
 	void (*mm_counts)(struct slat_mm_counts *out);
 	// Batched teardown of the second-level tables (no CPU may run the guest
@@ -157,57 +162,35 @@ struct x86_vm_ops {
 	// soon so that it sees an INIT in its mailbox. Called after
 	// target->kicks was incremented; the back end consumes one kick per
 	// exit it causes (SVM: an NMI to the target, NMI intercepted).
-	void (*kick)(struct x86_vcpu *target);
+	void (*kick)(struct vcpu *target);
 };
 
-// Ports that request power-off or reset (from the FADT, with QEMU/PC
-// defaults). 0 = none.
-struct x86_power_ports {
-	uint16_t pm1a_cnt, pm1b_cnt; // ACPI PM1 control: SLP_EN (bit 13) = sleep/off
-	uint16_t reset_port;	     // ACPI RESET_REG when it is in I/O space (0xcf9 on PCs)
-	uint16_t pm_tmr;	     // ACPI PM timer port (3.579545 MHz), 0 = none
-	bool s5_known;		     // SLP_TYP of S5 found in the DSDT (\_S5_)
-	uint8_t s5_slp_typ;
-};
+// The primary VM (the firmware and the OS it boots) and its vCPU records.
+extern struct vm x86_primary;
 
-struct x86_vm {
-	struct vm vm; // name, counters
-	struct x86_vcpu vcpus[X86_MAX_CPUS];
-	struct vcpu stats[X86_MAX_CPUS];
-	const struct x86_vm_ops *ops;
-	struct region slat_region; // never readable by the guest
-	uint64_t tsc_start, tsc_hz;
-	struct x86_power_ports power;
-	uint64_t apic_base;    // physical address of the local APIC page
-	uint64_t host_map_top; // the host's identity map covers [0, host_map_top)
-	int shutting_down;
-};
-
-extern struct x86_vm x86_primary;
-
-// Prepares x86_primary (single-threaded, in the resident copy).
-void x86_vm_init(const char *slat_name, const struct x86_vm_ops *ops, const struct region *slat,
-		 uint64_t tsc_start, uint64_t tsc_hz, const struct x86_power_ports *power);
-// The vCPU of the CPU with local APIC ID `apic_id`, created on first use;
-// NULL when X86_MAX_CPUS are taken.
-struct x86_vcpu *x86_vcpu_for_apic(uint32_t apic_id);
-uint64_t x86_uptime_us(void);
+// Prepares x86_primary (single-threaded, in the resident copy): core's
+// vm_init(), then the x86 part (vm_arch_init()). 0, or -1 after logging why.
+int x86_vm_init(const char *slat_name, const struct x86_vm_ops *ops, const struct region *slat,
+		uint64_t tsc_start, uint64_t tsc_hz, const struct x86_power_ports *power);
+// The vCPU of the CPU with local APIC ID `apic_id` (its hw_id), created (and
+// its x86 part initialised with vcpu_arch_init()) on first use; NULL when
+// X86_MAX_CPUS are taken.
+struct vcpu *x86_vcpu_for_apic(uint32_t apic_id);
 // Tears down, prints the exit summary and performs the power-off / reset
 // request (`port`/`value` written as the guest asked). Only the first CPU
 // gets here; later ones park. Does not return.
-__attribute__((noreturn)) void x86_vm_shutdown(struct x86_vcpu *v, bool reset, uint16_t port,
+__attribute__((noreturn)) void x86_vm_shutdown(struct vcpu *v, bool reset, uint16_t port,
 					       uint32_t value, unsigned size);
-bool x86_vm_is_shutting_down(void);
 __attribute__((noreturn)) void x86_park(void);
 
 // ---- exits handled by the shared layer -----------------------------------
 // CPUID (cpuid.c): the policy applied to the real CPUID of this CPU.
-void x86_cpuid_policy(struct x86_vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
-enum x86_action x86_handle_cpuid(struct x86_vcpu *v);
+void x86_cpuid_policy(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+enum x86_action x86_handle_cpuid(struct vcpu *v);
 
 // RDMSR / WRMSR (msr.c) for the MSRs the back end intercepts.
-enum x86_action x86_handle_rdmsr(struct x86_vcpu *v);
-enum x86_action x86_handle_wrmsr(struct x86_vcpu *v);
+enum x86_action x86_handle_rdmsr(struct vcpu *v);
+enum x86_action x86_handle_wrmsr(struct vcpu *v);
 // The MSRs the policy needs to see; the back end intercepts at least these
 // (SVM: MSR permission map; VMX: MSR bitmap) and lets the rest through.
 struct x86_msr_intercept {
@@ -223,7 +206,7 @@ bool x86_msr_policy_has(uint32_t msr, bool write, bool vmx);
 
 // XSETBV (exit.c): checks the new XCR0 like the CPU would (#GP otherwise)
 // and loads it.
-enum x86_action x86_handle_xsetbv(struct x86_vcpu *v);
+enum x86_action x86_handle_xsetbv(struct vcpu *v);
 
 // Port I/O (exit.c). The back end intercepts the ports x86_io_intercepted()
 // names and passes everything else through.
@@ -235,39 +218,91 @@ struct x86_io {
 	bool rep;
 };
 bool x86_io_intercepted(uint16_t port);
-enum x86_action x86_handle_io(struct x86_vcpu *v, const struct x86_io *io);
+enum x86_action x86_handle_io(struct vcpu *v, const struct x86_io *io);
+
+// ---- one exit, decoded (handle_exit.c) ----------------------------------------
+// What a back end's decoder (svm_decode_exit, vmx_decode_exit: pure functions
+// of the exit fields) makes of its exit code and qualification. Everything
+// the policy needs is here, so both vendors get the same answer for the
+// same architectural event.
+enum x86_exit_kind {
+	X86_EXIT_UNKNOWN,   // nothing the layer knows: logged once per code, #UD
+	X86_EXIT_INTR,	    // a physical interrupt (taken by the host on resume)
+	X86_EXIT_NMI,	    // an NMI: one of Slat's kicks or the guest's own
+	X86_EXIT_EXCEPTION, // an intercepted exception other than NMI: logged once
+	X86_EXIT_CPUID,
+	X86_EXIT_RDMSR,
+	X86_EXIT_WRMSR,
+	X86_EXIT_XSETBV,
+	X86_EXIT_CR,		 // CR access (ops->cr_access)
+	X86_EXIT_IO,		 // .io
+	X86_EXIT_SLAT_VIOLATION, // .gpa, .write, .fetch (NPF / EPT violation)
+	X86_EXIT_HYPERCALL,	 // VMMCALL / VMCALL
+	X86_EXIT_HLT,		 // ops->wait
+	X86_EXIT_MWAIT,		 // ops->wait
+	X86_EXIT_MONITOR,	 // ops->wait
+	X86_EXIT_PAUSE,
+	X86_EXIT_CACHE_FLUSH,  // INVD / WBINVD
+	X86_EXIT_INIT,	       // ops->init_sipi
+	X86_EXIT_SIPI,	       // ops->init_sipi, .sipi_vector
+	X86_EXIT_VIRT_INSN,    // an SVM or VMX instruction: #UD (not offered)
+	X86_EXIT_TRIPLE_FAULT, // shutdown: the machine resets
+	X86_EXIT_BAD_STATE,    // entry refused / SLAT misconfigured: power-off
+};
+
+struct x86_exit {
+	enum x86_exit_kind kind;
+	const char *vendor; // "svm", "vmx" (logs)
+	uint64_t code;	    // the vendor's exit code or basic reason (logs)
+	uint64_t qual;	    // EXITINFO1 / exit qualification (logs, CR access)
+	struct x86_io io;
+	uint64_t gpa; // SLAT violation
+	bool write, fetch;
+	uint64_t next_rip; // RIP after the instruction when the exit gives it, else 0
+	uint8_t sipi_vector;
+};
+
+// The one exit policy of both back ends: counts the exit (core/vm.h), makes
+// every decision (CPUID, MSRs, XSETBV, I/O, hypercalls, APIC write vs SLAT
+// violation, triple fault, unknown exits) and calls the back end's hooks
+// (ops->wait, ...) only for what differs in hardware. v->arch.gpr[] and
+// v->arch.rip hold the guest's state. The result goes to x86_apply_action().
+enum x86_action x86_handle_exit(struct vcpu *v, const struct x86_exit *e);
+// Performs a power-off or reset result (the port write the guest asked for,
+// recorded in v->arch.shutdown); does nothing for X86_CONTINUE.
+void x86_apply_action(struct vcpu *v, enum x86_action a);
 
 // A guest write to its local APIC page (mapped read-only in the second-level
 // tables so that every write exits): decode, emulate, mailbox (apic_mailbox.c).
-enum x86_action x86_handle_apic_write(struct x86_vcpu *v, uint64_t gpa);
+enum x86_action x86_handle_apic_write(struct vcpu *v, uint64_t gpa);
 // Called by the back end on every exit of `v` and whenever it parks: true
 // when an INIT+SIPI arrived; then *vector is the SIPI vector and the back end
 // puts the vCPU in the real-mode state a SIPI gives (CS = vector << 8,
 // base vector << 12, IP 0). With an INIT but no SIPI yet it waits here.
-bool x86_mailbox_poll(struct x86_vcpu *v, uint8_t *vector);
+bool x86_mailbox_poll(struct vcpu *v, uint8_t *vector);
 // True when an INIT is pending for `v` (the back end may want to exit soon).
-bool x86_mailbox_pending(const struct x86_vcpu *v);
+bool x86_mailbox_pending(const struct vcpu *v);
 // Kicks: the sender of an INIT makes the target exit with an NMI (both back
 // ends intercept NMIs), so the INIT reaches a CPU the OS halted without an
 // intercepted HLT. x86_kick_nmi sends it from host/root mode (the guest's ICR
 // high is put back); a back end that takes an NMI calls x86_consume_kick:
 // true when it was one of Slat's kicks, false when it is the guest's own NMI
 // and must be injected.
-void x86_kick_nmi(struct x86_vcpu *target);
-bool x86_consume_kick(struct x86_vcpu *v);
+void x86_kick_nmi(struct vcpu *target);
+bool x86_consume_kick(struct vcpu *v);
 
 // An access to guest-physical `gpa` that the second level does not allow and
 // that is not emulated: logged once per page, #GP(0) injected (see
 // docs/x86-exits.md for why not #PF or #MC).
-enum x86_action x86_handle_slat_violation(struct x86_vcpu *v, uint64_t gpa, bool write, bool fetch);
+enum x86_action x86_handle_slat_violation(struct vcpu *v, uint64_t gpa, bool write, bool fetch);
 
 // SVM/VMX instructions from the guest and other refused instructions: #UD.
-enum x86_action x86_inject_ud(struct x86_vcpu *v);
-enum x86_action x86_inject_gp0(struct x86_vcpu *v);
+enum x86_action x86_inject_ud(struct vcpu *v);
+enum x86_action x86_inject_gp0(struct vcpu *v);
 
 // Advances RIP past the current instruction (reported or decoded length).
 // False (and #UD queued) when the instruction cannot be decoded.
-bool x86_skip_insn(struct x86_vcpu *v);
+bool x86_skip_insn(struct vcpu *v);
 
 // ---- decode.c ---------------------------------------------------------------
 // Reads `len` bytes of guest-physical memory; false when any byte is Slat's
@@ -275,7 +310,7 @@ bool x86_skip_insn(struct x86_vcpu *v);
 bool x86_guest_read_phys(uint64_t gpa, void *buf, unsigned len);
 // Reads `len` bytes at guest-linear `la` through the guest's paging (CR0.PG,
 // CR4.PAE/LA57, EFER.LMA); false on a missing translation.
-bool x86_guest_read_linear(struct x86_vcpu *v, uint64_t la, void *buf, unsigned len);
+bool x86_guest_read_linear(struct vcpu *v, uint64_t la, void *buf, unsigned len);
 
 // One decoded instruction (the subset Slat emulates or skips).
 struct x86_insn {
@@ -291,6 +326,6 @@ struct x86_insn {
 };
 // Fetches and decodes the instruction at v->rip. False when it cannot be
 // read or is not one of the forms Slat knows (see decode.c).
-bool x86_decode(struct x86_vcpu *v, struct x86_insn *out);
+bool x86_decode(struct vcpu *v, struct x86_insn *out);
 
 #endif

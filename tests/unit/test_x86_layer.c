@@ -22,7 +22,11 @@
 #include "arch/x86/cpuid.c"
 #include "arch/x86/decode.c"
 #include "arch/x86/exit.c"
+#include "arch/x86/handle_exit.c"
 #include "arch/x86/msr.c"
+#include "arch/x86/svm/exit_decode.c"
+#include "arch/x86/vm.c"
+#include "arch/x86/vmx/exit_decode.c"
 
 // ---- the fake back end -------------------------------------------------------
 struct fake {
@@ -34,45 +38,64 @@ struct fake {
 	uint32_t error;
 	uint64_t efer_written;
 	unsigned kicks;
+	unsigned waits, nmis_delivered;
 };
 static struct fake fk[X86_MAX_CPUS];
 
-static struct fake *F(struct x86_vcpu *v)
+static struct fake *F(struct vcpu *v)
 {
-	return v->backend;
+	return v->arch.backend;
 }
-static uint64_t f_read_cr(struct x86_vcpu *v, unsigned n)
+static uint64_t f_read_cr(struct vcpu *v, unsigned n)
 {
 	return n == 0 ? F(v)->cr0 : n == 3 ? F(v)->cr3 : n == 4 ? F(v)->cr4 : 0;
 }
-static uint64_t f_read_efer(struct x86_vcpu *v)
+static uint64_t f_read_efer(struct vcpu *v)
 {
 	return F(v)->efer;
 }
-static void f_write_efer(struct x86_vcpu *v, uint64_t e)
+static void f_write_efer(struct vcpu *v, uint64_t e)
 {
 	F(v)->efer_written = e;
 }
-static uint64_t f_read_rflags(struct x86_vcpu *v)
+static uint64_t f_read_rflags(struct vcpu *v)
 {
 	return 2;
 }
-static void f_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+static void f_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 {
 	*out = (struct x86_seg){.attr = s == X86_CS ? F(v)->cs_attr : F(v)->ss_attr,
 				.base = s == X86_CS ? F(v)->cs_base : 0};
 }
-static void f_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error)
+static void f_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
 	F(v)->injected = (int)vector + 1;
 	F(v)->error = error;
 }
-static unsigned f_insn_len(struct x86_vcpu *v)
+static unsigned f_insn_len(struct vcpu *v)
 {
 	return F(v)->insn_len;
 }
-static const struct x86_vcpu_ops fops = {f_read_cr,  f_read_efer, f_write_efer, f_read_rflags,
-					 f_read_seg, f_inject,	  f_insn_len};
+static enum x86_action f_wait(struct vcpu *v, const struct x86_exit *e)
+{
+	F(v)->waits++;
+	return X86_CONTINUE;
+}
+static void f_deliver_nmi(struct vcpu *v)
+{
+	F(v)->nmis_delivered++;
+}
+static const struct x86_vcpu_ops fops = {
+    .read_cr = f_read_cr,
+    .read_efer = f_read_efer,
+    .write_efer = f_write_efer,
+    .read_rflags = f_read_rflags,
+    .read_seg = f_read_seg,
+    .inject = f_inject,
+    .insn_len = f_insn_len,
+    .wait = f_wait,
+    .deliver_nmi = f_deliver_nmi,
+};
 
 static void f_counts(struct slat_mm_counts *o)
 {
@@ -82,46 +105,50 @@ static void f_teardown(uint64_t *p, uint64_t *i)
 {
 	*p = *i = 0;
 }
-static void f_kick(struct x86_vcpu *t)
+static void f_kick(struct vcpu *t)
 {
 	fk[t->index].kicks++;
 }
-static const struct x86_vm_ops fvm = {f_counts, f_teardown, f_kick};
+static void f_run(struct vcpu *v)
+{
+}
+static const struct x86_vm_ops fvm = {
+    .run = f_run, .mm_counts = f_counts, .teardown = f_teardown, .kick = f_kick};
 
 static uint32_t *apic_page;
 
 // 64-bit long mode, paging "off" as far as the walker is concerned (CR0.PG
 // clear with LMA set translates linear = physical), so any pointer works.
-static struct x86_vcpu *setup(void)
+static struct vcpu *setup(void)
 {
 	struct region slat = {.base = 0x1000, .size = 0x1000};
 	struct x86_power_ports pw = {.pm1a_cnt = 0x604, .reset_port = 0xcf9};
 
-	x86_vm_init("NPT", &fvm, &slat, 0, 1000000, &pw);
-	x86_primary.host_map_top = UINT64_MAX;
+	assert_int_equal(x86_vm_init("NPT", &fvm, &slat, 0, 1000000, &pw), 0);
+	x86_primary.arch.host_map_top = UINT64_MAX;
 	if (!apic_page)
 		apic_page = aligned_alloc(4096, 4096);
 	memset(apic_page, 0, 4096);
-	x86_primary.apic_base = (uint64_t)(uintptr_t)apic_page;
+	x86_primary.arch.apic_base = (uint64_t)(uintptr_t)apic_page;
 	memset(fk, 0, sizeof(fk));
 	for (unsigned i = 0; i < 2; i++) {
-		struct x86_vcpu *v = x86_vcpu_for_apic(i);
-		v->ops = &fops;
-		v->backend = &fk[v->index];
-		vcpu_set_running(v->stats);
+		struct vcpu *v = x86_vcpu_for_apic(i);
+		v->arch.ops = &fops;
+		v->arch.backend = &fk[v->index];
+		vcpu_set_running(v);
 		fk[i] = (struct fake){
 		    .cr0 = 1, .efer = EFER_LME | EFER_LMA, .cs_attr = 0x29b, .ss_attr = 0x93};
 	}
 	return &x86_primary.vcpus[0];
 }
 
-static bool decode_bytes(struct x86_vcpu *v, const uint8_t *code, size_t n, struct x86_insn *in)
+static bool decode_bytes(struct vcpu *v, const uint8_t *code, size_t n, struct x86_insn *in)
 {
 	static uint8_t buf[32];
 
 	memset(buf, 0x90, sizeof(buf));
 	memcpy(buf, code, n);
-	v->rip = (uint64_t)(uintptr_t)buf;
+	v->arch.rip = (uint64_t)(uintptr_t)buf;
 	return x86_decode(v, in);
 }
 
@@ -134,7 +161,7 @@ static bool decode_bytes(struct x86_vcpu *v, const uint8_t *code, size_t n, stru
 // ---- decoder --------------------------------------------------------------------
 static void test_decode_lengths_64(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	struct x86_insn in;
 
 	assert_true(DECODE(v, &in, 0x0f, 0xa2)); // cpuid
@@ -158,7 +185,7 @@ static void test_decode_lengths_64(void **state)
 
 static void test_decode_mov_operands(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	struct x86_insn in;
 
 	assert_true(DECODE(v, &in, 0x89, 0x88, 0x00, 0x03, 0x00, 0x00)); // mov [rax+0x300], ecx
@@ -193,7 +220,7 @@ static void test_decode_mov_operands(void **state)
 
 static void test_decode_32bit_mode(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	struct x86_insn in;
 	// Below 4 GiB, as 32-bit linear addresses must be.
 	uint8_t *low = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
@@ -205,10 +232,10 @@ static void test_decode_32bit_mode(void **state)
 	fk[0].cs_base = 0x100;
 	static const uint8_t code[] = {0xa3, 1, 2, 3, 4, 0x66, 0xc7, 0x00, 0x34, 0x12};
 	memcpy(low + 0x100, code, sizeof(code));
-	v->rip = (uint64_t)(uintptr_t)low; // CS base 0x100 + EIP
+	v->arch.rip = (uint64_t)(uintptr_t)low; // CS base 0x100 + EIP
 	assert_true(x86_decode(v, &in));
 	assert_int_equal(in.len, 5); // moffs32
-	v->rip += 5;
+	v->arch.rip += 5;
 	assert_true(x86_decode(v, &in));
 	assert_int_equal(in.len, 5); // 66 C7 /0 imm16
 	assert_int_equal(in.op_size, 2);
@@ -220,7 +247,7 @@ static void test_decode_32bit_mode(void **state)
 // ordinary memory; then a 2 MiB leaf; then a missing PTE.
 static void test_decode_through_guest_paging(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	uint64_t *t = aligned_alloc(4096, 5 * 4096);
 	uint8_t *code = (uint8_t *)(t + 4 * 512);
 	struct x86_insn in;
@@ -235,13 +262,13 @@ static void test_decode_through_guest_paging(void **state)
 	fk[0].cr0 = CR0_PE | CR0_PG;
 	fk[0].cr3 = (uint64_t)(uintptr_t)t;
 	fk[0].cr4 = CR4_PAE;
-	v->rip = la;
+	v->arch.rip = la;
 	assert_true(x86_decode(v, &in));
 	assert_int_equal(in.len, 2);
 	t[1536 + ((la >> 12) & 511)] = 0; // not present
 	assert_false(x86_decode(v, &in));
 	// The guest's tables point into Slat's region: refused.
-	x86_primary.slat_region = (struct region){.base = (uint64_t)(uintptr_t)t, .size = 4096};
+	x86_primary.hidden = (struct region){.base = (uint64_t)(uintptr_t)t, .size = 4096};
 	assert_false(x86_decode(v, &in));
 	free(t);
 }
@@ -249,7 +276,7 @@ static void test_decode_through_guest_paging(void **state)
 // ---- CPUID, MSR, XSETBV policy ---------------------------------------------------
 static void test_cpuid_policy(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	uint32_t r[4];
 	bool has_xsave = cpuid(1, 0).ecx & (1u << 26);
 
@@ -272,46 +299,46 @@ static void test_cpuid_policy(void **state)
 	assert_int_equal(r[0] | r[1] | r[2] | r[3], 0);
 
 	// The exit: registers zero-extended, RIP advanced by the reported length.
-	v->gpr[X86_RAX] = 0xffffffff40000000ull;
-	v->gpr[X86_RCX] = 0;
-	v->rip = 0x1000;
+	v->arch.gpr[X86_RAX] = 0xffffffff40000000ull;
+	v->arch.gpr[X86_RCX] = 0;
+	v->arch.rip = 0x1000;
 	fk[0].insn_len = 2;
 	assert_int_equal(x86_handle_cpuid(v), X86_CONTINUE);
-	assert_int_equal(v->rip, 0x1002);
-	assert_int_equal(v->gpr[X86_RBX], 0x74616c53);
+	assert_int_equal(v->arch.rip, 0x1002);
+	assert_int_equal(v->arch.gpr[X86_RBX], 0x74616c53);
 }
 
 static void test_msr_policy(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 
 	fk[0].insn_len = 2;
-	v->rip = 0x2000;
-	v->gpr[X86_RCX] = MSR_VM_CR;
+	v->arch.rip = 0x2000;
+	v->arch.gpr[X86_RCX] = MSR_VM_CR;
 	x86_handle_rdmsr(v);
-	assert_int_equal(v->gpr[X86_RAX], VM_CR_SVMDIS | VM_CR_LOCK);
-	assert_int_equal(v->rip, 0x2002);
+	assert_int_equal(v->arch.gpr[X86_RAX], VM_CR_SVMDIS | VM_CR_LOCK);
+	assert_int_equal(v->arch.rip, 0x2002);
 
-	v->gpr[X86_RCX] = MSR_EFER; // reads come from the back end (SVME hidden there)
+	v->arch.gpr[X86_RCX] = MSR_EFER; // reads come from the back end (SVME hidden there)
 	x86_handle_rdmsr(v);
-	assert_int_equal(v->gpr[X86_RAX], EFER_LME | EFER_LMA);
+	assert_int_equal(v->arch.gpr[X86_RAX], EFER_LME | EFER_LMA);
 
-	v->rip = 0x3000; // EFER.SVME: #GP, RIP unchanged, nothing written
-	v->gpr[X86_RAX] = EFER_LME | EFER_SVME;
-	v->gpr[X86_RDX] = 0;
+	v->arch.rip = 0x3000; // EFER.SVME: #GP, RIP unchanged, nothing written
+	v->arch.gpr[X86_RAX] = EFER_LME | EFER_SVME;
+	v->arch.gpr[X86_RDX] = 0;
 	x86_handle_wrmsr(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
-	assert_int_equal(v->rip, 0x3000);
+	assert_int_equal(v->arch.rip, 0x3000);
 	assert_int_equal(fk[0].efer_written, 0);
 
 	fk[0].injected = 0; // an allowed write goes to the back end
-	v->gpr[X86_RAX] = EFER_LME | EFER_NXE | EFER_SCE;
+	v->arch.gpr[X86_RAX] = EFER_LME | EFER_NXE | EFER_SCE;
 	x86_handle_wrmsr(v);
 	assert_int_equal(fk[0].injected, 0);
 	assert_int_equal(fk[0].efer_written, EFER_LME | EFER_NXE | EFER_SCE);
-	assert_int_equal(v->rip, 0x3002);
+	assert_int_equal(v->arch.rip, 0x3002);
 
-	v->gpr[X86_RCX] = 0x10; // not in the policy: #GP
+	v->arch.gpr[X86_RCX] = 0x10; // not in the policy: #GP
 	x86_handle_rdmsr(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	assert_true(x86_msr_policy_has(MSR_EFER, true, false));
@@ -322,52 +349,52 @@ static void test_msr_policy(void **state)
 
 static void test_xsetbv_checks(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 
-	v->rip = 0x4000;
-	v->gpr[X86_RCX] = 1; // only XCR0 exists
-	v->gpr[X86_RAX] = 3;
+	v->arch.rip = 0x4000;
+	v->arch.gpr[X86_RCX] = 1; // only XCR0 exists
+	v->arch.gpr[X86_RAX] = 3;
 	x86_handle_xsetbv(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	fk[0].injected = 0;
-	v->gpr[X86_RCX] = 0;
-	v->gpr[X86_RAX] = 2; // x87 state must stay enabled
+	v->arch.gpr[X86_RCX] = 0;
+	v->arch.gpr[X86_RAX] = 2; // x87 state must stay enabled
 	x86_handle_xsetbv(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	fk[0].injected = 0;
-	v->gpr[X86_RAX] = 5; // AVX without SSE
+	v->arch.gpr[X86_RAX] = 5; // AVX without SSE
 	x86_handle_xsetbv(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	fk[0].injected = 0;
 	fk[0].ss_attr = 0x93 | (3 << 5); // from CPL 3
-	v->gpr[X86_RAX] = 3;
+	v->arch.gpr[X86_RAX] = 3;
 	x86_handle_xsetbv(v);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
-	assert_int_equal(v->rip, 0x4000);
+	assert_int_equal(v->arch.rip, 0x4000);
 }
 
 // ---- APIC page and mailbox ---------------------------------------------------------
 // Emulates "mov [rax+off], ecx" with ecx = val on vCPU `v`.
-static void apic_write(struct x86_vcpu *v, unsigned off, uint32_t val)
+static void apic_write(struct vcpu *v, unsigned off, uint32_t val)
 {
 	static const uint8_t mov[] = {0x89, 0x88, 0x00, 0x00, 0x00, 0x00};
 	static uint8_t buf[16];
 
 	memcpy(buf, mov, sizeof(mov));
 	memcpy(buf + 2, &off, 4);
-	v->rip = (uint64_t)(uintptr_t)buf;
-	v->gpr[X86_RCX] = val;
-	assert_int_equal(x86_handle_apic_write(v, x86_primary.apic_base + off), X86_CONTINUE);
-	assert_int_equal(v->rip, (uint64_t)(uintptr_t)buf + 6);
+	v->arch.rip = (uint64_t)(uintptr_t)buf;
+	v->arch.gpr[X86_RCX] = val;
+	assert_int_equal(x86_handle_apic_write(v, x86_primary.arch.apic_base + off), X86_CONTINUE);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)buf + 6);
 }
 
 static void test_mailbox_init_sipi(void **state)
 {
-	struct x86_vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
+	struct vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
 	uint8_t vec = 0;
 
 	apic_write(bsp, 0xd0, 0x01000000); // LDR: recorded and replayed
-	assert_int_equal(bsp->apic_ldr, 0x01000000);
+	assert_int_equal(bsp->arch.apic_ldr, 0x01000000);
 	assert_int_equal(apic_page[0xd0 / 4], 0x01000000);
 	apic_write(bsp, 0x310, 1u << 24); // ICR high: APIC ID 1
 	apic_write(bsp, 0x300, 0x4500);	  // INIT, assert
@@ -392,7 +419,7 @@ static void test_mailbox_init_sipi(void **state)
 
 static void test_mailbox_logical_destination(void **state)
 {
-	struct x86_vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
+	struct vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
 
 	apic_write(ap, 0xd0, 0x02000000); // the AP's logical ID: bit 1 (flat model)
 	apic_write(bsp, 0x310, 0x02u << 24);
@@ -403,13 +430,13 @@ static void test_mailbox_logical_destination(void **state)
 
 static void test_apic_write_unknown_form_gp(void **state)
 {
-	struct x86_vcpu *v = setup();
+	struct vcpu *v = setup();
 	static const uint8_t code[16] = {0x0f, 0x0b};
 
-	v->rip = (uint64_t)(uintptr_t)code;
-	x86_handle_apic_write(v, x86_primary.apic_base + 0x80);
+	v->arch.rip = (uint64_t)(uintptr_t)code;
+	x86_handle_apic_write(v, x86_primary.arch.apic_base + 0x80);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
-	assert_int_equal(v->rip, (uint64_t)(uintptr_t)code);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)code);
 }
 
 static void test_io_intercepts(void **state)
@@ -421,6 +448,287 @@ static void test_io_intercepts(void **state)
 	assert_true(x86_io_intercepted(0x64));
 	assert_false(x86_io_intercepted(0x3f8));
 	assert_false(x86_io_intercepted(0xcfc));
+}
+
+// ---- records ---------------------------------------------------------------------
+static void test_vm_records(void **state)
+{
+	struct vcpu *bsp = setup(), *ap = x86_vcpu_for_apic(1);
+
+	// One core record per CPU, the x86 part embedded in it.
+	assert_ptr_equal(ap, &x86_primary.vcpus[1]);
+	assert_ptr_equal(x86_vcpu_for_apic(1), ap); // found again, not claimed twice
+	assert_ptr_equal(ap->arch.ops, &fops);	    // ... nor initialised twice
+	assert_int_equal(ap->hw_id, 1);
+	assert_ptr_equal(ap->vm, &x86_primary);
+	assert_ptr_equal(vcpu_of_arch(&ap->arch), ap);
+	assert_int_equal(ap->arch.apic_dfr, 0xffffffffu); // vcpu_arch_init: flat model
+	assert_int_equal(x86_primary.max_vcpus, X86_MAX_CPUS);
+	assert_string_equal(x86_primary.slat_name, "NPT");
+	assert_int_equal(x86_primary.hidden.base, 0x1000);
+	assert_true(vcpu_has_run(bsp));
+	assert_false(vcpu_has_run(&x86_primary.vcpus[2]));
+	for (uint32_t id = 2; id < X86_MAX_CPUS; id++)
+		assert_non_null(x86_vcpu_for_apic(100 + id));
+	assert_null(x86_vcpu_for_apic(200)); // every record taken
+
+	// Core's shutdown state: one winner.
+	assert_false(vm_is_shutting_down(&x86_primary));
+	assert_true(vm_begin_shutdown(&x86_primary));
+	assert_false(vm_begin_shutdown(&x86_primary));
+	assert_true(vm_is_shutting_down(&x86_primary));
+}
+
+static void test_vm_init_refuses_incomplete_ops(void **state)
+{
+	static const struct x86_vm_ops no_run = {
+	    .mm_counts = f_counts, .teardown = f_teardown, .kick = f_kick};
+	struct region slat = {.base = 0x1000, .size = 0x1000};
+	struct x86_power_ports pw = {0};
+
+	assert_int_equal(x86_vm_init("NPT", &no_run, &slat, 0, 0, &pw), -1);
+	assert_int_equal(x86_vm_init("NPT", &fvm, &slat, 0, 0, &pw), 0);
+	assert_int_equal(vm_arch_uptime_us(&x86_primary), 0); // no TSC frequency: no uptime
+}
+
+// ---- one policy, both vendors ---------------------------------------------------------
+// The same architectural event, as each vendor's hardware reports it, goes
+// through svm_decode_exit / vmx_decode_exit and the shared x86_handle_exit;
+// both must give the same answer, and that answer must be the documented one
+// (docs/x86-exits.md).
+struct vendor_event {
+	struct svm_exit_fields svm;
+	struct vmx_exit_fields vmx;
+	void (*prepare)(struct vcpu *v); // guest state before the exit (may be NULL)
+};
+
+struct outcome {
+	enum x86_action action;
+	uint64_t rax, rdx, rbx, rip_advance;
+	int injected; // vector + 1, 0 = none
+	uint64_t exits[EXIT_REASONS];
+	uint16_t shutdown_port;
+	uint32_t shutdown_value;
+	uint8_t shutdown_size;
+	uint32_t apic_ldr;
+};
+
+static uint8_t event_code[16]; // the guest's instruction at RIP
+
+static struct outcome run_event(const struct vendor_event *ev, bool vmx)
+{
+	struct vcpu *v = setup();
+	struct x86_exit e;
+	struct outcome o = {0};
+
+	memset(event_code, 0x90, sizeof(event_code));
+	v->arch.rip = (uint64_t)(uintptr_t)event_code;
+	fk[0].insn_len = 0; // lengths come from the decoded instruction
+	if (ev->prepare)
+		ev->prepare(v);
+	if (vmx)
+		vmx_decode_exit(&ev->vmx, &e);
+	else
+		svm_decode_exit(&ev->svm, &e);
+	o.action = x86_handle_exit(v, &e);
+	o.rax = v->arch.gpr[X86_RAX];
+	o.rdx = v->arch.gpr[X86_RDX];
+	o.rbx = v->arch.gpr[X86_RBX];
+	o.rip_advance = v->arch.rip - (uint64_t)(uintptr_t)event_code;
+	o.injected = fk[0].injected;
+	memcpy(o.exits, v->exits, sizeof(o.exits));
+	o.shutdown_port = v->arch.shutdown.port;
+	o.shutdown_value = v->arch.shutdown.value;
+	o.shutdown_size = v->arch.shutdown.size;
+	o.apic_ldr = v->arch.apic_ldr;
+	return o;
+}
+
+// Runs `ev` through both vendors and checks that they agree.
+static struct outcome both_vendors(const struct vendor_event *ev)
+{
+	struct outcome s = run_event(ev, false), x = run_event(ev, true);
+
+	assert_int_equal(s.action, x.action);
+	assert_int_equal(s.rax, x.rax);
+	assert_int_equal(s.rdx, x.rdx);
+	assert_int_equal(s.rbx, x.rbx);
+	assert_int_equal(s.rip_advance, x.rip_advance);
+	assert_int_equal(s.injected, x.injected);
+	assert_memory_equal(s.exits, x.exits, sizeof(s.exits));
+	assert_int_equal(s.shutdown_port, x.shutdown_port);
+	assert_int_equal(s.shutdown_value, x.shutdown_value);
+	assert_int_equal(s.shutdown_size, x.shutdown_size);
+	assert_int_equal(s.apic_ldr, x.apic_ldr);
+	return s;
+}
+
+static void only_exit(const struct outcome *o, enum exit_reason r)
+{
+	for (unsigned i = 0; i < EXIT_REASONS; i++)
+		assert_int_equal(o->exits[i], i == (unsigned)r ? 1 : 0);
+}
+
+static void put_code(const uint8_t *code, size_t n)
+{
+	memcpy(event_code, code, n);
+}
+
+static void prep_vmcall(struct vcpu *v)
+{
+	// VMMCALL (0F 01 D9) and VMCALL (0F 01 C1) are both 3 bytes.
+	static const uint8_t vmcall[] = {0x0f, 0x01, 0xc1};
+	put_code(vmcall, sizeof(vmcall));
+	v->arch.gpr[X86_RAX] = 0x1234;
+}
+
+static void test_vendors_hypercall(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_VMMCALL},
+					.vmx = {.reason = VMX_EXIT_VMCALL},
+					.prepare = prep_vmcall};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.rax, (uint64_t)-1); // unknown hypercall
+	assert_int_equal(o.rip_advance, 3);
+	assert_int_equal(o.injected, 0);
+	only_exit(&o, EXIT_HYPERCALL);
+}
+
+static void prep_cpuid(struct vcpu *v)
+{
+	static const uint8_t insn[] = {0x0f, 0xa2};
+	put_code(insn, sizeof(insn));
+	v->arch.gpr[X86_RAX] = 0x40000000;
+	v->arch.gpr[X86_RCX] = 0;
+}
+
+static void test_vendors_cpuid(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_CPUID},
+					.vmx = {.reason = VMX_EXIT_CPUID},
+					.prepare = prep_cpuid};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.rax, 0x40000001);
+	assert_int_equal(o.rbx, 0x74616c53); // "Slat"
+	assert_int_equal(o.rip_advance, 2);
+	only_exit(&o, EXIT_CPUID);
+}
+
+static void prep_rdmsr_vm_cr(struct vcpu *v)
+{
+	static const uint8_t insn[] = {0x0f, 0x32};
+	put_code(insn, sizeof(insn));
+	v->arch.gpr[X86_RCX] = MSR_VM_CR;
+	v->arch.gpr[X86_RAX] = v->arch.gpr[X86_RDX] = 0x5555;
+}
+
+static void test_vendors_rdmsr_hidden(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_MSR, .info1 = 0},
+					.vmx = {.reason = VMX_EXIT_RDMSR},
+					.prepare = prep_rdmsr_vm_cr};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.rax, VM_CR_SVMDIS | VM_CR_LOCK);
+	assert_int_equal(o.rdx, 0);
+	assert_int_equal(o.rip_advance, 2);
+	only_exit(&o, EXIT_SYSREG);
+}
+
+static void prep_out_reset(struct vcpu *v)
+{
+	static const uint8_t insn[] = {0xee}; // out dx, al
+	put_code(insn, sizeof(insn));
+	v->arch.gpr[X86_RAX] = 0xab06; // AL: hard reset
+	v->arch.gpr[X86_RDX] = 0xcf9;
+}
+
+static void test_vendors_reset_port(void **state)
+{
+	// OUT of one byte to 0xCF9: SVM IOIO (port in 31:16, SZ8 bit 4, the next
+	// RIP in EXITINFO2); VMX I/O qualification (port in 31:16, size - 1 in 2:0).
+	const struct vendor_event ev = {
+	    .svm = {.code = SVM_EXIT_IOIO, .info1 = (0xcf9u << 16) | 0x10},
+	    .vmx = {.reason = VMX_EXIT_IO, .qual = 0xcf9u << 16},
+	    .prepare = prep_out_reset};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_RESET);
+	assert_int_equal(o.shutdown_port, 0xcf9);
+	assert_int_equal(o.shutdown_value, 0x06); // one byte: AL only
+	assert_int_equal(o.shutdown_size, 1);
+	assert_int_equal(o.rip_advance, 1);
+	only_exit(&o, EXIT_IO);
+}
+
+static void prep_apic_ldr_write(struct vcpu *v)
+{
+	static const uint8_t mov[] = {0x89, 0x88, 0xd0, 0x00, 0x00, 0x00}; // mov [rax+0xd0], ecx
+	put_code(mov, sizeof(mov));
+	v->arch.gpr[X86_RCX] = 0x04000000;
+}
+
+static void test_vendors_apic_write(void **state)
+{
+	// A write to the APIC page (mapped read-only): NPF error code bit 1 /
+	// EPT violation qualification bit 1; the GPA is only known at run time,
+	// so the events are completed below.
+	struct vendor_event ev = {.svm = {.code = SVM_EXIT_NPF, .info1 = 1 | 2},
+				  .vmx = {.reason = VMX_EXIT_EPT_VIOLATION, .qual = 2 | 8},
+				  .prepare = prep_apic_ldr_write};
+
+	setup(); // allocates the APIC page
+	ev.svm.info2 = ev.vmx.gpa = x86_primary.arch.apic_base + 0xd0;
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.apic_ldr, 0x04000000);
+	assert_int_equal(o.rip_advance, 6);
+	assert_int_equal(o.injected, 0);
+	only_exit(&o, EXIT_MMIO);
+}
+
+static void test_vendors_slat_violation(void **state)
+{
+	// A read of Slat's own region (setup(): 0x1000-0x1fff).
+	const struct vendor_event ev = {
+	    .svm = {.code = SVM_EXIT_NPF, .info1 = 0, .info2 = 0x1008},
+	    .vmx = {.reason = VMX_EXIT_EPT_VIOLATION, .qual = 1, .gpa = 0x1008}};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.injected, X86_EXC_GP + 1);
+	assert_int_equal(o.rip_advance, 0);
+	only_exit(&o, EXIT_SLAT_FAULT);
+}
+
+static void test_vendors_triple_fault(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_SHUTDOWN},
+					.vmx = {.reason = VMX_EXIT_TRIPLE_FAULT}};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_RESET);
+	assert_int_equal(o.shutdown_port, 0); // the platform's reset, not a guest port write
+	only_exit(&o, EXIT_OTHER);
+}
+
+static void test_vendors_virt_insn(void **state)
+{
+	// VMRUN / VMLAUNCH: SVM and VMX are not offered to the guest.
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_VMRUN},
+					.vmx = {.reason = VMX_EXIT_VMCLEAR + 1}};
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.injected, X86_EXC_UD + 1);
+	assert_int_equal(o.rip_advance, 0);
+	only_exit(&o, EXIT_OTHER);
 }
 
 int main(void)
@@ -437,6 +745,16 @@ int main(void)
 	    cmocka_unit_test(test_mailbox_logical_destination),
 	    cmocka_unit_test(test_apic_write_unknown_form_gp),
 	    cmocka_unit_test(test_io_intercepts),
+	    cmocka_unit_test(test_vm_records),
+	    cmocka_unit_test(test_vm_init_refuses_incomplete_ops),
+	    cmocka_unit_test(test_vendors_hypercall),
+	    cmocka_unit_test(test_vendors_cpuid),
+	    cmocka_unit_test(test_vendors_rdmsr_hidden),
+	    cmocka_unit_test(test_vendors_reset_port),
+	    cmocka_unit_test(test_vendors_apic_write),
+	    cmocka_unit_test(test_vendors_slat_violation),
+	    cmocka_unit_test(test_vendors_triple_fault),
+	    cmocka_unit_test(test_vendors_virt_insn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,19 +1,63 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The x86 part of core's VM and vCPU records (core/vm.h). Transitional: the
-// records still point at arch/x86/vcpu.h's x86_vcpu / x86_vm.
+// The x86 part of core's VM and vCPU records (core/vm.h): what the shared x86
+// exit layer (arch/x86/vcpu.h) and the two back ends (svm/, vmx/) keep per
+// vCPU and per VM. Embedded in `struct vcpu` / `struct vm`; reach the vCPU
+// from its arch part with vcpu_of_arch().
 #ifndef SLAT_ARCH_X86_VM_ARCH_TYPES_H
 #define SLAT_ARCH_X86_VM_ARCH_TYPES_H
 
-struct x86_vcpu;
-struct x86_vm;
+#include <stdbool.h>
+#include <stdint.h>
 
+#define X86_MAX_CPUS 8
+#define X86_NR_GPRS  16
+
+struct x86_vcpu_ops;
+struct x86_vm_ops;
+
+// The x86 part of a vCPU. gpr[] must stay first: the SVM entry code
+// (svm/svm_entry.S) saves and restores the guest's GPRs through a pointer
+// to it.
 struct vcpu_arch {
-	struct x86_vcpu *x86;
+	uint64_t gpr[X86_NR_GPRS]; // enum x86_gpr order; valid while an exit is handled
+	uint64_t rip;
+	const struct x86_vcpu_ops *ops; // the back end's operations (vcpu.h)
+	void *backend;			// the back end's per-CPU state
+
+	int mbox_state;	      // enum x86_mbox_state, atomic
+	uint8_t sipi_vector;  // valid in X86_MBOX_SIPI
+	uint32_t apic_ldr;    // last value the guest wrote to its APIC LDR
+	uint32_t apic_dfr;    // ... and DFR (0xffffffff: flat model)
+	uint64_t hsave_guest; // what the guest wrote to VM_HSAVE_PA (never used)
+	uint32_t kicks;	      // kicks sent to this vCPU and not yet seen (atomic)
+
+	// The port write that performs a power-off or reset the guest asked for
+	// in the exit being handled (port 0: none; reset through 0xCF9).
+	struct {
+		uint16_t port;
+		uint8_t size;
+		uint32_t value;
+	} shutdown;
 };
 
+// Ports that request power-off or reset (from the FADT, with QEMU/PC
+// defaults). 0 = none.
+struct x86_power_ports {
+	uint16_t pm1a_cnt, pm1b_cnt; // ACPI PM1 control: SLP_EN (bit 13) = sleep/off
+	uint16_t reset_port;	     // ACPI RESET_REG when it is in I/O space (0xcf9 on PCs)
+	uint16_t pm_tmr;	     // ACPI PM timer port (3.579545 MHz), 0 = none
+	bool s5_known;		     // SLP_TYP of S5 found in the DSDT (\_S5_)
+	uint8_t s5_slp_typ;
+};
+
+// The x86 part of a VM.
 struct vm_arch {
-	struct x86_vm *x86;
+	const struct x86_vm_ops *ops; // the back end's VM-wide operations (vcpu.h)
+	uint64_t tsc_start, tsc_hz;
+	struct x86_power_ports power;
+	uint64_t apic_base;    // physical address of the local APIC page
+	uint64_t host_map_top; // the host's identity map covers [0, host_map_top)
 };
 
 #endif

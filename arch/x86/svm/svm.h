@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch/x86/host_env.h"
 #include "arch/x86/vcpu.h"
 #include "core/plan.h"
 
@@ -151,26 +152,26 @@ static inline uint8_t *vmcb8(void *vmcb, unsigned off)
 // svm_entry.S (offsets fixed there).
 struct svm_cpu {
 	uint64_t vmcb_pa;	 // 0: this CPU's VMCB (identity: also its address)
-	struct x86_vcpu *vcpu;	 // 8: GPRs live in vcpu->gpr[] (offset 0 of x86_vcpu)
+	uint64_t *gprs;		 // 8: the guest's GPRs, vcpu->arch.gpr
 	uint64_t host_stack_top; // 16
 	uint64_t host_cr3;	 // 24
 	uint64_t gdtr_base;	 // 32: Slat's GDT
 	uint64_t idtr_base;	 // 40: Slat's IDT
-	uint64_t host_entry;	 // 48: svm_run in the resident copy
+	uint64_t host_entry;	 // 48: svm_host_entry in the resident copy
 	uint64_t hsave_pa;	 // VM_HSAVE_PA page
 	uint64_t next_rip;	 // exit-specific next RIP when known (IOIO), else 0
 	bool hlt_intercept;	 // HLT exits (the CPU is parked, not idling in an OS)
+	struct vcpu *vcpu;	 // the vCPU this CPU runs
 };
 
 // Settings every CPU shares (set once on the boot CPU in the resident copy).
 struct svm_host {
-	uint64_t cr3;	   // Slat's host page tables
-	uint64_t gdt, idt; // Slat's GDT and IDT
-	uint64_t iopm_pa;  // 12 KiB I/O permission map
-	uint64_t msrpm_pa; // 8 KiB MSR permission map
-	uint64_t npt_root; // nested page tables (nCR3)
-	uint32_t features; // CPUID 0x8000000A EDX
-	bool xsave;	   // CPUID.1:ECX.XSAVE (the host sets CR4.OSXSAVE)
+	struct x86_host_env env; // page tables, GDT, IDT (host_env.h)
+	uint64_t iopm_pa;	 // 12 KiB I/O permission map
+	uint64_t msrpm_pa;	 // 8 KiB MSR permission map
+	uint64_t npt_root;	 // nested page tables (nCR3)
+	uint32_t features;	 // CPUID 0x8000000A EDX
+	bool xsave;		 // CPUID.1:ECX.XSAVE (the host sets CR4.OSXSAVE)
 	struct svm_cpu cpus[X86_MAX_CPUS];
 };
 extern struct svm_host svm_host;
@@ -183,8 +184,6 @@ struct svm_boot_args {
 	uint32_t features; // CPUID 0x8000000A EDX
 };
 
-#define SVM_HOST_CS	0x08
-#define SVM_HOST_DS	0x10
 #define SVM_STACK_PAGES 4
 
 // ---- svm_entry.S ---------------------------------------------------------------------
@@ -193,15 +192,42 @@ struct svm_boot_args {
 // VMCB's guest state must be filled in except RIP, RSP and RFLAGS.
 int svm_launch(struct svm_cpu *c);
 void svm_run(struct svm_cpu *c);
+// Where svm_launch() continues as the host (resident copy): runs the CPU's
+// vCPU with vcpu_arch_run() (svm.c), i.e. the VMRUN loop. Never returns.
+void svm_host_entry(struct svm_cpu *c);
 extern char svm_idt_stubs[]; // 32 exception entry stubs, 16 bytes apart
 
-// ---- hyp.c ------------------------------------------------------------------------------
+// ---- exit_decode.c ----------------------------------------------------------------------
+// The VMCB fields that say why the guest exited.
+struct svm_exit_fields {
+	uint64_t code;	// EXITCODE
+	uint64_t info1; // EXITINFO1
+	uint64_t info2; // EXITINFO2
+};
+void svm_decode_exit(const struct svm_exit_fields *f, struct x86_exit *out);
+
+// ---- svm.c: set-up ------------------------------------------------------------------------
 // Resident-copy entry points called from the loaded image.
 int svm_resident_init(struct svm_boot_args *a);
 // Prepares the calling CPU's VMCB from its live state; the loaded image then
 // calls its own svm_launch() with the result (NULL: no record left).
 struct svm_cpu *svm_resident_cpu_prepare(void);
-void svm_handle_exit(struct svm_cpu *c);  // called by svm_entry.S after each #VMEXIT
+
+// ---- exit.c: the exit entry and the vCPU operations --------------------------------------
+void svm_handle_exit(struct svm_cpu *c); // called by svm_entry.S after each #VMEXIT
+extern const struct x86_vcpu_ops svm_vcpu_ops;
+
+// ---- vmcb.c: VMCB contents -----------------------------------------------------------------
+void svm_vmcb_control(struct svm_cpu *c, void *vmcb);
+// The guest state of the calling CPU (all but RIP, RSP, RFLAGS, RAX, which
+// svm_launch sets).
+void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb);
+// The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
+void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector);
+
+// ---- host.c: permission maps, host exceptions ----------------------------------------------
+void svm_iopm_build(uint8_t *iopm);
+void svm_msrpm_build(uint8_t *msrpm);
 void svm_host_exception(uint64_t *frame); // an exception in the host
 
 // ---- npt_backend.c: pages, TLB flushes and counters for the NPT ------------------------

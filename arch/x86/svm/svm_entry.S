@@ -7,7 +7,7 @@
 
 // struct svm_cpu offsets (svm.h)
 #define C_VMCB_PA    0
-#define C_VCPU	     8
+#define C_GPRS	     8
 #define C_STACK_TOP  16
 #define C_HOST_CR3   24
 #define C_GDTR_BASE  32
@@ -22,7 +22,7 @@
 
 #define HOST_CS	  0x08
 #define HOST_DS	  0x10
-#define GDT_LIMIT 23   // three descriptors
+#define GDT_LIMIT 39   // null, code, data, 16-byte TSS (host_env.c)
 #define IDT_LIMIT 511  // 32 gates of 16 bytes
 
 	.text
@@ -74,7 +74,11 @@ svm_launch:
 	mov	%edx, %ds
 	mov	%edx, %es
 	mov	%edx, %ss
-	jmp	*C_HOST_ENTRY(%rcx)	// svm_run in the resident copy
+	// svm_host_entry(c) in the resident copy, as if called: the 32-byte
+	// home area of the Microsoft ABI and a return-address slot on the
+	// host stack (16-byte aligned, so RSP % 16 == 8 at the entry).
+	sub	$40, %rsp
+	jmp	*C_HOST_ENTRY(%rcx)
 1:	// guest mode from here: the firmware's own call returns
 	pop	%r15
 	pop	%r14
@@ -87,7 +91,7 @@ svm_launch:
 	ret
 
 // svm_run(struct svm_cpu *c): never returns; entered in the resident copy. The guest's GPRs other than
-// RAX and RSP (which VMRUN takes from the VMCB) live in c->vcpu->gpr[].
+// RAX and RSP (which VMRUN takes from the VMCB) live in c->gprs[] (vcpu->arch.gpr).
 // VMLOAD/VMSAVE move the state VMRUN does not (FS, GS, TR, LDTR, the
 // SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those.
 	.globl	svm_run
@@ -97,7 +101,7 @@ svm_run:
 	mov	%rcx, (%rsp)
 .Lloop:
 	mov	(%rsp), %rax
-	mov	C_VCPU(%rax), %rax
+	mov	C_GPRS(%rax), %rax
 	mov	8*1(%rax), %rcx
 	mov	8*2(%rax), %rdx
 	mov	8*3(%rax), %rbx
@@ -119,7 +123,7 @@ svm_run:
 	vmsave	%rax
 	push	%rax
 	mov	8(%rsp), %rax
-	mov	C_VCPU(%rax), %rax
+	mov	C_GPRS(%rax), %rax
 	mov	%rcx, 8*1(%rax)
 	mov	%rdx, 8*2(%rax)
 	mov	%rbx, 8*3(%rax)

@@ -7,7 +7,6 @@
 // CR0/CR4 fixed bits (A.7, A.8). Nothing here is hard-coded per CPU model.
 #include "arch/x86/caps.h"
 #include "arch/x86/cpu.h"
-#include "arch/x86/vmx/hw.h"
 #include "arch/x86/vmx/vmx.h"
 #include "core/log.h"
 
@@ -83,7 +82,7 @@ const char *vmx_config_init(struct vmx_config *c)
 	// unrestricted guest) or to 0, and PG, whose changes need EFER.LMA and
 	// the IA-32e entry control updated. Owned CR4 bits: VMXE and every bit
 	// the CPU cannot set.
-	c->cr0_mask = (c->cr0_fixed0 & ~(VMX_CR0_PE | VMX_CR0_PG)) | ~c->cr0_fixed1 | VMX_CR0_PG;
+	c->cr0_mask = (c->cr0_fixed0 & ~(CR0_PE | CR0_PG)) | ~c->cr0_fixed1 | CR0_PG;
 	c->cr4_mask = c->cr4_fixed0 | ~c->cr4_fixed1;
 	c->cr0_mask &= 0xffffffffull;
 	c->cr4_mask &= 0xffffffffull;
@@ -92,28 +91,28 @@ const char *vmx_config_init(struct vmx_config *c)
 
 bool vmx_cpu_prepare(const struct vmx_config *c, unsigned cpu)
 {
-	uint64_t fc = rdmsr(MSR_FEATURE_CONTROL);
+	uint64_t fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
 
 	if (!(fc & FEATCTL_LOCKED)) {
 		// Unlocked (Bochs, some firmware): enable VMX outside SMX and lock,
 		// as firmware normally does. The lock stays until reset.
 		fc |= FEATCTL_LOCKED | FEATCTL_VMX_OUTSIDE_SMX;
-		vmx_wrmsr(MSR_FEATURE_CONTROL, fc);
-		fc = rdmsr(MSR_FEATURE_CONTROL);
+		wrmsr(MSR_IA32_FEATURE_CONTROL, fc);
+		fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
 	}
 	if (!(fc & FEATCTL_VMX_OUTSIDE_SMX)) {
 		log_err("vmx: cpu %u: IA32_FEATURE_CONTROL 0x%llx forbids VMX outside SMX\n", cpu,
 			(unsigned long long)fc);
 		return false;
 	}
-	uint64_t cr0 = (vmx_read_cr0() | c->cr0_fixed0) & c->cr0_fixed1;
-	uint64_t cr4 = (vmx_read_cr4() | c->cr4_fixed0) & c->cr4_fixed1;
+	uint64_t cr0 = (read_cr0() | c->cr0_fixed0) & c->cr0_fixed1;
+	uint64_t cr4 = (read_cr4() | c->cr4_fixed0) & c->cr4_fixed1;
 	if ((cr0 & c->cr0_fixed0) != c->cr0_fixed0 || (cr4 & c->cr4_fixed0) != c->cr4_fixed0) {
 		log_err("vmx: cpu %u: CR0/CR4 cannot meet the VMX fixed bits\n", cpu);
 		return false;
 	}
-	vmx_write_cr0(cr0);
-	vmx_write_cr4(cr4);
+	write_cr0(cr0);
+	write_cr4(cr4);
 	return true;
 }
 

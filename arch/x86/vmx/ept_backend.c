@@ -52,8 +52,8 @@ void vmx_ept_invalidate(void)
 		for (unsigned i = 0; i < X86_MAX_CPUS; i++)
 			__atomic_store_n(&mm_stale[i], 1, __ATOMIC_RELEASE);
 		// Only a CPU in VMX operation gets here once the map is live.
-		struct x86_vcpu *v = x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
-		if (v && v->backend) {
+		struct vcpu *v = x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
+		if (v && v->arch.backend) {
 			invept_here();
 			__atomic_store_n(&mm_stale[v->index], 0, __ATOMIC_RELEASE);
 		}

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// VM exits of the VMX back end. The policy (CPUID, MSRs, XSETBV, port I/O,
-// APIC mailbox, second-level violations, exceptions) is the shared x86
-// layer's (arch/x86/vcpu.h); this file moves state between the VMCS and
-// struct x86_vcpu, implements the vCPU operations, and handles what is
-// VMX-specific: CR access with guest/host masks and read shadows, parking
-// (HLT/MWAIT exiting), INIT/SIPI (mailbox, or the native wait-for-SIPI state),
-// VM-entry failures.
+// VM exits of the VMX back end: the exit entry (vmx_handle_exit: decode,
+// the shared policy of arch/x86/handle_exit.c, apply to the VMCS), the vCPU
+// operations, and the hooks for what is VMX hardware: CR access with
+// guest/host masks and read shadows, parking (HLT/MWAIT exiting), INIT/SIPI
+// (mailbox, or the native wait-for-SIPI state), NMI injection, the report of
+// a failed VM entry.
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
-#include "arch/x86/vmx/hw.h"
 #include "arch/x86/vmx/vmx.h"
 #include "core/log.h"
 
@@ -19,12 +17,12 @@
 #define AR_UNUSABLE	   (1u << 16)
 
 // ---- vCPU operations ------------------------------------------------------------
-static struct vmx_pcpu *pcpu_of(struct x86_vcpu *v)
+static struct vmx_pcpu *pcpu_of(struct vcpu *v)
 {
-	return v->backend;
+	return v->arch.backend;
 }
 
-static uint64_t op_read_cr(struct x86_vcpu *v, unsigned n)
+static uint64_t op_read_cr(struct vcpu *v, unsigned n)
 {
 	switch (n) {
 	case 0:
@@ -38,7 +36,7 @@ static uint64_t op_read_cr(struct x86_vcpu *v, unsigned n)
 	}
 }
 
-static uint64_t op_read_efer(struct x86_vcpu *v)
+static uint64_t op_read_efer(struct vcpu *v)
 {
 	return vmread(VMCS_GUEST_EFER);
 }
@@ -46,26 +44,26 @@ static uint64_t op_read_efer(struct x86_vcpu *v)
 // LMA follows LME and CR0.PG; the IA-32e entry control follows LMA.
 static void set_efer(uint64_t efer)
 {
-	if ((efer & VMX_EFER_LME) && (vmread(VMCS_GUEST_CR0) & VMX_CR0_PG))
-		efer |= VMX_EFER_LMA;
+	if ((efer & EFER_LME) && (vmread(VMCS_GUEST_CR0) & CR0_PG))
+		efer |= EFER_LMA;
 	else
-		efer &= ~VMX_EFER_LMA;
+		efer &= ~EFER_LMA;
 	vmwrite(VMCS_GUEST_EFER, efer);
 	uint64_t entry = vmread(VMCS_ENTRY_CTLS) & ~(uint64_t)ENTRY_IA32E_GUEST;
-	vmwrite(VMCS_ENTRY_CTLS, entry | (efer & VMX_EFER_LMA ? ENTRY_IA32E_GUEST : 0));
+	vmwrite(VMCS_ENTRY_CTLS, entry | (efer & EFER_LMA ? ENTRY_IA32E_GUEST : 0));
 }
 
-static void op_write_efer(struct x86_vcpu *v, uint64_t efer)
+static void op_write_efer(struct vcpu *v, uint64_t efer)
 {
 	set_efer(efer);
 }
 
-static uint64_t op_read_rflags(struct x86_vcpu *v)
+static uint64_t op_read_rflags(struct vcpu *v)
 {
 	return vmread(VMCS_GUEST_RFLAGS);
 }
 
-static void op_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 {
 	// x86_seg_reg and vmx_seg share the ES CS SS DS FS GS order.
 	uint32_t ar = (uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * s);
@@ -77,10 +75,10 @@ static void op_read_seg(struct x86_vcpu *v, enum x86_seg_reg s, struct x86_seg *
 	out->attr = ar & AR_UNUSABLE ? 0 : (uint16_t)((ar & 0xff) | ((ar >> 4) & 0xf00));
 }
 
-static void op_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint32_t error)
+static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
 	// An unrestricted guest in real mode takes exceptions without error codes.
-	if (!(vmread(VMCS_GUEST_CR0) & VMX_CR0_PE))
+	if (!(vmread(VMCS_GUEST_CR0) & CR0_PE))
 		has_error = false;
 	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | INTR_TYPE_HW_EXC | (vector & 0xff) |
 					  (has_error ? INTR_DELIVER_ERROR : 0));
@@ -90,7 +88,7 @@ static void op_inject(struct x86_vcpu *v, unsigned vector, bool has_error, uint3
 
 // The exits whose VM-exit instruction-length field is defined (SDM vol. 3,
 // 28.2.5): instruction intercepts. Not EPT violations or exceptions.
-static unsigned op_insn_len(struct x86_vcpu *v)
+static unsigned op_insn_len(struct vcpu *v)
 {
 	switch (pcpu_of(v)->exit_reason) {
 	case VMX_EXIT_CPUID:
@@ -112,6 +110,11 @@ static unsigned op_insn_len(struct x86_vcpu *v)
 	}
 }
 
+static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e);
+static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e);
+static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e);
+static void op_deliver_nmi(struct vcpu *v);
+
 const struct x86_vcpu_ops vmx_vcpu_ops = {
     .read_cr = op_read_cr,
     .read_efer = op_read_efer,
@@ -120,6 +123,10 @@ const struct x86_vcpu_ops vmx_vcpu_ops = {
     .read_seg = op_read_seg,
     .inject = op_inject,
     .insn_len = op_insn_len,
+    .wait = op_wait,
+    .cr_access = op_cr_access,
+    .init_sipi = op_init_sipi,
+    .deliver_nmi = op_deliver_nmi,
 };
 
 // ---- control registers ------------------------------------------------------------
@@ -129,25 +136,25 @@ static void flush_guest_tlb(void)
 		vmx_invvpid(vmx_cfg.invvpid_single ? INVVPID_SINGLE : INVVPID_ALL, VMX_VPID, 0);
 }
 
-static enum x86_action emulate_cr0(struct x86_vcpu *v, uint64_t val)
+static enum x86_action emulate_cr0(struct vcpu *v, uint64_t val)
 {
 	const struct vmx_config *c = &vmx_cfg;
 	uint64_t old = vmread(VMCS_GUEST_CR0);
 
-	if ((val >> 32) || ((val & VMX_CR0_PG) && !(val & VMX_CR0_PE)))
+	if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE)))
 		return x86_inject_gp0(v);
-	uint64_t real = (val | (c->cr0_fixed0 & ~(VMX_CR0_PE | VMX_CR0_PG))) & c->cr0_fixed1;
+	uint64_t real = (val | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1;
 	vmwrite(VMCS_CR0_SHADOW, val);
 	vmwrite(VMCS_GUEST_CR0, real);
-	if ((old ^ real) & VMX_CR0_PG)
+	if ((old ^ real) & CR0_PG)
 		set_efer(vmread(VMCS_GUEST_EFER)); // LMA and the IA-32e entry control
-	if ((old ^ real) & (VMX_CR0_PG | VMX_CR0_PE | (1ull << 16)))
+	if ((old ^ real) & (CR0_PG | CR0_PE | (1ull << 16)))
 		flush_guest_tlb();
 	x86_skip_insn(v);
 	return X86_CONTINUE;
 }
 
-static enum x86_action emulate_cr4(struct x86_vcpu *v, uint64_t val)
+static enum x86_action emulate_cr4(struct vcpu *v, uint64_t val)
 {
 	const struct vmx_config *c = &vmx_cfg;
 
@@ -164,19 +171,19 @@ static enum x86_action emulate_cr4(struct x86_vcpu *v, uint64_t val)
 
 // Exit qualification (SDM vol. 3, table 28-3): CR in 3:0, type in 5:4
 // (0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW), GPR in 11:8, LMSW data 31:16.
-static enum x86_action handle_cr(struct x86_vcpu *v)
+static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e)
 {
-	uint64_t q = vmread(VMCS_EXIT_QUAL);
+	uint64_t q = e->qual;
 	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
 
 	switch (type) {
 	case 0:
 		if (cr == 0)
-			return emulate_cr0(v, v->gpr[reg]);
+			return emulate_cr0(v, v->arch.gpr[reg]);
 		if (cr == 4)
-			return emulate_cr4(v, v->gpr[reg]);
+			return emulate_cr4(v, v->arch.gpr[reg]);
 		if (cr == 3) { // only with CR3-load exiting forced on
-			vmwrite(VMCS_GUEST_CR3, v->gpr[reg] & ~(1ull << 63));
+			vmwrite(VMCS_GUEST_CR3, v->arch.gpr[reg] & ~(1ull << 63));
 			flush_guest_tlb();
 			x86_skip_insn(v);
 			return X86_CONTINUE;
@@ -184,7 +191,7 @@ static enum x86_action handle_cr(struct x86_vcpu *v)
 		break;
 	case 1:
 		if (cr == 3) {
-			v->gpr[reg] = vmread(VMCS_GUEST_CR3);
+			v->arch.gpr[reg] = vmread(VMCS_GUEST_CR3);
 			x86_skip_insn(v);
 			return X86_CONTINUE;
 		}
@@ -222,7 +229,7 @@ void vmx_set_parked(struct vmx_pcpu *pc, bool parked)
 }
 
 // The state a SIPI gives (SDM vol. 3, 9.4 / 10.4): real mode at vector:0000.
-static void sipi_state(struct x86_vcpu *v, uint8_t vector)
+static void sipi_state(struct vcpu *v, uint8_t vector)
 {
 	const struct vmx_config *c = &vmx_cfg;
 	uint64_t cr0 = 0x60000010ull;
@@ -249,8 +256,7 @@ static void sipi_state(struct x86_vcpu *v, uint8_t vector)
 	vmwrite(VMCS_GUEST_IDTR_BASE, 0);
 	vmwrite(VMCS_GUEST_IDTR_LIMIT, 0xffff);
 	vmwrite(VMCS_CR0_SHADOW, cr0);
-	vmwrite(VMCS_GUEST_CR0,
-		(cr0 | (c->cr0_fixed0 & ~(VMX_CR0_PE | VMX_CR0_PG))) & c->cr0_fixed1);
+	vmwrite(VMCS_GUEST_CR0, (cr0 | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1);
 	vmwrite(VMCS_GUEST_CR3, 0);
 	vmwrite(VMCS_CR4_SHADOW, 0);
 	vmwrite(VMCS_GUEST_CR4, c->cr4_fixed0);
@@ -263,15 +269,15 @@ static void sipi_state(struct x86_vcpu *v, uint8_t vector)
 	vmwrite(VMCS_GUEST_PENDING_DBG, 0);
 	vmwrite(VMCS_ENTRY_INTR_INFO, 0);
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
-		v->gpr[i] = 0;
-	v->rip = 0;
+		v->arch.gpr[i] = 0;
+	v->arch.rip = 0;
 	flush_guest_tlb();
 }
 
 // Mailbox: after any exit, an INIT for this CPU stops it until a SIPI; the
 // SIPI restarts it in real mode. It stays parked (HLT exiting) until it
 // idles with interrupts on.
-static void check_mailbox(struct x86_vcpu *v)
+static void check_mailbox(struct vcpu *v)
 {
 	uint8_t vector;
 
@@ -284,13 +290,13 @@ static void check_mailbox(struct x86_vcpu *v)
 
 // MONITOR of a parked CPU: remember the armed address (guest-linear,
 // DS-relative as the instruction uses it) so that MWAIT can watch it.
-static enum x86_action handle_monitor(struct x86_vcpu *v)
+static enum x86_action handle_monitor(struct vcpu *v)
 {
 	struct vmx_pcpu *pc = pcpu_of(v);
 	struct x86_seg ds;
 
-	v->ops->read_seg(v, X86_DS, &ds);
-	pc->monitor_la = ds.base + v->gpr[X86_RAX];
+	v->arch.ops->read_seg(v, X86_DS, &ds);
+	pc->monitor_la = ds.base + v->arch.gpr[X86_RAX];
 	pc->monitor_armed = true;
 	x86_skip_insn(v);
 	return X86_CONTINUE;
@@ -301,13 +307,13 @@ static enum x86_action handle_monitor(struct x86_vcpu *v)
 // MWAIT, the monitored memory changes (the firmware wakes MWAIT-parked APs
 // by writing there). Interrupts on, or MWAIT with interrupts as break
 // events: the OS idles; HLT/MWAIT go back to the hardware for good.
-static enum x86_action handle_park(struct x86_vcpu *v, bool mwait)
+static enum x86_action handle_park(struct vcpu *v, bool mwait)
 {
 	struct vmx_pcpu *pc = pcpu_of(v);
-	bool irq_break = mwait && (v->gpr[X86_RCX] & 1);
+	bool irq_break = mwait && (v->arch.gpr[X86_RCX] & 1);
 	uint64_t seen = 0, now = 0;
 
-	if ((vmread(VMCS_GUEST_RFLAGS) & VMX_RFLAGS_IF) || irq_break) {
+	if ((vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) || irq_break) {
 		vmx_set_parked(pc, false); // re-executed natively
 		return X86_CONTINUE;
 	}
@@ -319,41 +325,35 @@ static enum x86_action handle_park(struct x86_vcpu *v, bool mwait)
 		return X86_CONTINUE;
 	}
 	log_debug("vmx: vcpu%u parks in root mode (%s, RIP 0x%llx)\n", v->index,
-		  mwait ? "MWAIT" : "HLT", (unsigned long long)v->rip);
+		  mwait ? "MWAIT" : "HLT", (unsigned long long)v->arch.rip);
 	while (!x86_mailbox_pending(v)) {
-		if (x86_vm_is_shutting_down())
+		if (vm_is_shutting_down(v->vm))
 			x86_park();
 		if (watch &&
 		    (!x86_guest_read_linear(v, pc->monitor_la, &now, sizeof(now)) || now != seen))
 			break;
-		vmx_pause();
+		pause();
 	}
 	x86_skip_insn(v);
 	return X86_CONTINUE;
 }
 
 // Native wait-for-SIPI (real VT-x; Bochs 2.7 breaks it, see the doc).
-static enum x86_action handle_init_native(struct x86_vcpu *v)
+static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e)
 {
-	vmwrite(VMCS_GUEST_ACTIVITY, 3); // wait-for-SIPI
+	if (e->kind == X86_EXIT_INIT)
+		vmwrite(VMCS_GUEST_ACTIVITY, 3); // wait-for-SIPI
+	else
+		sipi_state(v, e->sipi_vector);
 	return X86_CONTINUE;
 }
 
-static enum x86_action handle_sipi_native(struct x86_vcpu *v)
+// ops->wait: HLT, MWAIT or MONITOR.
+static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 {
-	sipi_state(v, (uint8_t)vmread(VMCS_EXIT_QUAL));
-	return X86_CONTINUE;
-}
-
-static void log_once(unsigned reason, struct x86_vcpu *v)
-{
-	static uint8_t seen[VMX_EXIT_REASONS];
-
-	if (reason < VMX_EXIT_REASONS && __atomic_exchange_n(&seen[reason], 1, __ATOMIC_RELAXED))
-		return;
-	log_warn("vmx: exit reason %u (qualification 0x%llx) at RIP 0x%llx on vcpu%u: #UD\n",
-		 reason, (unsigned long long)vmread(VMCS_EXIT_QUAL), (unsigned long long)v->rip,
-		 v->index);
+	if (e->kind == X86_EXIT_MONITOR)
+		return handle_monitor(v);
+	return handle_park(v, e->kind == X86_EXIT_MWAIT);
 }
 
 // ---- NMIs and kicks ----------------------------------------------------------------
@@ -367,10 +367,10 @@ static void log_once(unsigned reason, struct x86_vcpu *v)
 // while this CPU was in the host, or the guest's, to be injected.
 void vmx_host_nmi(void)
 {
-	struct x86_vcpu *v = x86_vcpu_for_apic(cpuid(1, 0).ebx >> 24);
+	struct vcpu *v = vm_vcpu_find(&x86_primary, cpuid(1, 0).ebx >> 24);
 
-	if (v && v->backend && !x86_consume_kick(v))
-		((struct vmx_pcpu *)v->backend)->nmi_pending = true;
+	if (v && v->arch.backend && !x86_consume_kick(v))
+		((struct vmx_pcpu *)v->arch.backend)->nmi_pending = true;
 }
 
 static void inject_nmi(void)
@@ -378,18 +378,9 @@ static void inject_nmi(void)
 	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | (2u << 8) | 2);
 }
 
-static enum x86_action handle_exception_nmi(struct x86_vcpu *v)
+static void op_deliver_nmi(struct vcpu *v)
 {
-	uint32_t info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO);
-
-	vcpu_count_exit(v->stats, EXIT_INTERRUPT);
-	if ((info & INTR_INFO_VALID) && ((info >> 8) & 7) == 2) {
-		if (!x86_consume_kick(v))
-			pcpu_of(v)->nmi_pending = true; // the guest's own NMI
-		return X86_CONTINUE;
-	}
-	log_once(VMX_EXIT_EXCEPTION, v);
-	return X86_CONTINUE;
+	pcpu_of(v)->nmi_pending = true; // injected when the guest can take it
 }
 
 // Event delivery an exit interrupted (IDT-vectoring information) is
@@ -407,7 +398,9 @@ static void redeliver(void)
 }
 
 // ---- dispatch ---------------------------------------------------------------------
-static __attribute__((noreturn)) void entry_failed(struct x86_vcpu *v, uint32_t reason)
+// A failed VM entry: the guest state the CPU refused, for the log (the
+// policy, x86_handle_exit, then powers off).
+static void entry_failed_report(struct vcpu *v, uint32_t reason)
 {
 	log_err(
 	    "vmx: VM entry failed on vcpu%u: exit reason 0x%x, qualification 0x%llx, RIP "
@@ -416,126 +409,35 @@ static __attribute__((noreturn)) void entry_failed(struct x86_vcpu *v, uint32_t 
 	    (unsigned long long)vmread(VMCS_GUEST_RIP), (unsigned long long)vmread(VMCS_GUEST_CR0),
 	    (unsigned long long)vmread(VMCS_GUEST_CR4), (unsigned long long)vmread(VMCS_GUEST_EFER),
 	    (unsigned long long)vmread(VMCS_ENTRY_CTLS));
-	x86_vm_shutdown(v, false, 0, 0, 0);
 }
 
-static enum x86_action handle_ept(struct x86_vcpu *v)
-{
-	uint64_t q = vmread(VMCS_EXIT_QUAL), gpa = vmread(VMCS_GUEST_PHYS_ADDR);
-	bool write = q & 2, fetch = q & 4;
-
-	if (write && !fetch && (gpa & ~0xfffull) == x86_primary.apic_base) {
-		vcpu_count_exit(v->stats, EXIT_MMIO);
-		return x86_handle_apic_write(v, gpa);
-	}
-	vcpu_count_exit(v->stats, EXIT_SLAT_FAULT);
-	return x86_handle_slat_violation(v, gpa, write, fetch);
-}
-
-static enum x86_action dispatch(struct x86_vcpu *v, unsigned reason)
-{
-	struct vcpu *st = v->stats;
-	uint64_t q;
-
-	switch (reason) {
-	case VMX_EXIT_EXCEPTION:
-		return handle_exception_nmi(v);
-	case VMX_EXIT_CPUID:
-		vcpu_count_exit(st, EXIT_CPUID);
-		return x86_handle_cpuid(v);
-	case VMX_EXIT_RDMSR:
-		vcpu_count_exit(st, EXIT_SYSREG);
-		return x86_handle_rdmsr(v);
-	case VMX_EXIT_WRMSR:
-		vcpu_count_exit(st, EXIT_SYSREG);
-		return x86_handle_wrmsr(v);
-	case VMX_EXIT_CR:
-		vcpu_count_exit(st, EXIT_SYSREG);
-		return handle_cr(v);
-	case VMX_EXIT_XSETBV:
-		vcpu_count_exit(st, EXIT_SYSREG);
-		return x86_handle_xsetbv(v);
-	case VMX_EXIT_IO: {
-		q = vmread(VMCS_EXIT_QUAL);
-		struct x86_io io = {
-		    .port = (uint16_t)(q >> 16),
-		    .size = (uint8_t)((q & 7) + 1),
-		    .in = q & 8,
-		    .string = q & 16,
-		    .rep = q & 32,
-		};
-		vcpu_count_exit(st, EXIT_IO);
-		return x86_handle_io(v, &io);
-	}
-	case VMX_EXIT_EPT_VIOLATION:
-		return handle_ept(v);
-	case VMX_EXIT_HLT:
-	case VMX_EXIT_MWAIT:
-		vcpu_count_exit(st, EXIT_WAIT);
-		return handle_park(v, reason == VMX_EXIT_MWAIT);
-	case VMX_EXIT_MONITOR:
-		vcpu_count_exit(st, EXIT_WAIT);
-		return handle_monitor(v);
-	case VMX_EXIT_PAUSE:
-		vcpu_count_exit(st, EXIT_WAIT);
-		x86_skip_insn(v);
-		return X86_CONTINUE;
-	case VMX_EXIT_INVD:
-	case VMX_EXIT_WBINVD:
-		vcpu_count_exit(st, EXIT_OTHER);
-		__asm__ volatile("wbinvd" ::: "memory"); // INVD would drop the host's data too
-		x86_skip_insn(v);
-		return X86_CONTINUE;
-	case VMX_EXIT_INIT:
-		vcpu_count_exit(st, EXIT_OTHER);
-		return handle_init_native(v);
-	case VMX_EXIT_SIPI:
-		vcpu_count_exit(st, EXIT_OTHER);
-		return handle_sipi_native(v);
-	case VMX_EXIT_TRIPLE_FAULT:
-		log_err("vmx: triple fault on vcpu%u at RIP 0x%llx: resetting\n", v->index,
-			(unsigned long long)v->rip);
-		x86_vm_shutdown(v, true, 0, 0, 0);
-	case VMX_EXIT_VMCALL:
-		vcpu_count_exit(st, EXIT_HYPERCALL);
-		return x86_inject_ud(v);
-	case VMX_EXIT_EPT_MISCONFIG:
-		log_err("vmx: EPT misconfiguration at GPA 0x%llx on vcpu%u\n",
-			(unsigned long long)vmread(VMCS_GUEST_PHYS_ADDR), v->index);
-		x86_vm_shutdown(v, false, 0, 0, 0);
-	default:
-		// VMX instructions (VMCLEAR ... VMXON, INVEPT, INVVPID, VMFUNC),
-		// GETSEC and anything unexpected: #UD, as on a CPU without VMX.
-		vcpu_count_exit(st, EXIT_OTHER);
-		if (!(reason >= VMX_EXIT_VMCLEAR && reason <= VMX_EXIT_VMXON) &&
-		    reason != VMX_EXIT_INVEPT && reason != VMX_EXIT_INVVPID &&
-		    reason != VMX_EXIT_VMFUNC && reason != VMX_EXIT_GETSEC)
-			log_once(reason, v);
-		return x86_inject_ud(v);
-	}
-}
-
-void vmx_exit_handler(struct vmx_gprs *g)
+// The exit entry (called by vmx_entry.S): decode, the shared policy, apply.
+void vmx_handle_exit(struct vmx_gprs *g)
 {
 	// HOST_RSP pointed at the slot holding this CPU's record (vmx_entry.S).
 	struct vmx_pcpu *pc = *(struct vmx_pcpu **)(g + 1);
-	struct x86_vcpu *v = pc->xv;
-	uint32_t raw = (uint32_t)vmread(VMCS_EXIT_REASON);
-	unsigned reason = raw & 0xffff;
+	struct vcpu *v = pc->vcpu;
+	const struct vmx_exit_fields f = {
+	    .reason = (uint32_t)vmread(VMCS_EXIT_REASON),
+	    .qual = vmread(VMCS_EXIT_QUAL),
+	    .gpa = vmread(VMCS_GUEST_PHYS_ADDR),
+	    .intr_info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO),
+	};
+	unsigned reason = f.reason & 0xffff;
+	struct x86_exit e;
 
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
-		v->gpr[i] = g->r[i];
-	v->gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
-	v->rip = vmread(VMCS_GUEST_RIP);
+		v->arch.gpr[i] = g->r[i];
+	v->arch.gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
+	v->arch.rip = vmread(VMCS_GUEST_RIP);
 	pc->exit_reason = reason;
 	if (reason < VMX_EXIT_REASONS)
 		pc->exits_by_reason[reason]++;
-	if (raw & (1u << 31))
-		entry_failed(v, raw);
+	vmx_decode_exit(&f, &e);
+	if (f.reason & (1u << 31))
+		entry_failed_report(v, f.reason);
 
-	enum x86_action a = dispatch(v, reason);
-	if (a != X86_CONTINUE)
-		x86_vm_shutdown(v, a == X86_RESET, 0, 0, 0);
+	x86_apply_action(v, x86_handle_exit(v, &e));
 	if (!vmx_cfg.native_sipi)
 		check_mailbox(v);
 	redeliver();
@@ -549,9 +451,9 @@ void vmx_exit_handler(struct vmx_gprs *g)
 	}
 
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
-		g->r[i] = v->gpr[i];
-	vmwrite(VMCS_GUEST_RSP, v->gpr[X86_RSP]);
-	vmwrite(VMCS_GUEST_RIP, v->rip);
+		g->r[i] = v->arch.gpr[i];
+	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
+	vmwrite(VMCS_GUEST_RIP, v->arch.rip);
 }
 
 void vmx_resume_failed(struct vmx_gprs *g)
@@ -561,5 +463,5 @@ void vmx_resume_failed(struct vmx_gprs *g)
 
 	log_err("vmx: VMRESUME failed on vcpu%u: VM-instruction error %llu (%s)\n", pc->index,
 		(unsigned long long)err, vmx_insn_error_name(err));
-	x86_vm_shutdown(pc->xv, false, 0, 0, 0);
+	x86_vm_shutdown(pc->vcpu, false, 0, 0, 0);
 }

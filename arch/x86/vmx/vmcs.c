@@ -8,7 +8,6 @@
 // 15:12; bit 16 = unusable).
 #include "arch/arch.h"
 #include "arch/x86/cpu.h"
-#include "arch/x86/vmx/hw.h"
 #include "arch/x86/vmx/vmx.h"
 #include "core/log.h"
 
@@ -69,10 +68,10 @@ static bool guest_from_cpu(const struct vmx_pcpu *pc, uint64_t rip, uint64_t rsp
 	uint16_t gdt_limit, idt_limit;
 	bool ok = true;
 
-	vmx_read_gdtr(&gdt, &gdt_limit);
-	vmx_read_idtr(&idt, &idt_limit);
-	uint16_t sels[VMX_NSEG] = {vmx_read_es(), vmx_read_cs(), vmx_read_ss(),	  vmx_read_ds(),
-				   vmx_read_fs(), vmx_read_gs(), vmx_read_ldtr(), vmx_read_tr()};
+	read_gdtr(&gdt, &gdt_limit);
+	read_idtr(&idt, &idt_limit);
+	uint16_t sels[VMX_NSEG] = {read_es(), read_cs(), read_ss(),   read_ds(),
+				   read_fs(), read_gs(), read_ldtr(), read_tr()};
 	for (unsigned i = 0; i < VMX_NSEG; i++) {
 		bool sys = i == VMX_LDTR || i == VMX_TR;
 		struct seg s = seg_from_gdt(gdt, gdt_limit, sels[i], sys);
@@ -90,24 +89,24 @@ static bool guest_from_cpu(const struct vmx_pcpu *pc, uint64_t rip, uint64_t rsp
 		ok = put_seg((enum vmx_seg)i, s) && ok;
 	}
 	uint64_t efer = rdmsr(MSR_EFER);
-	uint64_t cr0 = vmx_read_cr0(), cr4 = vmx_read_cr4();
+	uint64_t cr0 = read_cr0(), cr4 = read_cr4();
 
 	W(VMCS_GUEST_GDTR_BASE, gdt);
 	W(VMCS_GUEST_GDTR_LIMIT, gdt_limit);
 	W(VMCS_GUEST_IDTR_BASE, idt);
 	W(VMCS_GUEST_IDTR_LIMIT, idt_limit);
 	W(VMCS_GUEST_CR0, cr0);
-	W(VMCS_GUEST_CR3, vmx_read_cr3());
+	W(VMCS_GUEST_CR3, read_cr3());
 	W(VMCS_GUEST_CR4, cr4);
 	// The guest sees its CR0 as it was and CR4 without VMXE.
 	W(VMCS_CR0_SHADOW, pc->cr0_shadow);
-	W(VMCS_CR4_SHADOW, cr4 & ~VMX_CR4_VMXE);
-	W(VMCS_GUEST_DR7, vmx_read_dr7());
+	W(VMCS_CR4_SHADOW, cr4 & ~CR4_VMXE);
+	W(VMCS_GUEST_DR7, read_dr7());
 	W(VMCS_GUEST_RSP, rsp);
 	W(VMCS_GUEST_RIP, rip);
 	W(VMCS_GUEST_RFLAGS, 0x2);
 	W(VMCS_GUEST_EFER, efer);
-	W(VMCS_GUEST_PAT, rdmsr(MSR_PAT));
+	W(VMCS_GUEST_PAT, rdmsr(MSR_IA32_PAT));
 	W(VMCS_GUEST_DEBUGCTL, rdmsr(MSR_DEBUGCTL));
 	W(VMCS_GUEST_SYSENTER_CS, rdmsr(MSR_SYSENTER_CS));
 	W(VMCS_GUEST_SYSENTER_ESP, rdmsr(MSR_SYSENTER_ESP));
@@ -116,7 +115,7 @@ static bool guest_from_cpu(const struct vmx_pcpu *pc, uint64_t rip, uint64_t rsp
 	W(VMCS_GUEST_INTERRUPTIBILITY, 0);
 	W(VMCS_GUEST_ACTIVITY, 0);
 	W(VMCS_GUEST_PENDING_DBG, 0);
-	uint32_t entry = c->entry | (efer & VMX_EFER_LMA ? ENTRY_IA32E_GUEST : 0);
+	uint32_t entry = c->entry | (efer & EFER_LMA ? ENTRY_IA32E_GUEST : 0);
 	W(VMCS_ENTRY_CTLS, entry);
 	return ok;
 }
@@ -126,28 +125,28 @@ static bool host_state(const struct vmx_pcpu *pc)
 	const struct vmx_host *h = &vmx_host;
 	bool ok = true;
 
-	W(VMCS_HOST_CR0, vmx_read_cr0());
-	W(VMCS_HOST_CR3, h->cr3);
-	uint64_t cr4 = vmx_read_cr4();
+	W(VMCS_HOST_CR0, read_cr0());
+	W(VMCS_HOST_CR3, h->env.cr3);
+	uint64_t cr4 = read_cr4();
 	if (cpuid(1, 0).ecx & (1u << 26))
-		cr4 |= VMX_CR4_OSXSAVE; // so that root operation can run XSETBV for the guest
+		cr4 |= CR4_OSXSAVE; // so that root operation can run XSETBV for the guest
 	W(VMCS_HOST_CR4, cr4);
-	W(VMCS_HOST_CS_SEL, 0x08);
-	W(VMCS_HOST_SS_SEL, 0x10);
-	W(VMCS_HOST_DS_SEL, 0x10);
-	W(VMCS_HOST_ES_SEL, 0x10);
-	W(VMCS_HOST_FS_SEL, 0x10);
-	W(VMCS_HOST_GS_SEL, 0x10);
-	W(VMCS_HOST_TR_SEL, 0x18);
+	W(VMCS_HOST_CS_SEL, X86_HOST_CS);
+	W(VMCS_HOST_SS_SEL, X86_HOST_DS);
+	W(VMCS_HOST_DS_SEL, X86_HOST_DS);
+	W(VMCS_HOST_ES_SEL, X86_HOST_DS);
+	W(VMCS_HOST_FS_SEL, X86_HOST_DS);
+	W(VMCS_HOST_GS_SEL, X86_HOST_DS);
+	W(VMCS_HOST_TR_SEL, X86_HOST_TSS);
 	W(VMCS_HOST_FS_BASE, 0);
 	W(VMCS_HOST_GS_BASE, 0);
-	W(VMCS_HOST_TR_BASE, h->tss);
-	W(VMCS_HOST_GDTR_BASE, h->gdt);
-	W(VMCS_HOST_IDTR_BASE, h->idt);
+	W(VMCS_HOST_TR_BASE, h->env.tss);
+	W(VMCS_HOST_GDTR_BASE, h->env.gdt);
+	W(VMCS_HOST_IDTR_BASE, h->env.idt);
 	W(VMCS_HOST_SYSENTER_CS, 0);
 	W(VMCS_HOST_SYSENTER_ESP, 0);
 	W(VMCS_HOST_SYSENTER_EIP, 0);
-	W(VMCS_HOST_PAT, rdmsr(MSR_PAT));
+	W(VMCS_HOST_PAT, rdmsr(MSR_IA32_PAT));
 	W(VMCS_HOST_EFER, rdmsr(MSR_EFER));
 	// The slot at HOST_RSP holds this CPU's record (vmx_entry.S).
 	uint64_t rsp = pc->stack_top - 16;

@@ -10,34 +10,6 @@
 #include <stdint.h>
 
 // ---- capability MSRs ------------------------------------------------------
-#define MSR_VMX_BASIC	       0x480
-#define MSR_VMX_PINBASED       0x481
-#define MSR_VMX_PROCBASED      0x482
-#define MSR_VMX_EXIT	       0x483
-#define MSR_VMX_ENTRY	       0x484
-#define MSR_VMX_MISC	       0x485
-#define MSR_VMX_CR0_FIXED0     0x486
-#define MSR_VMX_CR0_FIXED1     0x487
-#define MSR_VMX_CR4_FIXED0     0x488
-#define MSR_VMX_CR4_FIXED1     0x489
-#define MSR_VMX_PROCBASED2     0x48b
-#define MSR_VMX_EPT_VPID_CAP   0x48c
-#define MSR_VMX_TRUE_PINBASED  0x48d
-#define MSR_VMX_TRUE_PROCBASED 0x48e
-#define MSR_VMX_TRUE_EXIT      0x48f
-#define MSR_VMX_TRUE_ENTRY     0x490
-#define MSR_VMX_FIRST	       0x480
-#define MSR_VMX_LAST	       0x491
-#define MSR_FEATURE_CONTROL    0x03a
-#define MSR_SYSENTER_CS	       0x174
-#define MSR_SYSENTER_ESP       0x175
-#define MSR_SYSENTER_EIP       0x176
-#define MSR_DEBUGCTL	       0x1d9
-#define MSR_PAT		       0x277
-#define MSR_EFER	       0xc0000080
-#define MSR_FS_BASE	       0xc0000100
-#define MSR_GS_BASE	       0xc0000101
-#define MSR_KERNEL_GS_BASE     0xc0000102
 
 // ---- 16-bit fields --------------------------------------------------------
 #define VMCS_VPID	  0x0000

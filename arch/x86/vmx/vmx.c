@@ -13,10 +13,10 @@
 #include "arch/arch.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
-#include "arch/x86/vmx/hw.h"
 #include "arch/x86/vmx/vmx.h"
 #include "arch/x86/vmx/vmx_primary.h"
 #include "core/log.h"
+#include "core/vm_arch.h"
 #include "core/mem.h"
 
 // ---- resident state ---------------------------------------------------------
@@ -32,7 +32,10 @@ static void mm_counts(struct slat_mm_counts *out)
 	vmx_ept_mm_counts(out);
 }
 
+static void vmx_vcpu_run(struct vcpu *v);
+
 static const struct x86_vm_ops vmx_vm_ops = {
+    .run = vmx_vcpu_run,
     .mm_counts = mm_counts,
     .teardown = vmx_ept_teardown,
     .kick = x86_kick_nmi,
@@ -87,18 +90,32 @@ static void bitmaps_init(void)
 }
 
 // ---- per-CPU launch ----------------------------------------------------------------
+// vcpu_arch_run() on VT-x: VMLAUNCH with the calling CPU's current VMCS
+// (prepared by cpu_launch). Returns only when VMLAUNCH failed.
+static void vmx_vcpu_run(struct vcpu *v)
+{
+	struct vmx_pcpu *pc = v->arch.backend;
+
+	vcpu_set_running(v);
+	// APs start parked (the firmware's AP loop): HLT/MWAIT exit.
+	if (!pc->bsp && !vmx_cfg.native_sipi) // native: a real INIT always exits
+		vmx_set_parked(pc, true);
+	log_info("slat: cpu %u (APIC ID %u) enters VMX guest mode\n", pc->index, pc->apic_id);
+	vmx_launch();
+}
+
 static struct vmx_pcpu *pcpu_claim(void)
 {
-	struct x86_vcpu *v = x86_vcpu_for_apic(this_apic_id());
+	struct vcpu *v = x86_vcpu_for_apic(this_apic_id());
 
 	if (!v)
 		return NULL;
 	struct vmx_pcpu *pc = &vmx_pcpus[v->index];
-	pc->xv = v;
-	v->backend = pc;
-	v->ops = &vmx_vcpu_ops;
+	pc->vcpu = v;
+	v->arch.backend = pc;
+	v->arch.ops = &vmx_vcpu_ops;
 	pc->index = v->index;
-	pc->apic_id = v->apic_id;
+	pc->apic_id = (uint32_t)v->hw_id;
 	pc->bsp = rdmsr(MSR_IA32_APIC_BASE) & (1u << 8);
 	return pc;
 }
@@ -108,7 +125,7 @@ static struct vmx_pcpu *pcpu_claim(void)
 static int64_t cpu_launch(uint64_t rip, uint64_t rsp)
 {
 	struct vmx_pcpu *pc = pcpu_claim();
-	uint64_t cr0 = vmx_read_cr0(), cr4 = vmx_read_cr4();
+	uint64_t cr0 = read_cr0(), cr4 = read_cr4();
 
 	if (!pc) {
 		log_err("vmx: cpu with APIC ID %u: no vCPU record left (max %u)\n", this_apic_id(),
@@ -133,13 +150,7 @@ static int64_t cpu_launch(uint64_t rip, uint64_t rsp)
 		vmx_invept(INVEPT_ALL, 0);
 		if (vmx_cfg.vpid)
 			vmx_invvpid(INVVPID_ALL, 0, 0);
-		vcpu_set_running(pc->xv->stats);
-		// APs start parked (the firmware's AP loop): HLT/MWAIT exit.
-		if (!pc->bsp && !vmx_cfg.native_sipi) // native: a real INIT always exits
-			vmx_set_parked(pc, true);
-		log_info("slat: cpu %u (APIC ID %u) enters VMX guest mode\n", pc->index,
-			 pc->apic_id);
-		vmx_launch();
+		vcpu_arch_run(pc->vcpu); // returns only if VMLAUNCH failed
 		uint64_t err = vmread(VMCS_INSN_ERROR);
 		log_err("vmx: cpu %u: VMLAUNCH failed: VM-instruction error %llu (%s)\n", pc->index,
 			(unsigned long long)err, vmx_insn_error_name(err));
@@ -147,11 +158,11 @@ static int64_t cpu_launch(uint64_t rip, uint64_t rsp)
 		vmx_off();
 	} else {
 		log_err("vmx: cpu %u: %s failed\n", pc->index, fail);
-		if (vmx_read_cr4() & VMX_CR4_VMXE)
+		if (read_cr4() & CR4_VMXE)
 			vmx_off();
 	}
-	vmx_write_cr4(cr4);
-	vmx_write_cr0(cr0);
+	write_cr4(cr4);
+	write_cr0(cr0);
 	return -1;
 }
 
@@ -185,7 +196,7 @@ static void report_ept(void)
 		 "page 0x%llx %s\n",
 		 (unsigned long long)vmx_ept.leaves_1g, (unsigned long long)vmx_ept.leaves_2m,
 		 (unsigned long long)vmx_ept.leaves_4k, (unsigned long long)vmx_ept.table_pages,
-		 (unsigned long long)x86_primary.apic_base,
+		 (unsigned long long)x86_primary.arch.apic_base,
 		 vmx_cfg.native_sipi ? "read-write" : "read-only");
 }
 
@@ -199,8 +210,10 @@ int vmx_resident_init(struct vmx_boot_args *a)
 	// every pointer that could still point into that image.
 	arch_console_init(&vmx_plan.fw);
 	log_set_level((enum log_level)vmx_plan.log_level);
-	x86_vm_init("EPT", &vmx_vm_ops, &vmx_plan.region, a->tsc_start, a->tsc_hz, &a->power);
-	x86_primary.apic_base = rdmsr(MSR_IA32_APIC_BASE) & ~0xfffull;
+	if (x86_vm_init("EPT", &vmx_vm_ops, &vmx_plan.region, a->tsc_start, a->tsc_hz, &a->power) !=
+	    0)
+		return -1;
+	x86_primary.arch.apic_base = rdmsr(MSR_IA32_APIC_BASE) & ~0xfffull;
 	x86_vcpu_for_apic(this_apic_id()); // the boot CPU is vcpu0 (APs launch first)
 
 	const char *why = vmx_config_init(&vmx_cfg);
@@ -214,8 +227,8 @@ int vmx_resident_init(struct vmx_boot_args *a)
 		log_err("vmx: no room for host tables or per-CPU state in Slat's region\n");
 		return -1;
 	}
-	x86_primary.host_map_top = vmx_host.map_top;
-	if (!vmx_ept_build(&vmx_plan.region, &vmx_plan, &vmx_cfg, x86_primary.apic_base,
+	x86_primary.arch.host_map_top = vmx_host.env.map_top;
+	if (!vmx_ept_build(&vmx_plan.region, &vmx_plan, &vmx_cfg, x86_primary.arch.apic_base,
 			   &vmx_host.eptp, &vmx_ept))
 		return -1;
 	report_ept();

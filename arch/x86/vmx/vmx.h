@@ -17,6 +17,7 @@
 #include "arch/x86/vmx/vmcs.h"
 #include "core/plan.h"
 #include "core/region.h"
+#include "arch/x86/host_env.h"
 #include "arch/x86/vcpu.h"
 #include "core/vm.h"
 
@@ -24,7 +25,7 @@
 #define VMX_STACK_PAGES 4 // 16 KiB host stack per CPU
 #define VMX_VPID	1 // one VM: one tag
 
-struct x86_vcpu;
+struct vcpu;
 
 // Guest general-purpose registers saved by the exit stub (vmx_entry.S), in
 // the order of their instruction encodings (rsp is a placeholder: the guest's
@@ -51,7 +52,7 @@ struct vmx_pcpu {
 	uint64_t stack_top;
 	unsigned index;
 	uint32_t apic_id;
-	struct x86_vcpu *xv;  // the shared layer's vCPU (arch/x86/vcpu.h)
+	struct vcpu *vcpu;    // core's vCPU record this CPU runs (arch part: vcpu.h)
 	unsigned exit_reason; // of the exit being handled
 	uint64_t cr0_shadow;  // the guest's view of CR0 (owned bits)
 	bool launched;
@@ -65,11 +66,9 @@ struct vmx_pcpu {
 
 // Host state shared by every CPU (built once on the boot CPU).
 struct vmx_host {
-	uint64_t cr3, gdt, idt, tss;
-	uint16_t gdt_limit, idt_limit;
+	struct x86_host_env env; // page tables, GDT, IDT, TSS (host_env.h)
 	uint64_t msr_bitmap, io_bitmap_a, io_bitmap_b;
 	uint64_t eptp;
-	uint64_t map_top; // host and EPT identity maps cover [0, map_top)
 };
 
 // ---- vmx_entry.S ------------------------------------------------------------
@@ -82,6 +81,15 @@ int64_t vmx_call_then_launch(uint64_t fn, void *arg);
 void vmx_launch(void);
 void vmx_exit_stub(void);    // HOST_RIP
 extern char vmx_idt_stubs[]; // 32 entry stubs, 16 bytes apart
+
+// ---- exit_decode.c: the VMCS exit fields to the shared form ---------------
+struct vmx_exit_fields {
+	uint32_t reason;    // EXIT_REASON (bit 31: VM-entry failure)
+	uint64_t qual;	    // EXIT_QUALIFICATION
+	uint64_t gpa;	    // GUEST_PHYSICAL_ADDRESS (EPT violations)
+	uint32_t intr_info; // VM-exit interruption information
+};
+void vmx_decode_exit(const struct vmx_exit_fields *f, struct x86_exit *out);
 
 // ---- caps.c: feature control, controls, fixed bits --------------------------
 // Reads the capability MSRs into `c`. Returns NULL or why VMX is unusable.
@@ -123,7 +131,7 @@ void vmx_ept_sync(unsigned cpu);
 // ---- exit.c ---------------------------------------------------------------------
 struct x86_vcpu_ops;
 extern const struct x86_vcpu_ops vmx_vcpu_ops;
-void vmx_exit_handler(struct vmx_gprs *g);
+void vmx_handle_exit(struct vmx_gprs *g);
 void vmx_host_nmi(void);
 // Parked CPUs exit on HLT and MWAIT (so they notice their mailbox).
 void vmx_set_parked(struct vmx_pcpu *pc, bool parked);

@@ -72,7 +72,7 @@ vmx_exit_stub:
 	push	%rax
 	mov	%rsp, %rcx
 	sub	$32, %rsp
-	call	vmx_exit_handler
+	call	vmx_handle_exit
 	add	$32, %rsp
 	pop	%rax
 	pop	%rcx

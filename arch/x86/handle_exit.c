@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The one exit policy of the x86 back ends. svm_handle_exit and
+// vmx_handle_exit decode their exit into a `struct x86_exit` (svm/exit_decode.c,
+// vmx/exit_decode.c), call x86_handle_exit() and apply the result to their
+// control block; every decision is made here, once. docs/x86-exits.md
+// lists the answers.
+#include "arch/x86/vcpu.h"
+#include "core/log.h"
+
+// Exit codes the layer did not know, reported once each (any CPU).
+static struct log_once unknown_logged;
+
+static enum x86_action unknown_exit(struct vcpu *v, const struct x86_exit *e)
+{
+	if (log_once_first(&unknown_logged, e->code))
+		log_warn("%s: unexpected exit 0x%llx (qualification 0x%llx) on vcpu%u at RIP "
+			 "0x%llx: #UD\n",
+			 e->vendor, (unsigned long long)e->code, (unsigned long long)e->qual,
+			 v->index, (unsigned long long)v->arch.rip);
+	return x86_inject_ud(v);
+}
+
+// Hypercalls: none is defined yet. Every VMMCALL / VMCALL, at any CPL,
+// returns RAX = -1 (unknown hypercall) and completes.
+static enum x86_action hypercall(struct vcpu *v)
+{
+	v->arch.gpr[X86_RAX] = (uint64_t)-1;
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}
+
+// A second-level fault: a write to the local APIC page is the APIC emulation
+// (INIT/SIPI mailbox), anything else a violation. After the shutdown began
+// the tables are gone: nothing is left to run.
+static enum x86_action slat_violation(struct vcpu *v, const struct x86_exit *e)
+{
+	if (vm_is_shutting_down(v->vm))
+		x86_park();
+	if (e->write && !e->fetch && (e->gpa & ~0xfffull) == v->vm->arch.apic_base) {
+		vcpu_count_exit(v, EXIT_MMIO);
+		return x86_handle_apic_write(v, e->gpa);
+	}
+	vcpu_count_exit(v, EXIT_SLAT_FAULT);
+	return x86_handle_slat_violation(v, e->gpa, e->write, e->fetch);
+}
+
+static enum x86_action nmi(struct vcpu *v)
+{
+	if (!x86_consume_kick(v))
+		v->arch.ops->deliver_nmi(v); // the guest's own NMI
+	return X86_CONTINUE;
+}
+
+static enum x86_action triple_fault(struct vcpu *v, const struct x86_exit *e)
+{
+	log_warn("x86: vcpu%u shut down (triple fault) at RIP 0x%llx: resetting\n", v->index,
+		 (unsigned long long)v->arch.rip);
+	return X86_RESET;
+}
+
+static enum x86_action bad_state(struct vcpu *v, const struct x86_exit *e)
+{
+	log_err("%s: vcpu%u cannot run (exit 0x%llx, qualification 0x%llx, RIP 0x%llx): "
+		"powering off\n",
+		e->vendor, v->index, (unsigned long long)e->code, (unsigned long long)e->qual,
+		(unsigned long long)v->arch.rip);
+	return X86_POWER_OFF;
+}
+
+static enum x86_action cache_flush(struct vcpu *v)
+{
+	// INVD would drop the host's data too: both write back and invalidate.
+	__asm__ volatile("wbinvd" ::: "memory");
+	x86_skip_insn(v);
+	return X86_CONTINUE;
+}
+
+// The core/vm.h statistics class of each kind.
+static enum exit_reason exit_class(enum x86_exit_kind k)
+{
+	switch (k) {
+	case X86_EXIT_INTR:
+	case X86_EXIT_NMI:
+	case X86_EXIT_EXCEPTION:
+		return EXIT_INTERRUPT;
+	case X86_EXIT_CPUID:
+		return EXIT_CPUID;
+	case X86_EXIT_RDMSR:
+	case X86_EXIT_WRMSR:
+	case X86_EXIT_XSETBV:
+	case X86_EXIT_CR:
+		return EXIT_SYSREG;
+	case X86_EXIT_IO:
+		return EXIT_IO;
+	case X86_EXIT_HYPERCALL:
+		return EXIT_HYPERCALL;
+	case X86_EXIT_HLT:
+	case X86_EXIT_MWAIT:
+	case X86_EXIT_MONITOR:
+	case X86_EXIT_PAUSE:
+		return EXIT_WAIT;
+	default:
+		return EXIT_OTHER;
+	}
+}
+
+static enum x86_action hook_or_unknown(struct vcpu *v, const struct x86_exit *e,
+				       enum x86_action (*hook)(struct vcpu *,
+							       const struct x86_exit *))
+{
+	return hook ? hook(v, e) : unknown_exit(v, e);
+}
+
+enum x86_action x86_handle_exit(struct vcpu *v, const struct x86_exit *e)
+{
+	const struct x86_vcpu_ops *ops = v->arch.ops;
+
+	v->arch.shutdown.port = 0;
+	if (e->kind != X86_EXIT_SLAT_VIOLATION) // counted as MMIO or SLAT fault there
+		vcpu_count_exit(v, exit_class(e->kind));
+	switch (e->kind) {
+	case X86_EXIT_INTR:
+		return X86_CONTINUE;
+	case X86_EXIT_NMI:
+		return nmi(v);
+	case X86_EXIT_EXCEPTION:
+		if (log_once_first(&unknown_logged, e->code))
+			log_warn("%s: exception exit 0x%llx (qualification 0x%llx) on vcpu%u\n",
+				 e->vendor, (unsigned long long)e->code,
+				 (unsigned long long)e->qual, v->index);
+		return X86_CONTINUE;
+	case X86_EXIT_CPUID:
+		return x86_handle_cpuid(v);
+	case X86_EXIT_RDMSR:
+		return x86_handle_rdmsr(v);
+	case X86_EXIT_WRMSR:
+		return x86_handle_wrmsr(v);
+	case X86_EXIT_XSETBV:
+		return x86_handle_xsetbv(v);
+	case X86_EXIT_CR:
+		return hook_or_unknown(v, e, ops->cr_access);
+	case X86_EXIT_IO:
+		return x86_handle_io(v, &e->io);
+	case X86_EXIT_SLAT_VIOLATION:
+		return slat_violation(v, e);
+	case X86_EXIT_HYPERCALL:
+		return hypercall(v);
+	case X86_EXIT_HLT:
+	case X86_EXIT_MWAIT:
+	case X86_EXIT_MONITOR:
+		return hook_or_unknown(v, e, ops->wait);
+	case X86_EXIT_PAUSE:
+		x86_skip_insn(v);
+		return X86_CONTINUE;
+	case X86_EXIT_CACHE_FLUSH:
+		return cache_flush(v);
+	case X86_EXIT_INIT:
+	case X86_EXIT_SIPI:
+		return hook_or_unknown(v, e, ops->init_sipi);
+	case X86_EXIT_VIRT_INSN:
+		return x86_inject_ud(v); // SVM and VMX are not offered to the guest
+	case X86_EXIT_TRIPLE_FAULT:
+		return triple_fault(v, e);
+	case X86_EXIT_BAD_STATE:
+		return bad_state(v, e);
+	case X86_EXIT_UNKNOWN:
+	default:
+		return unknown_exit(v, e);
+	}
+}
+
+void x86_apply_action(struct vcpu *v, enum x86_action a)
+{
+	if (a == X86_CONTINUE)
+		return;
+	x86_vm_shutdown(v, a == X86_RESET, v->arch.shutdown.port, v->arch.shutdown.value,
+			v->arch.shutdown.size);
+}

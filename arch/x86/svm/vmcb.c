@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// VMCB contents of the SVM back end: intercepts and control fields, the
+// guest state copied from the running CPU, and the state a STARTUP IPI
+// gives. Offsets: AMD APM vol. 2, appendix B. The layout mirrors vmx/vmcs.c.
+#include "arch/x86/cpu.h"
+#include "arch/x86/svm/svm.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+static void vmsave(uint64_t pa)
+{
+	__asm__ volatile("vmsave %%rax" : : "a"(pa) : "memory");
+}
+
+static void set_seg(void *vmcb, unsigned off, uint16_t sel, uint16_t attr, uint32_t limit,
+		    uint64_t base)
+{
+	*vmcb16(vmcb, off) = sel;
+	*vmcb16(vmcb, off + 2) = attr;
+	*vmcb32(vmcb, off + 4) = limit;
+	*vmcb64(vmcb, off + 8) = base;
+}
+
+// A code/data segment of the live CPU, from its GDT descriptor.
+static void seg_from_gdt(void *vmcb, unsigned off, uint16_t sel, uint64_t gdt, uint16_t gdt_limit)
+{
+	uint64_t d = 0;
+
+	if ((sel & ~7u) && (sel | 7u) <= gdt_limit && !(sel & 4))
+		memcpy(&d, (const void *)(uintptr_t)(gdt + (sel & ~7u)), 8);
+	uint16_t attr = (uint16_t)(((d >> 40) & 0xff) | (((d >> 52) & 0xf) << 8));
+	uint32_t limit = (uint32_t)((d & 0xffff) | ((d >> 32) & 0xf0000));
+	if (d & (1ull << 55))
+		limit = (limit << 12) | 0xfff;
+	uint64_t base = ((d >> 16) & 0xffffff) | (((d >> 56) & 0xff) << 24);
+	set_seg(vmcb, off, sel, attr, limit, base);
+}
+
+void svm_vmcb_control(struct svm_cpu *c, void *vmcb)
+{
+	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) =
+	    INT3_NMI | INT3_CPUID | INT3_HLT | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
+	*vmcb32(vmcb, VMCB_INTERCEPT_MISC2) = INT4_VMRUN | INT4_VMMCALL | INT4_VMLOAD |
+					      INT4_VMSAVE | INT4_STGI | INT4_CLGI | INT4_SKINIT |
+					      INT4_MWAIT | INT4_MWAIT_COND | INT4_XSETBV;
+	*vmcb64(vmcb, VMCB_IOPM_PA) = svm_host.iopm_pa;
+	*vmcb64(vmcb, VMCB_MSRPM_PA) = svm_host.msrpm_pa;
+	*vmcb32(vmcb, VMCB_ASID) = SVM_ASID;
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
+	*vmcb64(vmcb, VMCB_NP_ENABLE) = 1;
+	*vmcb64(vmcb, VMCB_N_CR3) = svm_host.npt_root;
+	c->hlt_intercept = true;
+}
+
+// The guest state of the calling CPU (all but RIP, RSP, RFLAGS, RAX, which
+// svm_launch sets).
+void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
+{
+	uint16_t gl, il;
+	uint64_t gb, ib;
+
+	read_gdtr(&gb, &gl);
+	read_idtr(&ib, &il);
+	vmsave(c->vmcb_pa); // FS, GS, TR, LDTR, KernelGSBase, STAR/LSTAR/CSTAR/SFMASK, SYSENTER
+	seg_from_gdt(vmcb, VMCB_CS, read_cs(), gb, gl);
+	seg_from_gdt(vmcb, VMCB_SS, read_ss(), gb, gl);
+	seg_from_gdt(vmcb, VMCB_DS, read_ds(), gb, gl);
+	seg_from_gdt(vmcb, VMCB_ES, read_es(), gb, gl);
+	if (!*vmcb16(vmcb, VMCB_TR + 2)) // a null TR: give it a busy 64-bit TSS type
+		*vmcb16(vmcb, VMCB_TR + 2) = 0x8b;
+	set_seg(vmcb, VMCB_GDTR, 0, 0, gl, gb);
+	set_seg(vmcb, VMCB_IDTR, 0, 0, il, ib);
+	*vmcb64(vmcb, VMCB_CR0) = read_cr0();
+	*vmcb64(vmcb, VMCB_CR2) = read_cr2();
+	*vmcb64(vmcb, VMCB_CR3) = read_cr3();
+	*vmcb64(vmcb, VMCB_CR4) = read_cr4();
+	*vmcb64(vmcb, VMCB_EFER) = rdmsr(MSR_EFER); // SVME already set
+	*vmcb64(vmcb, VMCB_DR6) = read_dr6();
+	*vmcb64(vmcb, VMCB_DR7) = read_dr7();
+	*vmcb64(vmcb, VMCB_G_PAT) = rdmsr(MSR_IA32_PAT);
+	*vmcb8(vmcb, VMCB_CPL) = 0;
+}
+
+// The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
+void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
+{
+	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
+	struct vcpu *v = c->vcpu;
+
+	set_seg(vmcb, VMCB_CS, (uint16_t)(vector << 8), 0x9b, 0xffff, (uint64_t)vector << 12);
+	set_seg(vmcb, VMCB_DS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_ES, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_SS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_FS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_GS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_GDTR, 0, 0, 0xffff, 0);
+	set_seg(vmcb, VMCB_IDTR, 0, 0, 0xffff, 0);
+	set_seg(vmcb, VMCB_LDTR, 0, 0x82, 0xffff, 0);
+	set_seg(vmcb, VMCB_TR, 0, 0x8b, 0xffff, 0);
+	*vmcb64(vmcb, VMCB_CR0) = 0x60000010;
+	*vmcb64(vmcb, VMCB_CR2) = 0;
+	*vmcb64(vmcb, VMCB_CR3) = 0;
+	*vmcb64(vmcb, VMCB_CR4) = 0;
+	*vmcb64(vmcb, VMCB_EFER) = EFER_SVME;
+	*vmcb64(vmcb, VMCB_DR6) = 0xffff0ff0;
+	*vmcb64(vmcb, VMCB_DR7) = 0x400;
+	*vmcb64(vmcb, VMCB_RFLAGS) = 2;
+	*vmcb64(vmcb, VMCB_RIP) = 0;
+	*vmcb64(vmcb, VMCB_RSP) = 0;
+	*vmcb64(vmcb, VMCB_RAX) = 0;
+	*vmcb64(vmcb, VMCB_G_PAT) = 0x0007040600070406ull;
+	*vmcb64(vmcb, VMCB_KGSBASE) = 0;
+	*vmcb64(vmcb, VMCB_STAR) = 0;
+	*vmcb64(vmcb, VMCB_LSTAR) = 0;
+	*vmcb64(vmcb, VMCB_CSTAR) = 0;
+	*vmcb64(vmcb, VMCB_SFMASK) = 0;
+	*vmcb64(vmcb, VMCB_SYSENTER_CS) = 0;
+	*vmcb64(vmcb, VMCB_SYSENTER_ESP) = 0;
+	*vmcb64(vmcb, VMCB_SYSENTER_EIP) = 0;
+	*vmcb8(vmcb, VMCB_CPL) = 0;
+	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
+	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) |= INT3_HLT; // parked again until the OS idles
+	c->hlt_intercept = true;
+	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
+	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
+	v->arch.rip = 0;
+	log_debug("svm: vcpu%u starts at %04x:0000 (SIPI)\n", v->index, (unsigned)vector << 8);
+}
