@@ -55,7 +55,10 @@ $(BUILD)/hosted/x86-asan/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(Q)$(HOSTED_CC) $(HOSTED_X86_CFLAGS) $(SAN_asan) -c $< -o $@
 
-$(BUILD)/hosted/asan/bin/test_x86_%: $(BUILD)/hosted/x86-asan/tests/unit/test_x86_%.o \
+# A static pattern rule: it wins over the generic asan rule above whatever
+# stale dependency files an older build left behind.
+UNIT_BINS_X86 := $(patsubst tests/unit/%.c,$(BUILD)/hosted/asan/bin/%,$(UNIT_X86_TESTS))
+$(UNIT_BINS_X86): $(BUILD)/hosted/asan/bin/%: $(BUILD)/hosted/x86-asan/tests/unit/%.o \
 		$(call hosted_objs,x86-asan,$(HOSTED_X86_SRCS))
 	@mkdir -p $(@D)
 	$(Q)$(HOSTED_CC) $(SAN_asan) $^ $(HOSTED_LIBS) -o $@
