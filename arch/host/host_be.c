@@ -289,7 +289,6 @@ static void be_relax(void *ctx)
 static void be_kick(void *ctx, struct s2_vm *vm)
 {
 	struct host_be *be = ctx;
-
 	uint64_t acks = 0;
 
 	CNT(be, kicks, 1);

@@ -226,17 +226,23 @@ uint64_t host_vcpu_reload(struct host_vcpu *v)
 }
 
 // Guest-mode entry: acknowledge reload requests, reload an invalid root.
+// A kicker that saw this vCPU in guest mode counts it as acknowledging and
+// waits for seen_reload; in_guest drops only around a reload (the engine
+// calls then may kick in turn, and must not wait for this vCPU).
 static void enter_guest(struct host_vcpu *v)
 {
 	struct host_vcpus *set = v->set;
 
 	atomic_store(&v->in_guest, 1);
 	uint64_t req = atomic_load(&set->reload_req);
-	if (req != atomic_load(&v->seen_reload) || !v->root) {
+	if (req == atomic_load(&v->seen_reload) && v->root)
+		return;
+	bool reload = !v->root || s2_root_is_invalid(v->root);
+	if (reload)
 		atomic_store(&v->in_guest, 0);
-		atomic_store(&v->seen_reload, req);
-		if (!v->root || s2_root_is_invalid(v->root))
-			host_vcpu_reload(v);
+	atomic_store(&v->seen_reload, req);
+	if (reload) {
+		host_vcpu_reload(v);
 		atomic_store(&v->in_guest, 1);
 	}
 }

@@ -61,7 +61,7 @@ struct host_vcpus {
 		_Atomic uint64_t lo, hi;
 	} log[HOST_VCPU_INVAL_LOG];
 	pthread_mutex_t log_lock;
-	struct host_vcpu *vcpus[HOST_VCPU_MAX];
+	_Atomic(struct host_vcpu *) vcpus[HOST_VCPU_MAX]; // read by kickers
 	_Atomic unsigned n;
 	_Atomic uint64_t reload_req;
 };
