@@ -3,12 +3,14 @@
 // Hosted backend: see host_be.h. Uses libc and pthreads (hosted only).
 #include "arch/host/host_be.h"
 
+#include "arch/host/host_vcpu.h"
 #include "mm/sync.h"
 
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -102,6 +104,10 @@ static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
 
 	CNT(be, frees, 1);
 	CNT(be, free_pages, npages);
+	if (be->fast_free) {
+		free((void *)(uintptr_t)pa);
+		return;
+	}
 	pthread_mutex_lock(&be->mu);
 	quarantine(be, (void *)(uintptr_t)pa, npages);
 	pthread_mutex_unlock(&be->mu);
@@ -159,6 +165,54 @@ void host_sync_hooks_install(void)
 	mm_sync_set_relax(host_relax);
 }
 
+// ---- cost model ------------------------------------------------------------------------
+
+static double spin_iters_per_ns;
+static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
+
+uint64_t host_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void spin_iters(uint64_t n)
+{
+	for (volatile uint64_t i = 0; i < n; i++)
+		;
+}
+
+// Doubles the loop until one run lasts over 20 ms, then keeps its rate.
+static void spin_calibrate(void)
+{
+	for (uint64_t n = 1u << 20;; n *= 2) {
+		uint64_t t0 = host_now_ns();
+		spin_iters(n);
+		uint64_t dt = host_now_ns() - t0;
+		if (dt > 20000000ull || n >= (1ull << 34)) {
+			spin_iters_per_ns = (double)n / (double)dt;
+			return;
+		}
+	}
+}
+
+void host_spin_ns(uint64_t ns)
+{
+	if (!ns)
+		return;
+	pthread_once(&spin_once, spin_calibrate);
+	spin_iters((uint64_t)((double)ns * spin_iters_per_ns));
+}
+
+// Counts the modelled time of one operation and spends it.
+static void charge(struct host_be *be, uint64_t ns)
+{
+	CNT(be, cost_ns, ns);
+	host_spin_ns(ns);
+}
+
 // ---- invalidation, CMO, scheduling -------------------------------------------------
 
 static void tlb_drop(struct host_be *be, bool all, uint64_t lo, uint64_t hi);
@@ -171,6 +225,9 @@ static void be_inval_context(void *ctx, struct s2_vm *vm)
 	if (be->on_inval)
 		be->on_inval(be, vm, 0, 0, true);
 	tlb_drop(be, true, 0, 0);
+	if (be->vcpus)
+		host_vcpus_inval(be->vcpus, 0, ~0ull);
+	charge(be, be->costs.inval_context_ns);
 }
 
 static void be_inval_range(void *ctx, struct s2_vm *vm, uint64_t gpa, uint64_t size)
@@ -182,6 +239,9 @@ static void be_inval_range(void *ctx, struct s2_vm *vm, uint64_t gpa, uint64_t s
 	if (be->on_inval)
 		be->on_inval(be, vm, gpa, size, false);
 	tlb_drop(be, false, gpa, gpa + size);
+	if (be->vcpus)
+		host_vcpus_inval(be->vcpus, gpa, gpa + size);
+	charge(be, be->costs.inval_range_ns + (size >> 12) * be->costs.inval_page_ns);
 }
 
 static void be_cmo(void *ctx, uint64_t pa, uint64_t size)
@@ -190,6 +250,7 @@ static void be_cmo(void *ctx, uint64_t pa, uint64_t size)
 
 	CNT(be, cmo_calls, 1);
 	CNT(be, cmo_bytes, size);
+	charge(be, (size >> 12) * be->costs.cmo_4k_ns);
 }
 
 static bool be_need_resched(void *ctx)
@@ -228,10 +289,20 @@ static void be_relax(void *ctx)
 static void be_kick(void *ctx, struct s2_vm *vm)
 {
 	struct host_be *be = ctx;
+	uint64_t acks = 0;
 
 	CNT(be, kicks, 1);
 	if (be->on_kick)
 		be->on_kick(be, vm);
+	if (be->vcpus) {
+		// The wait is the host's thread scheduling, not a machine cost:
+		// counted apart, and the modelled cost is charged instead.
+		uint64_t t0 = host_now_ns();
+		acks = host_vcpus_kick(be->vcpus);
+		CNT(be, kick_wait_ns, host_now_ns() - t0);
+		CNT(be, kick_acks, acks);
+	}
+	charge(be, be->costs.kick_ns + acks * be->costs.kick_ack_ns);
 }
 
 // ---- software TLB ---------------------------------------------------------------------

@@ -9,7 +9,11 @@
 //   (host_cpu_index); the grace period itself is the engine's (mm/defer.c);
 // - a software TLB that caches every translation it reads until the engine
 //   invalidates it, so a missing or late invalidation shows as a stale hit;
-// - counters of everything received; a yield injector; hooks for tests.
+// - counters of everything received; a yield injector; hooks for tests;
+// - for benchmarks: a cost model (each invalidation, CMO and kick spins for
+//   a configured time, and the modelled time is counted), a fast-free mode
+//   (no poisoning, no quarantine) and a vCPU set (host_vcpu.h) that sees
+//   every invalidation and acknowledges kicks.
 #ifndef SLAT_ARCH_HOST_HOST_BE_H
 #define SLAT_ARCH_HOST_HOST_BE_H
 
@@ -30,7 +34,23 @@ struct host_counts {
 	uint64_t cmo_calls, cmo_bytes;
 	uint64_t resched_checks, yields, kicks, relax;
 	uint64_t tlb_hits, tlb_misses, stale_at_yield, yields_with_stale;
+	// Cost model: modelled nanoseconds charged (and spun), kicks'
+	// acknowledgements by vCPUs in guest mode and the real wait for them.
+	uint64_t cost_ns, kick_acks, kick_wait_ns;
 };
+
+// Modelled cost of each operation the engine asks of the machine (ns; all
+// zero by default: no spinning, nothing charged).
+struct host_costs {
+	uint64_t inval_context_ns; // per context invalidation
+	uint64_t inval_range_ns;   // per range invalidation call
+	uint64_t inval_page_ns;	   // per 4 KiB page of a range invalidation
+	uint64_t cmo_4k_ns;	   // per 4 KiB cleaned to the point of coherency
+	uint64_t kick_ns;	   // per kick_reload (sending the request)
+	uint64_t kick_ack_ns;	   // per vCPU in guest mode acknowledging a kick
+};
+
+struct host_vcpus;
 
 struct host_tlb_ent {
 	uint64_t root_pa; // 0: empty slot
@@ -49,6 +69,11 @@ struct host_be {
 	uint64_t fail_every;	// or: every Nth allocation fails; 0 never
 	uint64_t alloc_seq;	// allocations attempted so far
 	unsigned resched_every; // need_resched() is true every Nth call; 0 never
+
+	// Benchmarks (set before the VM is created; defaults off).
+	struct host_costs costs;  // charged per operation
+	bool fast_free;		  // page_free frees at once (no poison, no quarantine)
+	struct host_vcpus *vcpus; // if set: sees invalidations, acknowledges kicks
 
 	// Quarantine of freed pages (FIFO).
 	struct host_q *q_head, *q_tail;
@@ -86,6 +111,10 @@ void host_be_counts(struct host_be *be, struct host_counts *out);
 // e.g. the benchmark model, may use host_be_cpu_index_hook).
 unsigned host_cpu_index(void);
 unsigned host_be_cpu_index_hook(void *ctx);
+// CLOCK_MONOTONIC in nanoseconds.
+uint64_t host_now_ns(void);
+// Spins for about `ns` nanoseconds (a calibrated loop, no clock reads).
+void host_spin_ns(uint64_t ns);
 // Installs sched_yield as mm/sync.h's relax hook (host_be_new does it).
 void host_sync_hooks_install(void);
 

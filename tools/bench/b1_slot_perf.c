@@ -2,7 +2,7 @@
 //
 // B1: the six scenarios of Linux's KVM memslot_perf_test, rebuilt on the
 // hosted engine, in SLOT and in ALL zap mode. One vCPU thread touches guest
-// memory through the software TLB / walk / fault path (sim.h) while the host
+// memory through the software TLB / walk / fault path (tools/bench/machine.h) while the host
 // thread (main) unmaps ranges (the MMU-notifier path, s2_unmap) or moves a
 // slot. Sizes as in the Linux test: 512 MiB + 64 KiB of guest memory split
 // across N slots starting at 256 MiB; map 32 MiB, unmap 128 MiB (4 KiB or
@@ -27,7 +27,7 @@
 
 #include "arch/x86/fmt_x86.h"
 #include "tools/bench/bench.h"
-#include "tools/bench/sim.h"
+#include "tools/bench/machine.h"
 
 #define MEM_EXTRA    (64 * BENCH_KIB)
 #define MEM_GPA	     (256 * BENCH_MIB)
@@ -46,7 +46,7 @@ static const char *const test_names[] = {"map",		"unmap",	 "unmap_chunked",
 					 "move_active", "move_inactive", "rw"};
 
 struct ctx {
-	struct sim sim;
+	struct machine m;
 	enum test test;
 	uint64_t mem_size; // bytes of guest memory (MEM_EXTRA included)
 	unsigned nslots;
@@ -56,7 +56,7 @@ struct ctx {
 	uint64_t move_area;
 	_Atomic bool start, stop, sync;
 	_Atomic uint64_t guest_errors;
-	struct sim_vcpu *vcpu;
+	struct host_vcpu *vcpu;
 };
 
 // ---- guest side (the vCPU thread)
@@ -75,15 +75,15 @@ static bool guest_sync(struct ctx *c)
 
 static void guest_write(struct ctx *c, uint64_t gpa, uint64_t val)
 {
-	if (sim_vcpu_write(c->vcpu, gpa, val) && c->test != T_MOVE_ACTIVE)
+	if (host_vcpu_write(c->vcpu, gpa, val) && c->test != T_MOVE_ACTIVE)
 		atomic_fetch_add(&c->guest_errors, 1);
 }
 
 static void *vcpu_main(void *arg)
 {
 	struct ctx *c = arg;
-	c->vcpu = sim_vcpu_new(&c->sim);
-	sim_vcpu_exit_guest(c->vcpu);
+	c->vcpu = host_vcpu_new(&c->m.vcpus);
+	host_vcpu_exit_guest(c->vcpu);
 	while (!atomic_load(&c->start))
 		;
 	for (;;) {
@@ -121,7 +121,7 @@ static void *vcpu_main(void *arg)
 				goto out;
 			for (uint64_t a = PAGE / 2; a < c->test_size; a += PAGE) {
 				uint64_t v = 0;
-				if (sim_vcpu_read(c->vcpu, MEM_TEST_GPA + a, &v) || v != VAL_2)
+				if (host_vcpu_read(c->vcpu, MEM_TEST_GPA + a, &v) || v != VAL_2)
 					atomic_fetch_add(&c->guest_errors, 1);
 				guest_write(c, MEM_TEST_GPA + a, 0);
 			}
@@ -133,7 +133,7 @@ static void *vcpu_main(void *arg)
 		}
 	}
 out:
-	sim_vcpu_exit_guest(c->vcpu);
+	host_vcpu_exit_guest(c->vcpu);
 	return NULL;
 }
 
@@ -152,7 +152,7 @@ static void host_unmap(struct ctx *c, struct s2_root *root, uint64_t off, uint64
 		       uint64_t chunk)
 {
 	for (uint64_t a = off; a < off + len; a += chunk)
-		if (s2_unmap(c->sim.vm, root, MEM_TEST_GPA + a, chunk))
+		if (s2_unmap(c->m.vm, root, MEM_TEST_GPA + a, chunk))
 			bench_die("s2_unmap");
 }
 
@@ -187,8 +187,8 @@ static void host_iteration(struct ctx *c, struct s2_root *root, uint64_t *errors
 	case T_MOVE_ACTIVE:
 	case T_MOVE_INACTIVE: {
 		unsigned last = c->nslots - 1;
-		if (s2_slot_move(c->sim.vm, 0, 1 + last, MOVE_DEST) ||
-		    s2_slot_move(c->sim.vm, 0, 1 + last, slot_gpa(c, last)))
+		if (s2_slot_move(c->m.vm, 0, 1 + last, MOVE_DEST) ||
+		    s2_slot_move(c->m.vm, 0, 1 + last, slot_gpa(c, last)))
 			bench_die("s2_slot_move");
 		break;
 	}
@@ -207,10 +207,10 @@ static void host_iteration(struct ctx *c, struct s2_root *root, uint64_t *errors
 	default:
 		break;
 	}
-	sim_reclaim(&c->sim);
+	machine_reclaim(&c->m);
 }
 
-static void run_test(struct bench_json *j, const struct sim_costs *costs, enum test t,
+static void run_test(struct bench_json *j, const struct host_costs *costs, enum test t,
 		     enum s2_zap_mode mode, unsigned nslots, double seconds)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
@@ -224,12 +224,12 @@ static void run_test(struct bench_json *j, const struct sim_costs *costs, enum t
 	c->test_size = c->mem_size - MEM_EXTRA;
 	uint64_t pages = c->mem_size / PAGE;
 	c->pages_per_slot = pages / nslots;
-	sim_init(&c->sim, costs);
-	c->sim.be.cmo_clean_inval = NULL; // x86: no cache maintenance
-	struct s2_vm *vm = sim_vm_create(&c->sim, &s2_fmt_ept4, s2_fmt_ept4.caps, mode);
+	machine_init(&c->m, costs);
+	c->m.be->ops.cmo_clean_inval = NULL; // x86: no cache maintenance
+	struct s2_vm *vm = machine_vm_create(&c->m, &s2_fmt_ept4, s2_fmt_ept4.caps, mode);
 	// Host memory 2 MiB aligned plus 4 KiB: 4 KiB leaves only (like the
 	// Linux test's anonymous memory without THP).
-	c->hpa = sim_guest_mem(c->mem_size + PAGE, 2 * BENCH_MIB) + PAGE;
+	c->hpa = machine_guest_mem(c->mem_size + PAGE, 2 * BENCH_MIB) + PAGE;
 
 	uint64_t t0 = bench_now_ns();
 	for (unsigned i = 0; i < nslots; i++) {
@@ -285,13 +285,13 @@ static void run_test(struct bench_json *j, const struct sim_costs *costs, enum t
 	bj_u64(j, "leaves_zapped", st1.leaves_zapped - st0.leaves_zapped);
 	bj_u64(j, "zap_all", st1.zap_all - st0.zap_all);
 	bj_u64(j, "verify_errors", errors + atomic_load(&c->guest_errors));
-	sim_counts_emit(j, &c->sim);
+	machine_counts_emit(j, &c->m);
 	bj_obj_end(j);
 
-	sim_vcpu_free(c->vcpu);
+	host_vcpu_free(c->vcpu);
 	s2_root_put(vm, root);
-	sim_vm_destroy(&c->sim);
-	sim_guest_mem_free(c->hpa - PAGE, c->mem_size + PAGE);
+	machine_vm_destroy(&c->m);
+	machine_guest_mem_free(c->hpa - PAGE, c->mem_size + PAGE);
 	free(c);
 }
 
@@ -300,8 +300,8 @@ int main(int argc, char **argv)
 	bool quick = bench_arg_u64(argc, argv, "quick", 0);
 	double seconds = (double)bench_arg_u64(argc, argv, "ms", quick ? 250 : 2000) / 1000.0;
 	const char *slots_arg = bench_arg_str(argc, argv, "slots", quick ? "8" : "2,32,127");
-	struct sim_costs costs;
-	sim_costs_from_args(&costs, argc, argv);
+	struct host_costs costs;
+	machine_costs_from_args(&costs, argc, argv);
 
 	struct bench_json j;
 	bench_begin(&j, "b1_slot_perf", "ok");
@@ -311,7 +311,7 @@ int main(int argc, char **argv)
 	bj_str(&j, "slots", slots_arg);
 	bj_u64(&j, "mem_gpa", MEM_GPA);
 	bj_u64(&j, "move_size", MOVE_SIZE);
-	sim_costs_emit(&j, &costs);
+	machine_costs_emit(&j, &costs);
 	bj_obj_end(&j);
 	bj_arr(&j, "results");
 	char buf[64];

@@ -7,7 +7,7 @@
 // pages (leaves) the vCPUs had to fault in again per iteration, the root
 // reloads and the delete's own work (leaves and tables zapped, invalidations:
 // the engine's s2_stats), and the latency again with the wait for the vCPU
-// threads' acknowledgements replaced by a modelled kick cost (sim.h).
+// threads' acknowledgements replaced by a modelled kick cost (tools/bench/machine.h).
 //
 // Guest memory is one slot backed by 2 MiB-aligned host memory (so faults map
 // 2 MiB leaves, like a THP-backed guest); above 64 MiB per vCPU the host pages
@@ -26,19 +26,19 @@
 
 #include "arch/x86/fmt_x86.h"
 #include "tools/bench/bench.h"
-#include "tools/bench/sim.h"
+#include "tools/bench/machine.h"
 
 #define GUEST_GPA (4 * BENCH_GIB)
 #define EXTRA_GPA (1ull << 44)
 #define PAGE	  4096ull
 
 struct ctx {
-	struct sim sim;
+	struct machine m;
 	unsigned nvcpus;
 	uint64_t bytes;
 	_Atomic bool stop;
 	_Atomic unsigned warm;
-	struct sim_vcpu **v;
+	struct host_vcpu **v;
 };
 
 struct arg {
@@ -50,13 +50,13 @@ static void *vcpu_main(void *p)
 {
 	struct arg *a = p;
 	struct ctx *c = a->c;
-	struct sim_vcpu *v = sim_vcpu_new(&c->sim);
+	struct host_vcpu *v = host_vcpu_new(&c->m.vcpus);
 	c->v[a->i] = v;
 	uint64_t base = GUEST_GPA + a->i * c->bytes;
 	bool warm = false;
 	while (!atomic_load(&c->stop)) {
 		for (uint64_t off = 0; off < c->bytes && !atomic_load(&c->stop); off += PAGE)
-			if (sim_vcpu_write(v, base + off, off))
+			if (host_vcpu_write(v, base + off, off))
 				bench_die("b2: unexpected MMIO exit at %#llx",
 					  (unsigned long long)(base + off));
 		if (!warm) {
@@ -64,23 +64,23 @@ static void *vcpu_main(void *p)
 			atomic_fetch_add(&c->warm, 1);
 		}
 	}
-	sim_vcpu_exit_guest(v);
+	host_vcpu_exit_guest(v);
 	return NULL;
 }
 
-static void one(struct bench_json *j, const struct sim_costs *costs, enum s2_zap_mode mode,
+static void one(struct bench_json *j, const struct host_costs *costs, enum s2_zap_mode mode,
 		unsigned nvcpus, uint64_t bytes, unsigned iters, uint64_t delay_us)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
 	c->nvcpus = nvcpus;
 	c->bytes = bytes;
 	c->v = calloc(nvcpus, sizeof(*c->v));
-	sim_init(&c->sim, costs);
-	c->sim.be.cmo_clean_inval = NULL; // x86: no cache maintenance
-	struct s2_vm *vm = sim_vm_create(&c->sim, &s2_fmt_ept4, s2_fmt_ept4.caps, mode);
+	machine_init(&c->m, costs);
+	c->m.be->ops.cmo_clean_inval = NULL; // x86: no cache maintenance
+	struct s2_vm *vm = machine_vm_create(&c->m, &s2_fmt_ept4, s2_fmt_ept4.caps, mode);
 	uint64_t total = nvcpus * bytes;
-	uint64_t hpa = sim_guest_mem_aliased(total, 64 * BENCH_MIB);
-	uint64_t extra = sim_guest_mem(PAGE, PAGE);
+	uint64_t hpa = machine_guest_mem_aliased(total, 64 * BENCH_MIB);
+	uint64_t extra = machine_guest_mem(PAGE, PAGE);
 	if (s2_slot_add(vm, 0, 1, GUEST_GPA, total, hpa, 0))
 		bench_die("s2_slot_add guest memory");
 
@@ -102,21 +102,21 @@ static void one(struct bench_json *j, const struct sim_costs *costs, enum s2_zap
 		faults0 += __atomic_load_n(&c->v[i]->faults, __ATOMIC_RELAXED);
 		reloads0 += __atomic_load_n(&c->v[i]->reloads, __ATOMIC_RELAXED);
 	}
-	sim_counts_reset(&c->sim);
+	machine_counts_reset(&c->m);
 	struct bench_samples lat = {0}, model = {0};
 	struct s2_stats st0, st1;
 	s2_vm_stats(vm, &st0);
 	uint64_t t_start = bench_now_ns();
 	for (unsigned it = 0; it < iters; it++) {
-		uint64_t w0 = atomic_load(&c->sim.n.kick_wait_ns);
+		uint64_t w0 = __atomic_load_n(&c->m.be->c.kick_wait_ns, __ATOMIC_RELAXED);
 		uint64_t t0 = bench_now_ns();
 		if (s2_slot_add(vm, 0, 2, EXTRA_GPA, PAGE, extra, 0) || s2_slot_delete(vm, 0, 2))
 			bench_die("b2: add/delete of the one-page slot");
 		uint64_t dt = bench_now_ns() - t0;
-		uint64_t wait = atomic_load(&c->sim.n.kick_wait_ns) - w0;
+		uint64_t wait = __atomic_load_n(&c->m.be->c.kick_wait_ns, __ATOMIC_RELAXED) - w0;
 		bench_samples_add(&lat, dt);
 		bench_samples_add(&model, dt > wait ? dt - wait : 0);
-		sim_reclaim(&c->sim);
+		machine_reclaim(&c->m);
 		if (delay_us)
 			usleep(delay_us);
 		bench_progress("b2", "%s %uv x %llu MiB: %u/%u",
@@ -161,12 +161,12 @@ static void one(struct bench_json *j, const struct sim_costs *costs, enum s2_zap
 	bj_obj_end(j);
 	bj_u64(j, "elapsed_ns", elapsed);
 	bj_u64(j, "guest_accesses", acc);
-	sim_counts_emit(j, &c->sim);
+	machine_counts_emit(j, &c->m);
 	bj_obj_end(j);
 
 	for (unsigned i = 0; i < nvcpus; i++)
-		sim_vcpu_free(c->v[i]);
-	sim_vm_destroy(&c->sim);
+		host_vcpu_free(c->v[i]);
+	machine_vm_destroy(&c->m);
 	bench_samples_free(&lat);
 	bench_samples_free(&model);
 	free(th);
@@ -193,8 +193,8 @@ int main(int argc, char **argv)
 	const char *ml = bench_arg_str(argc, argv, "mib", "64");
 	unsigned iters = bench_arg_u64(argc, argv, "iters", quick ? 10 : 10);
 	uint64_t delay = bench_arg_u64(argc, argv, "delay_us", 1000);
-	struct sim_costs costs;
-	sim_costs_from_args(&costs, argc, argv);
+	struct host_costs costs;
+	machine_costs_from_args(&costs, argc, argv);
 	uint64_t vs[8], ms[8];
 	unsigned nv = parse_list(vl, vs, 8), nm = parse_list(ml, ms, 8);
 
@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 	bj_u64(&j, "iterations", iters);
 	bj_u64(&j, "delay_us", delay);
 	bj_u64(&j, "leaf_size", 2 * BENCH_MIB);
-	sim_costs_emit(&j, &costs);
+	machine_costs_emit(&j, &costs);
 	bj_obj_end(&j);
 	bj_arr(&j, "results");
 	for (unsigned a = 0; a < nm; a++)

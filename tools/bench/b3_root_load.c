@@ -16,19 +16,19 @@
 
 #include "arch/x86/fmt_x86.h"
 #include "tools/bench/bench.h"
-#include "tools/bench/sim.h"
+#include "tools/bench/machine.h"
 
 #include "mm/s2_testhooks.h"
 
 #define PAGE 4096ull
 
 struct ctx {
-	struct sim sim;
+	struct machine m;
 	unsigned nthreads;
 	uint64_t hpa;
 	_Atomic bool stop;
 	_Atomic unsigned ready;
-	struct sim_vcpu **v;
+	struct host_vcpu **v;
 	struct bench_samples *lat;
 };
 
@@ -37,39 +37,46 @@ struct arg {
 	unsigned i;
 };
 
+// A vCPU's reload latency, into its samples.
+static void sample_reload(void *samples, uint64_t ns)
+{
+	bench_samples_add(samples, ns);
+}
+
 static void *vcpu_main(void *p)
 {
 	struct arg *a = p;
 	struct ctx *c = a->c;
-	struct sim_vcpu *v = sim_vcpu_new(&c->sim);
+	struct host_vcpu *v = host_vcpu_new(&c->m.vcpus);
 	c->v[a->i] = v;
 	// The first root load is not a reload after invalidation: not sampled.
-	v->reload_samples = NULL;
-	if (sim_vcpu_write(v, a->i * PAGE, 1))
+	v->on_reload = NULL;
+	if (host_vcpu_write(v, a->i * PAGE, 1))
 		bench_die("b3: MMIO exit");
-	v->reload_samples = &c->lat[a->i];
+	v->on_reload_ctx = &c->lat[a->i];
+	v->on_reload = sample_reload;
 	atomic_fetch_add(&c->ready, 1);
 	// Guest work: keep writing one page (each access checks reload requests).
 	while (!atomic_load(&c->stop))
-		if (sim_vcpu_write(v, a->i * PAGE, 2))
+		if (host_vcpu_write(v, a->i * PAGE, 2))
 			bench_die("b3: MMIO exit");
-	sim_vcpu_exit_guest(v);
+	host_vcpu_exit_guest(v);
 	return NULL;
 }
 
-static void one(struct bench_json *j, const struct sim_costs *costs, bool write_lock,
+static void one(struct bench_json *j, const struct host_costs *costs, bool write_lock,
 		unsigned nthreads, uint64_t mapped, unsigned rounds)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
 	c->nthreads = nthreads;
 	c->v = calloc(nthreads, sizeof(*c->v));
 	c->lat = calloc(nthreads, sizeof(*c->lat));
-	sim_init(&c->sim, costs);
-	c->sim.be.cmo_clean_inval = NULL; // x86: no cache maintenance
-	struct s2_vm *vm = sim_vm_create(&c->sim, &s2_fmt_ept4, s2_fmt_ept4.caps, S2_ZAP_SLOT);
+	machine_init(&c->m, costs);
+	c->m.be->ops.cmo_clean_inval = NULL; // x86: no cache maintenance
+	struct s2_vm *vm = machine_vm_create(&c->m, &s2_fmt_ept4, s2_fmt_ept4.caps, S2_ZAP_SLOT);
 	s2_vm_set_root_lock_write(vm, write_lock);
 	// 4 KiB leaves: host memory 2 MiB aligned plus 4 KiB.
-	c->hpa = sim_guest_mem(mapped + PAGE, 2 * BENCH_MIB) + PAGE;
+	c->hpa = machine_guest_mem(mapped + PAGE, 2 * BENCH_MIB) + PAGE;
 	if (s2_slot_add(vm, 0, 1, 0, mapped, c->hpa, 0))
 		bench_die("s2_slot_add");
 	struct s2_root *root;
@@ -102,7 +109,7 @@ static void one(struct bench_json *j, const struct sim_costs *costs, bool write_
 		if (s2_root_get(vm, (struct s2_role){0, 0}, &root) ||
 		    s2_map(vm, root, 0, mapped, c->hpa, S2_PROT_R | S2_PROT_W, S2_MT_WB))
 			bench_die("b3: map");
-		sim_reclaim(&c->sim);
+		machine_reclaim(&c->m);
 		bench_progress("b3", "%s %u threads: round %u/%u",
 			       write_lock ? "write_lock" : "lock_light", nthreads, r + 1, rounds);
 	}
@@ -133,15 +140,15 @@ static void one(struct bench_json *j, const struct sim_costs *costs, bool write_
 	bj_obj_end(j);
 
 	for (unsigned i = 0; i < nthreads; i++) {
-		c->v[i]->reload_samples = NULL;
-		sim_vcpu_free(c->v[i]);
+		c->v[i]->on_reload = NULL;
+		host_vcpu_free(c->v[i]);
 		bench_samples_free(&c->lat[i]);
 	}
 	s2_root_put(vm, root);
-	sim_vm_destroy(&c->sim);
+	machine_vm_destroy(&c->m);
 	bench_samples_free(&all);
 	bench_samples_free(&zap);
-	sim_guest_mem_free(c->hpa - PAGE, mapped + PAGE);
+	machine_guest_mem_free(c->hpa - PAGE, mapped + PAGE);
 	free(th);
 	free(args);
 	free(c->lat);
@@ -155,8 +162,8 @@ int main(int argc, char **argv)
 	const char *tl = bench_arg_str(argc, argv, "threads", quick ? "8,24" : "8,24,112,256");
 	uint64_t mapped = bench_arg_u64(argc, argv, "mapped", quick ? 256 * BENCH_MIB : BENCH_GIB);
 	unsigned rounds = bench_arg_u64(argc, argv, "rounds", quick ? 5 : 20);
-	struct sim_costs costs;
-	sim_costs_from_args(&costs, argc, argv);
+	struct host_costs costs;
+	machine_costs_from_args(&costs, argc, argv);
 
 	struct bench_json j;
 	bench_begin(&j, "b3_root_load", "ok");
@@ -165,7 +172,7 @@ int main(int argc, char **argv)
 	bj_str(&j, "threads", tl);
 	bj_u64(&j, "mapped_bytes", mapped);
 	bj_u64(&j, "rounds", rounds);
-	sim_costs_emit(&j, &costs);
+	machine_costs_emit(&j, &costs);
 	bj_obj_end(&j);
 	bj_arr(&j, "results");
 	char buf[64];

@@ -12,13 +12,13 @@
 //   batched   the teardown path: detach, one context invalidation, free the
 //             tree with no per-leaf invalidation and no CMO.
 // Beside it, the physical floor: reading the same table bytes once.
-// Per-operation costs are modelled (sim.h; cost_*=NS arguments).
+// Per-operation costs are modelled (machine.h; cost_*=NS arguments).
 #include <string.h>
 
 #include "arch/arm64/fmt_s2.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/floor.h"
-#include "tools/bench/sim.h"
+#include "tools/bench/machine.h"
 
 #include "mm/s2_testhooks.h"
 
@@ -34,15 +34,15 @@ static const struct policy policies[] = {
     {"batched", false, true},
 };
 
-static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t mapped, uint64_t ps,
+static void one(struct bench_json *j, const struct host_costs *costs, uint64_t mapped, uint64_t ps,
 		const struct policy *p)
 {
-	struct sim s;
-	sim_init(&s, costs);
+	struct machine s;
+	machine_init(&s, costs);
 	unsigned caps = s2_fmt_arm64_4k.caps & ~(unsigned)S2_CAP_FWB;
 	if (p->fwb)
 		caps |= S2_CAP_FWB & s2_fmt_arm64_4k.caps;
-	struct s2_vm *vm = sim_vm_create(&s, &s2_fmt_arm64_4k, caps, S2_ZAP_SLOT);
+	struct s2_vm *vm = machine_vm_create(&s, &s2_fmt_arm64_4k, caps, S2_ZAP_SLOT);
 	struct s2_root *root;
 	if (s2_root_get(vm, (struct s2_role){0, 0}, &root))
 		bench_die("s2_root_get");
@@ -57,7 +57,7 @@ static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t ma
 		bench_die("s2_map %llu bytes: %d", (unsigned long long)mapped, r);
 	struct s2_stats st0, st1;
 	s2_vm_stats(vm, &st0);
-	sim_counts_reset(&s);
+	machine_counts_reset(&s);
 
 	t0 = bench_now_ns();
 	if (p->batched) {
@@ -80,16 +80,17 @@ static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t ma
 	bj_u64(j, "map_ns", map_ns);
 	bj_u64(j, "teardown_ns", ns);
 	bj_f64(j, "ns_per_leaf", (double)ns / (double)(mapped / ps));
-	bj_u64(j, "range_invalidations", atomic_load(&s.n.inval_range));
-	bj_u64(j, "cmos", atomic_load(&s.n.cmo_calls));
-	bj_u64(j, "cmo_bytes", atomic_load(&s.n.cmo_bytes));
-	bj_u64(j, "context_invalidations", atomic_load(&s.n.inval_context));
+	struct host_counts n = machine_counts(&s);
+	bj_u64(j, "range_invalidations", n.inval_range);
+	bj_u64(j, "cmos", n.cmo_calls);
+	bj_u64(j, "cmo_bytes", n.cmo_bytes);
+	bj_u64(j, "context_invalidations", n.inval_context);
 	bj_u64(j, "tables_freed", st1.tables_freed - st0.tables_freed);
 	bj_u64(j, "leaves_zapped", st1.leaves_zapped - st0.leaves_zapped);
 	bj_obj_end(j);
 
 	s2_root_put(vm, root);
-	sim_vm_destroy(&s);
+	machine_vm_destroy(&s);
 }
 
 int main(int argc, char **argv)
@@ -97,8 +98,8 @@ int main(int argc, char **argv)
 	bool quick = bench_arg_u64(argc, argv, "quick", 0);
 	uint64_t mapped = bench_arg_u64(argc, argv, "mapped", quick ? BENCH_GIB : 64 * BENCH_GIB);
 	uint64_t mapped_4k = bench_arg_u64(argc, argv, "mapped_4k", mapped);
-	struct sim_costs costs;
-	sim_costs_from_args(&costs, argc, argv);
+	struct host_costs costs;
+	machine_costs_from_args(&costs, argc, argv);
 
 	struct bench_json j;
 	bench_begin(&j, "b4_teardown", "ok");
@@ -106,7 +107,7 @@ int main(int argc, char **argv)
 	bj_u64(&j, "mapped_bytes", mapped);
 	bj_u64(&j, "mapped_bytes_4k", mapped_4k);
 	bj_str(&j, "format", "arm64 stage-2, 4 KiB granule");
-	sim_costs_emit(&j, &costs);
+	machine_costs_emit(&j, &costs);
 	bj_obj_end(&j);
 	bj_arr(&j, "results");
 	static const uint64_t sizes[] = {4096, 2 * BENCH_MIB};

@@ -8,7 +8,7 @@
 // it grows with what is mapped (and every vCPU would then refault it all).
 #include "arch/x86/fmt_x86.h"
 #include "tools/bench/bench.h"
-#include "tools/bench/sim.h"
+#include "tools/bench/machine.h"
 
 #define BIG_ID	  1
 #define SMALL_ID  2
@@ -33,13 +33,13 @@ static void map_all(struct s2_vm *vm, struct s2_root *root, uint64_t size, bool 
 		bench_die("s2_map small");
 }
 
-static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t size,
+static void one(struct bench_json *j, const struct host_costs *costs, uint64_t size,
 		enum s2_zap_mode mode, unsigned reps)
 {
-	struct sim s;
-	sim_init(&s, costs);
-	s.be.cmo_clean_inval = NULL; // x86: no cache maintenance
-	struct s2_vm *vm = sim_vm_create(&s, &s2_fmt_ept4, s2_fmt_ept4.caps, mode);
+	struct machine s;
+	machine_init(&s, costs);
+	s.be->ops.cmo_clean_inval = NULL; // x86: no cache maintenance
+	struct s2_vm *vm = machine_vm_create(&s, &s2_fmt_ept4, s2_fmt_ept4.caps, mode);
 	struct s2_root *root = get_root(vm);
 	if (s2_slot_add(vm, 0, BIG_ID, 0, size, (1ull << 40) + 4096, 0))
 		bench_die("s2_slot_add big");
@@ -58,16 +58,17 @@ static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t si
 			map_all(vm, root, i ? 0 : size, true);
 		}
 		s2_vm_stats(vm, &st0);
-		sim_counts_reset(&s);
+		machine_counts_reset(&s);
 		uint64_t t0 = bench_now_ns();
 		if (s2_slot_delete(vm, 0, SMALL_ID))
 			bench_die("s2_slot_delete");
 		bench_samples_add(&lat, bench_now_ns() - t0);
 		s2_vm_stats(vm, &st1);
 		zapped += st1.leaves_zapped - st0.leaves_zapped;
-		invals += atomic_load(&s.n.inval_range);
-		ctx_invals += atomic_load(&s.n.inval_context);
-		sim_reclaim(&s);
+		struct host_counts n = machine_counts(&s);
+		invals += n.inval_range;
+		ctx_invals += n.inval_context;
+		machine_reclaim(&s);
 		bench_progress("b6", "%s %llu GiB: %u/%u", mode == S2_ZAP_ALL ? "all" : "slot",
 			       (unsigned long long)(size / BENCH_GIB), i + 1, reps);
 	}
@@ -84,7 +85,7 @@ static void one(struct bench_json *j, const struct sim_costs *costs, uint64_t si
 	bj_obj_end(j);
 	bench_samples_free(&lat);
 	s2_root_put(vm, root);
-	sim_vm_destroy(&s);
+	machine_vm_destroy(&s);
 }
 
 int main(int argc, char **argv)
@@ -93,8 +94,8 @@ int main(int argc, char **argv)
 	uint64_t max = bench_arg_u64(argc, argv, "max", quick ? 2 * BENCH_GIB : 64 * BENCH_GIB);
 	unsigned reps_slot = bench_arg_u64(argc, argv, "reps_slot", quick ? 10 : 30);
 	unsigned reps_all = bench_arg_u64(argc, argv, "reps_all", quick ? 2 : 3);
-	struct sim_costs costs;
-	sim_costs_from_args(&costs, argc, argv);
+	struct host_costs costs;
+	machine_costs_from_args(&costs, argc, argv);
 
 	struct bench_json j;
 	bench_begin(&j, "b6_delete_vs_size", "ok");
@@ -104,7 +105,7 @@ int main(int argc, char **argv)
 	bj_u64(&j, "small_slot_bytes", SMALL_SZ);
 	bj_u64(&j, "reps_slot", reps_slot);
 	bj_u64(&j, "reps_all", reps_all);
-	sim_costs_emit(&j, &costs);
+	machine_costs_emit(&j, &costs);
 	bj_obj_end(&j);
 	bj_arr(&j, "results");
 	for (uint64_t size = BENCH_GIB; size <= max; size *= 2) {

@@ -304,37 +304,3 @@ uint64_t bench_arg_u64(int argc, char **argv, const char *name, uint64_t def)
 		bench_die("bad value for %s: '%s'", name, s);
 	return v;
 }
-
-// ---- modelled costs
-
-static double spin_iters_per_ns;
-
-static void spin_iters(uint64_t n)
-{
-	for (volatile uint64_t i = 0; i < n; i++)
-		;
-}
-
-static void spin_calibrate(void)
-{
-	uint64_t n = 1u << 20;
-	for (;;) {
-		uint64_t t0 = bench_now_ns();
-		spin_iters(n);
-		uint64_t dt = bench_now_ns() - t0;
-		if (dt > 20000000ull || n >= (1ull << 34)) {
-			spin_iters_per_ns = (double)n / (double)dt;
-			return;
-		}
-		n *= 2;
-	}
-}
-
-void bench_spin_ns(uint64_t ns)
-{
-	if (!ns)
-		return;
-	if (spin_iters_per_ns == 0)
-		spin_calibrate();
-	spin_iters((uint64_t)((double)ns * spin_iters_per_ns));
-}

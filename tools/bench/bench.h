@@ -4,7 +4,7 @@
 // clock, sample sets with percentiles and log2 histograms, a small streaming
 // JSON writer (each program prints one JSON object on stdout, collected by
 // tools/bench_run.py), a throttled progress line on stderr, key=value
-// arguments, and a calibrated spin used to model per-operation costs.
+// arguments. (Modelled per-operation costs: arch/host/host_be.h.)
 //
 // These programs are user-space tools, not part of mm/ or core/: they may use
 // libc freely.
@@ -69,9 +69,6 @@ void bench_progress_done(void);
 // ---- arguments: NAME=VALUE words on the command line; quick=1 is common.
 uint64_t bench_arg_u64(int argc, char **argv, const char *name, uint64_t def);
 const char *bench_arg_str(int argc, char **argv, const char *name, const char *def);
-
-// ---- modelled costs: spin for about `ns` nanoseconds (calibrated once).
-void bench_spin_ns(uint64_t ns);
 
 // ---- die with a message (benchmarks have no recovery path)
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
