@@ -14,7 +14,8 @@
 // racing with its CPU is at worst one exit behind.
 //
 // The second-level translation's figures (table pages, invalidations, cache
-// maintenance) come from the mm back end as a `struct slat_mm_counts`.
+// maintenance) come from the mm/ engine's statistics of the VM as a
+// `struct slat_mm_counts` (the architecture fills it, arch/slat_counts.h).
 #ifndef SLAT_CORE_VM_H
 #define SLAT_CORE_VM_H
 
@@ -72,7 +73,7 @@ struct vcpu {
 	struct vcpu_arch arch;
 };
 
-// Figures of one VM's second-level translation, kept by the mm back end.
+// Figures of one VM's second-level translation, from the engine's s2_stats.
 struct slat_mm_counts {
 	uint64_t table_pages;	  // table pages in use now
 	uint64_t table_pages_max; // high-water mark

@@ -24,7 +24,7 @@ void s2_page_free(struct s2_vm *vm, uint64_t pa, unsigned npages, bool deferred)
 	} else {
 		vm->be->page_free(vm->be_ctx, pa, npages);
 	}
-	S2_STAT_ADD(vm, tables_freed, npages);
+	s2_tables_count_freed(vm, npages);
 }
 
 uint64_t s2_table_alloc(struct s2_vm *vm)
@@ -32,7 +32,7 @@ uint64_t s2_table_alloc(struct s2_vm *vm)
 	uint64_t pa = s2_page_alloc(vm, 1, S2_PAGE_SIZE);
 
 	if (pa)
-		S2_STAT_ADD(vm, tables_alloc, 1);
+		s2_tables_count_alloc(vm, 1);
 	return pa;
 }
 
@@ -80,7 +80,7 @@ void s2_cache_release(struct s2_vm *vm, struct s2_cache *c)
 	while (c->head) {
 		uint64_t pa = s2_cache_take(vm, c);
 
-		s2_page_free(vm, pa, 1, false);
+		vm->be->page_free(vm->be_ctx, pa, 1); // never a table: not counted
 	}
 }
 

@@ -113,7 +113,7 @@ static void root_free_cb(void *obj)
 void s2_defer_root(struct s2_vm *vm, struct s2_root *root)
 {
 	__atomic_fetch_add(&vm->defer_pending, vm->geom.root_pages + 1, __ATOMIC_RELAXED);
-	S2_STAT_ADD(vm, tables_freed, vm->geom.root_pages + 1);
+	s2_tables_count_freed(vm, vm->geom.root_pages + 1);
 	S2_STAT_ADD(vm, tables_deferred, vm->geom.root_pages + 1);
 	mm_epoch_defer(&vm->epoch, &root->free_node, root_free_cb, root);
 }

@@ -92,7 +92,7 @@ static int install_shared(struct s2_vm *vm, struct s2_root *root, uint64_t gpa,
 			s2_cache_put(c, pa);
 			goto again;
 		}
-		S2_STAT_ADD(vm, tables_alloc, 1);
+		s2_tables_count_alloc(vm, 1);
 		table = pa;
 	}
 	return INST_EXCL; // not reached: level 0 always ends the loop

@@ -188,7 +188,7 @@ static int op_visit(struct s2_walk *w, const struct s2_walk_entry *e, unsigned k
 		fill_split(vm, pa, e->old, e->level);
 		S2_STAT_ADD(vm, splits, 1);
 	}
-	S2_STAT_ADD(vm, tables_alloc, 1);
+	s2_tables_count_alloc(vm, 1);
 	s2_walk_replace(w, e, f->make_table(pa)); // release: contents first (I4.6)
 	return 0;				  // the walker re-reads and descends
 }

@@ -53,12 +53,14 @@ static struct s2_root *root_alloc(struct s2_vm *vm, struct s2_role role)
 
 	if (!hdr)
 		return NULL;
+	s2_tables_count_alloc(vm, 1); // the header, freed (and counted) with the root
 	// Concatenated start tables must be aligned to their total size.
 	pa = s2_page_alloc(vm, (unsigned)pages, pages * S2_PAGE_SIZE);
 	if (!pa) {
 		s2_page_free(vm, hdr, 1, false);
 		return NULL;
 	}
+	s2_tables_count_alloc(vm, pages);
 	struct s2_root *r = (struct s2_root *)(uintptr_t)hdr;
 	r->role = role;
 	r->pa = pa;

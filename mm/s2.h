@@ -60,7 +60,10 @@ struct s2_vm_config {
 struct s2_stats {
 	uint64_t inval_context, inval_range, inval_range_pages;
 	uint64_t cmo_calls, cmo_bytes;
-	uint64_t tables_alloc, tables_freed, tables_deferred;
+	// Table pages: root pages and root headers count as tables here, so
+	// tables_live == tables_alloc - tables_freed; tables_max is the highest
+	// tables_live ever reached (exact: updated at every allocation).
+	uint64_t tables_alloc, tables_freed, tables_deferred, tables_live, tables_max;
 	uint64_t leaves_mapped[S2_MAX_LEVELS];
 	uint64_t leaves_zapped, tables_zapped, splits, collapses, bbm;
 	uint64_t yield_checks, yields, restarts, max_entries_between_checks;

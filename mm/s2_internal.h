@@ -81,6 +81,27 @@ struct s2_vm {
 
 #define S2_STAT_ADD(vm, field, n) __atomic_fetch_add(&(vm)->stats.field, (n), __ATOMIC_RELAXED)
 
+// Table accounting (tables_alloc/freed/live/max of struct s2_stats): every
+// page counted in is counted out exactly once, when it goes back. Inline:
+// every layer counts, base.c and defer.c alike.
+static inline void s2_tables_count_alloc(struct s2_vm *vm, uint64_t npages)
+{
+	uint64_t live = S2_STAT_ADD(vm, tables_live, npages) + npages;
+	uint64_t max = __atomic_load_n(&vm->stats.tables_max, __ATOMIC_RELAXED);
+
+	S2_STAT_ADD(vm, tables_alloc, npages);
+	// Raise the high-water mark unless a racing allocation raised it higher.
+	while (live > max && !__atomic_compare_exchange_n(&vm->stats.tables_max, &max, live, true,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static inline void s2_tables_count_freed(struct s2_vm *vm, uint64_t npages)
+{
+	S2_STAT_ADD(vm, tables_freed, npages);
+	__atomic_fetch_sub(&vm->stats.tables_live, npages, __ATOMIC_RELAXED);
+}
+
 static inline s2_pte_t *s2_table_ptr(uint64_t pa)
 {
 	return (s2_pte_t *)(uintptr_t)pa;

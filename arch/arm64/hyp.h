@@ -86,13 +86,14 @@ bool arm64_plan_add_fw_cacheable(struct slat_plan *plan);
 bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, struct arm64_s2 *s2);
 // Detaches and frees the primary's stage-2 (batched: one invalidation).
 void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *invalidations);
+// The primary's stage-2 figures for the exit summary, from the engine's statistics.
+void arm64_s2_mm_counts(struct slat_mm_counts *out);
 
 // ---- mm_backend.c: TLB, cache maintenance and pages for mm/ -------------
 void arm64_mm_backend_init(struct region *r);
 void arm64_tlbi_vmalls12e1is(void);
 void arm64_tlbi_ipas2e1is(uint64_t ipa);
 void arm64_dcache_clean_inval_poc(uint64_t start, uint64_t len);
-void arm64_mm_counts(struct slat_mm_counts *out);
 
 // ---- hyp.c: resident state, per-CPU records, shutdown -------------------
 extern struct vm arm64_primary;

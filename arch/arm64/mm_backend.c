@@ -2,16 +2,15 @@
 //
 // The arm64 side of the mm back-end contract: TLB invalidation for the
 // primary's VMID, cache maintenance to the point of coherency, and table pages
-// from Slat's reserved region. Every operation is counted for the exit
-// summary. Runs only in the resident copy, at EL2.
+// from Slat's reserved region. The exit summary's figures are the engine's
+// (arch/slat_counts.h). Runs only in the resident copy, at EL2.
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/hyp.h"
 #include "core/page_pool.h"
 #include "mm/s2_backend.h"
 
 static struct page_pool mm_pool; // table pages, from Slat's region
-static uint64_t mm_invalidations, mm_cmos;
-static unsigned mm_dline; // smallest data cache line, bytes
+static unsigned mm_dline;	 // smallest data cache line, bytes
 
 void arm64_mm_backend_init(struct region *r)
 {
@@ -19,11 +18,6 @@ void arm64_mm_backend_init(struct region *r)
 
 	page_pool_init(&mm_pool, r);
 	mm_dline = 4u << ((ctr >> 16) & 0xf); // CTR_EL0.DminLine: log2 words
-}
-
-static void count_add(uint64_t *c, uint64_t n)
-{
-	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
 
 // Every stage-1 and stage-2 entry of the current VMID, on every CPU of the
@@ -34,7 +28,6 @@ void arm64_tlbi_vmalls12e1is(void)
 	__asm__ volatile("tlbi vmalls12e1is" ::: "memory");
 	dsb(ish);
 	isb();
-	count_add(&mm_invalidations, 1);
 }
 
 // Stage-2 entries for one IPA page of the current VMID. Stage-1 entries that
@@ -47,7 +40,6 @@ void arm64_tlbi_ipas2e1is(uint64_t ipa)
 	__asm__ volatile("tlbi vmalle1is" ::: "memory");
 	dsb(ish);
 	isb();
-	count_add(&mm_invalidations, 1);
 }
 
 void arm64_dcache_clean_inval_poc(uint64_t start, uint64_t len)
@@ -58,17 +50,6 @@ void arm64_dcache_clean_inval_poc(uint64_t start, uint64_t len)
 	for (uint64_t a = start & ~(line - 1); a < end; a += line)
 		__asm__ volatile("dc civac, %0" ::"r"(a) : "memory");
 	dsb(ish);
-	count_add(&mm_cmos, 1);
-}
-
-void arm64_mm_counts(struct slat_mm_counts *out)
-{
-	*out = (struct slat_mm_counts){
-	    .table_pages = page_pool_live(&mm_pool),
-	    .table_pages_max = mm_pool.max,
-	    .invalidations = __atomic_load_n(&mm_invalidations, __ATOMIC_RELAXED),
-	    .cmos = __atomic_load_n(&mm_cmos, __ATOMIC_RELAXED),
-	};
 }
 
 // ---- the mm/ engine's backend (struct s2_backend) -------------------------

@@ -11,6 +11,7 @@
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/fmt_s2.h"
 #include "arch/arm64/hyp.h"
+#include "arch/slat_counts.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "mm/s2.h"
@@ -122,4 +123,9 @@ void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *inv
 	*pages_freed = s2_root_teardown(s2_vm, s2_root, &work);
 	s2->root = 0;
 	*invalidations = work.inval_context;
+}
+
+void arm64_s2_mm_counts(struct slat_mm_counts *out)
+{
+	*out = slat_mm_counts_of(s2_vm);
 }

@@ -90,11 +90,11 @@ void vm_arch_teardown(struct vm *vm, struct vm_teardown_counts *out)
 	arm64_s2_teardown(&vm->arch.s2, &out->pages_freed, &out->invalidations);
 }
 
-// The mm back end's counters are Slat-wide; the primary is their only VM.
+// From the engine VM of the primary, the only VM with a stage-2.
 void vm_arch_mm_counts(const struct vm *vm, struct slat_mm_counts *out)
 {
 	(void)vm;
-	arm64_mm_counts(out);
+	arm64_s2_mm_counts(out);
 }
 
 uint64_t vm_arch_uptime_us(const struct vm *vm)

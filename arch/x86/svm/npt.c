@@ -9,6 +9,7 @@
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/slat.h"
 #include "arch/x86/svm/svm.h"
+#include "arch/slat_counts.h"
 #include "core/log.h"
 #include "mm/s2.h"
 
@@ -53,4 +54,9 @@ void svm_npt_teardown(uint64_t *pages_freed, uint64_t *invalidations)
 
 	*pages_freed = x86_slat_teardown(&npt, &work);
 	*invalidations = work.inval_context;
+}
+
+void svm_mm_counts(struct slat_mm_counts *out)
+{
+	*out = slat_mm_counts_of(npt.vm);
 }

@@ -2,8 +2,8 @@
 //
 // The SVM side of the second-level back-end contract: NPT table pages from
 // Slat's reserved region (recycled through a free list), TLB invalidation of
-// the primary's ASID, and the counters the exit summary prints. Runs only in
-// the resident copy, in host mode.
+// the primary's ASID (the exit summary's figures are the engine's,
+// arch/slat_counts.h). Runs only in the resident copy, in host mode.
 //
 // Invalidation under SVM: a host cannot flush another CPU's guest TLB
 // directly. Slat marks every vCPU's VMCB with TLB_CONTROL (flush this ASID
@@ -18,12 +18,10 @@
 #include "arch/x86/slat.h"
 
 static struct page_pool mm_pool;
-static uint64_t mm_invalidations;
 
 void svm_mm_init(struct region *r)
 {
 	page_pool_init(&mm_pool, r);
-	mm_invalidations = 0;
 }
 
 uint64_t svm_mm_page_alloc(void)
@@ -47,17 +45,6 @@ void svm_mm_flush_all_cpus(void)
 			__atomic_store_n(vmcb8((void *)(uintptr_t)c->vmcb_pa, VMCB_TLB_CONTROL),
 					 how, __ATOMIC_RELEASE);
 	}
-	__atomic_fetch_add(&mm_invalidations, 1, __ATOMIC_RELAXED);
-}
-
-void svm_mm_counts(struct slat_mm_counts *out)
-{
-	*out = (struct slat_mm_counts){
-	    .table_pages = page_pool_live(&mm_pool),
-	    .table_pages_max = mm_pool.max,
-	    .invalidations = __atomic_load_n(&mm_invalidations, __ATOMIC_RELAXED),
-	    .cmos = 0, // x86 table walks are cache-coherent: no maintenance needed
-	};
 }
 
 // What the shared x86 back end of the engine (arch/x86/slat.c) uses here.

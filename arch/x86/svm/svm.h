@@ -235,7 +235,6 @@ void svm_mm_init(struct region *r);
 uint64_t svm_mm_page_alloc(void); // one zeroed 4K page or 0
 void svm_mm_page_free(uint64_t pa);
 void svm_mm_flush_all_cpus(void); // every vCPU's next VMRUN flushes the primary's ASID
-void svm_mm_counts(struct slat_mm_counts *out);
 // The same for the mm/ engine (mm/s2_backend.h), once it is in slat.efi.
 struct x86_slat_ops;
 extern const struct x86_slat_ops svm_slat_ops;
@@ -248,5 +247,8 @@ struct svm_npt_stats {
 bool svm_npt_build(const struct slat_plan *plan, uint64_t apic_page, unsigned phys_bits,
 		   uint64_t *root, struct svm_npt_stats *st);
 void svm_npt_teardown(uint64_t *pages_freed, uint64_t *invalidations);
+// The NPT's figures for the exit summary, from the engine's statistics (x86
+// walks are cache-coherent: no maintenance, so cmos stays 0).
+void svm_mm_counts(struct slat_mm_counts *out);
 
 #endif

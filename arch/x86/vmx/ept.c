@@ -8,6 +8,7 @@
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/slat.h"
 #include "arch/x86/vmx/vmx.h"
+#include "arch/slat_counts.h"
 #include "core/log.h"
 #include "mm/s2.h"
 
@@ -59,4 +60,10 @@ void vmx_ept_teardown(uint64_t *pages_freed, uint64_t *invalidations)
 
 	*pages_freed = x86_slat_teardown(&ept, &work);
 	*invalidations = work.inval_context;
+}
+
+// EPT walks are cache-coherent on x86: no maintenance, so cmos stays 0.
+void vmx_ept_mm_counts(struct slat_mm_counts *out)
+{
+	*out = slat_mm_counts_of(ept.vm);
 }

@@ -2,7 +2,8 @@
 //
 // The VMX side of the second-level back-end contract (mm/s2_backend.h): EPT
 // table pages from Slat's reserved region (recycled through a free list),
-// INVEPT for the primary's EPTP, and the counters the exit summary prints.
+// INVEPT for the primary's EPTP (the exit summary's figures are the engine's,
+// arch/slat_counts.h).
 // Runs only in the resident copy, in VMX root operation (or before the first
 // VMXON, while the EPT is built).
 //
@@ -19,7 +20,6 @@
 #include "arch/x86/slat.h"
 
 static struct page_pool mm_pool;
-static uint64_t mm_invalidations;
 static uint64_t mm_eptp;
 static int mm_live;
 static uint8_t mm_stale[X86_MAX_CPUS]; // this CPU must INVEPT at its next exit
@@ -27,7 +27,6 @@ static uint8_t mm_stale[X86_MAX_CPUS]; // this CPU must INVEPT at its next exit
 void vmx_mm_init(struct region *r)
 {
 	page_pool_init(&mm_pool, r);
-	mm_invalidations = 0;
 }
 
 // From now on this CPU may run INVEPT (VMX operation on every CPU that uses
@@ -58,7 +57,6 @@ void vmx_ept_invalidate(void)
 			__atomic_store_n(&mm_stale[v->index], 0, __ATOMIC_RELEASE);
 		}
 	}
-	__atomic_fetch_add(&mm_invalidations, 1, __ATOMIC_RELAXED);
 }
 
 void vmx_ept_sync(unsigned cpu)
@@ -67,16 +65,6 @@ void vmx_ept_sync(unsigned cpu)
 		__atomic_store_n(&mm_stale[cpu], 0, __ATOMIC_RELEASE);
 		invept_here();
 	}
-}
-
-void vmx_ept_mm_counts(struct slat_mm_counts *out)
-{
-	*out = (struct slat_mm_counts){
-	    .table_pages = page_pool_live(&mm_pool),
-	    .table_pages_max = mm_pool.max,
-	    .invalidations = __atomic_load_n(&mm_invalidations, __ATOMIC_RELAXED),
-	    .cmos = 0, // EPT walks are cache-coherent on x86: no maintenance
-	};
 }
 
 // What the shared x86 back end of the engine (arch/x86/slat.c) uses here.
