@@ -26,6 +26,8 @@ SAN_asan      := -fsanitize=address,undefined -fno-sanitize-recover=all
 SAN_tsan      := -fsanitize=thread
 SAN_bench     := -O2 -DNDEBUG
 HOSTED_LIBS   := -lcmocka -lpthread -lm
+# Every test binary gets the per-test watchdog (a hang fails with its name).
+UNIT_WATCHDOG := -include tests/unit/unit_watchdog.h
 
 # $(call hosted_objs,VARIANT,SOURCES)
 hosted_objs = $(patsubst %.c,$(BUILD)/hosted/$(1)/%.o,$(2))
@@ -33,7 +35,8 @@ hosted_objs = $(patsubst %.c,$(BUILD)/hosted/$(1)/%.o,$(2))
 define hosted_variant
 $(BUILD)/hosted/$(1)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $$(@D)
-	$(Q)$(HOSTED_CC) $(HOSTED_CFLAGS) $(SAN_$(1)) -c $$< -o $$@
+	$(Q)$(HOSTED_CC) $(HOSTED_CFLAGS) $(SAN_$(1)) \
+	  $$(if $$(filter tests/unit/test_%,$$<),$(UNIT_WATCHDOG)) -c $$< -o $$@
 
 $(BUILD)/hosted/$(1)/libslat.a: $(call hosted_objs,$(1),$(HOSTED_SRCS) $(UNIT_SUPPORT))
 	@mkdir -p $$(@D)

@@ -8,6 +8,7 @@
 // retry; and a bounded stress of faulting vCPUs, a zapper and a reloader.
 #include <pthread.h>
 
+#include "mm/s2_internal.h" // the mmu lock's waiting-writer count
 #include "mm/s2_testhooks.h"
 #include "mm_test.h"
 
@@ -172,6 +173,47 @@ static void test_zap_invalid_no_invalidation(void **state)
 	assert_int_equal(host_be_free(t.be), 0);
 }
 
+// The invalid-root zapper empties 4K, then 2M, then 1G, then root-level
+// entries, so that removing a table never empties more than its own 512
+// entries at once: on every format, with 4K, 2M and 1G leaves in one tree,
+// entries emptied inside removed subtrees included, at most S2_YIELD_EVERY
+// entries pass between two yield checks (a bound: the walker promises
+// "at most", so the assertion is <=), and every leaf and table goes.
+static void test_zap_invalid_yield_bound_all_formats(void **state)
+{
+	const struct s2_fmt *fmts[] = {&s2_fmt_ept4, &s2_fmt_ept5, &s2_fmt_npt4, &s2_fmt_arm64_4k};
+
+	for (unsigned i = 0; i < 4; i++) {
+		struct mmt t;
+		struct s2_stats st;
+		uint64_t tables;
+
+		mmt_init_caps(&t, fmts[i], fmts[i] == &s2_fmt_arm64_4k ? 40 : 0, fmts[i]->caps);
+		assert_int_equal(
+		    s2_map(t.vm, t.root, 0, 64 * MiB, 0x8000001000ull, S2_PROT_RW, S2_MT_WB),
+		    0); // 16384 4K leaves
+		assert_int_equal(
+		    s2_map(t.vm, t.root, 1 * GiB, 8 * MiB, 0x8000000000ull, S2_PROT_RW, S2_MT_WB),
+		    0); // 4 2M leaves
+		assert_int_equal(
+		    s2_map(t.vm, t.root, 4 * GiB, 2 * GiB, 0x8000000000ull, S2_PROT_RW, S2_MT_WB),
+		    0); // 2 1G leaves
+		struct host_counts c0 = mmt_counts(&t);
+		t.be->resched_every = 1;
+		s2_roots_invalidate_all(t.vm);
+		t.be->resched_every = 0;
+		struct host_counts c1 = mmt_counts(&t);
+		s2_vm_stats(t.vm, &st);
+		assert_true(st.max_entries_between_checks <= S2_YIELD_EVERY);
+		assert_int_equal(st.leaves_zapped, 16384 + 4 + 2);
+		assert_int_equal(c1.inval_context + c1.inval_range,
+				 c0.inval_context + c0.inval_range);
+		mmt_sum(&t, &tables);
+		assert_int_equal(tables, 1); // only the root is left
+		mmt_fini(&t);
+	}
+}
+
 static struct s2_root *yield_put_root;
 static void put_at_yield(struct host_be *be)
 {
@@ -266,6 +308,72 @@ static void test_lock_stats(void **state)
 	assert_int_equal(a.deferred_pending, 0); // nobody reads: freed at once
 	s2_vm_destroy(t.vm);
 	assert_int_equal(host_be_free(t.be), 0);
+}
+
+// Root get and put are lock-light (design section 4): a vCPU loads and drops
+// its root while another CPU holds the mmu lock for read (a fault, the
+// invalid-root zapper). The reader below keeps its section open until the
+// vCPU is done; if get or put waits for the write lock instead, a writer shows
+// up waiting behind the reader and the test fails (without hanging: the
+// reader then leaves, so the vCPU finishes).
+struct getput_ctx {
+	struct s2_vm *vm;
+	pthread_t vcpu;
+	bool started, vcpu_done, writer_waited;
+	int get_result;
+};
+
+static void *get_put_vcpu(void *arg)
+{
+	struct getput_ctx *c = arg;
+	struct s2_root *r = NULL;
+
+	c->get_result = s2_root_get(c->vm, ROLE0, &r);
+	if (r)
+		s2_root_put(c->vm, r);
+	__atomic_store_n(&c->vcpu_done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static int hold_read_visit(struct s2_walk *w, const struct s2_walk_entry *e, unsigned kind,
+			   void *ctx)
+{
+	struct getput_ctx *c = ctx;
+
+	if (c->started)
+		return 0;
+	c->started = true;
+	pthread_create(&c->vcpu, NULL, get_put_vcpu, c);
+	while (!__atomic_load_n(&c->vcpu_done, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&c->vm->mmu_lock.writers_waiting, __ATOMIC_ACQUIRE)) {
+			c->writer_waited = true;
+			break;
+		}
+		sched_yield();
+	}
+	return 0;
+}
+
+static void test_root_get_put_beside_reader(void **state)
+{
+	struct mmt t;
+	struct getput_ctx c = {0};
+
+	mmt_init(&t, &s2_fmt_ept4);
+	assert_int_equal(s2_map(t.vm, t.root, 0, 4096, 0x8000000000ull, S2_PROT_RW, S2_MT_WB), 0);
+	c.vm = t.vm;
+	// A shared (read-locked) walk: the visitor runs inside the read section.
+	assert_int_equal(
+	    s2_walk(t.vm, t.root, 0, 4096, 0, S2_WALK_LEAF | S2_WALK_SHARED, hold_read_visit, &c),
+	    0);
+	assert_true(c.started);
+	pthread_join(c.vcpu, NULL);
+	if (c.writer_waited)
+		fail_msg("root get/put waited for the mmu write lock behind a reader "
+			 "(they must be lock-light: read lock for get, no lock for put)");
+	assert_int_equal(c.get_result, 0);
+	assert_int_equal(s2_root_refs(t.root), 2); // the test's vCPU + the MMU
+	mmt_fini(&t);
 }
 
 struct frozen_ctx {
@@ -414,8 +522,10 @@ int main(void)
 	    cmocka_unit_test(test_last_put_on_valid_root_caught),
 	    cmocka_unit_test(test_free_after_grace_period),
 	    cmocka_unit_test(test_zap_invalid_no_invalidation),
+	    cmocka_unit_test(test_zap_invalid_yield_bound_all_formats),
 	    cmocka_unit_test(test_zap_holds_root_reference),
 	    cmocka_unit_test(test_lock_stats),
+	    cmocka_unit_test(test_root_get_put_beside_reader),
 	    cmocka_unit_test(test_frozen_entry_fault_retries),
 	    cmocka_unit_test(test_stress),
 	};
