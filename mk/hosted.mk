@@ -16,7 +16,8 @@ UNIT_TESTS    := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_X86_TESTS := $(filter tests/unit/test_x86_%.c,$(UNIT_TESTS))
 UNIT_TESTS    := $(filter-out $(UNIT_X86_TESTS),$(UNIT_TESTS))
 UNIT_MT_TESTS := $(filter %_mt.c,$(UNIT_TESTS))
-UNIT_SUPPORT  := $(filter-out $(UNIT_TESTS) $(UNIT_X86_TESTS),$(wildcard tests/unit/*.c))
+UNIT_SUPPORT  := $(filter-out $(UNIT_TESTS) $(UNIT_X86_TESTS) tests/unit/fuzz_%.c,\
+                   $(wildcard tests/unit/*.c))
 
 HOSTED_WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
                  -Wmissing-prototypes -Wno-unused-parameter
@@ -85,3 +86,5 @@ compile_commands.json: FORCE
 	  --efi-arm64-srcs "$(EFI_SRCS_aarch64)" > $@
 .PHONY: FORCE
 FORCE:
+
+include mk/fuzz.mk
