@@ -6,14 +6,15 @@
 #  2. fuzz_mm_diff, a coverage-guided libFuzzer harness over the same
 #     operation language (clang -fsanitize=fuzzer, libclang-rt-14-dev), for
 #     FUZZ_SECONDS (default 300) per job.
-# Both are built in the `fuzz` variant: -O2 with ASan+UBSan and the fuzzer's
-# coverage instrumentation. Any failure prints its seed (or crash file) and a
-# replay command; docs/mm.md says how to replay.
+# The seeded runs use the unit tests' ASan+UBSan binary; the harness is built
+# in the `fuzz` variant (-O2, ASan+UBSan, the fuzzer's coverage
+# instrumentation). Any failure prints its seed (or crash file) and a replay
+# command; docs/mm.md says how to replay.
 
 SAN_fuzz := -O2 -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=all
 $(eval $(call hosted_variant,fuzz))
 
-FUZZ_RANDOM := $(BUILD)/hosted/fuzz/bin/test_mm_random
+FUZZ_RANDOM := $(BUILD)/hosted/asan/bin/test_mm_random
 FUZZ_HARNESS := $(BUILD)/hosted/fuzz/bin/fuzz_mm_diff
 
 $(FUZZ_HARNESS): $(BUILD)/hosted/fuzz/tests/unit/fuzz_mm_diff.o $(BUILD)/hosted/fuzz/libslat.a

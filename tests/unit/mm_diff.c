@@ -30,15 +30,15 @@
 #include "mm/s2.h"
 #include "mm_diff.h"
 
-#define KiB	 1024ull
-#define MiB	 (1024ull * KiB)
-#define WIN	 (64 * MiB) // slot world window
-#define WPAGES	 (WIN / 4096)
-#define XWIN	 (16 * MiB) // explicit-map window
-#define XPAGES	 (XWIN / 4096)
-#define NSLOTS	 12
-#define HPA_BASE 0x1000000000ull
-#define UNMAPPED 0xff
+#define KiB		 1024ull
+#define MiB		 (1024ull * KiB)
+#define WIN		 (64 * MiB) // slot world window
+#define WPAGES		 (WIN / 4096)
+#define XWIN		 (16 * MiB) // explicit-map window
+#define XPAGES		 (XWIN / 4096)
+#define NSLOTS		 12
+#define HPA_BASE	 0x1000000000ull
+#define UNMAPPED	 0xff
 #define FULL_CHECK_EVERY 2000
 
 struct dslot {
@@ -66,9 +66,9 @@ struct drun {
 	struct dvm t, tx;
 	enum s2_zap_mode mode;
 	uint64_t rng, step;
-	size_t pos;   // next byte of o->data
-	bool ended;   // o->data used up
-	bool trace;   // MMT_TRACE set
+	size_t pos; // next byte of o->data
+	bool ended; // o->data used up
+	bool trace; // MMT_TRACE set
 	struct dslot slot[NSLOTS];
 	uint8_t lvl[WPAGES]; // slot world: level of the leaf mapping each page
 	struct xpage x[XPAGES];
@@ -103,12 +103,13 @@ __attribute__((noreturn, format(printf, 2, 3))) static void diff_fail(struct dru
 	size_t n;
 
 	if (r->o->data)
-		n = (size_t)snprintf(r->msg, r->msg_len, "mm_diff %s (fuzzer input) step %llu: ",
-				     r->o->fmt_name, (unsigned long long)r->step);
-	else
-		n = (size_t)snprintf(r->msg, r->msg_len, "mm_diff %s seed 0x%llx step %llu: ",
-				     r->o->fmt_name, (unsigned long long)r->o->seed,
+		n = (size_t)snprintf(r->msg, r->msg_len,
+				     "mm_diff %s (fuzzer input) step %llu: ", r->o->fmt_name,
 				     (unsigned long long)r->step);
+	else
+		n = (size_t)snprintf(r->msg, r->msg_len,
+				     "mm_diff %s seed 0x%llx step %llu: ", r->o->fmt_name,
+				     (unsigned long long)r->o->seed, (unsigned long long)r->step);
 	if (n < r->msg_len) {
 		va_start(ap, fmt);
 		n += (size_t)vsnprintf(r->msg + n, r->msg_len - n, fmt, ap);
@@ -193,8 +194,9 @@ static void model_map_leaf(struct drun *r, uint64_t gpa, unsigned level, const s
 	uint64_t size = s2_level_size(level), base = gpa & ~(size - 1);
 
 	if (level > 2 || base < s->gpa || base + size > s->gpa + s->size)
-		diff_fail(r, "fault at 0x%llx mapped a level-%u leaf [0x%llx, 0x%llx) outside its "
-			     "slot [0x%llx, 0x%llx)",
+		diff_fail(r,
+			  "fault at 0x%llx mapped a level-%u leaf [0x%llx, 0x%llx) outside its "
+			  "slot [0x%llx, 0x%llx)",
 			  (unsigned long long)gpa, level, (unsigned long long)base,
 			  (unsigned long long)(base + size), (unsigned long long)s->gpa,
 			  (unsigned long long)(s->gpa + s->size));
@@ -231,16 +233,18 @@ static void check_slot_page(struct drun *r, uint64_t gpa)
 	host_tlb_translate(r->t.be, r->t.vm, r->t.root, gpa, &x);
 	if (l == UNMAPPED) {
 		if (x.mapped)
-			diff_fail(r, "gpa 0x%llx is mapped (level %u, hpa 0x%llx), the model has it "
-				     "unmapped",
+			diff_fail(r,
+				  "gpa 0x%llx is mapped (level %u, hpa 0x%llx), the model has it "
+				  "unmapped",
 				  (unsigned long long)gpa, x.level, (unsigned long long)x.hpa);
 		return;
 	}
 	if (!s)
 		diff_fail(r, "model bug: gpa 0x%llx mapped with no slot", (unsigned long long)gpa);
 	if (!x.mapped)
-		diff_fail(r, "gpa 0x%llx is not mapped, the model maps it (level %u leaf of slot "
-			     "[0x%llx, 0x%llx))",
+		diff_fail(r,
+			  "gpa 0x%llx is not mapped, the model maps it (level %u leaf of slot "
+			  "[0x%llx, 0x%llx))",
 			  (unsigned long long)gpa, l, (unsigned long long)s->gpa,
 			  (unsigned long long)(s->gpa + s->size));
 	DIFF_EXPECT_EQ(r, x.hpa, s->hpa + (gpa - s->gpa), "slot page hpa");
@@ -315,7 +319,8 @@ static void compare_slot_leaf(struct drun *r, uint64_t gpa, unsigned level,
 		if (r->lvl[p] != level)
 			diff_fail(r, "a level-%u leaf maps gpa 0x%llx, the model has %s (level %u)",
 				  level, (unsigned long long)p * 4096,
-				  r->lvl[p] == UNMAPPED ? "it unmapped" : "another leaf", r->lvl[p]);
+				  r->lvl[p] == UNMAPPED ? "it unmapped" : "another leaf",
+				  r->lvl[p]);
 	}
 	if (!s)
 		diff_fail(r, "model bug: leaf at 0x%llx with no slot", (unsigned long long)gpa);
@@ -334,8 +339,9 @@ static void compare_x_leaf(struct drun *r, uint64_t gpa, unsigned level, const s
 		const struct xpage *m = &r->x[(gpa + off) / 4096];
 
 		if (!m->mapped)
-			diff_fail(r, "a level-%u leaf maps explicit gpa 0x%llx, the model has it "
-				     "unmapped",
+			diff_fail(r,
+				  "a level-%u leaf maps explicit gpa 0x%llx, the model has it "
+				  "unmapped",
 				  level, (unsigned long long)(gpa + off));
 		DIFF_EXPECT_EQ(r, x->hpa + off, m->hpa, "explicit leaf hpa");
 		DIFF_EXPECT_EQ(r, x->prot, m->prot, "explicit leaf prot");
@@ -450,9 +456,7 @@ static int slot_move(struct drun *r, int id, struct dslot *s)
 
 	if (s->used && gpa + s->size > WIN)
 		gpa = WIN - s->size;
-	want = !s->used				     ? S2_E_NOENT
-	       : model_overlaps(r, gpa, s->size, id) ? S2_E_OVERLAP
-						     : 0;
+	want = !s->used ? S2_E_NOENT : model_overlaps(r, gpa, s->size, id) ? S2_E_OVERLAP : 0;
 	int got = s2_slot_move(r->t.vm, 0, (uint32_t)id, gpa);
 
 	if (got == S2_E_NOMEM)
@@ -524,9 +528,25 @@ static void op_slot(struct drun *r, unsigned kind)
 	compare_leaves(r, true);
 }
 
+// Faults land anywhere in the window, but mostly on a slot, and often on its
+// first or last page (the edges a zap of the wrong range gets wrong).
+static uint64_t rand_fault_gpa(struct drun *r)
+{
+	const struct dslot *s = &r->slot[rnd_below(r, NSLOTS)];
+	unsigned pick = (unsigned)rnd_below(r, 4);
+
+	if (!s->used || pick == 0)
+		return rnd_below(r, WPAGES) * 4096;
+	if (pick == 1)
+		return s->gpa;
+	if (pick == 2)
+		return s->gpa + s->size - 4096;
+	return s->gpa + rnd_below(r, s->size / 4096) * 4096;
+}
+
 static void op_fault(struct drun *r)
 {
-	uint64_t gpa = rnd_below(r, WPAGES) * 4096;
+	uint64_t gpa = rand_fault_gpa(r);
 	unsigned access = rnd_below(r, 2) ? S2_PROT_W : S2_PROT_R;
 	const struct dslot *s = model_slot_at(r, gpa);
 	struct s2_fault_info fi = {0};
@@ -534,7 +554,8 @@ static void op_fault(struct drun *r)
 
 	if (r->trace)
 		fprintf(stderr, "%llu: fault %llx acc %u -> %d level %u\n",
-			(unsigned long long)r->step, (unsigned long long)gpa, access, got, fi.level);
+			(unsigned long long)r->step, (unsigned long long)gpa, access, got,
+			fi.level);
 	if (got == S2_E_NOMEM) {
 		check_slot_page(r, gpa); // unchanged
 		return;
