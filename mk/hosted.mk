@@ -57,10 +57,11 @@ HOSTED_X86_SRCS   := $(sort $(wildcard core/*.c))
 
 $(BUILD)/hosted/x86-asan/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(Q)$(HOSTED_CC) $(HOSTED_X86_CFLAGS) $(SAN_asan) -c $< -o $@
+	$(Q)$(HOSTED_CC) $(HOSTED_X86_CFLAGS) $(SAN_asan) \
+	  $(if $(filter tests/unit/test_%,$<),$(UNIT_WATCHDOG)) -c $< -o $@
 
 $(BUILD)/hosted/asan/bin/test_x86_%: $(BUILD)/hosted/x86-asan/tests/unit/test_x86_%.o \
-		$(call hosted_objs,x86-asan,$(HOSTED_X86_SRCS))
+		$(call hosted_objs,x86-asan,$(HOSTED_X86_SRCS) tests/unit/unit_watchdog.c)
 	@mkdir -p $(@D)
 	$(Q)$(HOSTED_CC) $(SAN_asan) $^ $(HOSTED_LIBS) -o $@
 
