@@ -16,7 +16,8 @@ UNIT_TESTS    := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_X86_TESTS := $(filter tests/unit/test_x86_%.c,$(UNIT_TESTS))
 UNIT_TESTS    := $(filter-out $(UNIT_X86_TESTS),$(UNIT_TESTS))
 UNIT_MT_TESTS := $(filter %_mt.c,$(UNIT_TESTS))
-UNIT_SUPPORT  := $(filter-out $(UNIT_TESTS) $(UNIT_X86_TESTS),$(wildcard tests/unit/*.c))
+UNIT_SUPPORT  := $(filter-out $(UNIT_TESTS) $(UNIT_X86_TESTS) tests/unit/fuzz_%.c,\
+                   $(wildcard tests/unit/*.c))
 
 HOSTED_WARN   := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
                  -Wmissing-prototypes -Wno-unused-parameter
@@ -26,6 +27,8 @@ SAN_asan      := -fsanitize=address,undefined -fno-sanitize-recover=all
 SAN_tsan      := -fsanitize=thread
 SAN_bench     := -O2 -DNDEBUG
 HOSTED_LIBS   := -lcmocka -lpthread -lm
+# Every test binary gets the per-test watchdog (a hang fails with its name).
+UNIT_WATCHDOG := -include tests/unit/unit_watchdog.h
 
 # $(call hosted_objs,VARIANT,SOURCES)
 hosted_objs = $(patsubst %.c,$(BUILD)/hosted/$(1)/%.o,$(2))
@@ -33,7 +36,8 @@ hosted_objs = $(patsubst %.c,$(BUILD)/hosted/$(1)/%.o,$(2))
 define hosted_variant
 $(BUILD)/hosted/$(1)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $$(@D)
-	$(Q)$(HOSTED_CC) $(HOSTED_CFLAGS) $(SAN_$(1)) -c $$< -o $$@
+	$(Q)$(HOSTED_CC) $(HOSTED_CFLAGS) $(SAN_$(1)) \
+	  $$(if $$(filter tests/unit/test_%,$$<),$(UNIT_WATCHDOG)) -c $$< -o $$@
 
 $(BUILD)/hosted/$(1)/libslat.a: $(call hosted_objs,$(1),$(HOSTED_SRCS) $(UNIT_SUPPORT))
 	@mkdir -p $$(@D)
@@ -53,13 +57,14 @@ HOSTED_X86_SRCS   := $(sort $(wildcard core/*.c))
 
 $(BUILD)/hosted/x86-asan/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(Q)$(HOSTED_CC) $(HOSTED_X86_CFLAGS) $(SAN_asan) -c $< -o $@
+	$(Q)$(HOSTED_CC) $(HOSTED_X86_CFLAGS) $(SAN_asan) \
+	  $(if $(filter tests/unit/test_%,$<),$(UNIT_WATCHDOG)) -c $< -o $@
 
 # A static pattern rule: it wins over the generic asan rule above whatever
 # stale dependency files an older build left behind.
 UNIT_BINS_X86 := $(patsubst tests/unit/%.c,$(BUILD)/hosted/asan/bin/%,$(UNIT_X86_TESTS))
 $(UNIT_BINS_X86): $(BUILD)/hosted/asan/bin/%: $(BUILD)/hosted/x86-asan/tests/unit/%.o \
-		$(call hosted_objs,x86-asan,$(HOSTED_X86_SRCS))
+		$(call hosted_objs,x86-asan,$(HOSTED_X86_SRCS) tests/unit/unit_watchdog.c)
 	@mkdir -p $(@D)
 	$(Q)$(HOSTED_CC) $(SAN_asan) $^ $(HOSTED_LIBS) -o $@
 
@@ -85,3 +90,5 @@ compile_commands.json: FORCE
 	  --efi-arm64-srcs "$(EFI_SRCS_aarch64)" > $@
 .PHONY: FORCE
 FORCE:
+
+include mk/fuzz.mk

@@ -85,9 +85,26 @@ void s2_walk_flush(struct s2_walk *w)
 	}
 }
 
+// Keeps the largest number of entries a yieldable walk handled between two
+// yield checks (or before its end): the bound the yield protocol promises.
+static void record_since_check(struct s2_walk *w)
+{
+	struct s2_vm *vm = w->vm;
+	uint64_t seen = __atomic_load_n(&vm->stats.max_entries_between_checks, __ATOMIC_RELAXED);
+
+	while (w->since_check > seen &&
+	       !__atomic_compare_exchange_n(&vm->stats.max_entries_between_checks, &seen,
+					    w->since_check, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+	w->since_check = 0;
+}
+
 void s2_walk_end(struct s2_walk *w)
 {
 	s2_walk_flush(w);
+	if (w->flags & S2_WALK_YIELDABLE)
+		record_since_check(w);
 	S2_STAT_ADD(w->vm, leaves_zapped, w->zapped_leaves);
 	S2_STAT_ADD(w->vm, tables_zapped, w->zapped_tables);
 	w->zapped_leaves = w->zapped_tables = 0;
@@ -115,6 +132,11 @@ static void leaf_cmo(struct s2_walk *w, s2_pte_t old, unsigned level)
 // Under the read lock (SHARED) a racing fault may still hold a pointer into
 // the subtree: each entry is exchanged with the frozen value instead, so the
 // fault's CAS fails and it retries from the root.
+//
+// Every entry emptied here counts toward the entries between yield checks:
+// no check can run inside a detached subtree, so the callers keep subtrees
+// small (the invalid-root zapper empties lower levels first, slot zaps and
+// reclaims remove only tables already emptied), and the count shows it.
 static void zap_detached(struct s2_walk *w, uint64_t table_pa, unsigned level)
 {
 	s2_pte_t *t = s2_table_ptr(table_pa);
@@ -127,6 +149,7 @@ static void zap_detached(struct s2_walk *w, uint64_t table_pa, unsigned level)
 
 		if (!w->vm->fmt->is_present(e))
 			continue;
+		w->since_check++;
 		if (s2_is_table(w->vm, e, level)) {
 			zap_detached(w, s2_pte_addr(w->vm->fmt, e), level - 1);
 		} else {
@@ -237,13 +260,7 @@ static bool maybe_yield(struct s2_walk *w)
 	const struct s2_backend *be = vm->be;
 
 	S2_STAT_ADD(vm, yield_checks, 1);
-	uint64_t seen = __atomic_load_n(&vm->stats.max_entries_between_checks, __ATOMIC_RELAXED);
-	while (w->since_check > seen &&
-	       !__atomic_compare_exchange_n(&vm->stats.max_entries_between_checks, &seen,
-					    w->since_check, false, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
-		;
-	w->since_check = 0;
+	record_since_check(w);
 	if (!w->progress)
 		return false;
 	if (!(be->need_resched && be->need_resched(vm->be_ctx)) &&

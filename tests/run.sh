@@ -24,16 +24,25 @@ note_fail() {
 	failures+=("$2")
 }
 
+# Whole-binary limit (seconds); each cmocka test also has its own watchdog
+# (tests/unit/unit_watchdog.h, UNIT_TEST_TIMEOUT).
+UNIT_BINARY_TIMEOUT=${UNIT_BINARY_TIMEOUT:-600}
+
 # Run one cmocka binary; count its tests from cmocka's own closing lines.
 run_cmocka() {
 	local bin=$1 tag=$2 log p f
 	log="$out/unit/$tag-$(basename "$bin").log"
 	mkdir -p "$out/unit"
 	local start=$SECONDS
-	"$bin" >"$log" 2>&1
+	timeout -k 10 "$UNIT_BINARY_TIMEOUT" "$bin" >"$log" 2>&1
 	local rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		echo "[  FAILED  ] $(basename "$bin"): TIMEOUT after ${UNIT_BINARY_TIMEOUT}s (binary killed)" >>"$log"
+	fi
 	p=$(sed -n 's/.*\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' "$log" | tail -1)
 	f=$(sed -n 's/.*\[  FAILED  \] \([0-9]*\) test(s).*/\1/p' "$log" | tail -1)
+	# No summary (killed by a watchdog or `timeout`): count the tests that ended OK.
+	[ -n "$p" ] || p=$(grep -c '^\[       OK \]' "$log")
 	p=${p:-0}
 	f=${f:-0}
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi # crashed or sanitizer abort
@@ -42,7 +51,7 @@ run_cmocka() {
 	printf '  %-5s %-36s %3d passed %3d failed  %4ds\n' "$tag" "$(basename "$bin")" \
 		"$p" "$f" $((SECONDS - start))
 	if [ "$f" -gt 0 ]; then
-		grep -E '^\[  (FAILED|  ERROR) \]|ERROR|Sanitizer|runtime error' "$log" | head -20 | sed 's/^/      /'
+		grep -E '^\[  (FAILED|  ERROR) \]|ERROR|TIMEOUT|Sanitizer|runtime error' "$log" | head -20 | sed 's/^/      /'
 	fi
 }
 

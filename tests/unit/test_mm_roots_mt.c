@@ -8,6 +8,7 @@
 // retry; and a bounded stress of faulting vCPUs, a zapper and a reloader.
 #include <pthread.h>
 
+#include "mm/s2_internal.h" // the mmu lock's waiting-writer count
 #include "mm/s2_testhooks.h"
 #include "mm_test.h"
 
@@ -137,7 +138,7 @@ static void test_free_after_grace_period(void **state)
 	assert_int_equal(host_be_live_pages(t.be), live - 3);
 	s2_vm_stats(t.vm, &st);
 	assert_int_equal(st.deferred_pending, 0);
-	assert_true(st.grace_periods > gp);
+	assert_int_equal(st.grace_periods, gp + 1); // the one poll completed one grace period
 	mmt_fini(&t);
 }
 
@@ -158,6 +159,8 @@ static void test_zap_invalid_no_invalidation(void **state)
 	assert_int_equal(c1.kicks - c0.kicks, 1);
 	assert_true(c1.yields > c0.yields); // 16384 leaves: the zapper yielded
 	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.yields, c1.yields - c0.yields); // each engine yield is one be->yield
+	// A bound by design: at most S2_YIELD_EVERY entries between two checks.
 	assert_true(st.max_entries_between_checks <= S2_YIELD_EVERY);
 	assert_int_equal(st.leaves_zapped, 16384);
 	assert_false(mmt_walk(&t, 4096).mapped);
@@ -170,6 +173,47 @@ static void test_zap_invalid_no_invalidation(void **state)
 	assert_int_equal(st.roots_freed, 1);
 	s2_vm_destroy(t.vm);
 	assert_int_equal(host_be_free(t.be), 0);
+}
+
+// The invalid-root zapper empties 4K, then 2M, then 1G, then root-level
+// entries, so that removing a table never empties more than its own 512
+// entries at once: on every format, with 4K, 2M and 1G leaves in one tree,
+// entries emptied inside removed subtrees included, at most S2_YIELD_EVERY
+// entries pass between two yield checks (a bound: the walker promises
+// "at most", so the assertion is <=), and every leaf and table goes.
+static void test_zap_invalid_yield_bound_all_formats(void **state)
+{
+	const struct s2_fmt *fmts[] = {&s2_fmt_ept4, &s2_fmt_ept5, &s2_fmt_npt4, &s2_fmt_arm64_4k};
+
+	for (unsigned i = 0; i < 4; i++) {
+		struct mmt t;
+		struct s2_stats st;
+		uint64_t tables;
+
+		mmt_init_caps(&t, fmts[i], fmts[i] == &s2_fmt_arm64_4k ? 40 : 0, fmts[i]->caps);
+		assert_int_equal(
+		    s2_map(t.vm, t.root, 0, 64 * MiB, 0x8000001000ull, S2_PROT_RW, S2_MT_WB),
+		    0); // 16384 4K leaves
+		assert_int_equal(
+		    s2_map(t.vm, t.root, 1 * GiB, 8 * MiB, 0x8000000000ull, S2_PROT_RW, S2_MT_WB),
+		    0); // 4 2M leaves
+		assert_int_equal(
+		    s2_map(t.vm, t.root, 4 * GiB, 2 * GiB, 0x8000000000ull, S2_PROT_RW, S2_MT_WB),
+		    0); // 2 1G leaves
+		struct host_counts c0 = mmt_counts(&t);
+		t.be->resched_every = 1;
+		s2_roots_invalidate_all(t.vm);
+		t.be->resched_every = 0;
+		struct host_counts c1 = mmt_counts(&t);
+		s2_vm_stats(t.vm, &st);
+		assert_true(st.max_entries_between_checks <= S2_YIELD_EVERY);
+		assert_int_equal(st.leaves_zapped, 16384 + 4 + 2);
+		assert_int_equal(c1.inval_context + c1.inval_range,
+				 c0.inval_context + c0.inval_range);
+		mmt_sum(&t, &tables);
+		assert_int_equal(tables, 1); // only the root is left
+		mmt_fini(&t);
+	}
 }
 
 static struct s2_root *yield_put_root;
@@ -266,6 +310,64 @@ static void test_lock_stats(void **state)
 	assert_int_equal(a.deferred_pending, 0); // nobody reads: freed at once
 	s2_vm_destroy(t.vm);
 	assert_int_equal(host_be_free(t.be), 0);
+}
+
+// Root get and put are lock-light (design section 4): a vCPU loads and drops
+// its root while another CPU holds the mmu lock for read (a fault, the
+// invalid-root zapper). The reader below keeps its section open until the
+// vCPU is done; if get or put waits for the write lock instead, a writer shows
+// up waiting behind the reader and the test fails (without hanging: the
+// reader then leaves, so the vCPU finishes).
+struct getput_ctx {
+	struct s2_vm *vm;
+	pthread_t vcpu;
+	bool vcpu_done, writer_waited;
+	int get_result;
+};
+
+static void *get_put_vcpu(void *arg)
+{
+	struct getput_ctx *c = arg;
+	struct s2_root *r = NULL;
+
+	c->get_result = s2_root_get(c->vm, ROLE0, &r);
+	if (r)
+		s2_root_put(c->vm, r);
+	__atomic_store_n(&c->vcpu_done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+// The reader: holds the mmu lock for read (with its epoch section, as a fault
+// does) until the vCPU is done or a writer waits behind it.
+static void hold_read_until_vcpu_done(struct getput_ctx *c)
+{
+	s2_mmu_lock(c->vm, S2_LOCK_READ);
+	pthread_create(&c->vcpu, NULL, get_put_vcpu, c);
+	while (!__atomic_load_n(&c->vcpu_done, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&c->vm->mmu_lock.writers_waiting, __ATOMIC_ACQUIRE)) {
+			c->writer_waited = true;
+			break;
+		}
+		sched_yield();
+	}
+	s2_mmu_unlock(c->vm, S2_LOCK_READ);
+}
+
+static void test_root_get_put_beside_reader(void **state)
+{
+	struct mmt t;
+	struct getput_ctx c = {0};
+
+	mmt_init(&t, &s2_fmt_ept4);
+	c.vm = t.vm;
+	hold_read_until_vcpu_done(&c);
+	pthread_join(c.vcpu, NULL);
+	if (c.writer_waited)
+		fail_msg("root get/put waited for the mmu write lock behind a reader "
+			 "(they must be lock-light: read lock for get, no lock for put)");
+	assert_int_equal(c.get_result, 0);
+	assert_int_equal(s2_root_refs(t.root), 2); // the test's vCPU + the MMU
+	mmt_fini(&t);
 }
 
 struct frozen_ctx {
@@ -411,9 +513,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_64_threads_one_root),
 	    cmocka_unit_test(test_invalid_root_never_reused),
+	    cmocka_unit_test(test_root_get_put_beside_reader),
 	    cmocka_unit_test(test_last_put_on_valid_root_caught),
 	    cmocka_unit_test(test_free_after_grace_period),
 	    cmocka_unit_test(test_zap_invalid_no_invalidation),
+	    cmocka_unit_test(test_zap_invalid_yield_bound_all_formats),
 	    cmocka_unit_test(test_zap_holds_root_reference),
 	    cmocka_unit_test(test_lock_stats),
 	    cmocka_unit_test(test_frozen_entry_fault_retries),
