@@ -55,4 +55,10 @@ void vm_arch_mm_counts(const struct vm *vm, struct slat_mm_counts *out);
 // Microseconds since the VM started (TSC, CNTPCT, clock_gettime).
 uint64_t vm_arch_uptime_us(const struct vm *vm);
 
+// Core's use of the contract at the end of a VM (core/vm_shutdown.c): reads
+// the SLAT figures, tears the SLAT down and prints the exit summary for
+// `event` ("power-off", "reset"). The caller owns the shutdown
+// (vm_begin_shutdown) and no vCPU runs the VM any more.
+void vm_teardown_and_report(struct vm *vm, const char *event);
+
 #endif

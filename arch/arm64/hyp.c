@@ -221,15 +221,7 @@ void arm64_vm_shutdown(struct vm *vm, struct arm64_frame *f, bool reset, uint64_
 	if (!vm_begin_shutdown(vm))
 		arm64_park(); // another CPU is already shutting the machine down
 
-	struct exit_summary s = {.event = reset ? "reset" : "power-off"};
-	struct vm_teardown_counts td;
-
-	s.uptime_us = vm_arch_uptime_us(vm);
-	vm_arch_mm_counts(vm, &s.live);
-	vm_arch_teardown(vm, &td);
-	s.teardown_pages = td.pages_freed;
-	s.teardown_invalidations = td.invalidations;
-	vm_print_exit_summary(vm, &s);
+	vm_teardown_and_report(vm, reset ? "reset" : "power-off");
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();
 	uint64_t ret = arm64_smc4(psci_fn, f->x[1], f->x[2], 0);

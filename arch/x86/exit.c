@@ -33,14 +33,7 @@ __attribute__((noreturn)) void x86_vm_shutdown(struct vcpu *v, bool reset, uint1
 
 	if (!vm_begin_shutdown(vm))
 		x86_park(); // another CPU is already shutting the machine down
-	struct exit_summary s = {.event = reset ? "reset" : "power-off"};
-	struct vm_teardown_counts td;
-	s.uptime_us = vm_arch_uptime_us(vm);
-	vm_arch_mm_counts(vm, &s.live);
-	vm_arch_teardown(vm, &td);
-	s.teardown_pages = td.pages_freed;
-	s.teardown_invalidations = td.invalidations;
-	vm_print_exit_summary(vm, &s);
+	vm_teardown_and_report(vm, reset ? "reset" : "power-off");
 	io_report();
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();
