@@ -32,6 +32,7 @@ include mk/hosted.mk
 include mk/guest.mk
 include mk/boot.mk
 include mk/bench.mk
+include mk/archtest.mk
 
 all: $(EFI_IMAGES)
 

@@ -28,6 +28,9 @@ EMU_QEMU_EFI_AARCH64=${EMU_QEMU_EFI_AARCH64:-/usr/share/qemu-efi-aarch64/QEMU_EF
 EMU_OVMF=${EMU_OVMF:-/usr/share/ovmf/OVMF.fd}
 EMU_VGABIOS=${EMU_VGABIOS:-/usr/share/vgabios/vgabios.bin}
 EMU_MEM_MB=${EMU_MEM_MB:-1024}
+# QEMU arm64 machine options (tests vary the GIC, or leave EL2 out for a bare
+# comparison run).
+EMU_ARM64_MACHINE=${EMU_ARM64_MACHINE:-virt,virtualization=on,gic-version=3}
 
 # FAT16 "superfloppy" of 32 cylinders x 16 heads x 63 sectors (15.75 MiB):
 # Bochs derives the disk geometry from it; edk2 mounts it without a partition
@@ -105,7 +108,7 @@ emu_qemu_arm64() {
 	local mode=$1 log=$2 esp=$3 cpu=$4
 	shift 4
 	_emu_qemu "$mode" "$log" qemu-system-aarch64 -accel tcg \
-		-M virt,virtualization=on,gic-version=3 -cpu "$cpu" -m "$EMU_MEM_MB" \
+		-M "$EMU_ARM64_MACHINE" -cpu "$cpu" -m "$EMU_MEM_MB" \
 		-smp "${EMU_SMP:-1}" \
 		-bios "$EMU_QEMU_EFI_AARCH64" -boot menu=on,splash-time=0 \
 		-drive "file=$esp,format=raw,if=virtio" "$@"
