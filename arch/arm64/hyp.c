@@ -81,7 +81,7 @@ static bool cpu_has_pauth(void)
 static void cpu_features_init(void)
 {
 	uint64_t pfr0 = read_sysreg(SYSREG_ID_AA64PFR0_EL1);
-	uint64_t pfr1 = read_sysreg("S3_0_C0_C4_1");
+	uint64_t pfr1 = read_sysreg(SYSREG_ID_AA64PFR1_EL1);
 	uint64_t mmfr1 = read_sysreg(SYSREG_ID_AA64MMFR1_EL1);
 
 	arm64_cpu = (struct arm64_cpu_features){
@@ -89,7 +89,25 @@ static void cpu_features_init(void)
 	    .has_sme = sysreg_field(pfr1, 27, 24) != 0,
 	    .has_pan = sysreg_field(mmfr1, 23, 20) != 0,
 	    .has_pauth = cpu_has_pauth(),
+	    // MTE 1 is the instructions only (no tags in memory, no tag registers).
+	    .has_mte = sysreg_field(pfr1, 11, 8) >= 2,
+	    // GICv2 machines (GIC-400, QEMU gic-version=2) have no ICC_* registers:
+	    // touching ICC_SRE_EL2 there is UNDEFINED at EL2.
+	    .gic_sysregs = sysreg_field(pfr0, 27, 24) != 0,
 	};
+	if (arm64_cpu.gic_sysregs)
+		arm64_cpu.sre_el2 = read_sysreg(SYSREG_ICC_SRE_EL2);
+}
+
+static void report_gic(void)
+{
+	if (!arm64_cpu.gic_sysregs)
+		log_info("slat: GIC CPU interface: memory-mapped (GICv2; no GIC system registers), "
+			 "passed through\n");
+	else
+		log_info("slat: GIC CPU interface: system registers (GICv3; firmware ICC_SRE_EL2 "
+			 "0x%llx), passed through\n",
+			 (unsigned long long)arm64_cpu.sre_el2);
 }
 
 // EL1 takes over the firmware's EL2 regime: same tables, same attributes.
@@ -172,6 +190,7 @@ static int64_t hyp_start(struct arm64_boot_args *a, uint64_t resume_pc, uint64_t
 		return -1;
 	}
 	cpu_features_init();
+	report_gic();
 	if (vm_arch_init(vm))
 		return -1;
 	vm->arch.start_cnt = a->start_ticks; // the primary runs since Slat took over

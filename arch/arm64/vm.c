@@ -37,6 +37,24 @@ void vcpu_arch_init(struct vcpu *vcpu)
 	vcpu->arch = (struct vcpu_arch){0};
 }
 
+// The GICv3 CPU interface mode EL1 gets: the firmware's (system registers,
+// or the legacy memory-mapped interface where the GIC offers it), with EL1
+// allowed to program ICC_SRE_EL1. GICv2 has no ICC_* registers: nothing to do,
+// EL1 reaches the memory-mapped CPU interface through the stage-2.
+static void load_gic_cpuif(void)
+{
+	if (!arm64_cpu.gic_sysregs)
+		return;
+	if (!(arm64_cpu.sre_el2 & ICC_SRE_SRE)) {
+		write_sysreg(SYSREG_ICC_SRE_EL2, ICC_SRE_ENABLE);
+		isb();
+		return;
+	}
+	write_sysreg(SYSREG_ICC_SRE_EL2, ICC_SRE_SRE | ICC_SRE_DFB | ICC_SRE_DIB | ICC_SRE_ENABLE);
+	isb();
+	write_sysreg(SYSREG_ICC_SRE_EL1, ICC_SRE_SRE | ICC_SRE_DFB | ICC_SRE_DIB);
+}
+
 // Everything EL2 holds while this CPU runs a vCPU of `vm`.
 static void load_el2_state(const struct vm *vm, struct arm64_pcpu *pc)
 {
@@ -56,9 +74,7 @@ static void load_el2_state(const struct vm *vm, struct arm64_pcpu *pc)
 	write_sysreg("hstr_el2", 0);
 	write_sysreg("vpidr_el2", read_sysreg(SYSREG_MIDR_EL1));
 	write_sysreg("vmpidr_el2", read_sysreg(SYSREG_MPIDR_EL1));
-	write_sysreg(SYSREG_ICC_SRE_EL2, 0xf); // SRE | DFB | DIB | Enable (EL1 may use SRE)
-	isb();
-	write_sysreg(SYSREG_ICC_SRE_EL1, 0x7);
+	load_gic_cpuif();
 	write_sysreg("vtcr_el2", a->s2.vtcr);
 	write_sysreg("vttbr_el2", a->s2.vttbr);
 	write_sysreg("hcr_el2", a->hcr);
