@@ -25,6 +25,11 @@ int vm_arch_init(struct vm *vm)
 	a->hcr = HCR_RW | HCR_TSC | HCR_VM;
 	if (arm64_cpu.has_pauth)
 		a->hcr |= HCR_API | HCR_APK;
+	// Without ATA, EL1's tag registers (TFSR_EL1, TFSRE0_EL1, GCR_EL1,
+	// RGSR_EL1) trap to EL2 and tag accesses are disabled. Tags need Normal
+	// write-back memory at both stages: the stage-2 maps RAM as MemAttr 0xF.
+	if (arm64_cpu.has_mte)
+		a->hcr |= HCR_ATA;
 	a->cptr = read_sysreg("cptr_el2") & ~(CPTR_TFP | CPTR_TZ | CPTR_TSM);
 	a->cnthctl = 3; // EL1PCTEN | EL1PCEN: EL1 owns its physical counter and timer
 	a->cnt_hz = read_sysreg("cntfrq_el0");
