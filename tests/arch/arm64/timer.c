@@ -9,8 +9,8 @@
  */
 #include "tests/arch/arm64/lib/a64.h"
 
-#define PPI_VTIMER 27
-#define PPI_PTIMER 30
+#define PPI_VTIMER  27
+#define PPI_PTIMER  30
 #define CTL_ENABLE  1u
 #define CTL_IMASK   2u
 #define CTL_ISTATUS 4u
@@ -110,8 +110,8 @@ static void run_timer(const struct timer *t, uint64_t hz)
 	while (t->count() < until)
 		;
 	a64_irq_mask();
-	ta_verdict(t == &timers[0] ? "cntv-masked" : "cntp-masked", "%s: ISTATUS %u, interrupts %u", t->name,
-		   (unsigned)(t->ctl() & CTL_ISTATUS) ? 1 : 0, got);
+	ta_verdict(t == &timers[0] ? "cntv-masked" : "cntp-masked", "%s: ISTATUS %u, interrupts %u",
+		   t->name, (unsigned)(t->ctl() & CTL_ISTATUS) ? 1 : 0, got);
 	t->set(0, 0);
 	a64_gic_local_config(t->intid, 0x80, false);
 	a64_gic_clear_pending(t->intid);

@@ -16,7 +16,7 @@
 #define a64_mrs(name)                                                                              \
 	({                                                                                         \
 		uint64_t v_;                                                                       \
-		__asm__ volatile("mrs %0, " name : "=r"(v_)::"memory");                           \
+		__asm__ volatile("mrs %0, " name : "=r"(v_)::"memory");                            \
 		v_;                                                                                \
 	})
 #define a64_msr(name, v) __asm__ volatile("msr " name ", %0" ::"r"((uint64_t)(v)) : "memory")
@@ -96,9 +96,9 @@ const void *a64_acpi_table(const char *sig);
 unsigned a64_fadt_arm_flags(void);
 
 struct a64_madt {
-	unsigned gic_version;	 /* GICD entry's version field (0: not given) */
-	uint64_t gicd, gicc;	 /* GICv2 CPU interface (first GICC entry) */
-	uint64_t gicr;		 /* first GICR discovery range (0: none) */
+	unsigned gic_version; /* GICD entry's version field (0: not given) */
+	uint64_t gicd, gicc;  /* GICv2 CPU interface (first GICC entry) */
+	uint64_t gicr;	      /* first GICR discovery range (0: none) */
 	unsigned n_cpus;
 	uint64_t mpidr[8];
 };

@@ -187,7 +187,8 @@ void a64_gic_sgi_self(unsigned intid)
 	if (version == 3) {
 		uint64_t mpidr = a64_mrs(A64_MPIDR);
 		uint64_t v = (uint64_t)a64_field(mpidr, 39, 32) << 48 |
-			     (uint64_t)a64_field(mpidr, 23, 16) << 32 | (uint64_t)(intid & 15) << 24 |
+			     (uint64_t)a64_field(mpidr, 23, 16) << 32 |
+			     (uint64_t)(intid & 15) << 24 |
 			     (uint64_t)a64_field(mpidr, 15, 8) << 16 |
 			     (1ull << (a64_field(mpidr, 7, 0) & 15));
 		a64_msr(ICC_SGI1R_EL1, v);
