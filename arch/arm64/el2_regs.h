@@ -27,15 +27,16 @@
 #define ICC_SRE_ENABLE (1ull << 3) // EL2 only: EL1 may access ICC_SRE_EL1
 
 // HCR_EL2
-#define HCR_VM	(1ull << 0)
-#define HCR_IMO (1ull << 4)
-#define HCR_FMO (1ull << 3)
-#define HCR_TSC (1ull << 19)
-#define HCR_TGE (1ull << 27)
-#define HCR_RW	(1ull << 31)
-#define HCR_APK (1ull << 40)
-#define HCR_API (1ull << 41)
-#define HCR_ATA (1ull << 56) // EL1 allocation-tag access (MTE) does not trap
+#define HCR_VM	   (1ull << 0)
+#define HCR_IMO	   (1ull << 4)
+#define HCR_FMO	   (1ull << 3)
+#define HCR_TSC	   (1ull << 19)
+#define HCR_TGE	   (1ull << 27)
+#define HCR_RW	   (1ull << 31)
+#define HCR_APK	   (1ull << 40)
+#define HCR_API	   (1ull << 41)
+#define HCR_ENSCXT (1ull << 53) // SCXTNUM_EL0/EL1 do not trap (FEAT_CSV2_2)
+#define HCR_ATA	   (1ull << 56) // EL1 allocation-tag access (MTE) does not trap
 
 // CPTR_EL2 (E2H = 0)
 #define CPTR_TZ	 (1ull << 8)

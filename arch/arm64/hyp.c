@@ -91,6 +91,7 @@ static void cpu_features_init(void)
 	    .has_pauth = cpu_has_pauth(),
 	    // MTE 1 is the instructions only (no tags in memory, no tag registers).
 	    .has_mte = sysreg_field(pfr1, 11, 8) >= 2,
+	    .has_scxtnum = sysreg_field(pfr0, 59, 56) >= 2 || sysreg_field(pfr1, 35, 32) >= 2,
 	    // GICv2 machines (GIC-400, QEMU gic-version=2) have no ICC_* registers:
 	    // touching ICC_SRE_EL2 there is UNDEFINED at EL2.
 	    .gic_sysregs = sysreg_field(pfr0, 27, 24) != 0,

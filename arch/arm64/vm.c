@@ -30,6 +30,9 @@ int vm_arch_init(struct vm *vm)
 	// write-back memory at both stages: the stage-2 maps RAM as MemAttr 0xF.
 	if (arm64_cpu.has_mte)
 		a->hcr |= HCR_ATA;
+	// Without EnSCXT, EL1's (and EL0's) SCXTNUM accesses trap to EL2.
+	if (arm64_cpu.has_scxtnum)
+		a->hcr |= HCR_ENSCXT;
 	a->cptr = read_sysreg("cptr_el2") & ~(CPTR_TFP | CPTR_TZ | CPTR_TSM);
 	a->cnthctl = 3; // EL1PCTEN | EL1PCEN: EL1 owns its physical counter and timer
 	a->cnt_hz = read_sysreg("cntfrq_el0");

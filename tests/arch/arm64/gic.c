@@ -100,7 +100,6 @@ void ta_main(void)
 		return;
 	if (gic == 3)
 		ta_verdict("icc_sre_el1", "0x%llx", (unsigned long long)a64_mrs("S3_0_C12_C12_5"));
-	a64_tpl_raise();
 	a64_vectors_install();
 	a64_gic_save();
 	a64_gic_local_only(0);
@@ -115,5 +114,4 @@ void ta_main(void)
 	a64_irq_fn = NULL;
 	a64_gic_restore();
 	a64_vectors_restore();
-	a64_tpl_restore();
 }

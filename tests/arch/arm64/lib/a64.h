@@ -44,7 +44,9 @@ struct a64_exc {
 };
 extern volatile struct a64_exc a64_exc;
 
-/* Installs the payload's VBAR_EL1 (keeping the firmware's to restore). */
+/* Installs the payload's VBAR_EL1 (keeping the firmware's to restore) with
+ * the firmware's TPL raised to HIGH_LEVEL (IRQs masked, its timer handlers
+ * held off) until a64_vectors_restore(). */
 void a64_vectors_install(void);
 void a64_vectors_restore(void);
 /* Forgets the last exception: the next one is counted from zero. Every
@@ -73,10 +75,6 @@ static inline void a64_irq_mask(void)
 	__asm__ volatile("msr daifset, #2; isb" ::: "memory");
 }
 
-/* Raises the firmware's TPL to HIGH_LEVEL (its interrupts masked, its timer
- * handlers held off) for the payload's own interrupt tests; and back. */
-void a64_tpl_raise(void);
-void a64_tpl_restore(void);
 
 /* The counter and a bounded wait: spins until *flag != 0 or `ticks` of the
  * physical counter pass. Returns the flag's value. */

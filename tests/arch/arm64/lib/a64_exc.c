@@ -16,8 +16,13 @@ volatile unsigned a64_irq_count;
 static uint64_t fw_vbar;
 static EFI_TPL saved_tpl;
 
+/* The firmware's interrupts must never reach these vectors (its timer's
+ * level-sensitive line, never acknowledged, would fire forever): the TPL
+ * stays at HIGH_LEVEL (IRQs masked) while they are installed; payloads
+ * unmask IRQs only in windows where every enabled INTID is theirs. */
 void a64_vectors_install(void)
 {
+	saved_tpl = ta_bs()->RaiseTPL(TPL_HIGH_LEVEL);
 	fw_vbar = a64_mrs("vbar_el1");
 	a64_msr("vbar_el1", (uint64_t)(uintptr_t)a64_vector_table);
 	a64_isb();
@@ -28,6 +33,7 @@ void a64_vectors_restore(void)
 	a64_irq_mask();
 	a64_msr("vbar_el1", fw_vbar);
 	a64_isb();
+	ta_bs()->RestoreTPL(saved_tpl);
 }
 
 void a64_exc_arm(void)
@@ -35,16 +41,6 @@ void a64_exc_arm(void)
 	a64_exc.count = 0;
 	a64_exc.esr = a64_exc.far = a64_exc.elr = 0;
 	a64_exc.kind = 0;
-}
-
-void a64_tpl_raise(void)
-{
-	saved_tpl = ta_bs()->RaiseTPL(TPL_HIGH_LEVEL);
-}
-
-void a64_tpl_restore(void)
-{
-	ta_bs()->RestoreTPL(saved_tpl);
 }
 
 unsigned a64_wait_flag(volatile unsigned *flag, uint64_t ticks)
