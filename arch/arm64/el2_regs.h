@@ -19,6 +19,8 @@
 #define SYSREG_ICC_SRE_EL2	"S3_4_C12_C9_5"
 #define SYSREG_ICC_SRE_EL1	"S3_0_C12_C12_5"
 #define SYSREG_ID_AA64PFR1_EL1	"S3_0_C0_C4_1"
+#define SYSREG_ID_AA64SMFR0_EL1 "S3_0_C0_C4_5"
+#define SMCR_FA64		(1ull << 31) // SMCR_ELx: full A64 in streaming mode
 
 // ICC_SRE_ELx
 #define ICC_SRE_SRE    (1ull << 0)

@@ -96,6 +96,8 @@ static void cpu_features_init(void)
 	    // touching ICC_SRE_EL2 there is UNDEFINED at EL2.
 	    .gic_sysregs = sysreg_field(pfr0, 27, 24) != 0,
 	};
+	if (arm64_cpu.has_sme)
+		arm64_cpu.has_sme_fa64 = read_sysreg(SYSREG_ID_AA64SMFR0_EL1) >> 63;
 	if (arm64_cpu.gic_sysregs)
 		arm64_cpu.sre_el2 = read_sysreg(SYSREG_ICC_SRE_EL2);
 }

@@ -48,10 +48,11 @@ _Static_assert(__builtin_offsetof(struct arm64_pcpu, vcpu) == 16, "el2_entry.S")
 // the boot CPU; every CPU of the machine is assumed to have them).
 struct arm64_cpu_features {
 	bool has_sve, has_sme, has_pan, has_pauth;
-	bool has_scxtnum; // FEAT_CSV2_2 / FEAT_CSV2_1p2: SCXTNUM_ELx exist
-	bool has_mte;	  // FEAT_MTE2 (ID_AA64PFR1_EL1.MTE >= 2): tags in memory
-	bool gic_sysregs; // GICv3 CPU interface system registers (ID_AA64PFR0_EL1.GIC)
-	uint64_t sre_el2; // the firmware's ICC_SRE_EL2 (valid with gic_sysregs)
+	bool has_sme_fa64; // FEAT_SME_FA64: streaming mode may run all of A64
+	bool has_scxtnum;  // FEAT_CSV2_2 / FEAT_CSV2_1p2: SCXTNUM_ELx exist
+	bool has_mte;	   // FEAT_MTE2 (ID_AA64PFR1_EL1.MTE >= 2): tags in memory
+	bool gic_sysregs;  // GICv3 CPU interface system registers (ID_AA64PFR0_EL1.GIC)
+	uint64_t sre_el2;  // the firmware's ICC_SRE_EL2 (valid with gic_sysregs)
 };
 
 // Exception frame built by the EL2 vectors (el2_entry.S).

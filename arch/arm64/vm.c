@@ -74,8 +74,10 @@ static void load_el2_state(const struct vm *vm, struct arm64_pcpu *pc)
 	isb();
 	if (arm64_cpu.has_sve)
 		write_sysreg(SYSREG_ZCR_EL2, 0xf); // the largest vector length the CPU has
+	// SMCR_EL2.FA64 clear would forbid EL1 the full instruction set in
+	// streaming mode even when SMCR_EL1.FA64 asks for it.
 	if (arm64_cpu.has_sme)
-		write_sysreg(SYSREG_SMCR_EL2, 0xf);
+		write_sysreg(SYSREG_SMCR_EL2, 0xf | (arm64_cpu.has_sme_fa64 ? SMCR_FA64 : 0));
 	write_sysreg("cnthctl_el2", a->cnthctl);
 	write_sysreg("cntvoff_el2", 0);
 	write_sysreg("mdcr_el2", (read_sysreg("pmcr_el0") >> 11) & 0x1f); // HPMN = PMCR_EL0.N
