@@ -68,36 +68,20 @@ struct vcpu *arm64_vcpu_claim(struct vm *vm, uint64_t mpidr)
 }
 
 // ---- CPU features -----------------------------------------------------------
-static bool cpu_has_pauth(void)
-{
-	uint64_t isar1 = read_sysreg(SYSREG_ID_AA64ISAR1_EL1);
-	uint64_t isar2 = read_sysreg(SYSREG_ID_AA64ISAR2_EL1);
-
-	return sysreg_field(isar1, 7, 4) || sysreg_field(isar1, 11, 8) ||
-	       sysreg_field(isar1, 27, 24) || sysreg_field(isar1, 31, 28) ||
-	       sysreg_field(isar2, 15, 12) || sysreg_field(isar2, 11, 8);
-}
-
 static void cpu_features_init(void)
 {
-	uint64_t pfr0 = read_sysreg(SYSREG_ID_AA64PFR0_EL1);
-	uint64_t pfr1 = read_sysreg(SYSREG_ID_AA64PFR1_EL1);
-	uint64_t mmfr1 = read_sysreg(SYSREG_ID_AA64MMFR1_EL1);
-
-	arm64_cpu = (struct arm64_cpu_features){
-	    .has_sve = sysreg_field(pfr0, 35, 32) != 0,
-	    .has_sme = sysreg_field(pfr1, 27, 24) != 0,
-	    .has_pan = sysreg_field(mmfr1, 23, 20) != 0,
-	    .has_pauth = cpu_has_pauth(),
-	    // MTE 1 is the instructions only (no tags in memory, no tag registers).
-	    .has_mte = sysreg_field(pfr1, 11, 8) >= 2,
-	    .has_scxtnum = sysreg_field(pfr0, 59, 56) >= 2 || sysreg_field(pfr1, 35, 32) >= 2,
-	    // GICv2 machines (GIC-400, QEMU gic-version=2) have no ICC_* registers:
-	    // touching ICC_SRE_EL2 there is UNDEFINED at EL2.
-	    .gic_sysregs = sysreg_field(pfr0, 27, 24) != 0,
+	struct arm64_id_regs id = {
+	    .pfr0 = read_sysreg(SYSREG_ID_AA64PFR0_EL1),
+	    .pfr1 = read_sysreg(SYSREG_ID_AA64PFR1_EL1),
+	    .mmfr1 = read_sysreg(SYSREG_ID_AA64MMFR1_EL1),
+	    .isar1 = read_sysreg(SYSREG_ID_AA64ISAR1_EL1),
+	    .isar2 = read_sysreg(SYSREG_ID_AA64ISAR2_EL1),
 	};
-	if (arm64_cpu.has_sme)
-		arm64_cpu.has_sme_fa64 = read_sysreg(SYSREG_ID_AA64SMFR0_EL1) >> 63;
+
+	if (sysreg_field(id.pfr1, 27, 24)) // ID_AA64SMFR0_EL1 exists with SME
+		id.smfr0 = read_sysreg(SYSREG_ID_AA64SMFR0_EL1);
+	arm64_features_decode(&id, &arm64_cpu);
+	// Touching ICC_SRE_EL2 without the system registers is UNDEFINED at EL2.
 	if (arm64_cpu.gic_sysregs)
 		arm64_cpu.sre_el2 = read_sysreg(SYSREG_ICC_SRE_EL2);
 }

@@ -121,7 +121,7 @@ static bool suspend_is_powerdown(uint64_t power_state)
 		uint64_t flags = arm64_smc4(PSCI_FEATURES, 0xc4000000u | PSCI_CPU_SUSPEND, 0, 0);
 		extended = (int64_t)flags >= 0 && (flags & 2) ? 1 : 0;
 	}
-	return (power_state >> (extended ? 30 : 16)) & 1;
+	return arm64_psci_suspend_is_powerdown(power_state, extended == 1);
 }
 
 // CPU_SUSPEND: a standby state returns to the caller and goes through as is.

@@ -21,18 +21,7 @@ int vm_arch_init(struct vm *vm)
 	}
 	if (!arm64_s2_build_primary(&plan->region, plan, &a->s2))
 		return -1;
-	// IMO/FMO/AMO stay clear: interrupts go straight to the primary (no vGIC).
-	a->hcr = HCR_RW | HCR_TSC | HCR_VM;
-	if (arm64_cpu.has_pauth)
-		a->hcr |= HCR_API | HCR_APK;
-	// Without ATA, EL1's tag registers (TFSR_EL1, TFSRE0_EL1, GCR_EL1,
-	// RGSR_EL1) trap to EL2 and tag accesses are disabled. Tags need Normal
-	// write-back memory at both stages: the stage-2 maps RAM as MemAttr 0xF.
-	if (arm64_cpu.has_mte)
-		a->hcr |= HCR_ATA;
-	// Without EnSCXT, EL1's (and EL0's) SCXTNUM accesses trap to EL2.
-	if (arm64_cpu.has_scxtnum)
-		a->hcr |= HCR_ENSCXT;
+	a->hcr = arm64_hcr_el2_for(&arm64_cpu);
 	a->cptr = read_sysreg("cptr_el2") & ~(CPTR_TFP | CPTR_TZ | CPTR_TSM);
 	a->cnthctl = 3; // EL1PCTEN | EL1PCEN: EL1 owns its physical counter and timer
 	a->cnt_hz = read_sysreg("cntfrq_el0");
@@ -51,16 +40,15 @@ void vcpu_arch_init(struct vcpu *vcpu)
 // EL1 reaches the memory-mapped CPU interface through the stage-2.
 static void load_gic_cpuif(void)
 {
-	if (!arm64_cpu.gic_sysregs)
+	uint64_t el2, el1;
+	bool write_el1;
+
+	if (!arm64_icc_sre_for(&arm64_cpu, &el2, &el1, &write_el1))
 		return;
-	if (!(arm64_cpu.sre_el2 & ICC_SRE_SRE)) {
-		write_sysreg(SYSREG_ICC_SRE_EL2, ICC_SRE_ENABLE);
-		isb();
-		return;
-	}
-	write_sysreg(SYSREG_ICC_SRE_EL2, ICC_SRE_SRE | ICC_SRE_DFB | ICC_SRE_DIB | ICC_SRE_ENABLE);
+	write_sysreg(SYSREG_ICC_SRE_EL2, el2);
 	isb();
-	write_sysreg(SYSREG_ICC_SRE_EL1, ICC_SRE_SRE | ICC_SRE_DFB | ICC_SRE_DIB);
+	if (write_el1)
+		write_sysreg(SYSREG_ICC_SRE_EL1, el1);
 }
 
 // Everything EL2 holds while this CPU runs a vCPU of `vm`.
@@ -74,10 +62,8 @@ static void load_el2_state(const struct vm *vm, struct arm64_pcpu *pc)
 	isb();
 	if (arm64_cpu.has_sve)
 		write_sysreg(SYSREG_ZCR_EL2, 0xf); // the largest vector length the CPU has
-	// SMCR_EL2.FA64 clear would forbid EL1 the full instruction set in
-	// streaming mode even when SMCR_EL1.FA64 asks for it.
 	if (arm64_cpu.has_sme)
-		write_sysreg(SYSREG_SMCR_EL2, 0xf | (arm64_cpu.has_sme_fa64 ? SMCR_FA64 : 0));
+		write_sysreg(SYSREG_SMCR_EL2, arm64_smcr_el2_for(&arm64_cpu));
 	write_sysreg("cnthctl_el2", a->cnthctl);
 	write_sysreg("cntvoff_el2", 0);
 	write_sysreg("mdcr_el2", (read_sysreg("pmcr_el0") >> 11) & 0x1f); // HPMN = PMCR_EL0.N
