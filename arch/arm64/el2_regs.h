@@ -18,16 +18,27 @@
 #define SYSREG_SMCR_EL2		"S3_4_C1_C2_6"
 #define SYSREG_ICC_SRE_EL2	"S3_4_C12_C9_5"
 #define SYSREG_ICC_SRE_EL1	"S3_0_C12_C12_5"
+#define SYSREG_ID_AA64PFR1_EL1	"S3_0_C0_C4_1"
+#define SYSREG_ID_AA64SMFR0_EL1 "S3_0_C0_C4_5"
+#define SMCR_FA64		(1ull << 31) // SMCR_ELx: full A64 in streaming mode
+
+// ICC_SRE_ELx
+#define ICC_SRE_SRE    (1ull << 0)
+#define ICC_SRE_DFB    (1ull << 1)
+#define ICC_SRE_DIB    (1ull << 2)
+#define ICC_SRE_ENABLE (1ull << 3) // EL2 only: EL1 may access ICC_SRE_EL1
 
 // HCR_EL2
-#define HCR_VM	(1ull << 0)
-#define HCR_IMO (1ull << 4)
-#define HCR_FMO (1ull << 3)
-#define HCR_TSC (1ull << 19)
-#define HCR_TGE (1ull << 27)
-#define HCR_RW	(1ull << 31)
-#define HCR_APK (1ull << 40)
-#define HCR_API (1ull << 41)
+#define HCR_VM	   (1ull << 0)
+#define HCR_IMO	   (1ull << 4)
+#define HCR_FMO	   (1ull << 3)
+#define HCR_TSC	   (1ull << 19)
+#define HCR_TGE	   (1ull << 27)
+#define HCR_RW	   (1ull << 31)
+#define HCR_APK	   (1ull << 40)
+#define HCR_API	   (1ull << 41)
+#define HCR_ENSCXT (1ull << 53) // SCXTNUM_EL0/EL1 do not trap (FEAT_CSV2_2)
+#define HCR_ATA	   (1ull << 56) // EL1 allocation-tag access (MTE) does not trap
 
 // CPTR_EL2 (E2H = 0)
 #define CPTR_TZ	 (1ull << 8)

@@ -68,28 +68,33 @@ struct vcpu *arm64_vcpu_claim(struct vm *vm, uint64_t mpidr)
 }
 
 // ---- CPU features -----------------------------------------------------------
-static bool cpu_has_pauth(void)
-{
-	uint64_t isar1 = read_sysreg(SYSREG_ID_AA64ISAR1_EL1);
-	uint64_t isar2 = read_sysreg(SYSREG_ID_AA64ISAR2_EL1);
-
-	return sysreg_field(isar1, 7, 4) || sysreg_field(isar1, 11, 8) ||
-	       sysreg_field(isar1, 27, 24) || sysreg_field(isar1, 31, 28) ||
-	       sysreg_field(isar2, 15, 12) || sysreg_field(isar2, 11, 8);
-}
-
 static void cpu_features_init(void)
 {
-	uint64_t pfr0 = read_sysreg(SYSREG_ID_AA64PFR0_EL1);
-	uint64_t pfr1 = read_sysreg("S3_0_C0_C4_1");
-	uint64_t mmfr1 = read_sysreg(SYSREG_ID_AA64MMFR1_EL1);
-
-	arm64_cpu = (struct arm64_cpu_features){
-	    .has_sve = sysreg_field(pfr0, 35, 32) != 0,
-	    .has_sme = sysreg_field(pfr1, 27, 24) != 0,
-	    .has_pan = sysreg_field(mmfr1, 23, 20) != 0,
-	    .has_pauth = cpu_has_pauth(),
+	struct arm64_id_regs id = {
+	    .pfr0 = read_sysreg(SYSREG_ID_AA64PFR0_EL1),
+	    .pfr1 = read_sysreg(SYSREG_ID_AA64PFR1_EL1),
+	    .mmfr1 = read_sysreg(SYSREG_ID_AA64MMFR1_EL1),
+	    .isar1 = read_sysreg(SYSREG_ID_AA64ISAR1_EL1),
+	    .isar2 = read_sysreg(SYSREG_ID_AA64ISAR2_EL1),
 	};
+
+	if (sysreg_field(id.pfr1, 27, 24)) // ID_AA64SMFR0_EL1 exists with SME
+		id.smfr0 = read_sysreg(SYSREG_ID_AA64SMFR0_EL1);
+	arm64_features_decode(&id, &arm64_cpu);
+	// Touching ICC_SRE_EL2 without the system registers is UNDEFINED at EL2.
+	if (arm64_cpu.gic_sysregs)
+		arm64_cpu.sre_el2 = read_sysreg(SYSREG_ICC_SRE_EL2);
+}
+
+static void report_gic(void)
+{
+	if (!arm64_cpu.gic_sysregs)
+		log_info("slat: GIC CPU interface: memory-mapped (GICv2; no GIC system registers), "
+			 "passed through\n");
+	else
+		log_info("slat: GIC CPU interface: system registers (GICv3; firmware ICC_SRE_EL2 "
+			 "0x%llx), passed through\n",
+			 (unsigned long long)arm64_cpu.sre_el2);
 }
 
 // EL1 takes over the firmware's EL2 regime: same tables, same attributes.
@@ -172,6 +177,7 @@ static int64_t hyp_start(struct arm64_boot_args *a, uint64_t resume_pc, uint64_t
 		return -1;
 	}
 	cpu_features_init();
+	report_gic();
 	if (vm_arch_init(vm))
 		return -1;
 	vm->arch.start_cnt = a->start_ticks; // the primary runs since Slat took over

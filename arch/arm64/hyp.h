@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "arch/arm64/el2_policy.h"
 #include "core/plan.h"
 #include "core/region.h"
 #include "core/vm.h"
@@ -43,12 +44,6 @@ struct arm64_pcpu {
 _Static_assert(__builtin_offsetof(struct arm64_pcpu, stack_top) == 0, "el2_entry.S");
 _Static_assert(__builtin_offsetof(struct arm64_pcpu, mmu) == 8, "el2_entry.S");
 _Static_assert(__builtin_offsetof(struct arm64_pcpu, vcpu) == 16, "el2_entry.S");
-
-// Features of the physical CPUs that decide how EL2 is set up (read once on
-// the boot CPU; every CPU of the machine is assumed to have them).
-struct arm64_cpu_features {
-	bool has_sve, has_sme, has_pan, has_pauth;
-};
 
 // Exception frame built by the EL2 vectors (el2_entry.S).
 struct arm64_frame {

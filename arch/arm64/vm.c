@@ -21,10 +21,7 @@ int vm_arch_init(struct vm *vm)
 	}
 	if (!arm64_s2_build_primary(&plan->region, plan, &a->s2))
 		return -1;
-	// IMO/FMO/AMO stay clear: interrupts go straight to the primary (no vGIC).
-	a->hcr = HCR_RW | HCR_TSC | HCR_VM;
-	if (arm64_cpu.has_pauth)
-		a->hcr |= HCR_API | HCR_APK;
+	a->hcr = arm64_hcr_el2_for(&arm64_cpu);
 	a->cptr = read_sysreg("cptr_el2") & ~(CPTR_TFP | CPTR_TZ | CPTR_TSM);
 	a->cnthctl = 3; // EL1PCTEN | EL1PCEN: EL1 owns its physical counter and timer
 	a->cnt_hz = read_sysreg("cntfrq_el0");
@@ -35,6 +32,23 @@ int vm_arch_init(struct vm *vm)
 void vcpu_arch_init(struct vcpu *vcpu)
 {
 	vcpu->arch = (struct vcpu_arch){0};
+}
+
+// The GICv3 CPU interface mode EL1 gets: the firmware's (system registers,
+// or the legacy memory-mapped interface where the GIC offers it), with EL1
+// allowed to program ICC_SRE_EL1. GICv2 has no ICC_* registers: nothing to do,
+// EL1 reaches the memory-mapped CPU interface through the stage-2.
+static void load_gic_cpuif(void)
+{
+	uint64_t el2, el1;
+	bool write_el1;
+
+	if (!arm64_icc_sre_for(&arm64_cpu, &el2, &el1, &write_el1))
+		return;
+	write_sysreg(SYSREG_ICC_SRE_EL2, el2);
+	isb();
+	if (write_el1)
+		write_sysreg(SYSREG_ICC_SRE_EL1, el1);
 }
 
 // Everything EL2 holds while this CPU runs a vCPU of `vm`.
@@ -49,16 +63,14 @@ static void load_el2_state(const struct vm *vm, struct arm64_pcpu *pc)
 	if (arm64_cpu.has_sve)
 		write_sysreg(SYSREG_ZCR_EL2, 0xf); // the largest vector length the CPU has
 	if (arm64_cpu.has_sme)
-		write_sysreg(SYSREG_SMCR_EL2, 0xf);
+		write_sysreg(SYSREG_SMCR_EL2, arm64_smcr_el2_for(&arm64_cpu));
 	write_sysreg("cnthctl_el2", a->cnthctl);
 	write_sysreg("cntvoff_el2", 0);
 	write_sysreg("mdcr_el2", (read_sysreg("pmcr_el0") >> 11) & 0x1f); // HPMN = PMCR_EL0.N
 	write_sysreg("hstr_el2", 0);
 	write_sysreg("vpidr_el2", read_sysreg(SYSREG_MIDR_EL1));
 	write_sysreg("vmpidr_el2", read_sysreg(SYSREG_MPIDR_EL1));
-	write_sysreg(SYSREG_ICC_SRE_EL2, 0xf); // SRE | DFB | DIB | Enable (EL1 may use SRE)
-	isb();
-	write_sysreg(SYSREG_ICC_SRE_EL1, 0x7);
+	load_gic_cpuif();
 	write_sysreg("vtcr_el2", a->s2.vtcr);
 	write_sysreg("vttbr_el2", a->s2.vttbr);
 	write_sysreg("hcr_el2", a->hcr);

@@ -16,7 +16,9 @@
 #   arch_diff_x86_bochs MODEL PAYLOAD...    Bochs (VT-x); extra bxrc lines in ARCH_BXRC
 #   arch_diff_arm64 CPU GIC PAYLOAD...      QEMU virt, gic-version=GIC; bare runs
 #                                           without EL2 (virtualization=off): the
-#                                           payload runs at EL1 both times
+#                                           payload runs at EL1 both times; machine
+#                                           options in ARCH_MACHINE_EXTRA (",mte=on")
+#                                           go to both runs
 #
 # Logs: build/test/boot/NAME/PAYLOAD.{bare,slat}.log and .verdicts.
 
@@ -140,10 +142,10 @@ arch_diff_arm64() {
 	shift 2
 	_arch_build aarch64
 	for p in "$@"; do
-		EMU_ARM64_MACHINE="virt,gic-version=$gic" EMU_TIMEOUT=${BOOT_TIMEOUT:-120} \
+		EMU_ARM64_MACHINE="virt,gic-version=$gic${ARCH_MACHINE_EXTRA:-}" EMU_TIMEOUT=${BOOT_TIMEOUT:-120} \
 			_arch_run aarch64 "$p" bare emu_qemu_arm64 batch "$BOOT_DIR/$p.bare.log" \
 			"$BOOT_DIR/$p.bare.img" "$cpu" ${ARCH_QEMU_ARGS[@]+"${ARCH_QEMU_ARGS[@]}"}
-		EMU_ARM64_MACHINE="virt,virtualization=on,gic-version=$gic" EMU_TIMEOUT=${BOOT_TIMEOUT:-120} \
+		EMU_ARM64_MACHINE="virt,virtualization=on,gic-version=$gic${ARCH_MACHINE_EXTRA:-}" EMU_TIMEOUT=${BOOT_TIMEOUT:-120} \
 			_arch_run aarch64 "$p" slat emu_qemu_arm64 batch "$BOOT_DIR/$p.slat.log" \
 			"$BOOT_DIR/$p.slat.img" "$cpu" ${ARCH_QEMU_ARGS[@]+"${ARCH_QEMU_ARGS[@]}"}
 		_arch_compare "$p" '^slat: firmware dropped to EL1 on cpu 0; vm primary running$'

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The EL2 settings the primary runs under, decided from the CPU's ID
+// registers: pure functions (no system register access), unit-tested hosted
+// in tests/unit/test_arm64_el2_policy.c. hyp.c reads the registers, vm.c and
+// psci.c apply the answers.
+#ifndef SLAT_ARCH_ARM64_EL2_POLICY_H
+#define SLAT_ARCH_ARM64_EL2_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+// Raw ID registers of the boot CPU (smfr0 only read when SME exists).
+struct arm64_id_regs {
+	uint64_t pfr0, pfr1, mmfr1, isar1, isar2, smfr0;
+};
+
+// Features of the physical CPUs that decide how EL2 is set up (read once on
+// the boot CPU; every CPU of the machine is assumed to have them).
+struct arm64_cpu_features {
+	bool has_sve, has_sme, has_pan, has_pauth;
+	bool has_sme_fa64; // FEAT_SME_FA64: streaming mode may run all of A64
+	bool has_scxtnum;  // FEAT_CSV2_2 / FEAT_CSV2_1p2: SCXTNUM_ELx exist
+	bool has_mte;	   // FEAT_MTE2 (ID_AA64PFR1_EL1.MTE >= 2): tags in memory
+	bool gic_sysregs;  // GICv3 CPU interface system registers (ID_AA64PFR0_EL1.GIC)
+	uint64_t sre_el2;  // the firmware's ICC_SRE_EL2 (valid with gic_sysregs)
+};
+
+// Everything but sre_el2, which the caller reads when gic_sysregs is set.
+void arm64_features_decode(const struct arm64_id_regs *id, struct arm64_cpu_features *f);
+
+// HCR_EL2 for the primary: RW, TSC (SMCs trap: PSCI), VM; API/APK, ATA and
+// EnSCXT where the CPU has what they enable, so EL1 does not trap on it.
+uint64_t arm64_hcr_el2_for(const struct arm64_cpu_features *f);
+
+// SMCR_EL2 (with SME): the largest length, FA64 where implemented.
+uint64_t arm64_smcr_el2_for(const struct arm64_cpu_features *f);
+
+// The GICv3 CPU interface mode EL1 gets. Returns false when the ICC_*
+// registers must not be touched at all (GICv2: they are UNDEFINED); else
+// *el2 is ICC_SRE_EL2's value and, when *write_el1, *el1 ICC_SRE_EL1's.
+bool arm64_icc_sre_for(const struct arm64_cpu_features *f, uint64_t *el2, uint64_t *el1,
+		       bool *write_el1);
+
+// PSCI CPU_SUSPEND: does `power_state` ask for a power-down state? StateType
+// is bit 16 in the original format, bit 30 in the extended one.
+bool arm64_psci_suspend_is_powerdown(uint64_t power_state, bool extended_format);
+
+#endif

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// arm64's EL2 policy (arch/arm64/el2_policy.c): which HCR_EL2, SMCR_EL2 and
+// ICC_SRE values the primary runs under for the ID registers of real CPU
+// models (values read from QEMU 7.2's cortex-a72 and max by the exc payload
+// of tests/arch/arm64), and the PSCI power_state decode. A bit left out is a
+// trap the guest would not have without Slat (issue 13).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+// Pure C with no system register access: compiled here as is.
+#include "arch/arm64/el2_policy.c"
+
+// QEMU 7.2 -cpu cortex-a72 (GICv3 machine; the GIC field is 0 on GICv2).
+static const struct arm64_id_regs a72 = {.pfr0 = 0x1000222, .pfr1 = 0, .mmfr1 = 0};
+// QEMU 7.2 -cpu max,pauth-impdef=on with mte=on, GICv3.
+static const struct arm64_id_regs max_mte = {
+    .pfr0 = 0x1201001121110222,
+    .pfr1 = 0x1000321,
+    .mmfr1 = 0x11010211122,
+    .isar1 = 0x11111110211102,
+    .smfr0 = 1ull << 63,
+};
+
+static void cortex_a72_gets_the_base_controls(void **state)
+{
+	struct arm64_cpu_features f;
+
+	(void)state;
+	arm64_features_decode(&a72, &f);
+	assert_false(f.has_pauth);
+	assert_false(f.has_mte);
+	assert_false(f.has_scxtnum);
+	assert_true(f.gic_sysregs);
+	assert_int_equal(arm64_hcr_el2_for(&f), 0x80080001);
+}
+
+static void max_gets_pauth_ata_and_enscxt(void **state)
+{
+	struct arm64_cpu_features f;
+
+	(void)state;
+	arm64_features_decode(&max_mte, &f);
+	assert_true(f.has_pauth && f.has_mte && f.has_scxtnum && f.has_sme && f.has_sme_fa64);
+	assert_int_equal(arm64_hcr_el2_for(&f), 0x120030080080001ull);
+	assert_int_equal(arm64_smcr_el2_for(&f), 0x8000000f);
+}
+
+// MTE field 1: the instructions only; no tag registers, so no ATA.
+static void mte_instructions_only_gets_no_ata(void **state)
+{
+	struct arm64_id_regs id = max_mte;
+	struct arm64_cpu_features f;
+
+	(void)state;
+	id.pfr1 = (id.pfr1 & ~0xf00ull) | 0x100;
+	arm64_features_decode(&id, &f);
+	assert_false(f.has_mte);
+	assert_int_equal(arm64_hcr_el2_for(&f) & HCR_ATA, 0);
+}
+
+// CSV2 1 with CSV2_frac 2 (FEAT_CSV2_1p2) also has SCXTNUM.
+static void csv2_1p2_gets_enscxt(void **state)
+{
+	struct arm64_id_regs id = a72;
+	struct arm64_cpu_features f;
+
+	(void)state;
+	id.pfr0 |= 1ull << 56;
+	id.pfr1 |= 2ull << 32;
+	arm64_features_decode(&id, &f);
+	assert_true(arm64_hcr_el2_for(&f) & HCR_ENSCXT);
+}
+
+static void sme_without_fa64_keeps_fa64_clear(void **state)
+{
+	struct arm64_id_regs id = max_mte;
+	struct arm64_cpu_features f;
+
+	(void)state;
+	id.smfr0 = 0;
+	arm64_features_decode(&id, &f);
+	assert_int_equal(arm64_smcr_el2_for(&f), 0xf);
+}
+
+static void gicv2_never_touches_icc_registers(void **state)
+{
+	struct arm64_id_regs id = a72;
+	struct arm64_cpu_features f;
+	uint64_t el2 = 0, el1 = 0;
+	bool w = false;
+
+	(void)state;
+	id.pfr0 &= ~(0xfull << 24); // QEMU gic-version=2: no system registers
+	arm64_features_decode(&id, &f);
+	assert_false(f.gic_sysregs);
+	assert_false(arm64_icc_sre_for(&f, &el2, &el1, &w));
+}
+
+static void gicv3_keeps_the_firmware_mode(void **state)
+{
+	struct arm64_cpu_features f;
+	uint64_t el2 = 0, el1 = 0;
+	bool w = false;
+
+	(void)state;
+	arm64_features_decode(&a72, &f);
+	f.sre_el2 = 0xf; // edk2 on QEMU: system registers
+	assert_true(arm64_icc_sre_for(&f, &el2, &el1, &w));
+	assert_int_equal(el2, 0xf);
+	assert_true(w);
+	assert_int_equal(el1, 0x7);
+	f.sre_el2 = 0; // a firmware on the legacy memory-mapped interface
+	assert_true(arm64_icc_sre_for(&f, &el2, &el1, &w));
+	assert_int_equal(el2, ICC_SRE_ENABLE);
+	assert_false(w);
+}
+
+static void suspend_power_state_formats(void **state)
+{
+	(void)state;
+	assert_false(arm64_psci_suspend_is_powerdown(0, false));
+	assert_true(arm64_psci_suspend_is_powerdown(1u << 16, false));
+	assert_false(arm64_psci_suspend_is_powerdown(1u << 30, false));
+	assert_true(arm64_psci_suspend_is_powerdown(1u << 30, true));
+	assert_false(arm64_psci_suspend_is_powerdown(1u << 16, true));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(cortex_a72_gets_the_base_controls),
+	    cmocka_unit_test(max_gets_pauth_ata_and_enscxt),
+	    cmocka_unit_test(mte_instructions_only_gets_no_ata),
+	    cmocka_unit_test(csv2_1p2_gets_enscxt),
+	    cmocka_unit_test(sme_without_fa64_keeps_fa64_clear),
+	    cmocka_unit_test(gicv2_never_touches_icc_registers),
+	    cmocka_unit_test(gicv3_keeps_the_firmware_mode),
+	    cmocka_unit_test(suspend_power_state_formats),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
