@@ -117,6 +117,19 @@ static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 	return X86_CONTINUE;
 }
 
+// The instruction Slat emulated completed: no interrupt shadow after it; a
+// single-stepping guest takes its #DB trap (DR6.BS set, as the CPU would).
+static void op_complete_insn(struct vcpu *v, bool single_step)
+{
+	void *vmcb = svm_vmcb_of(v);
+
+	*vmcb64(vmcb, VMCB_INT_SHADOW) &= ~1ull;
+	if (!single_step)
+		return;
+	*vmcb64(vmcb, VMCB_DR6) |= DR6_BS;
+	*vmcb64(vmcb, VMCB_EVENTINJ) = X86_EXC_DB | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
+}
+
 static void op_deliver_nmi(struct vcpu *v)
 {
 	*vmcb64(svm_vmcb_of(v), VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
@@ -170,6 +183,7 @@ const struct x86_vcpu_ops svm_vcpu_ops = {
     .read_seg = op_read_seg,
     .inject = op_inject,
     .insn_len = op_insn_len,
+    .complete_insn = op_complete_insn,
     .wait = op_wait,
     .deliver_nmi = op_deliver_nmi,
 };
