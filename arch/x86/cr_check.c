@@ -5,27 +5,27 @@
 
 #define BIT(n) (1ull << (n))
 
-#define CR0_PE	       BIT(0)
-#define CR0_WP	       BIT(16)
-#define CR0_NW	       BIT(29)
-#define CR0_CD	       BIT(30)
-#define CR0_PG	       BIT(31)
-#define CR4_PAE	       BIT(5)
-#define CR4_PCE	       BIT(8)
-#define CR4_OSXMMEXCPT BIT(10)
-#define CR4_LA57       BIT(12)
-#define CR4_PCIDE      BIT(17)
-#define CR4_CET	       BIT(23)
-#define EFER_LME       BIT(8)
-#define EFER_LMA       BIT(10)
+#define K_CR0_PE	 BIT(0)
+#define K_CR0_WP	 BIT(16)
+#define K_CR0_NW	 BIT(29)
+#define K_CR0_CD	 BIT(30)
+#define K_CR0_PG	 BIT(31)
+#define K_CR4_PAE	 BIT(5)
+#define K_CR4_PCE	 BIT(8)
+#define K_CR4_OSXMMEXCPT BIT(10)
+#define K_CR4_LA57	 BIT(12)
+#define K_CR4_PCIDE	 BIT(17)
+#define K_CR4_CET	 BIT(23)
+#define K_EFER_LME	 BIT(8)
+#define K_EFER_LMA	 BIT(10)
 
-#define XCR0_X87    BIT(0)
-#define XCR0_SSE    BIT(1)
-#define XCR0_AVX    BIT(2)
-#define XCR0_BNDREG BIT(3)
-#define XCR0_BNDCSR BIT(4)
-#define XCR0_AVX512 (7ull << 5)
-#define XCR0_AMX    (3ull << 17)
+#define K_XCR0_X87    BIT(0)
+#define K_XCR0_SSE    BIT(1)
+#define K_XCR0_AVX    BIT(2)
+#define K_XCR0_BNDREG BIT(3)
+#define K_XCR0_BNDCSR BIT(4)
+#define K_XCR0_AVX512 (7ull << 5)
+#define K_XCR0_AMX    (3ull << 17)
 
 // A CR4 bit and the CPUID bit that enumerates it.
 struct feature_bit {
@@ -79,7 +79,7 @@ struct x86_cr_caps
 x86_cr_caps_from(void (*leaf)(void *ctx, uint32_t l, uint32_t s, uint32_t out[4]), void *ctx)
 {
 	uint32_t r[4], w[NWORDS] = {0};
-	struct x86_cr_caps c = {.cr4_ok = CR4_PCE | CR4_OSXMMEXCPT};
+	struct x86_cr_caps c = {.cr4_ok = K_CR4_PCE | K_CR4_OSXMMEXCPT};
 
 	leaf(ctx, 0, 0, r);
 	uint32_t max = r[0];
@@ -130,26 +130,27 @@ bool x86_cr0_ok(const struct x86_cr_state *s, const struct x86_cr_caps *c, uint6
 {
 	if (val >> 32)
 		return false; // bits 63:32 are reserved
-	if ((val & CR0_PG) && !(val & CR0_PE))
+	if ((val & K_CR0_PG) && !(val & K_CR0_PE))
 		return false;
-	if ((val & CR0_NW) && !(val & CR0_CD))
+	if ((val & K_CR0_NW) && !(val & K_CR0_CD))
 		return false;
 	// Turning paging on with LME set enters long mode: PAE must be on.
-	if ((val & CR0_PG) && !(s->cr0 & CR0_PG) && (s->efer & EFER_LME) && !(s->cr4 & CR4_PAE))
+	if ((val & K_CR0_PG) && !(s->cr0 & K_CR0_PG) && (s->efer & K_EFER_LME) &&
+	    !(s->cr4 & K_CR4_PAE))
 		return false;
 	// Paging cannot be turned off in 64-bit mode, nor with PCIDE set.
-	if (!(val & CR0_PG) && (s->cr0 & CR0_PG) && (s->cs_long || (s->cr4 & CR4_PCIDE)))
+	if (!(val & K_CR0_PG) && (s->cr0 & K_CR0_PG) && (s->cs_long || (s->cr4 & K_CR4_PCIDE)))
 		return false;
-	if (!(val & CR0_WP) && (s->cr4 & CR4_CET))
+	if (!(val & K_CR0_WP) && (s->cr4 & K_CR4_CET))
 		return false;
 	return true;
 }
 
 bool x86_cr3_ok(const struct x86_cr_state *s, const struct x86_cr_caps *c, uint64_t val)
 {
-	if (!(s->efer & EFER_LMA))
+	if (!(s->efer & K_EFER_LMA))
 		return true; // legacy modes use bits 31:0 only
-	if (s->cr4 & CR4_PCIDE)
+	if (s->cr4 & K_CR4_PCIDE)
 		val &= ~BIT(63); // "do not invalidate", not part of CR3
 	return c->maxphyaddr >= 64 || !(val >> c->maxphyaddr);
 }
@@ -158,37 +159,38 @@ bool x86_cr4_ok(const struct x86_cr_state *s, const struct x86_cr_caps *c, uint6
 {
 	if (val & ~c->cr4_ok)
 		return false;
-	if (s->efer & EFER_LMA) {
-		if (!(val & CR4_PAE) || ((val ^ s->cr4) & CR4_LA57))
+	if (s->efer & K_EFER_LMA) {
+		if (!(val & K_CR4_PAE) || ((val ^ s->cr4) & K_CR4_LA57))
 			return false;
 	}
-	if ((val & CR4_PCIDE) && !(s->cr4 & CR4_PCIDE) &&
-	    (!(s->efer & EFER_LMA) || (s->cr3 & 0xfff)))
+	if ((val & K_CR4_PCIDE) && !(s->cr4 & K_CR4_PCIDE) &&
+	    (!(s->efer & K_EFER_LMA) || (s->cr3 & 0xfff)))
 		return false;
-	if ((val & CR4_CET) && !(s->cr0 & CR0_WP))
+	if ((val & K_CR4_CET) && !(s->cr0 & K_CR0_WP))
 		return false;
 	return true;
 }
 
 bool x86_efer_ok(const struct x86_cr_state *s, const struct x86_cr_caps *c, uint64_t val)
 {
-	if (val & ~(c->efer_ok | (s->efer & ~EFER_LMA)))
+	if (val & ~(c->efer_ok | (s->efer & ~K_EFER_LMA)))
 		return false;
 	// LME cannot change while paging is on.
-	return !((s->cr0 & CR0_PG) && ((val ^ s->efer) & EFER_LME));
+	return !((s->cr0 & K_CR0_PG) && ((val ^ s->efer) & K_EFER_LME));
 }
 
 bool x86_xcr_ok(const struct x86_cr_caps *c, uint32_t xcr, uint64_t val)
 {
-	if (xcr != 0 || !(val & XCR0_X87) || (val & ~c->xcr0_ok))
+	if (xcr != 0 || !(val & K_XCR0_X87) || (val & ~c->xcr0_ok))
 		return false;
-	if ((val & XCR0_AVX) && !(val & XCR0_SSE))
+	if ((val & K_XCR0_AVX) && !(val & K_XCR0_SSE))
 		return false;
-	if (!!(val & XCR0_BNDREG) != !!(val & XCR0_BNDCSR))
+	if (!!(val & K_XCR0_BNDREG) != !!(val & K_XCR0_BNDCSR))
 		return false;
-	if ((val & XCR0_AVX512) && ((val & XCR0_AVX512) != XCR0_AVX512 || !(val & XCR0_AVX)))
+	if ((val & K_XCR0_AVX512) &&
+	    ((val & K_XCR0_AVX512) != K_XCR0_AVX512 || !(val & K_XCR0_AVX)))
 		return false;
-	if ((val & XCR0_AMX) && (val & XCR0_AMX) != XCR0_AMX)
+	if ((val & K_XCR0_AMX) && (val & K_XCR0_AMX) != K_XCR0_AMX)
 		return false;
 	return true;
 }

@@ -5,7 +5,7 @@
 // as pure functions of the current state and of what the guest's CPUID
 // enumerates (after Slat's policy: a feature Slat hides is refused like on a
 // CPU without it). A false result means #GP(0). No privileged instruction:
-// unit-tested hosted (tests/unit/test_x86_cr.c).
+// unit-tested hosted (tests/unit/test_cr_check.c).
 #ifndef SLAT_ARCH_X86_CR_CHECK_H
 #define SLAT_ARCH_X86_CR_CHECK_H
 

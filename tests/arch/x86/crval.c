@@ -8,7 +8,7 @@
  * State is put back after each accepted value. Values a bare QEMU 7.2 takes
  * although the manuals refuse them, and that would break the payload
  * (clearing CR0.PG or CR4.PAE in 64-bit mode), are not tried here; Slat's
- * checks for them are unit-tested (tests/unit/test_x86_cr.c).
+ * checks for them are unit-tested (tests/unit/test_cr_check.c).
  *
  * Bare QEMU 7.2 (TCG) does not raise #GP for a reserved CR4 bit or a CR3
  * bit above MAXPHYADDR: it takes an SVM "invalid state" exit even outside a
