@@ -5,6 +5,7 @@
 // vmx/exit_decode.c), call x86_handle_exit() and apply the result to their
 // control block; every decision is made here, once. docs/x86-exits.md
 // lists the answers.
+#include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
 #include "core/log.h"
 
@@ -59,23 +60,36 @@ static enum x86_action triple_fault(struct vcpu *v, const struct x86_exit *e)
 	return X86_RESET;
 }
 
-// A MOV to CR0, CR3 or CR4 at RIP whose value the checks refuse: some CPUs
-// report such a load as an invalid-state exit instead of raising #GP
-// themselves (QEMU 7.2's SVM does, with the guest state as it was before
-// the instruction). The guest gets the #GP(0) the architecture gives. Once
-// per RIP: a second invalid state there is a real one.
+// A MOV to CR0, CR3 or CR4 at RIP whose value the checks refuse, with the
+// guest's current state itself valid: some CPUs report such a load as an
+// invalid-state exit instead of raising #GP themselves (QEMU 7.2's SVM does,
+// with the state as it was before the instruction). The guest gets the
+// #GP(0) the architecture gives. A state the checks find valid but the CPU
+// keeps refusing would loop: after X86_BAD_STATE_STREAK invalid-state exits
+// in a row (no other exit between) it is a real one.
+#define X86_BAD_STATE_STREAK 1000
+
+static bool current_state_ok(struct vcpu *v)
+{
+	struct x86_cr_state st;
+	struct x86_cr_caps caps;
+
+	x86_guest_cr_state(v, &st);
+	x86_guest_cr_caps(v, &caps);
+	return x86_cr0_ok(&st, &caps, st.cr0) && x86_cr3_ok(&st, &caps, st.cr3) &&
+	       x86_cr4_ok(&st, &caps, st.cr4) && x86_efer_ok(&st, &caps, st.efer);
+}
+
 static bool refused_cr_load(struct vcpu *v)
 {
 	struct x86_insn in;
 
-	if (v->arch.bad_state_rip == v->arch.rip || !x86_decode(v, &in) || !in.two_byte ||
-	    in.opcode != 0x22)
+	if (++v->arch.bad_state_streak > X86_BAD_STATE_STREAK || !x86_decode(v, &in) ||
+	    !in.two_byte || in.opcode != 0x22)
 		return false;
 	unsigned cr = in.reg;
-	if ((cr != 0 && cr != 3 && cr != 4) || x86_guest_cr_ok(v, cr, v->arch.gpr[in.rm]))
-		return false;
-	v->arch.bad_state_rip = v->arch.rip;
-	return true;
+	return (cr == 0 || cr == 3 || cr == 4) && !x86_guest_cr_ok(v, cr, v->arch.gpr[in.rm]) &&
+	       current_state_ok(v);
 }
 
 static enum x86_action bad_state(struct vcpu *v, const struct x86_exit *e)
@@ -154,8 +168,8 @@ enum x86_action x86_handle_exit(struct vcpu *v, const struct x86_exit *e)
 	enum x86_action a = dispatch(v, e);
 	if (a == X86_CONTINUE && v->arch.insn_done && v->arch.ops->complete_insn)
 		v->arch.ops->complete_insn(v, x86_single_step_due(rflags));
-	if (a == X86_CONTINUE && v->arch.insn_done)
-		v->arch.bad_state_rip = 0;
+	if (e->kind != X86_EXIT_BAD_STATE)
+		v->arch.bad_state_streak = 0;
 	return a;
 }
 

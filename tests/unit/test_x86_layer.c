@@ -775,9 +775,17 @@ static void test_bad_state_refused_cr_load(void **state)
 	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
 	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
 	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)mov_cr4_rax);
-	// The same RIP again: a real invalid state, not a refused load.
+	// The same refused load again (a loop of retries): #GP each time...
+	fk[0].injected = 0;
+	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	// ... until the streak says the state itself is refused.
+	v->arch.bad_state_streak = X86_BAD_STATE_STREAK;
 	assert_int_equal(x86_handle_exit(v, &e), X86_POWER_OFF);
-	v->arch.bad_state_rip = 0;
+	v->arch.bad_state_streak = 0;
+	fk[0].cr4 = 0; // the current state is invalid (PAE clear in long mode)
+	assert_int_equal(x86_handle_exit(v, &e), X86_POWER_OFF);
+	fk[0].cr4 = 1u << 5;
 	v->arch.gpr[X86_RAX] = 1u << 5; // a legal value: not the cause
 	assert_int_equal(x86_handle_exit(v, &e), X86_POWER_OFF);
 	v->arch.rip = (uint64_t)(uintptr_t)nop;

@@ -25,14 +25,14 @@ struct vcpu_arch {
 	const struct x86_vcpu_ops *ops; // the back end's operations (vcpu.h)
 	void *backend;			// the back end's per-CPU state
 
-	int mbox_state;		// enum x86_mbox_state, atomic
-	uint8_t sipi_vector;	// valid in X86_MBOX_SIPI
-	uint32_t apic_ldr;	// last value the guest wrote to its APIC LDR
-	uint32_t apic_dfr;	// ... and DFR (0xffffffff: flat model)
-	uint64_t hsave_guest;	// what the guest wrote to VM_HSAVE_PA (never used)
-	uint32_t kicks;		// kicks sent to this vCPU and not yet seen (atomic)
-	bool insn_done;		// the exit being handled completed the instruction (RIP advanced)
-	uint64_t bad_state_rip; // RIP of the last invalid-state exit turned into #GP (0: none)
+	int mbox_state;	      // enum x86_mbox_state, atomic
+	uint8_t sipi_vector;  // valid in X86_MBOX_SIPI
+	uint32_t apic_ldr;    // last value the guest wrote to its APIC LDR
+	uint32_t apic_dfr;    // ... and DFR (0xffffffff: flat model)
+	uint64_t hsave_guest; // what the guest wrote to VM_HSAVE_PA (never used)
+	uint32_t kicks;	      // kicks sent to this vCPU and not yet seen (atomic)
+	bool insn_done;	      // the exit being handled completed the instruction (RIP advanced)
+	uint32_t bad_state_streak; // invalid-state exits in a row (handle_exit.c)
 
 	// The port write that performs a power-off or reset the guest asked for
 	// in the exit being handled (port 0: none; reset through 0xCF9).
