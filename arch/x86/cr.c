@@ -5,6 +5,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
+#include "core/log.h"
 
 void x86_guest_cr_state(struct vcpu *v, struct x86_cr_state *out)
 {
@@ -48,4 +49,50 @@ bool x86_guest_cr_ok(struct vcpu *v, unsigned n, uint64_t val)
 	default:
 		return true;
 	}
+}
+
+// The value a CR0-writing instruction at RIP loads: MOV CR0 (0F 22 /0, a
+// 32-bit operand outside 64-bit mode), CLTS (0F 06), LMSW (0F 01 /6,
+// register form: PE can be set, not cleared). False when it is none of them.
+static bool cr0_write_value(struct vcpu *v, const struct x86_insn *in, uint64_t cr0, uint64_t *val)
+{
+	struct x86_cr_state st;
+
+	if (!in->two_byte)
+		return false;
+	if (in->opcode == 0x06) {
+		*val = cr0 & ~(1ull << 3);
+		return true;
+	}
+	if (in->opcode == 0x22 && in->reg == 0) {
+		x86_guest_cr_state(v, &st);
+		*val = st.cs_long ? v->arch.gpr[in->rm] : (uint32_t)v->arch.gpr[in->rm];
+		return true;
+	}
+	if (in->opcode == 0x01 && ((in->modrm >> 3) & 7) == 6 && (in->modrm >> 6) == 3) {
+		uint64_t src = v->arch.gpr[in->rm] & 0xf;
+		*val = (cr0 & ~0xeull) | (src & 0xe) | ((cr0 | src) & 1);
+		return true;
+	}
+	return false;
+}
+
+enum x86_action x86_handle_cr0_write(struct vcpu *v, void (*apply)(struct vcpu *, uint64_t))
+{
+	struct x86_insn in;
+	struct x86_seg ss;
+	uint64_t val;
+
+	if (!x86_decode(v, &in) || !cr0_write_value(v, &in, v->arch.ops->read_cr(v, 0), &val)) {
+		log_warn("x86: vcpu%u: CR0 write at RIP 0x%llx by an instruction Slat does not "
+			 "decode: #UD\n",
+			 v->index, (unsigned long long)v->arch.rip);
+		return x86_inject_ud(v);
+	}
+	v->arch.ops->read_seg(v, X86_SS, &ss);
+	if (((ss.attr >> 5) & 3) != 0 || !x86_guest_cr_ok(v, 0, val))
+		return x86_inject_gp0(v);
+	apply(v, val);
+	x86_skip_insn(v);
+	return X86_CONTINUE;
 }

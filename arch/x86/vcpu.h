@@ -323,6 +323,10 @@ void x86_guest_cr_state(struct vcpu *v, struct x86_cr_state *out);
 void x86_guest_cr_caps(struct vcpu *v, struct x86_cr_caps *out);
 // True when loading `val` into CR`n` (0, 3, 4) is legal for the guest now.
 bool x86_guest_cr_ok(struct vcpu *v, unsigned n, uint64_t val);
+// An intercepted CR0 write (SVM, no decode assists): decodes MOV CR0, CLTS or
+// LMSW at RIP, checks the value like the CPU (#GP(0)), else `apply` loads it
+// and RIP advances. An instruction it cannot decode: #UD, logged.
+enum x86_action x86_handle_cr0_write(struct vcpu *v, void (*apply)(struct vcpu *, uint64_t));
 
 // ---- decode.c ---------------------------------------------------------------
 // Reads `len` bytes of guest-physical memory; false when any byte is Slat's

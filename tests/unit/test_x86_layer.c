@@ -792,6 +792,53 @@ static void test_bad_state_refused_cr_load(void **state)
 	assert_int_equal(x86_handle_exit(v, &e), X86_POWER_OFF);
 }
 
+static uint64_t cr0_loaded;
+static void record_cr0(struct vcpu *v, uint64_t val)
+{
+	cr0_loaded = val;
+}
+
+// The SVM CR0 write intercept: MOV CR0 / CLTS / LMSW decoded at RIP, the
+// value checked (#GP(0), nothing loaded), else loaded and RIP advanced.
+static void test_cr0_write(void **state)
+{
+	struct vcpu *v = setup();
+	static const uint8_t mov_cr0_rcx[16] = {0x0f, 0x22, 0xc1}, clts[16] = {0x0f, 0x06},
+			     lmsw_ax[16] = {0x0f, 0x01, 0xf0}, mov_cr4[16] = {0x0f, 0x22, 0xe1};
+
+	// PG stays clear in the fake (its walker then reads code by pointer).
+	fk[0].cr0 = 0x11, fk[0].cr4 = 1u << 5;
+	v->arch.rip = (uint64_t)(uintptr_t)mov_cr0_rcx;
+	v->arch.gpr[X86_RCX] = 0xe0000011; // CD|NW|PG|ET|PE: legal
+	cr0_loaded = 0;
+	assert_int_equal(x86_handle_cr0_write(v, record_cr0), X86_CONTINUE);
+	assert_int_equal(cr0_loaded, 0xe0000011);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)mov_cr0_rcx + 3);
+
+	v->arch.rip = (uint64_t)(uintptr_t)mov_cr0_rcx;
+	v->arch.gpr[X86_RCX] = 0xa0000011; // NW without CD
+	cr0_loaded = 0;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	assert_int_equal(cr0_loaded, 0);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)mov_cr0_rcx);
+
+	fk[0].cr0 |= 8; // TS
+	v->arch.rip = (uint64_t)(uintptr_t)clts;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(cr0_loaded, 0x11);
+
+	v->arch.rip = (uint64_t)(uintptr_t)lmsw_ax; // LMSW cannot clear PE
+	v->arch.gpr[X86_RAX] = 0x2;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(cr0_loaded, 0x13);
+
+	fk[0].injected = 0;
+	v->arch.rip = (uint64_t)(uintptr_t)mov_cr4; // not a CR0 write: #UD
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(fk[0].injected, X86_EXC_UD + 1);
+}
+
 static void test_vendors_virt_insn(void **state)
 {
 	// VMRUN / VMLAUNCH: SVM and VMX are not offered to the guest.
@@ -831,6 +878,7 @@ int main(void)
 	    cmocka_unit_test(test_vendors_virt_insn),
 	    cmocka_unit_test(test_single_step_after_emulation),
 	    cmocka_unit_test(test_bad_state_refused_cr_load),
+	    cmocka_unit_test(test_cr0_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
