@@ -157,7 +157,8 @@ static enum x86_action dispatch(struct vcpu *v, const struct x86_exit *e);
 // Every exit: the policy (dispatch), then, when it completed an instruction
 // for the guest (RIP advanced, nothing injected), what the CPU does after an
 // instruction: end an interrupt shadow and, if the guest single-steps,
-// deliver the #DB trap with DR6.BS (SDM 18.3.1.4, APM 13.1.1.5). A trap in
+// deliver the #DB trap with DR6.BS (Intel SDM vol. 3 and AMD APM vol. 2,
+// single-step trap after an instruction completes). A trap in
 // a MOV SS shadow is not blocked: the shadow holds back the trap of the
 // MOV SS itself, which then comes with this one.
 enum x86_action x86_handle_exit(struct vcpu *v, const struct x86_exit *e)
