@@ -68,6 +68,13 @@ X86_READ_CR(2)
 X86_READ_CR(3)
 X86_READ_CR(4)
 
+#define DR6_BS (1ull << 14) // single-step trap
+
+static inline void write_dr6(uint64_t v)
+{
+	__asm__ volatile("mov %0, %%dr6" : : "r"(v));
+}
+
 static inline void write_cr0(uint64_t v)
 {
 	__asm__ volatile("mov %0, %%cr0" : : "r"(v) : "memory");

@@ -7,6 +7,7 @@
 //   CPUID 0F A2, RDMSR 0F 32, WRMSR 0F 30, RDTSC 0F 31, RDPMC 0F 33,
 //   the 0F 01 group (XSETBV, VMMCALL, MWAIT, MONITOR, VMRUN, VMLOAD, VMSAVE,
 //   STGI, CLGI, SKINIT, INVLPGA, RDTSCP, and the ModRM memory forms),
+//   MOV to/from CRn 0F 22 / 0F 20, CLTS 0F 06,
 //   HLT F4, IN/OUT E4-E7 EC-EF, INS/OUTS 6C-6F,
 //   MOV 88 89 8A 8B C6 C7, MOV moffs A0-A3, XCHG 86 87 (the APIC-page writes),
 //
@@ -208,6 +209,14 @@ static bool decode_0f(struct fetch *f, struct x86_insn *in, unsigned addr_size)
 	case 0x32: // RDMSR
 	case 0x33: // RDPMC
 		return true;
+	case 0x06: // CLTS
+		return true;
+	case 0x20: // MOV r64, CRn
+	case 0x22: // MOV CRn, r64 (always the register form)
+		if (!next(f, &in->modrm))
+			return false;
+		in->has_modrm = true;
+		return true;
 	case 0x01: // group 7: register forms (XSETBV, VMMCALL, MWAIT, ...) and memory forms
 		if (!next(f, &in->modrm))
 			return false;
@@ -309,6 +318,7 @@ bool x86_decode(struct vcpu *v, struct x86_insn *in)
 	if (!ok)
 		return false;
 	in->reg = (uint8_t)(((in->modrm >> 3) & 7) | ((rex & 4) ? 8 : 0));
+	in->rm = (uint8_t)((in->modrm & 7) | ((rex & 1) ? 8 : 0));
 	in->len = (uint8_t)f.pos;
 	return true;
 }

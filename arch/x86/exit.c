@@ -4,6 +4,7 @@
 // XSETBV, port I/O with power-off / reset detection, second-level violations, and the shutdown that
 // prints the exit summary. See vcpu.h for the contract and docs/x86-exits.md for the policy.
 #include "arch/x86/cpu.h"
+#include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -81,6 +82,7 @@ bool x86_skip_insn(struct vcpu *v)
 		len = in.len;
 	}
 	v->arch.rip += len;
+	v->arch.insn_done = true;
 	return true;
 }
 
@@ -93,25 +95,16 @@ static unsigned guest_cpl(struct vcpu *v)
 }
 
 // ---- XSETBV ---------------------------------------------------------------------
-#define XCR0_X87    (1ull << 0)
-#define XCR0_SSE    (1ull << 1)
-#define XCR0_AVX    (1ull << 2)
-#define XCR0_BNDREG (1ull << 3)
-#define XCR0_BNDCSR (1ull << 4)
-#define XCR0_AVX512 (7ull << 5)
 
 enum x86_action x86_handle_xsetbv(struct vcpu *v)
 {
 	uint32_t xcr = (uint32_t)v->arch.gpr[X86_RCX];
 	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
-	struct cpuid_regs d = cpuid(0xd, 0);
-	uint64_t supported = ((uint64_t)d.edx << 32) | d.eax;
+	struct x86_cr_caps caps;
 
 	// The checks the CPU makes (SDM XSETBV, APM XSETBV): #GP(0) otherwise.
-	if (guest_cpl(v) != 0 || xcr != 0 || !(val & XCR0_X87) || (val & ~supported) ||
-	    ((val & XCR0_AVX) && !(val & XCR0_SSE)) ||
-	    (!!(val & XCR0_BNDREG) != !!(val & XCR0_BNDCSR)) ||
-	    ((val & XCR0_AVX512) && ((val & XCR0_AVX512) != XCR0_AVX512 || !(val & XCR0_AVX))))
+	x86_guest_cr_caps(v, &caps);
+	if (guest_cpl(v) != 0 || !x86_xcr_ok(&caps, xcr, val))
 		return x86_inject_gp0(v);
 	xsetbv(0, val);
 	x86_skip_insn(v);

@@ -5,6 +5,7 @@
 // vmx/exit_decode.c), call x86_handle_exit() and apply the result to their
 // control block; every decision is made here, once. docs/x86-exits.md
 // lists the answers.
+#include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
 #include "core/log.h"
 
@@ -59,8 +60,42 @@ static enum x86_action triple_fault(struct vcpu *v, const struct x86_exit *e)
 	return X86_RESET;
 }
 
+// A MOV to CR0, CR3 or CR4 at RIP whose value the checks refuse, with the
+// guest's current state itself valid: some CPUs report such a load as an
+// invalid-state exit instead of raising #GP themselves (QEMU 7.2's SVM does,
+// with the state as it was before the instruction). The guest gets the
+// #GP(0) the architecture gives. A state the checks find valid but the CPU
+// keeps refusing would loop: after X86_BAD_STATE_STREAK invalid-state exits
+// in a row (no other exit between) it is a real one.
+#define X86_BAD_STATE_STREAK 1000
+
+static bool current_state_ok(struct vcpu *v)
+{
+	struct x86_cr_state st;
+	struct x86_cr_caps caps;
+
+	x86_guest_cr_state(v, &st);
+	x86_guest_cr_caps(v, &caps);
+	return x86_cr0_ok(&st, &caps, st.cr0) && x86_cr3_ok(&st, &caps, st.cr3) &&
+	       x86_cr4_ok(&st, &caps, st.cr4) && x86_efer_ok(&st, &caps, st.efer);
+}
+
+static bool refused_cr_load(struct vcpu *v)
+{
+	struct x86_insn in;
+
+	if (++v->arch.bad_state_streak > X86_BAD_STATE_STREAK || !x86_decode(v, &in) ||
+	    !in.two_byte || in.opcode != 0x22)
+		return false;
+	unsigned cr = in.reg;
+	return (cr == 0 || cr == 3 || cr == 4) && !x86_guest_cr_ok(v, cr, v->arch.gpr[in.rm]) &&
+	       current_state_ok(v);
+}
+
 static enum x86_action bad_state(struct vcpu *v, const struct x86_exit *e)
 {
+	if (refused_cr_load(v))
+		return x86_inject_gp0(v);
 	log_err("%s: vcpu%u cannot run (exit 0x%llx, qualification 0x%llx, RIP 0x%llx): "
 		"powering off\n",
 		e->vendor, v->index, (unsigned long long)e->code, (unsigned long long)e->qual,
@@ -112,7 +147,34 @@ static enum x86_action hook_or_unknown(struct vcpu *v, const struct x86_exit *e,
 	return hook ? hook(v, e) : unknown_exit(v, e);
 }
 
+bool x86_single_step_due(uint64_t rflags)
+{
+	return rflags & (1u << 8); // TF as the instruction began
+}
+
+static enum x86_action dispatch(struct vcpu *v, const struct x86_exit *e);
+
+// Every exit: the policy (dispatch), then, when it completed an instruction
+// for the guest (RIP advanced, nothing injected), what the CPU does after an
+// instruction: end an interrupt shadow and, if the guest single-steps,
+// deliver the #DB trap with DR6.BS (Intel SDM vol. 3 and AMD APM vol. 2,
+// single-step trap after an instruction completes). A trap in
+// a MOV SS shadow is not blocked: the shadow holds back the trap of the
+// MOV SS itself, which then comes with this one.
 enum x86_action x86_handle_exit(struct vcpu *v, const struct x86_exit *e)
+{
+	uint64_t rflags = v->arch.ops->read_rflags(v);
+
+	v->arch.insn_done = false;
+	enum x86_action a = dispatch(v, e);
+	if (a == X86_CONTINUE && v->arch.insn_done && v->arch.ops->complete_insn)
+		v->arch.ops->complete_insn(v, x86_single_step_due(rflags));
+	if (e->kind != X86_EXIT_BAD_STATE)
+		v->arch.bad_state_streak = 0;
+	return a;
+}
+
+static enum x86_action dispatch(struct vcpu *v, const struct x86_exit *e)
 {
 	const struct x86_vcpu_ops *ops = v->arch.ops;
 

@@ -7,9 +7,10 @@
 //
 //   EFER (0xC0000080)   reads return the guest's value (SVME as the guest
 //                       set it: never, since SVM is hidden); writes with a
-//                       reserved bit or with SVME set get #GP (SVM is not
-//                       offered), else go to the back end, which keeps the
-//                       bits the hardware needs (SVM: SVME)
+//                       bit the guest's CPUID does not enumerate (SVME: SVM
+//                       is not offered) or changing LME with paging on get
+//                       #GP (cr_check.c), else go to the back end, which
+//                       keeps the bits the hardware needs (SVM: SVME)
 //   VM_CR (0xC0010114)  reads SVMDIS | LOCK (SVM disabled by firmware),
 //                       writes ignored (a locked VM_CR ignores them)
 //   VM_HSAVE_PA         reads back what was written, never used
@@ -17,17 +18,12 @@
 //   IA32_VMX_* (0x480-0x493, Intel)   #GP: VMX is hidden
 #include "arch/x86/caps.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
 #include "core/log.h"
 
 #define MSR_VMX_FIRST 0x480u
 #define MSR_VMX_LAST  0x493u
-
-// EFER bits a guest may set: SCE, LME, LMA (ignored on write, kept by the
-// CPU), NXE, LMSLE, FFXSR, TCE, AutoIBRS. SVME is refused separately.
-#define EFER_GUEST_OK                                                                              \
-	(EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE | EFER_LMSLE | EFER_FFXSR | EFER_TCE |          \
-	 EFER_AUTOIBRS)
 
 const struct x86_msr_intercept x86_msr_intercepts[] = {
     {MSR_EFER, MSR_EFER, true, true, false},
@@ -86,15 +82,18 @@ enum x86_action x86_handle_wrmsr(struct vcpu *v)
 	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
 
 	switch (msr) {
-	case MSR_EFER:
-		if (val & ~EFER_GUEST_OK) // SVME included: SVM is not offered
-			return x86_inject_gp0(v);
-		// LME cannot change while paging is on.
-		if ((v->arch.ops->read_cr(v, 0) & CR0_PG) &&
-		    ((val ^ v->arch.ops->read_efer(v)) & EFER_LME))
+	case MSR_EFER: {
+		// Bits the guest's CPUID does not enumerate (SVME included: SVM
+		// is not offered), LME changed with paging on: #GP(0).
+		struct x86_cr_state st;
+		struct x86_cr_caps caps;
+		x86_guest_cr_state(v, &st);
+		x86_guest_cr_caps(v, &caps);
+		if (!x86_efer_ok(&st, &caps, val))
 			return x86_inject_gp0(v);
 		v->arch.ops->write_efer(v, val);
 		break;
+	}
 	case MSR_VM_CR:
 		break; // locked: writes have no effect
 	case MSR_VM_HSAVE_PA:

@@ -4,7 +4,8 @@
 // (ACPI 6.x, 5.2.9) in the loaded image before Slat takes over: PM1a/PM1b
 // control blocks (SLP_EN with S5's sleep type = power-off), the PM timer (to
 // measure the TSC), the reset register when it is in I/O space, and S5's
-// SLP_TYPa from the DSDT's \_S5_ package.
+// SLP_TYPa from the DSDT's \_S5_ package. x86_acpi_hide_s3() takes \_S3_
+// out of the DSDT.
 // Without a FADT: the PC defaults of QEMU's i440fx machine under OVMF
 // (PM1a control 0x604, reset 0xCF9).
 #include "arch/x86/x86_boot.h"
@@ -58,6 +59,48 @@ static bool dsdt_s5(const uint8_t *dsdt, uint32_t len, uint8_t *slp_typ)
 	return false;
 }
 
+// \_S3_ (NameOp, optional root prefix, "_S3_", PackageOp) renamed "XS3_":
+// a valid name no OS looks for, so that S3 is not offered (Slat has no
+// path to resume from it). The DSDT's checksum is made right again.
+static unsigned dsdt_hide_s3(uint8_t *dsdt, uint32_t len)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 37; i + 5 < len; i++) {
+		if (memcmp(dsdt + i, "_S3_", 4) != 0 || dsdt[i + 4] != 0x12)
+			continue;
+		if (dsdt[i - 1] != 0x08 && !(dsdt[i - 1] == '\\' && dsdt[i - 2] == 0x08))
+			continue;
+		uint8_t old = dsdt[i];
+		dsdt[i] = 'X';
+		dsdt[9] = (uint8_t)(dsdt[9] + old - 'X'); // the sum of all bytes stays 0
+		n++;
+	}
+	return n;
+}
+
+static uint64_t fadt_dsdt(const uint8_t *f, uint32_t len)
+{
+	uint64_t dsdt = rd32(f + FADT_DSDT);
+
+	if (len >= FADT_X_DSDT + 8 && rd64(f + FADT_X_DSDT))
+		dsdt = rd64(f + FADT_X_DSDT);
+	return dsdt;
+}
+
+unsigned x86_acpi_hide_s3(const void *rsdp)
+{
+	const struct acpi_sdt_header *h = acpi_find_table(rsdp, "FACP");
+
+	if (!h || h->length < FADT_DSDT + 4)
+		return 0;
+	uint64_t dsdt = fadt_dsdt((const uint8_t *)h, h->length);
+	if (!dsdt)
+		return 0;
+	struct acpi_sdt_header *d = (void *)(uintptr_t)dsdt;
+	return dsdt_hide_s3((uint8_t *)d, d->length);
+}
+
 void x86_power_from_acpi(const void *rsdp, struct x86_power_ports *p)
 {
 	const struct acpi_sdt_header *h = acpi_find_table(rsdp, "FACP");
@@ -73,9 +116,7 @@ void x86_power_from_acpi(const void *rsdp, struct x86_power_ports *p)
 	if (h->length >= FADT_RESET_REG + 12 && (rd32(f + FADT_FLAGS) & FADT_RESET_REG_SUP) &&
 	    f[FADT_RESET_REG] == GAS_SYSTEM_IO)
 		p->reset_port = (uint16_t)rd64(f + FADT_RESET_REG + 4);
-	uint64_t dsdt = rd32(f + FADT_DSDT);
-	if (h->length >= FADT_X_DSDT + 8 && rd64(f + FADT_X_DSDT))
-		dsdt = rd64(f + FADT_X_DSDT);
+	uint64_t dsdt = fadt_dsdt(f, h->length);
 	if (dsdt) {
 		const struct acpi_sdt_header *d = (const void *)(uintptr_t)dsdt;
 		p->s5_known = dsdt_s5((const uint8_t *)d, d->length, &p->s5_slp_typ);

@@ -90,6 +90,7 @@ struct x86_seg {
 // Architectural exception vectors the layer injects.
 enum {
 	X86_EXC_DE = 0,
+	X86_EXC_DB = 1,
 	X86_EXC_UD = 6,
 	X86_EXC_GP = 13,
 	X86_EXC_PF = 14,
@@ -124,6 +125,11 @@ struct x86_vcpu_ops {
 	void (*inject)(struct vcpu *v, unsigned vector, bool has_error, uint32_t error);
 	// Length of the intercepted instruction when the CPU reported it, else 0.
 	unsigned (*insn_len)(struct vcpu *v);
+	// The emulated instruction completed (RIP already advanced): end an
+	// interrupt shadow it ran in, and when `single_step` queue the #DB trap
+	// a single-stepping CPU takes after it (DR6.BS set). The decision is
+	// x86_handle_exit()'s (handle_exit.c); the back end only applies it.
+	void (*complete_insn)(struct vcpu *v, bool single_step);
 
 	// Hooks for what differs between the back ends, called by
 	// x86_handle_exit() after it counted the exit (the policy stays there):
@@ -304,6 +310,24 @@ enum x86_action x86_inject_gp0(struct vcpu *v);
 // False (and #UD queued) when the instruction cannot be decoded.
 bool x86_skip_insn(struct vcpu *v);
 
+// True when a single-step trap is due after an emulated instruction that
+// completed with the guest's RFLAGS as they were when it started (TF set).
+bool x86_single_step_due(uint64_t rflags);
+
+// ---- control registers (cr.c, checks in cr_check.h) ------------------------------
+struct x86_cr_state;
+struct x86_cr_caps;
+// The guest's current CR0/CR3/CR4/EFER and mode, and what its CPUID
+// (after Slat's policy) enumerates.
+void x86_guest_cr_state(struct vcpu *v, struct x86_cr_state *out);
+void x86_guest_cr_caps(struct vcpu *v, struct x86_cr_caps *out);
+// True when loading `val` into CR`n` (0, 3, 4) is legal for the guest now.
+bool x86_guest_cr_ok(struct vcpu *v, unsigned n, uint64_t val);
+// An intercepted CR0 write (SVM, no decode assists): decodes MOV CR0, CLTS or
+// LMSW at RIP, checks the value like the CPU (#GP(0)), else `apply` loads it
+// and RIP advances. An instruction it cannot decode: #UD, logged.
+enum x86_action x86_handle_cr0_write(struct vcpu *v, void (*apply)(struct vcpu *, uint64_t));
+
 // ---- decode.c ---------------------------------------------------------------
 // Reads `len` bytes of guest-physical memory; false when any byte is Slat's
 // or not RAM the host maps.
@@ -320,6 +344,7 @@ struct x86_insn {
 	uint8_t modrm;	// when has_modrm
 	bool has_modrm;
 	uint8_t reg;	 // ModRM.reg with REX.R
+	uint8_t rm;	 // ModRM.rm with REX.B (register forms)
 	uint8_t op_size; // 2, 4 or 8
 	uint64_t imm;	 // immediate, when the instruction has one
 	bool has_imm;

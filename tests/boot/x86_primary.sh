@@ -62,6 +62,8 @@ x86_svm_primary_expect() {
 		'^SLAT-GUEST: region 0x[0-9a-f]+\+0x400000 reserved in /proc/iomem$' \
 		'^SLAT-GUEST: devmem-ctl reserved 0x[0-9a-f]+ read status 0 \(0x[0-9a-f]+\)$' \
 		'^SLAT-GUEST: slat-read blocked \(status 139' \
+		"^SLAT-GUEST: mem-sleep '\\[s2idle\\]'$" \
+		'^SLAT-GUEST: s3-deep refused$' \
 		'^SLAT-GUEST: MARKER x86-primary-done uptime [0-9.]+$' \
 		'^slat: exit summary: vm primary power-off after [0-9]+\.[0-9]+ s uptime, 2 vCPUs$' \
 		'^slat: exits: [0-9]+ total$' \
@@ -75,5 +77,6 @@ x86_svm_primary_expect() {
 		'^slat: exits: mmio +[0-9]+ \(vcpu0 [1-9][0-9]*, vcpu1 [0-9]+\)$'
 	expect_absent 'X64 Exception Type' '^error: (slat|svm|x86):' 'Kernel panic' 'NMI received' \
 		'host exception' 'unexpected exit' 'cannot decode' 'does not emulate'
+	expect '^slat: ACPI S3 not offered '
 	expect_exit
 }

@@ -16,6 +16,8 @@
 #   region          Slat's region (slat.region=BASE,SIZE) lies in a Reserved range
 #   devmem-ctl      another reserved range reads fine (the method works)
 #   slat-read       a /dev/mem read of Slat's region fails, and the guest goes on
+#   mem-sleep, s3-deep  S3 is not offered (no "deep" in /sys/power/mem_sleep,
+#                   selecting it fails at once); s2idle stays
 #   MARKER          the end, with the kernel's uptime
 say() { echo "SLAT-GUEST: $*"; }
 
@@ -108,5 +110,13 @@ else
 	else
 		say "slat-read NOT blocked: read $out"
 	fi
+fi
+# ACPI S3: Slat cannot resume from it and takes \_S3_ out of the DSDT, so
+# Linux offers no "deep" suspend (s2idle stays: it needs no firmware).
+say "mem-sleep '$(cat /sys/power/mem_sleep 2>/dev/null)'"
+if echo deep >/sys/power/mem_sleep 2>/dev/null; then
+	say "s3-deep accepted"
+else
+	say "s3-deep refused"
 fi
 say "MARKER x86-primary-done uptime $(cut -d' ' -f1 /proc/uptime)"

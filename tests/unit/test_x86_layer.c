@@ -20,6 +20,8 @@
 
 #include "arch/x86/apic_mailbox.c"
 #include "arch/x86/cpuid.c"
+#include "arch/x86/cr.c"
+#include "arch/x86/cr_check.c"
 #include "arch/x86/decode.c"
 #include "arch/x86/exit.c"
 #include "arch/x86/handle_exit.c"
@@ -39,6 +41,8 @@ struct fake {
 	uint64_t efer_written;
 	unsigned kicks;
 	unsigned waits, nmis_delivered;
+	uint64_t rflags;
+	int completed; // complete_insn calls: 1 = no trap, 2 = single-step trap
 };
 static struct fake fk[X86_MAX_CPUS];
 
@@ -60,7 +64,11 @@ static void f_write_efer(struct vcpu *v, uint64_t e)
 }
 static uint64_t f_read_rflags(struct vcpu *v)
 {
-	return 2;
+	return F(v)->rflags | 2;
+}
+static void f_complete_insn(struct vcpu *v, bool single_step)
+{
+	F(v)->completed = single_step ? 2 : 1;
 }
 static void f_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 {
@@ -93,6 +101,7 @@ static const struct x86_vcpu_ops fops = {
     .read_seg = f_read_seg,
     .inject = f_inject,
     .insn_len = f_insn_len,
+    .complete_insn = f_complete_insn,
     .wait = f_wait,
     .deliver_nmi = f_deliver_nmi,
 };
@@ -718,6 +727,118 @@ static void test_vendors_triple_fault(void **state)
 	only_exit(&o, EXIT_OTHER);
 }
 
+// Single-stepping: an emulated instruction that completes gives the #DB
+// trap decision to the back end; one that faults does not.
+static void test_single_step_after_emulation(void **state)
+{
+	struct vcpu *v = setup();
+	// 16 bytes each: the decoder fetches up to 15.
+	static const uint8_t cpuid_insn[16] = {0x0f, 0xa2}, rdmsr_insn[16] = {0x0f, 0x32};
+	struct x86_exit e = {.kind = X86_EXIT_CPUID, .vendor = "test"};
+
+	v->arch.rip = (uint64_t)(uintptr_t)cpuid_insn;
+	fk[0].rflags = 1u << 8; // TF
+	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
+	assert_int_equal(fk[0].completed, 2);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)cpuid_insn + 2);
+
+	fk[0].completed = 0, fk[0].rflags = 0; // no TF: completed, no trap
+	v->arch.rip = (uint64_t)(uintptr_t)cpuid_insn;
+	x86_handle_exit(v, &e);
+	assert_int_equal(fk[0].completed, 1);
+
+	fk[0].completed = 0, fk[0].rflags = 1u << 8; // a faulting RDMSR: no trap
+	v->arch.rip = (uint64_t)(uintptr_t)rdmsr_insn;
+	v->arch.gpr[X86_RCX] = 0x10;
+	e.kind = X86_EXIT_RDMSR;
+	x86_handle_exit(v, &e);
+	assert_int_equal(fk[0].completed, 0);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	assert_true(x86_single_step_due(0x102));
+	assert_false(x86_single_step_due(0x2));
+}
+
+// An invalid-state exit at MOV CR4, RAX with a reserved bit (QEMU's SVM
+// reports a refused CR load so): #GP(0), once; anything else: power-off.
+static void test_bad_state_refused_cr_load(void **state)
+{
+	struct vcpu *v = setup();
+	static const uint8_t mov_cr4_rax[16] = {0x0f, 0x22, 0xe0}, nop[16] = {0x90};
+	struct svm_exit_fields f = {.code = 0xffffffffu};
+	struct x86_exit e;
+
+	svm_decode_exit(&f, &e);
+	assert_int_equal(e.kind, X86_EXIT_BAD_STATE); // the 32-bit -1 too
+	fk[0].cr4 = 1u << 5;			      // PAE, as in long mode
+	v->arch.rip = (uint64_t)(uintptr_t)mov_cr4_rax;
+	v->arch.gpr[X86_RAX] = (1u << 5) | (1ull << 63);
+	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)mov_cr4_rax);
+	// The same refused load again (a loop of retries): #GP each time...
+	fk[0].injected = 0;
+	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	// ... until the streak says the state itself is refused.
+	v->arch.bad_state_streak = X86_BAD_STATE_STREAK;
+	assert_int_equal(x86_handle_exit(v, &e), X86_POWER_OFF);
+	v->arch.bad_state_streak = 0;
+	fk[0].cr4 = 0; // the current state is invalid (PAE clear in long mode)
+	assert_int_equal(x86_handle_exit(v, &e), X86_POWER_OFF);
+	fk[0].cr4 = 1u << 5;
+	v->arch.gpr[X86_RAX] = 1u << 5; // a legal value: not the cause
+	assert_int_equal(x86_handle_exit(v, &e), X86_POWER_OFF);
+	v->arch.rip = (uint64_t)(uintptr_t)nop;
+	assert_int_equal(x86_handle_exit(v, &e), X86_POWER_OFF);
+}
+
+static uint64_t cr0_loaded;
+static void record_cr0(struct vcpu *v, uint64_t val)
+{
+	cr0_loaded = val;
+}
+
+// The SVM CR0 write intercept: MOV CR0 / CLTS / LMSW decoded at RIP, the
+// value checked (#GP(0), nothing loaded), else loaded and RIP advanced.
+static void test_cr0_write(void **state)
+{
+	struct vcpu *v = setup();
+	static const uint8_t mov_cr0_rcx[16] = {0x0f, 0x22, 0xc1}, clts[16] = {0x0f, 0x06},
+			     lmsw_ax[16] = {0x0f, 0x01, 0xf0}, mov_cr4[16] = {0x0f, 0x22, 0xe1};
+
+	// PG stays clear in the fake (its walker then reads code by pointer).
+	fk[0].cr0 = 0x11, fk[0].cr4 = 1u << 5;
+	v->arch.rip = (uint64_t)(uintptr_t)mov_cr0_rcx;
+	v->arch.gpr[X86_RCX] = 0xe0000011; // CD|NW|PG|ET|PE: legal
+	cr0_loaded = 0;
+	assert_int_equal(x86_handle_cr0_write(v, record_cr0), X86_CONTINUE);
+	assert_int_equal(cr0_loaded, 0xe0000011);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)mov_cr0_rcx + 3);
+
+	v->arch.rip = (uint64_t)(uintptr_t)mov_cr0_rcx;
+	v->arch.gpr[X86_RCX] = 0xa0000011; // NW without CD
+	cr0_loaded = 0;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(fk[0].injected, X86_EXC_GP + 1);
+	assert_int_equal(cr0_loaded, 0);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)mov_cr0_rcx);
+
+	fk[0].cr0 |= 8; // TS
+	v->arch.rip = (uint64_t)(uintptr_t)clts;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(cr0_loaded, 0x11);
+
+	v->arch.rip = (uint64_t)(uintptr_t)lmsw_ax; // LMSW cannot clear PE
+	v->arch.gpr[X86_RAX] = 0x2;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(cr0_loaded, 0x13);
+
+	fk[0].injected = 0;
+	v->arch.rip = (uint64_t)(uintptr_t)mov_cr4; // not a CR0 write: #UD
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(fk[0].injected, X86_EXC_UD + 1);
+}
+
 static void test_vendors_virt_insn(void **state)
 {
 	// VMRUN / VMLAUNCH: SVM and VMX are not offered to the guest.
@@ -755,6 +876,9 @@ int main(void)
 	    cmocka_unit_test(test_vendors_slat_violation),
 	    cmocka_unit_test(test_vendors_triple_fault),
 	    cmocka_unit_test(test_vendors_virt_insn),
+	    cmocka_unit_test(test_single_step_after_emulation),
+	    cmocka_unit_test(test_bad_state_refused_cr_load),
+	    cmocka_unit_test(test_cr0_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,8 @@ struct vcpu_arch {
 	uint32_t apic_dfr;    // ... and DFR (0xffffffff: flat model)
 	uint64_t hsave_guest; // what the guest wrote to VM_HSAVE_PA (never used)
 	uint32_t kicks;	      // kicks sent to this vCPU and not yet seen (atomic)
+	bool insn_done;	      // the exit being handled completed the instruction (RIP advanced)
+	uint32_t bad_state_streak; // invalid-state exits in a row (handle_exit.c)
 
 	// The port write that performs a power-off or reset the guest asked for
 	// in the exit being handled (port 0: none; reset through 0xCF9).

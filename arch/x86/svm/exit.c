@@ -117,6 +117,44 @@ static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 	return X86_CONTINUE;
 }
 
+// The instruction Slat emulated completed: no interrupt shadow after it; a
+// single-stepping guest takes its #DB trap (DR6.BS set, as the CPU would).
+static void op_complete_insn(struct vcpu *v, bool single_step)
+{
+	void *vmcb = svm_vmcb_of(v);
+
+	*vmcb64(vmcb, VMCB_INT_SHADOW) &= ~1ull;
+	if (!single_step)
+		return;
+	*vmcb64(vmcb, VMCB_DR6) |= DR6_BS;
+	*vmcb64(vmcb, VMCB_EVENTINJ) = X86_EXC_DB | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
+}
+
+// Loads a checked CR0 value: EFER.LMA follows LME and PG (what the CPU does
+// when paging turns on or off), and the guest's TLB is flushed when paging
+// or caching changes.
+static void load_cr0(struct vcpu *v, uint64_t val)
+{
+	void *vmcb = svm_vmcb_of(v);
+	uint64_t old = *vmcb64(vmcb, VMCB_CR0), efer = *vmcb64(vmcb, VMCB_EFER);
+
+	*vmcb64(vmcb, VMCB_CR0) = val;
+	if ((old ^ val) & CR0_PG) {
+		efer &= ~EFER_LMA;
+		if ((val & CR0_PG) && (efer & EFER_LME))
+			efer |= EFER_LMA;
+		*vmcb64(vmcb, VMCB_EFER) = efer;
+	}
+	if ((old ^ val) & (CR0_PG | CR0_PE | (1ull << 16) | (3ull << 29)))
+		*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
+}
+
+// ops->cr_access: the CR0 write intercept.
+static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e)
+{
+	return x86_handle_cr0_write(v, load_cr0);
+}
+
 static void op_deliver_nmi(struct vcpu *v)
 {
 	*vmcb64(svm_vmcb_of(v), VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
@@ -170,6 +208,8 @@ const struct x86_vcpu_ops svm_vcpu_ops = {
     .read_seg = op_read_seg,
     .inject = op_inject,
     .insn_len = op_insn_len,
+    .complete_insn = op_complete_insn,
     .wait = op_wait,
+    .cr_access = op_cr_access,
     .deliver_nmi = op_deliver_nmi,
 };

@@ -25,6 +25,8 @@ static enum x86_exit_kind svm_exit_kind(uint64_t code, uint64_t info1)
 		return X86_EXIT_NMI;
 	case SVM_EXIT_CPUID:
 		return X86_EXIT_CPUID;
+	case SVM_EXIT_WRITE_CR0:
+		return X86_EXIT_CR;
 	case SVM_EXIT_MSR:
 		return info1 ? X86_EXIT_WRMSR : X86_EXIT_RDMSR;
 	case SVM_EXIT_XSETBV:
@@ -51,6 +53,7 @@ static enum x86_exit_kind svm_exit_kind(uint64_t code, uint64_t info1)
 	case SVM_EXIT_SHUTDOWN:
 		return X86_EXIT_TRIPLE_FAULT;
 	case SVM_EXIT_INVALID:
+	case SVM_EXIT_INVALID & 0xffffffffu: // QEMU writes -1 as a 32-bit value
 		return X86_EXIT_BAD_STATE;
 	default:
 		return X86_EXIT_UNKNOWN;

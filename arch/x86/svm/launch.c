@@ -48,6 +48,9 @@ int svm_enter_primary(struct slat_plan *plan)
 	UINTN n_cpus = 1, n_enabled = 1;
 
 	x86_power_from_acpi(plan->fw.acpi_rsdp, &a.power);
+	if (x86_acpi_hide_s3(plan->fw.acpi_rsdp))
+		log_info(
+		    "slat: ACPI S3 not offered (\\_S3_ renamed in the DSDT): no resume path\n");
 	a.tsc_hz = x86_tsc_hz(bs, a.power.pm_tmr, &a.tsc_start);
 	a.features = cpuid(0x8000000au, 0).edx;
 	resident_init_fn init =

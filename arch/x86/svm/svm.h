@@ -74,6 +74,8 @@
 #define VMCB_CR2	  0x640
 #define VMCB_G_PAT	  0x668
 
+// Intercept vector 0 (VMCB 0x000): CR reads in bits 0-15, writes in 16-31.
+#define INT0_WRITE_CR0 (1u << 16)
 // Intercept vector 3 (VMCB 0x00c) and 4 (0x010) bits.
 #define INT3_INTR	(1u << 0)
 #define INT3_NMI	(1u << 1)
@@ -96,28 +98,29 @@
 #define INT4_XSETBV	(1u << 13)
 
 // Exit codes.
-#define SVM_EXIT_EXC_BASE 0x040
-#define SVM_EXIT_INTR	  0x060
-#define SVM_EXIT_NMI	  0x061
-#define SVM_EXIT_INIT	  0x063
-#define SVM_EXIT_CPUID	  0x072
-#define SVM_EXIT_HLT	  0x078
-#define SVM_EXIT_INVLPGA  0x07a
-#define SVM_EXIT_IOIO	  0x07b
-#define SVM_EXIT_MSR	  0x07c
-#define SVM_EXIT_SHUTDOWN 0x07f
-#define SVM_EXIT_VMRUN	  0x080
-#define SVM_EXIT_VMMCALL  0x081
-#define SVM_EXIT_VMLOAD	  0x082
-#define SVM_EXIT_VMSAVE	  0x083
-#define SVM_EXIT_STGI	  0x084
-#define SVM_EXIT_CLGI	  0x085
-#define SVM_EXIT_SKINIT	  0x086
-#define SVM_EXIT_MWAIT	  0x08b
-#define SVM_EXIT_MWAIT_C  0x08c
-#define SVM_EXIT_XSETBV	  0x08d
-#define SVM_EXIT_NPF	  0x400
-#define SVM_EXIT_INVALID  0xffffffffffffffffull
+#define SVM_EXIT_WRITE_CR0 0x010
+#define SVM_EXIT_EXC_BASE  0x040
+#define SVM_EXIT_INTR	   0x060
+#define SVM_EXIT_NMI	   0x061
+#define SVM_EXIT_INIT	   0x063
+#define SVM_EXIT_CPUID	   0x072
+#define SVM_EXIT_HLT	   0x078
+#define SVM_EXIT_INVLPGA   0x07a
+#define SVM_EXIT_IOIO	   0x07b
+#define SVM_EXIT_MSR	   0x07c
+#define SVM_EXIT_SHUTDOWN  0x07f
+#define SVM_EXIT_VMRUN	   0x080
+#define SVM_EXIT_VMMCALL   0x081
+#define SVM_EXIT_VMLOAD	   0x082
+#define SVM_EXIT_VMSAVE	   0x083
+#define SVM_EXIT_STGI	   0x084
+#define SVM_EXIT_CLGI	   0x085
+#define SVM_EXIT_SKINIT	   0x086
+#define SVM_EXIT_MWAIT	   0x08b
+#define SVM_EXIT_MWAIT_C   0x08c
+#define SVM_EXIT_XSETBV	   0x08d
+#define SVM_EXIT_NPF	   0x400
+#define SVM_EXIT_INVALID   0xffffffffffffffffull
 
 #define EVENTINJ_VALID	   (1u << 31)
 #define EVENTINJ_ERR_VALID (1u << 11)

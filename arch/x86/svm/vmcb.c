@@ -39,6 +39,9 @@ static void seg_from_gdt(void *vmcb, unsigned off, uint16_t sel, uint64_t gdt, u
 
 void svm_vmcb_control(struct svm_cpu *c, void *vmcb)
 {
+	// CR0 writes: checked by cr_check.c (QEMU's CPU takes NW without CD or
+	// bits 63:32 in guest mode, and the next VMRUN then fails).
+	*vmcb32(vmcb, VMCB_INTERCEPT_CR) = INT0_WRITE_CR0;
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) =
 	    INT3_NMI | INT3_CPUID | INT3_HLT | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC2) = INT4_VMRUN | INT4_VMMCALL | INT4_VMLOAD |

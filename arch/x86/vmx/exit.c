@@ -110,6 +110,20 @@ static unsigned op_insn_len(struct vcpu *v)
 	}
 }
 
+// The instruction Slat emulated completed: no STI/MOV SS blocking after it;
+// a single-stepping guest takes its #DB trap. VMX does not switch DR6, so
+// the guest's DR6 is the live one: BS is set there, and the #DB injected as
+// a hardware exception (a pending MOV SS trap merges into it).
+static void op_complete_insn(struct vcpu *v, bool single_step)
+{
+	vmwrite(VMCS_GUEST_INTERRUPTIBILITY, vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~3ull);
+	if (!single_step)
+		return;
+	write_dr6(read_dr6() | DR6_BS);
+	vmwrite(VMCS_GUEST_PENDING_DBG, vmread(VMCS_GUEST_PENDING_DBG) & ~DR6_BS);
+	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | INTR_TYPE_HW_EXC | X86_EXC_DB);
+}
+
 static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e);
 static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e);
 static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e);
@@ -123,6 +137,7 @@ const struct x86_vcpu_ops vmx_vcpu_ops = {
     .read_seg = op_read_seg,
     .inject = op_inject,
     .insn_len = op_insn_len,
+    .complete_insn = op_complete_insn,
     .wait = op_wait,
     .cr_access = op_cr_access,
     .init_sipi = op_init_sipi,
@@ -141,7 +156,7 @@ static enum x86_action emulate_cr0(struct vcpu *v, uint64_t val)
 	const struct vmx_config *c = &vmx_cfg;
 	uint64_t old = vmread(VMCS_GUEST_CR0);
 
-	if ((val >> 32) || ((val & CR0_PG) && !(val & CR0_PE)))
+	if (!x86_guest_cr_ok(v, 0, val))
 		return x86_inject_gp0(v);
 	uint64_t real = (val | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1;
 	vmwrite(VMCS_CR0_SHADOW, val);
@@ -158,9 +173,9 @@ static enum x86_action emulate_cr4(struct vcpu *v, uint64_t val)
 {
 	const struct vmx_config *c = &vmx_cfg;
 
-	// VMXE (VMX is hidden) and bits this CPU cannot set: #GP, as on a CPU
-	// without them.
-	if (val & c->cr4_mask)
+	// Bits the guest's CPUID does not enumerate (VMXE: VMX is hidden),
+	// PAE/LA57/PCIDE rules: #GP, as on a CPU without them (cr_check.c).
+	if (!x86_guest_cr_ok(v, 4, val) || (val & c->cr4_mask & ~c->cr4_fixed0))
 		return x86_inject_gp0(v);
 	vmwrite(VMCS_CR4_SHADOW, val);
 	vmwrite(VMCS_GUEST_CR4, val | c->cr4_fixed0);

@@ -47,6 +47,9 @@ int vmx_enter_primary(struct slat_plan *plan)
 	unsigned n = x86_mp_list_cpus(mp, ids, X86_MAX_CPUS);
 	x86_acpi_install_madt(st, ids, n, &plan->fw.acpi_rsdp);
 	x86_power_from_acpi(plan->fw.acpi_rsdp, &a.power);
+	if (x86_acpi_hide_s3(plan->fw.acpi_rsdp))
+		log_info(
+		    "slat: ACPI S3 not offered (\\_S3_ renamed in the DSDT): no resume path\n");
 	a.tsc_hz = x86_tsc_hz(bs, a.power.pm_tmr, &a.tsc_start);
 	// The INIT/SIPI mailbox by default; the architectural wait-for-SIPI path
 	// only when built with SLAT_VMX_NATIVE_SIPI=1 (untested: Bochs 2.7 breaks
