@@ -163,6 +163,11 @@ struct x86_vm_ops {
 	// target->kicks was incremented; the back end consumes one kick per
 	// exit it causes (SVM: an NMI to the target, NMI intercepted).
 	void (*kick)(struct vcpu *target);
+	// Lets the calling CPU, in the host, take the external interrupts its
+	// local APIC has pending (host IDT vectors 32-255 acknowledge them) for
+	// a moment, then blocks them again. An NMI in that window is a kick
+	// (consumed) or the guest's (dropped: the caller handles an INIT).
+	void (*irq_window)(struct vcpu *v);
 };
 
 // The primary VM (the firmware and the OS it boots) and its vCPU records.

@@ -122,6 +122,28 @@ static void op_deliver_nmi(struct vcpu *v)
 	*vmcb64(svm_vmcb_of(v), VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
 }
 
+// The host's NMI handler (svm_entry.S). After an NMI exit svm_handle_exit
+// takes the NMI on purpose and decides what it was; in an interrupt window
+// it is a kick, or the guest's, dropped (the vCPU is handling an INIT).
+void svm_host_nmi(void)
+{
+	struct vcpu *v = vm_vcpu_find(&x86_primary, cpuid(1, 0).ebx >> 24);
+	struct svm_cpu *c = v ? v->arch.backend : NULL;
+
+	if (c && c->irq_window)
+		x86_consume_kick(v);
+}
+
+// x86_vm_ops.irq_window: GIF and IF set for a few instructions.
+void svm_irq_window(struct vcpu *v)
+{
+	struct svm_cpu *c = v->arch.backend;
+
+	c->irq_window = true;
+	__asm__ volatile("stgi; sti; nop; nop; nop; nop; cli; clgi" ::: "memory");
+	c->irq_window = false;
+}
+
 // The exit entry: decode, the shared policy, apply.
 void svm_handle_exit(struct svm_cpu *c)
 {

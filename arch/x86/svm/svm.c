@@ -34,6 +34,7 @@ static const struct x86_vm_ops svm_vm_ops = {
     .mm_counts = svm_mm_counts,
     .teardown = svm_npt_teardown,
     .kick = x86_kick_nmi,
+    .irq_window = svm_irq_window,
 };
 
 // ---- set-up (resident copy, called from the loaded image) ----------------------------------

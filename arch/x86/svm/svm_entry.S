@@ -23,7 +23,7 @@
 #define HOST_CS	  0x08
 #define HOST_DS	  0x10
 #define GDT_LIMIT 39   // null, code, data, 16-byte TSS (host_env.c)
-#define IDT_LIMIT 511  // 32 gates of 16 bytes
+#define IDT_LIMIT 4095 // 256 gates of 16 bytes (host_env.c)
 
 	.text
 
@@ -153,7 +153,7 @@ svm_idt_stubs:
 	.irp	n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	.p2align 4
 	.if \n == 2
-	iretq		// NMI: taken on purpose after an NMI exit (svm_handle_exit)
+	jmp	svm_host_nmi_entry
 	.elseif (\n == 8) || (\n == 10) || (\n == 11) || (\n == 12) || (\n == 13) || (\n == 14) || (\n == 17) || (\n == 21) || (\n == 29) || (\n == 30)
 	pushq	$\n
 	jmp	svm_exc_common
@@ -163,6 +163,32 @@ svm_idt_stubs:
 	jmp	svm_exc_common
 	.endif
 	.endr
+
+// NMI in the host: taken on purpose after an NMI exit (svm_handle_exit), or
+// during the interrupt window of an INIT (svm_host_nmi decides).
+svm_host_nmi_entry:
+	push	%rax
+	push	%rcx
+	push	%rdx
+	push	%r8
+	push	%r9
+	push	%r10
+	push	%r11
+	mov	%rsp, %rax
+	and	$-16, %rsp
+	push	%rax
+	sub	$40, %rsp
+	call	svm_host_nmi
+	add	$40, %rsp
+	pop	%rsp
+	pop	%r11
+	pop	%r10
+	pop	%r9
+	pop	%r8
+	pop	%rdx
+	pop	%rcx
+	pop	%rax
+	iretq
 
 // Frame for svm_host_exception(): vector, error, RIP, CS, RFLAGS, RSP, SS.
 svm_exc_common:
