@@ -92,25 +92,27 @@ static unsigned op_insn_len(struct vcpu *v)
 	return 0;
 }
 
-// A parked CPU (HLT with interrupts off, MWAIT) waits here a little for its
-// mailbox instead of bouncing straight back into the guest.
+// A CPU parked in MWAIT waits here a little for its mailbox instead of
+// bouncing straight back into the guest.
 static void park_briefly(struct vcpu *v)
 {
 	for (unsigned i = 0; i < 20000 && !x86_mailbox_pending(v); i++)
 		pause();
 }
 
-// ops->wait: HLT or MWAIT.
+// ops->wait: HLT or MWAIT. HLT is not intercepted (svm_vmcb_control): a
+// halted CPU wakes on its interrupts and NMIs natively, and an INIT for it
+// comes with a kick (an NMI, intercepted) that makes it exit to its
+// mailbox. Parking it in the host instead held its NMIs and interrupts back
+// for up to the whole park (GIF clear): an NMI IPI to a `cli; hlt` CPU took
+// milliseconds (docs/x86-exits.md).
 static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 {
-	struct svm_cpu *c = v->arch.backend;
 	void *vmcb = svm_vmcb_of(v);
 
-	if (e->kind == X86_EXIT_HLT && (*vmcb64(vmcb, VMCB_RFLAGS) & (1u << 9))) {
-		// An OS idle loop (interrupts on): let it halt natively from now on.
+	if (e->kind == X86_EXIT_HLT) {
 		*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_HLT;
-		c->hlt_intercept = false;
-		return X86_CONTINUE; // RIP unchanged: the HLT runs again, unintercepted
+		return X86_CONTINUE; // RIP unchanged: the HLT runs again, natively
 	}
 	park_briefly(v);
 	x86_skip_insn(v); // MWAIT: a wake-up; the caller re-checks its condition

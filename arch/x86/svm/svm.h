@@ -160,7 +160,6 @@ struct svm_cpu {
 	uint64_t host_entry;	  // 48: svm_host_entry in the resident copy
 	uint64_t hsave_pa;	  // VM_HSAVE_PA page
 	uint64_t next_rip;	  // exit-specific next RIP when known (IOIO), else 0
-	bool hlt_intercept;	  // HLT exits (the CPU is parked, not idling in an OS)
 	volatile bool irq_window; // GIF is set on purpose (svm_irq_window)
 	struct vcpu *vcpu;	  // the vCPU this CPU runs
 };

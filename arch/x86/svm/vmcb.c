@@ -40,7 +40,7 @@ static void seg_from_gdt(void *vmcb, unsigned off, uint16_t sel, uint64_t gdt, u
 void svm_vmcb_control(struct svm_cpu *c, void *vmcb)
 {
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) =
-	    INT3_NMI | INT3_CPUID | INT3_HLT | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
+	    INT3_NMI | INT3_CPUID | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC2) = INT4_VMRUN | INT4_VMMCALL | INT4_VMLOAD |
 					      INT4_VMSAVE | INT4_STGI | INT4_CLGI | INT4_SKINIT |
 					      INT4_MWAIT | INT4_MWAIT_COND | INT4_XSETBV;
@@ -50,7 +50,6 @@ void svm_vmcb_control(struct svm_cpu *c, void *vmcb)
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 	*vmcb64(vmcb, VMCB_NP_ENABLE) = 1;
 	*vmcb64(vmcb, VMCB_N_CR3) = svm_host.npt_root;
-	c->hlt_intercept = true;
 }
 
 // The guest state of the calling CPU (all but RIP, RSP, RFLAGS, RAX, which
@@ -122,8 +121,6 @@ void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
 	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
-	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) |= INT3_HLT; // parked again until the OS idles
-	c->hlt_intercept = true;
 	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
 	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
 	v->arch.rip = 0;
