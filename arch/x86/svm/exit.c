@@ -56,6 +56,9 @@ static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 	static const unsigned off[] = {VMCB_ES, VMCB_CS, VMCB_SS, VMCB_DS, VMCB_FS, VMCB_GS};
 	void *vmcb = svm_vmcb_of(v);
 
+	if (s == X86_FS || s == X86_GS) // VMSAVE state (svm_entry.S)
+		svm_vmcb_save_state(v->arch.backend);
+
 	out->sel = *vmcb16(vmcb, off[s]);
 	out->attr = *vmcb16(vmcb, off[s] + 2);
 	out->limit = *vmcb32(vmcb, off[s] + 4);
@@ -160,6 +163,7 @@ void svm_handle_exit(struct svm_cpu *c)
 	struct x86_exit e;
 	uint8_t vector;
 
+	c->vmsaved = false;
 	svm_decode_exit(&f, &e);
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE; // the last VMRUN flushed
 	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);

@@ -133,6 +133,7 @@ struct svm_cpu *svm_resident_cpu_prepare(void)
 	memset(vmcb, 0, 4096);
 	svm_vmcb_control(c, vmcb);
 	svm_vmcb_guest_from_live(c, vmcb);
+	c->vmload = 1;	    // the first VMRUN loads what guest_from_live saved
 	if (svm_host.xsave) // the host executes XSETBV for the guest (vcpu.h)
 		write_cr4(read_cr4() | CR4_OSXSAVE);
 	vcpu_set_running(v);

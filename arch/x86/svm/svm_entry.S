@@ -13,6 +13,7 @@
 #define C_GDTR_BASE  32
 #define C_IDTR_BASE  40
 #define C_HOST_ENTRY 48
+#define C_VMLOAD     56
 
 // VMCB state-save offsets (svm.h)
 #define VMCB_RFLAGS 0x570
@@ -93,7 +94,10 @@ svm_launch:
 // svm_run(struct svm_cpu *c): never returns; entered in the resident copy. The guest's GPRs other than
 // RAX and RSP (which VMRUN takes from the VMCB) live in c->gprs[] (vcpu->arch.gpr).
 // VMLOAD/VMSAVE move the state VMRUN does not (FS, GS, TR, LDTR, the
-// SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those.
+// SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those, so the
+// CPU keeps the guest's values across an exit: VMLOAD only when the host
+// rewrote them in the VMCB (c->vmload), VMSAVE only when it reads them
+// (svm_vmcb_save_state). Each costs dozens of memory accesses per exit.
 	.globl	svm_run
 svm_run:
 	mov	C_STACK_TOP(%rcx), %rsp
@@ -101,6 +105,12 @@ svm_run:
 	mov	%rcx, (%rsp)
 .Lloop:
 	mov	(%rsp), %rax
+	cmpq	$0, C_VMLOAD(%rax)
+	je	1f
+	movq	$0, C_VMLOAD(%rax)
+	mov	C_VMCB_PA(%rax), %rax
+	vmload	%rax
+1:	mov	(%rsp), %rax
 	mov	C_GPRS(%rax), %rax
 	mov	8*1(%rax), %rcx
 	mov	8*2(%rax), %rdx
@@ -118,9 +128,7 @@ svm_run:
 	mov	8*15(%rax), %r15
 	mov	(%rsp), %rax
 	mov	C_VMCB_PA(%rax), %rax
-	vmload	%rax
 	vmrun	%rax
-	vmsave	%rax
 	push	%rax
 	mov	8(%rsp), %rax
 	mov	C_GPRS(%rax), %rax

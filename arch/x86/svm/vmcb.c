@@ -81,6 +81,14 @@ void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
 	*vmcb8(vmcb, VMCB_CPL) = 0;
 }
 
+void svm_vmcb_save_state(struct svm_cpu *c)
+{
+	if (c->vmsaved)
+		return;
+	vmsave(c->vmcb_pa);
+	c->vmsaved = true;
+}
+
 // The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
 void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 {
@@ -121,6 +129,7 @@ void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
 	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
+	c->vmload = 1; // FS, GS, TR, LDTR and the MSRs above
 	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
 	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
 	v->arch.rip = 0;
