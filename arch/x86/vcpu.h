@@ -223,6 +223,10 @@ struct x86_io {
 	bool rep;
 };
 bool x86_io_intercepted(uint16_t port);
+// The I/O fast path (exit.c): performs an access the policy has nothing to
+// decide about, updating *rax for an IN; false when the full path must run.
+// The caller steps over the instruction.
+bool x86_io_fast(struct vcpu *v, const struct x86_io *io, uint64_t *rax);
 enum x86_action x86_handle_io(struct vcpu *v, const struct x86_io *io);
 
 // ---- one exit, decoded (handle_exit.c) ----------------------------------------

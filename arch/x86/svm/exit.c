@@ -149,6 +149,23 @@ void svm_irq_window(struct vcpu *v)
 	c->irq_window = false;
 }
 
+// Port I/O the policy has nothing to decide about (x86_io_fast): done with
+// the least work, the next RIP from EXITINFO2. Not when a mailbox event
+// waits or an event delivery was interrupted (the full path handles those).
+static bool svm_io_fast(struct svm_cpu *c, void *vmcb, const struct x86_exit *e, uint64_t intinfo)
+{
+	uint64_t rax = *vmcb64(vmcb, VMCB_RAX);
+
+	if ((intinfo & EVENTINJ_VALID) || x86_mailbox_pending(c->vcpu) ||
+	    !x86_io_fast(c->vcpu, &e->io, &rax))
+		return false;
+	*vmcb64(vmcb, VMCB_RAX) = rax;
+	*vmcb64(vmcb, VMCB_RIP) = e->next_rip;
+	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE;
+	return true;
+}
+
 // The exit entry: decode, the shared policy, apply.
 void svm_handle_exit(struct svm_cpu *c)
 {
@@ -165,6 +182,8 @@ void svm_handle_exit(struct svm_cpu *c)
 
 	c->vmsaved = false;
 	svm_decode_exit(&f, &e);
+	if (e.kind == X86_EXIT_IO && svm_io_fast(c, vmcb, &e, intinfo))
+		return;
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE; // the last VMRUN flushed
 	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
 	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
