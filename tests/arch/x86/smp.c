@@ -197,7 +197,9 @@ void ta_main(void)
 	ta_info("smp: CPUID 1 ECX x2APIC %u; TSC %llu cycles per ms", (r[2] >> 21) & 1,
 		(unsigned long long)tsc_per_ms());
 	uint32_t bsp = smp_apic_read(APIC_ID) >> 24;
-	unsigned n = smp_madt_apic_ids(ids, 16);
+	unsigned x2 = 0, n = smp_madt_apic_ids(ids, 16, &x2);
+	ta_info("smp: IA32_APIC_BASE 0x%llx (x2APIC mode %u); MADT local x2APIC entries %u",
+		(unsigned long long)rdmsr(0x1b), (unsigned)(rdmsr(0x1b) >> 10) & 1, x2);
 	for (unsigned i = 0; i < n; i++)
 		if (ids[i] != bsp && ap == 0xffffffff)
 			ap = ids[i];

@@ -62,9 +62,10 @@ void smp_apic_write(unsigned off, uint32_t val);
  * false when the delivery status stayed busy. */
 bool smp_send_ipi(uint32_t dest_id, uint32_t icr_lo);
 
-/* The APIC IDs of the enabled processors in the ACPI MADT (at most max);
- * returns how many, 0 when there is no MADT. */
-unsigned smp_madt_apic_ids(uint32_t *ids, unsigned max);
+/* The APIC IDs of the enabled processors in the ACPI MADT's local APIC
+ * entries (at most max); returns how many, 0 when there is no MADT. Local
+ * x2APIC entries are only counted (*x2apic_entries). */
+unsigned smp_madt_apic_ids(uint32_t *ids, unsigned max, unsigned *x2apic_entries);
 
 /* Copies the trampoline into the page at `page` (below 1 MiB) and fills its
  * interrupt vector table and data. */

@@ -35,11 +35,12 @@ static const uint8_t *find_madt(void)
 	return NULL;
 }
 
-unsigned smp_madt_apic_ids(uint32_t *ids, unsigned max)
+unsigned smp_madt_apic_ids(uint32_t *ids, unsigned max, unsigned *x2apic_entries)
 {
 	const uint8_t *madt = find_madt();
 	unsigned n = 0;
 
+	*x2apic_entries = 0;
 	if (!madt)
 		return 0;
 	uint32_t len = rd32(madt + 4);
@@ -49,6 +50,8 @@ unsigned smp_madt_apic_ids(uint32_t *ids, unsigned max)
 			break;
 		if (e[0] == 0 && e[1] >= 8 && (rd32(e + 4) & 1)) /* processor local APIC, enabled */
 			ids[n++] = e[3];
+		if (e[0] == 9) /* processor local x2APIC: not used by this payload (xAPIC only) */
+			(*x2apic_entries)++;
 		off += e[1];
 	}
 	return n;
