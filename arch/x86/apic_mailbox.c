@@ -24,20 +24,52 @@
 #include "arch/x86/vcpu.h"
 #include "core/log.h"
 
-#define APIC_LDR     0x0d0
-#define APIC_DFR     0x0e0
-#define APIC_ICR_LO  0x300
-#define APIC_ICR_HI  0x310
-#define ICR_MODE(l)  (((l) >> 8) & 7)
-#define ICR_LOGICAL  (1u << 11)
-#define ICR_ASSERT   (1u << 14)
-#define ICR_SH(l)    (((l) >> 18) & 3)
-#define MODE_INIT    5
-#define MODE_STARTUP 6
+#define APIC_VERSION	   0x030
+#define APIC_TPR	   0x080
+#define APIC_EOI	   0x0b0
+#define APIC_LDR	   0x0d0
+#define APIC_DFR	   0x0e0
+#define APIC_SVR	   0x0f0
+#define APIC_ISR	   0x100
+#define APIC_IRR	   0x200
+#define APIC_ESR	   0x280
+#define APIC_LVT_CMCI	   0x2f0
+#define APIC_LVT_TIMER	   0x320
+#define APIC_LVT_THERMAL   0x330
+#define APIC_LVT_PERF	   0x340
+#define APIC_LVT_LINT0	   0x350
+#define APIC_LVT_LINT1	   0x360
+#define APIC_LVT_ERROR	   0x370
+#define APIC_TIMER_INITIAL 0x380
+#define APIC_TIMER_DIVIDE  0x3e0
+#define LVT_MASKED	   (1u << 16)
+#define APIC_ICR_LO	   0x300
+#define APIC_ICR_HI	   0x310
+#define ICR_MODE(l)	   (((l) >> 8) & 7)
+#define ICR_LOGICAL	   (1u << 11)
+#define ICR_ASSERT	   (1u << 14)
+#define ICR_SH(l)	   (((l) >> 18) & 3)
+#define MODE_INIT	   5
+#define MODE_STARTUP	   6
 
 static volatile uint32_t *apic_reg(unsigned off)
 {
 	return (volatile uint32_t *)(uintptr_t)(x86_primary.arch.apic_base + off);
+}
+
+// Any bit set in the 256-bit register at `base` (ISR, IRR).
+static bool apic_any(unsigned base)
+{
+	for (unsigned off = base; off < base + 0x80; off += 0x10)
+		if (*apic_reg(off))
+			return true;
+	return false;
+}
+
+static void apic_retire_in_service(void)
+{
+	for (unsigned i = 0; i < 256 && apic_any(APIC_ISR); i++)
+		*apic_reg(APIC_EOI) = 0; // retires the highest in-service vector
 }
 
 static bool targets(const struct vcpu *t, const struct vcpu *self, uint32_t lo, uint32_t dest)
@@ -166,12 +198,59 @@ bool x86_mailbox_pending(const struct vcpu *v)
 	return __atomic_load_n(&v->arch.mbox_state, __ATOMIC_ACQUIRE) != X86_MBOX_RUNNING;
 }
 
+// What INIT does to a local APIC (SDM 10.4.7.3, APM 16.3.2), done by the
+// target CPU on its own APIC since the real INIT never reaches it: every LVT
+// masked, the timer stopped, TPR, LDR and ESR cleared, DFR all ones, the
+// in-service interrupts retired (EOIs) and the APIC software-disabled
+// (SVR 0xFF). Without this the next code started by SIPI inherits the old
+// APIC: a running timer or a pending vector arrives as soon as it enables
+// interrupts, before it has an IDT for it (a #GP or worse). Pending vectors
+// (IRR) cannot be cleared by software: the host takes them in a short
+// interrupt window (x86_vm_ops.irq_window) and retires them. Not reset: the
+// ICR (a write would send an IPI).
+static void apic_init_state(struct vcpu *v)
+{
+	unsigned max_lvt = (*apic_reg(APIC_VERSION) >> 16) & 0xff;
+
+	*apic_reg(APIC_TIMER_INITIAL) = 0;
+	*apic_reg(APIC_TIMER_DIVIDE) = 0;
+	*apic_reg(APIC_LVT_TIMER) = LVT_MASKED;
+	*apic_reg(APIC_LVT_LINT0) = LVT_MASKED;
+	*apic_reg(APIC_LVT_LINT1) = LVT_MASKED;
+	if (max_lvt >= 3)
+		*apic_reg(APIC_LVT_ERROR) = LVT_MASKED;
+	if (max_lvt >= 4)
+		*apic_reg(APIC_LVT_PERF) = LVT_MASKED;
+	if (max_lvt >= 5)
+		*apic_reg(APIC_LVT_THERMAL) = LVT_MASKED;
+	if (max_lvt >= 6)
+		*apic_reg(APIC_LVT_CMCI) = LVT_MASKED;
+	*apic_reg(APIC_TPR) = 0;
+	*apic_reg(APIC_LDR) = 0;
+	*apic_reg(APIC_DFR) = 0xffffffff;
+	v->arch.apic_ldr = 0;
+	v->arch.apic_dfr = 0xffffffff;
+	apic_retire_in_service();
+	// Vectors still pending: the host accepts them (the APIC delivers only
+	// while software-enabled) and retires them.
+	for (unsigned round = 0; round < 8 && apic_any(APIC_IRR); round++) {
+		*apic_reg(APIC_SVR) = 0x1ff;
+		if (x86_primary.arch.ops->irq_window)
+			x86_primary.arch.ops->irq_window(v);
+		apic_retire_in_service();
+	}
+	*apic_reg(APIC_ESR) = 0;
+	*apic_reg(APIC_ESR) = 0; // ESR is write-then-read; twice clears it
+	*apic_reg(APIC_SVR) = 0xff;
+}
+
 bool x86_mailbox_poll(struct vcpu *v, uint8_t *vector)
 {
 	int st = __atomic_load_n(&v->arch.mbox_state, __ATOMIC_ACQUIRE);
 
 	if (st == X86_MBOX_RUNNING)
 		return false;
+	apic_init_state(v);		   // an INIT arrived (maybe its SIPI too)
 	while (st == X86_MBOX_WAIT_SIPI) { // INIT: this CPU does nothing until a SIPI
 		if (vm_is_shutting_down(v->vm))
 			x86_park();

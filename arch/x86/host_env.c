@@ -87,13 +87,18 @@ static void build_gdt(uint64_t gdt, uint64_t tss)
 	d[4] = tss >> 32;
 }
 
+void x86_host_irq_ack(void); // host_irq.S
+
+// Vectors 0-31: the back end's exception stubs (16 bytes each); 32-255: the
+// interrupt acknowledger (host_irq.S). All 256 are valid: VT-x sets the host
+// IDT limit to 0xFFFF on every exit.
 static void build_idt(uint64_t idt, const void *idt_stubs)
 {
 	uint64_t *d = (uint64_t *)(uintptr_t)idt;
 	uint64_t stubs = (uint64_t)(uintptr_t)idt_stubs;
 
-	for (unsigned v = 0; v < 32; v++) {
-		uint64_t h = stubs + 16 * v;
+	for (unsigned v = 0; v < 256; v++) {
+		uint64_t h = v < 32 ? stubs + 16 * v : (uint64_t)(uintptr_t)x86_host_irq_ack;
 		// 64-bit interrupt gate (type 0xE), present, DPL 0, IST 0.
 		d[2 * v] = (h & 0xffff) | ((uint64_t)X86_HOST_CS << 16) | (0x8eull << 40) |
 			   (((h >> 16) & 0xffff) << 48);
@@ -112,7 +117,7 @@ bool x86_host_env_build(struct region *r, const struct slat_plan *plan, const vo
 	if (!env->gdt || !env->idt || !env->tss)
 		return false;
 	env->gdt_limit = 5 * 8 - 1;
-	env->idt_limit = 32 * 16 - 1;
+	env->idt_limit = 256 * 16 - 1;
 	build_gdt(env->gdt, env->tss);
 	build_idt(env->idt, idt_stubs);
 	return true;

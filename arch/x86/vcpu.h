@@ -169,6 +169,11 @@ struct x86_vm_ops {
 	// target->kicks was incremented; the back end consumes one kick per
 	// exit it causes (SVM: an NMI to the target, NMI intercepted).
 	void (*kick)(struct vcpu *target);
+	// Lets the calling CPU, in the host, take the external interrupts its
+	// local APIC has pending (host IDT vectors 32-255 acknowledge them) for
+	// a moment, then blocks them again. An NMI in that window is a kick
+	// (consumed) or the guest's (dropped: the caller handles an INIT).
+	void (*irq_window)(struct vcpu *v);
 };
 
 // The primary VM (the firmware and the OS it boots) and its vCPU records.
@@ -224,6 +229,10 @@ struct x86_io {
 	bool rep;
 };
 bool x86_io_intercepted(uint16_t port);
+// The I/O fast path (exit.c): performs an access the policy has nothing to
+// decide about, updating *rax for an IN; false when the full path must run.
+// The caller steps over the instruction.
+bool x86_io_fast(struct vcpu *v, const struct x86_io *io, uint64_t *rax);
 enum x86_action x86_handle_io(struct vcpu *v, const struct x86_io *io);
 
 // ---- one exit, decoded (handle_exit.c) ----------------------------------------

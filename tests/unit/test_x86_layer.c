@@ -121,8 +121,16 @@ static void f_kick(struct vcpu *t)
 static void f_run(struct vcpu *v)
 {
 }
-static const struct x86_vm_ops fvm = {
-    .run = f_run, .mm_counts = f_counts, .teardown = f_teardown, .kick = f_kick};
+static unsigned irq_windows;
+static void f_irq_window(struct vcpu *v)
+{
+	irq_windows++;
+}
+static const struct x86_vm_ops fvm = {.run = f_run,
+				      .mm_counts = f_counts,
+				      .teardown = f_teardown,
+				      .kick = f_kick,
+				      .irq_window = f_irq_window};
 
 static uint32_t *apic_page;
 
@@ -424,6 +432,72 @@ static void test_mailbox_init_sipi(void **state)
 	assert_false(x86_mailbox_pending(bsp));
 	apic_write(bsp, 0x300, 0x4030); // a fixed IPI is replayed
 	assert_int_equal(apic_page[0x300 / 4], 0x4030);
+}
+
+// The INIT that never reaches the AP's APIC is done to it by the AP itself
+// when it takes the INIT from its mailbox: a running timer, an enabled
+// APIC or a pending vector from before would reach the code the SIPI starts.
+static void test_mailbox_init_resets_apic(void **state)
+{
+	struct vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
+	uint8_t vec = 0;
+
+	apic_page[0x30 / 4] = 0x00050014; // version: LVTs up to thermal (max LVT 5)
+	apic_page[0xf0 / 4] = 0x1ff;	  // SVR: enabled
+	apic_page[0x80 / 4] = 0x20;	  // TPR
+	apic_page[0x320 / 4] = 0x20040;	  // timer: periodic, vector 0x40
+	apic_page[0x330 / 4] = 0x41;	  // thermal
+	apic_page[0x350 / 4] = 0x700;	  // LINT0: ExtINT
+	apic_page[0x380 / 4] = 0x1000;	  // timer initial count
+	apic_page[0x3e0 / 4] = 0xb;	  // divide by 1
+	apic_page[0x2f0 / 4] = 0x42;	  // CMCI: beyond max LVT, left alone
+	apic_write(ap, 0xd0, 0x02000000); // the AP's LDR
+	apic_write(bsp, 0x310, 1u << 24);
+	apic_write(bsp, 0x300, 0x4500); // INIT
+	apic_write(bsp, 0x300, 0x4608); // STARTUP 0x08
+	irq_windows = 0;
+	assert_true(x86_mailbox_poll(ap, &vec));
+	assert_int_equal(apic_page[0xf0 / 4], 0xff); // software-disabled
+	assert_int_equal(apic_page[0x80 / 4], 0);
+	assert_int_equal(apic_page[0xd0 / 4], 0);
+	assert_int_equal(apic_page[0xe0 / 4], 0xffffffff);
+	for (unsigned off = 0x320; off <= 0x370; off += 0x10)
+		assert_int_equal(apic_page[off / 4], 1u << 16); // masked
+	assert_int_equal(apic_page[0x2f0 / 4], 0x42);
+	assert_int_equal(apic_page[0x380 / 4], 0);
+	assert_int_equal(apic_page[0x3e0 / 4], 0);
+	assert_int_equal(ap->arch.apic_ldr, 0);
+	assert_int_equal(irq_windows, 0); // nothing pending: no interrupt window
+
+	// A vector pending in the IRR: the host takes it in interrupt windows,
+	// a bounded number of them (this fake APIC never clears it).
+	apic_page[0x210 / 4] = 1; // vector 0x20
+	apic_write(bsp, 0x300, 0x4500);
+	apic_write(bsp, 0x300, 0x4608);
+	assert_true(x86_mailbox_poll(ap, &vec));
+	assert_int_equal(irq_windows, 8);
+	assert_int_equal(apic_page[0xf0 / 4], 0xff);
+	apic_page[0x210 / 4] = 0;
+}
+
+// The I/O fast path leaves every access the policy decides about to the
+// full path (a fast access itself does real port I/O: boot-tested).
+static void test_io_fast_refuses_policy_ports(void **state)
+{
+	struct vcpu *v = setup();
+	uint64_t rax = 0x06;
+	struct x86_io reset = {.port = 0xcf9, .size = 1};
+	struct x86_io pm1 = {.port = 0x604, .size = 2};
+	struct x86_io pm1_hi = {.port = 0x605, .size = 1};
+	struct x86_io kbc = {.port = 0x64, .size = 1};
+	struct x86_io str = {.port = 0xcf8, .size = 4, .string = true};
+
+	assert_false(x86_io_fast(v, &reset, &rax));
+	assert_false(x86_io_fast(v, &pm1, &rax));
+	assert_false(x86_io_fast(v, &pm1_hi, &rax));
+	assert_false(x86_io_fast(v, &kbc, &rax));
+	assert_false(x86_io_fast(v, &str, &rax));
+	assert_int_equal(rax, 0x06);
 }
 
 static void test_mailbox_logical_destination(void **state)
@@ -863,6 +937,8 @@ int main(void)
 	    cmocka_unit_test(test_msr_policy),
 	    cmocka_unit_test(test_xsetbv_checks),
 	    cmocka_unit_test(test_mailbox_init_sipi),
+	    cmocka_unit_test(test_mailbox_init_resets_apic),
+	    cmocka_unit_test(test_io_fast_refuses_policy_ports),
 	    cmocka_unit_test(test_mailbox_logical_destination),
 	    cmocka_unit_test(test_apic_write_unknown_form_gp),
 	    cmocka_unit_test(test_io_intercepts),

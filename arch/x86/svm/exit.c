@@ -56,6 +56,9 @@ static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 	static const unsigned off[] = {VMCB_ES, VMCB_CS, VMCB_SS, VMCB_DS, VMCB_FS, VMCB_GS};
 	void *vmcb = svm_vmcb_of(v);
 
+	if (s == X86_FS || s == X86_GS) // VMSAVE state (svm_entry.S)
+		svm_vmcb_save_state(v->arch.backend);
+
 	out->sel = *vmcb16(vmcb, off[s]);
 	out->attr = *vmcb16(vmcb, off[s] + 2);
 	out->limit = *vmcb32(vmcb, off[s] + 4);
@@ -92,25 +95,27 @@ static unsigned op_insn_len(struct vcpu *v)
 	return 0;
 }
 
-// A parked CPU (HLT with interrupts off, MWAIT) waits here a little for its
-// mailbox instead of bouncing straight back into the guest.
+// A CPU parked in MWAIT waits here a little for its mailbox instead of
+// bouncing straight back into the guest.
 static void park_briefly(struct vcpu *v)
 {
 	for (unsigned i = 0; i < 20000 && !x86_mailbox_pending(v); i++)
 		pause();
 }
 
-// ops->wait: HLT or MWAIT.
+// ops->wait: HLT or MWAIT. HLT is not intercepted (svm_vmcb_control): a
+// halted CPU wakes on its interrupts and NMIs natively, and an INIT for it
+// comes with a kick (an NMI, intercepted) that makes it exit to its
+// mailbox. Parking it in the host instead held its NMIs and interrupts back
+// for up to the whole park (GIF clear): an NMI IPI to a `cli; hlt` CPU took
+// milliseconds (docs/x86-exits.md).
 static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 {
-	struct svm_cpu *c = v->arch.backend;
 	void *vmcb = svm_vmcb_of(v);
 
-	if (e->kind == X86_EXIT_HLT && (*vmcb64(vmcb, VMCB_RFLAGS) & (1u << 9))) {
-		// An OS idle loop (interrupts on): let it halt natively from now on.
+	if (e->kind == X86_EXIT_HLT) {
 		*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_HLT;
-		c->hlt_intercept = false;
-		return X86_CONTINUE; // RIP unchanged: the HLT runs again, unintercepted
+		return X86_CONTINUE; // RIP unchanged: the HLT runs again, natively
 	}
 	park_briefly(v);
 	x86_skip_insn(v); // MWAIT: a wake-up; the caller re-checks its condition
@@ -160,6 +165,45 @@ static void op_deliver_nmi(struct vcpu *v)
 	*vmcb64(svm_vmcb_of(v), VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
 }
 
+// The host's NMI handler (svm_entry.S). After an NMI exit svm_handle_exit
+// takes the NMI on purpose and decides what it was; in an interrupt window
+// it is a kick, or the guest's, dropped (the vCPU is handling an INIT).
+void svm_host_nmi(void)
+{
+	struct vcpu *v = vm_vcpu_find(&x86_primary, cpuid(1, 0).ebx >> 24);
+	struct svm_cpu *c = v ? v->arch.backend : NULL;
+
+	if (c && c->irq_window)
+		x86_consume_kick(v);
+}
+
+// x86_vm_ops.irq_window: GIF and IF set for a few instructions.
+void svm_irq_window(struct vcpu *v)
+{
+	struct svm_cpu *c = v->arch.backend;
+
+	c->irq_window = true;
+	__asm__ volatile("stgi; sti; nop; nop; nop; nop; cli; clgi" ::: "memory");
+	c->irq_window = false;
+}
+
+// Port I/O the policy has nothing to decide about (x86_io_fast): done with
+// the least work, the next RIP from EXITINFO2. Not when a mailbox event
+// waits or an event delivery was interrupted (the full path handles those).
+static bool svm_io_fast(struct svm_cpu *c, void *vmcb, const struct x86_exit *e, uint64_t intinfo)
+{
+	uint64_t rax = *vmcb64(vmcb, VMCB_RAX);
+
+	if ((intinfo & EVENTINJ_VALID) || x86_mailbox_pending(c->vcpu) ||
+	    !x86_io_fast(c->vcpu, &e->io, &rax))
+		return false;
+	*vmcb64(vmcb, VMCB_RAX) = rax;
+	*vmcb64(vmcb, VMCB_RIP) = e->next_rip;
+	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE;
+	return true;
+}
+
 // The exit entry: decode, the shared policy, apply.
 void svm_handle_exit(struct svm_cpu *c)
 {
@@ -174,7 +218,10 @@ void svm_handle_exit(struct svm_cpu *c)
 	struct x86_exit e;
 	uint8_t vector;
 
+	c->vmsaved = false;
 	svm_decode_exit(&f, &e);
+	if (e.kind == X86_EXIT_IO && svm_io_fast(c, vmcb, &e, intinfo))
+		return;
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE; // the last VMRUN flushed
 	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
 	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);

@@ -34,6 +34,7 @@ static const struct x86_vm_ops svm_vm_ops = {
     .mm_counts = svm_mm_counts,
     .teardown = svm_npt_teardown,
     .kick = x86_kick_nmi,
+    .irq_window = svm_irq_window,
 };
 
 // ---- set-up (resident copy, called from the loaded image) ----------------------------------
@@ -132,6 +133,7 @@ struct svm_cpu *svm_resident_cpu_prepare(void)
 	memset(vmcb, 0, 4096);
 	svm_vmcb_control(c, vmcb);
 	svm_vmcb_guest_from_live(c, vmcb);
+	c->vmload = 1;	    // the first VMRUN loads what guest_from_live saved
 	if (svm_host.xsave) // the host executes XSETBV for the guest (vcpu.h)
 		write_cr4(read_cr4() | CR4_OSXSAVE);
 	vcpu_set_running(v);

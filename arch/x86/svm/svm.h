@@ -161,10 +161,17 @@ struct svm_cpu {
 	uint64_t gdtr_base;	 // 32: Slat's GDT
 	uint64_t idtr_base;	 // 40: Slat's IDT
 	uint64_t host_entry;	 // 48: svm_host_entry in the resident copy
-	uint64_t hsave_pa;	 // VM_HSAVE_PA page
-	uint64_t next_rip;	 // exit-specific next RIP when known (IOIO), else 0
-	bool hlt_intercept;	 // HLT exits (the CPU is parked, not idling in an OS)
-	struct vcpu *vcpu;	 // the vCPU this CPU runs
+	// 56: VMLOAD before the next VMRUN: the host wrote the VMCB's
+	// VMLOAD/VMSAVE state (FS, GS, TR, LDTR, KernelGSBase, the SYSCALL and
+	// SYSENTER MSRs), at launch or for a SIPI. Otherwise the CPU still holds
+	// the guest's values (the host never changes them): no VMLOAD, and
+	// VMSAVE only when the host reads them (svm_vmcb_save_state).
+	uint64_t vmload;
+	bool vmsaved;		  // this exit's VMSAVE done
+	uint64_t hsave_pa;	  // VM_HSAVE_PA page
+	uint64_t next_rip;	  // exit-specific next RIP when known (IOIO), else 0
+	volatile bool irq_window; // GIF is set on purpose (svm_irq_window)
+	struct vcpu *vcpu;	  // the vCPU this CPU runs
 };
 
 // Settings every CPU shares (set once on the boot CPU in the resident copy).
@@ -178,6 +185,10 @@ struct svm_host {
 	struct svm_cpu cpus[X86_MAX_CPUS];
 };
 extern struct svm_host svm_host;
+
+void svm_vmcb_save_state(struct svm_cpu *c); // VMSAVE once per exit (vmcb.c)
+void svm_irq_window(struct vcpu *v);	     // x86_vm_ops.irq_window (exit.c)
+void svm_host_nmi(void);		     // the host NMI handler (svm_entry.S)
 
 // What the loaded image hands to the resident copy.
 struct svm_boot_args {

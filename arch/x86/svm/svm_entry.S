@@ -13,6 +13,7 @@
 #define C_GDTR_BASE  32
 #define C_IDTR_BASE  40
 #define C_HOST_ENTRY 48
+#define C_VMLOAD     56
 
 // VMCB state-save offsets (svm.h)
 #define VMCB_RFLAGS 0x570
@@ -23,7 +24,7 @@
 #define HOST_CS	  0x08
 #define HOST_DS	  0x10
 #define GDT_LIMIT 39   // null, code, data, 16-byte TSS (host_env.c)
-#define IDT_LIMIT 511  // 32 gates of 16 bytes
+#define IDT_LIMIT 4095 // 256 gates of 16 bytes (host_env.c)
 
 	.text
 
@@ -93,7 +94,10 @@ svm_launch:
 // svm_run(struct svm_cpu *c): never returns; entered in the resident copy. The guest's GPRs other than
 // RAX and RSP (which VMRUN takes from the VMCB) live in c->gprs[] (vcpu->arch.gpr).
 // VMLOAD/VMSAVE move the state VMRUN does not (FS, GS, TR, LDTR, the
-// SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those.
+// SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those, so the
+// CPU keeps the guest's values across an exit: VMLOAD only when the host
+// rewrote them in the VMCB (c->vmload), VMSAVE only when it reads them
+// (svm_vmcb_save_state). Each costs dozens of memory accesses per exit.
 	.globl	svm_run
 svm_run:
 	mov	C_STACK_TOP(%rcx), %rsp
@@ -101,6 +105,12 @@ svm_run:
 	mov	%rcx, (%rsp)
 .Lloop:
 	mov	(%rsp), %rax
+	cmpq	$0, C_VMLOAD(%rax)
+	je	1f
+	movq	$0, C_VMLOAD(%rax)
+	mov	C_VMCB_PA(%rax), %rax
+	vmload	%rax
+1:	mov	(%rsp), %rax
 	mov	C_GPRS(%rax), %rax
 	mov	8*1(%rax), %rcx
 	mov	8*2(%rax), %rdx
@@ -118,9 +128,7 @@ svm_run:
 	mov	8*15(%rax), %r15
 	mov	(%rsp), %rax
 	mov	C_VMCB_PA(%rax), %rax
-	vmload	%rax
 	vmrun	%rax
-	vmsave	%rax
 	push	%rax
 	mov	8(%rsp), %rax
 	mov	C_GPRS(%rax), %rax
@@ -153,7 +161,7 @@ svm_idt_stubs:
 	.irp	n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
 	.p2align 4
 	.if \n == 2
-	iretq		// NMI: taken on purpose after an NMI exit (svm_handle_exit)
+	jmp	svm_host_nmi_entry
 	.elseif (\n == 8) || (\n == 10) || (\n == 11) || (\n == 12) || (\n == 13) || (\n == 14) || (\n == 17) || (\n == 21) || (\n == 29) || (\n == 30)
 	pushq	$\n
 	jmp	svm_exc_common
@@ -163,6 +171,32 @@ svm_idt_stubs:
 	jmp	svm_exc_common
 	.endif
 	.endr
+
+// NMI in the host: taken on purpose after an NMI exit (svm_handle_exit), or
+// during the interrupt window of an INIT (svm_host_nmi decides).
+svm_host_nmi_entry:
+	push	%rax
+	push	%rcx
+	push	%rdx
+	push	%r8
+	push	%r9
+	push	%r10
+	push	%r11
+	mov	%rsp, %rax
+	and	$-16, %rsp
+	push	%rax
+	sub	$40, %rsp
+	call	svm_host_nmi
+	add	$40, %rsp
+	pop	%rsp
+	pop	%r11
+	pop	%r10
+	pop	%r9
+	pop	%r8
+	pop	%rdx
+	pop	%rcx
+	pop	%rax
+	iretq
 
 // Frame for svm_host_exception(): vector, error, RIP, CS, RFLAGS, RSP, SS.
 svm_exc_common:

@@ -43,7 +43,7 @@ void svm_vmcb_control(struct svm_cpu *c, void *vmcb)
 	// bits 63:32 in guest mode, and the next VMRUN then fails).
 	*vmcb32(vmcb, VMCB_INTERCEPT_CR) = INT0_WRITE_CR0;
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) =
-	    INT3_NMI | INT3_CPUID | INT3_HLT | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
+	    INT3_NMI | INT3_CPUID | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC2) = INT4_VMRUN | INT4_VMMCALL | INT4_VMLOAD |
 					      INT4_VMSAVE | INT4_STGI | INT4_CLGI | INT4_SKINIT |
 					      INT4_MWAIT | INT4_MWAIT_COND | INT4_XSETBV;
@@ -53,7 +53,6 @@ void svm_vmcb_control(struct svm_cpu *c, void *vmcb)
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 	*vmcb64(vmcb, VMCB_NP_ENABLE) = 1;
 	*vmcb64(vmcb, VMCB_N_CR3) = svm_host.npt_root;
-	c->hlt_intercept = true;
 }
 
 // The guest state of the calling CPU (all but RIP, RSP, RFLAGS, RAX, which
@@ -83,6 +82,14 @@ void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
 	*vmcb64(vmcb, VMCB_DR7) = read_dr7();
 	*vmcb64(vmcb, VMCB_G_PAT) = rdmsr(MSR_IA32_PAT);
 	*vmcb8(vmcb, VMCB_CPL) = 0;
+}
+
+void svm_vmcb_save_state(struct svm_cpu *c)
+{
+	if (c->vmsaved)
+		return;
+	vmsave(c->vmcb_pa);
+	c->vmsaved = true;
 }
 
 // The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
@@ -125,8 +132,7 @@ void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
 	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
-	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) |= INT3_HLT; // parked again until the OS idles
-	c->hlt_intercept = true;
+	c->vmload = 1; // FS, GS, TR, LDTR and the MSRs above
 	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
 	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
 	v->arch.rip = 0;

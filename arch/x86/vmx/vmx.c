@@ -34,11 +34,20 @@ static void mm_counts(struct slat_mm_counts *out)
 
 static void vmx_vcpu_run(struct vcpu *v);
 
+// x86_vm_ops.irq_window: interrupts on for a few instructions in root
+// operation (an NMI meanwhile goes to vmx_host_nmi as always).
+static void vmx_irq_window(struct vcpu *v)
+{
+	(void)v;
+	__asm__ volatile("sti; nop; nop; nop; nop; cli" ::: "memory");
+}
+
 static const struct x86_vm_ops vmx_vm_ops = {
     .run = vmx_vcpu_run,
     .mm_counts = mm_counts,
     .teardown = vmx_ept_teardown,
     .kick = x86_kick_nmi,
+    .irq_window = vmx_irq_window,
 };
 
 bool vmx_in_slat_region(uint64_t pa, uint64_t len)
