@@ -189,16 +189,19 @@ void svm_irq_window(struct vcpu *v)
 
 // Port I/O the policy has nothing to decide about (x86_io_fast): done with
 // the least work, the next RIP from EXITINFO2. Not when a mailbox event
-// waits or an event delivery was interrupted (the full path handles those).
+// waits, an event delivery was interrupted or the guest is single-stepping
+// (the full path handles those: the #DB after the OUT is its decision).
 static bool svm_io_fast(struct svm_cpu *c, void *vmcb, const struct x86_exit *e, uint64_t intinfo)
 {
 	uint64_t rax = *vmcb64(vmcb, VMCB_RAX);
 
 	if ((intinfo & EVENTINJ_VALID) || x86_mailbox_pending(c->vcpu) ||
-	    !x86_io_fast(c->vcpu, &e->io, &rax))
+	    x86_single_step_due(*vmcb64(vmcb, VMCB_RFLAGS)) || !x86_io_fast(c->vcpu, &e->io, &rax))
 		return false;
 	*vmcb64(vmcb, VMCB_RAX) = rax;
 	*vmcb64(vmcb, VMCB_RIP) = e->next_rip;
+	// The instruction completed: an STI or MOV SS shadow it sat in is over.
+	*vmcb64(vmcb, VMCB_INT_SHADOW) &= ~1ull;
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE;
 	return true;
