@@ -4,5 +4,5 @@
 # every payload of tests/arch/arm64 gives the same verdicts bare and under Slat.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/arch_diff.sh"
-arch_diff_arm64 cortex-a72 3 smoke
+arch_diff_arm64 cortex-a72 3 smoke loader
 boot_done
