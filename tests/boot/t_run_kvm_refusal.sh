@@ -5,9 +5,10 @@
 # virtualization off, or a host of another architecture; on a host that can,
 # tools/emu.sh kvm-check picks VT-x (Intel) or SVM (AMD). This machine has no
 # /dev/kvm, so the real refusal runs here; the other cases run against fake
-# /dev/kvm, sysfs and cpuinfo files (EMU_KVM_DEV, EMU_SYSFS, EMU_CPUINFO). The
-# positive path (a nested boot) cannot run here and is not tested. Without
-# ACCEL, `make run` stays on TCG.
+# /dev/kvm, sysfs and cpuinfo files (EMU_KVM_DEV, EMU_SYSFS, EMU_CPUINFO), and
+# with every check passing a stand-in qemu-system-x86_64 records the command
+# line (-accel kvm -cpu host). A nested boot cannot run here and is not
+# tested. Without ACCEL, `make run` stays on TCG.
 . "$(dirname "$0")/lib.sh"
 fake="$BOOT_DIR/fake"
 rm -rf "$fake" "$BOOT_LOG"
@@ -45,6 +46,13 @@ kvm_case arm64-host vmx "$fake/kvm" Y 1 make -s -C "$BOOT_TOP" run ACCEL=kvm ARC
 kvm_case bad-accel vmx "$fake/kvm" Y 1 make -s -C "$BOOT_TOP" run ACCEL=hvf ARCH=x86_64
 kvm_case pick-intel vmx "$fake/kvm" Y 0 bash "$BOOT_TOP/tools/emu.sh" kvm-check x86_64
 kvm_case pick-amd svm "$fake/kvm" N 1 bash "$BOOT_TOP/tools/emu.sh" kvm-check x86_64
+# With every check passing, the QEMU command line (a stand-in qemu records it):
+mkdir -p "$fake/bin"
+printf '#!/bin/sh\necho "qemu-args: $*"\n' >"$fake/bin/qemu-system-x86_64"
+chmod +x "$fake/bin/qemu-system-x86_64"
+make -s -C "$BOOT_TOP" build/x86_64/slat.efi >/dev/null 2>&1
+kvm_case qemu-cmdline vmx "$fake/kvm" Y 1 env PATH="$fake/bin:$PATH" EMU_ACCEL=kvm \
+	bash "$BOOT_TOP/tools/emu.sh" run x86_64 amd
 kvm_case default-tcg vmx "$fake/kvm" Y 1 bash -c \
 	"make -n -s -C '$BOOT_TOP' run ARCH=x86_64 | grep -A1 'tools/emu.sh run'"
 
@@ -60,6 +68,7 @@ expect '^case no-dev rc=2: .*/none does not exist, KVM is not available .*modpro
 	'^case bad-accel rc=2: .*ACCEL=hvf: use tcg \(the default\) or kvm' \
 	'^case pick-intel rc=0: intel $' \
 	'^case pick-amd rc=0: amd $' \
-	'^case default-tcg rc=0: .*EMU_ACCEL=tcg bash tools/emu.sh run x86_64'
+	'^case default-tcg rc=0: .*EMU_ACCEL=tcg bash tools/emu.sh run x86_64' \
+	'^case qemu-cmdline rc=0: emu: ACCEL=kvm on an Intel host: Slat takes its VT-x path .*qemu-args: -accel kvm -cpu host '
 expect_absent '^case default-tcg.*kvm'
 boot_done
