@@ -5,6 +5,7 @@
 
 #include "arch/arch.h"
 #include "boot/boot.h"
+#include "boot/image_range.h"
 #include "boot/memmap.h"
 #include "boot/resident.h"
 #include "core/log.h"
@@ -16,28 +17,22 @@ static uint64_t page_up(uint64_t x)
 	return (x + PAGE - 1) & ~(PAGE - 1);
 }
 
-// The loaded image's own allocation: the EfiLoaderCode pages around it. edk2
-// allocates SizeOfImage + SectionAlignment bytes and aligns the image inside,
-// so the allocation starts at most SectionAlignment - 4 KiB below ImageBase and
-// ends at most SizeOfImage + SectionAlignment above it; the descriptor that
-// holds ImageBase bounds both (a neighbour of another type is never touched).
+// The loaded image's own allocation: the EfiLoaderCode pages around it
+// (boot/image_range.h).
 static EFI_STATUS image_allocation(EFI_BOOT_SERVICES *bs, struct handoff *h)
 {
 	EFI_MEMORY_DESCRIPTOR d;
+	struct image_range r;
 	EFI_STATUS s = memmap_find(bs, h->image_base, &d);
 
 	if (EFI_ERROR(s))
 		return s;
-	if (d.Type != EfiLoaderCode)
+	if (d.Type != EfiLoaderCode ||
+	    !image_range_of(d.PhysicalStart, d.NumberOfPages, h->image_base, h->image_size,
+			    h->section_align, &r))
 		return EFI_NOT_FOUND;
-	uint64_t align = h->section_align > PAGE ? h->section_align : PAGE;
-	uint64_t lo = h->image_base - (align - PAGE),
-		 hi = h->image_base + page_up(h->image_size + align);
-	uint64_t d_end = d.PhysicalStart + d.NumberOfPages * PAGE;
-	lo = lo > d.PhysicalStart ? lo : d.PhysicalStart;
-	hi = hi < d_end ? hi : d_end;
-	h->alloc_base = lo;
-	h->alloc_pages = (hi - lo) / PAGE;
+	h->alloc_base = r.base;
+	h->alloc_pages = r.pages;
 	return EFI_SUCCESS;
 }
 
