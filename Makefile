@@ -4,13 +4,19 @@
 # `make test`; both install missing Debian packages first (tools/deps.sh).
 #
 #   make            build build/aarch64/slat.efi and build/x86_64/slat.efi
-#   make run        boot Slat under emulation (ARCH=aarch64 | x86_64, CPU=amd | intel)
+#   make run        boot Slat under emulation (ARCH=aarch64 | x86_64, CPU=amd | intel;
+#                   ACCEL=kvm: nested under the host's KVM, see mk/boot.mk)
 #   make test       unit tests (ASan+UBSan, TSan) and emulator boot tests
 #   make unit       unit tests only;  make boot-test  boot tests only
 #   make bench      benchmarks (JSON + plots in build/bench/)
 #   make fmt        clang-format every C source and header
 #   make compile_commands.json   for editors (clangd)
 
+ACCEL ?=
+# ACCEL=kvm runs the host's own architecture unless ARCH says otherwise.
+ifeq ($(ACCEL),kvm)
+ARCH ?= $(shell uname -m)
+endif
 ARCH ?= aarch64
 CPU  ?= $(if $(filter x86_64,$(ARCH)),amd,)
 BUILD := build

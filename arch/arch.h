@@ -42,6 +42,11 @@ void arch_report(const struct arch_caps *caps);
 // + EPT); otherwise one sentence saying what is missing.
 const char *arch_virt_unusable(const struct arch_caps *caps);
 
+// Makes instructions just written to [p, p + n) by data stores visible to
+// instruction fetch on this CPU (arm64: clean D-cache and invalidate I-cache
+// to the point of unification; x86: nothing, its caches are coherent).
+void arch_sync_icache(const void *p, unsigned long long n);
+
 struct slat_plan;
 
 // Takes the hypervisor mode of the boot CPU with Slat's resident copy

@@ -10,4 +10,9 @@
 // Fills `fw` from the system table's configuration tables (ACPI, DTB).
 void boot_collect_firmware_info(EFI_SYSTEM_TABLE *st, struct fw_info *fw);
 
+// Powers the machine off (ResetSystem). ResetSystem does not return on
+// success; if it does, this logs it and returns `status` for the caller to
+// hand back to the firmware.
+EFI_STATUS boot_power_off(EFI_SYSTEM_TABLE *st, EFI_STATUS status);
+
 #endif

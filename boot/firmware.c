@@ -5,6 +5,7 @@
 
 #include "boot/acpi.h"
 #include "boot/fdt.h"
+#include "core/log.h"
 
 static bool guid_eq(const EFI_GUID *a, const EFI_GUID *b)
 {
@@ -50,4 +51,20 @@ void boot_collect_firmware_info(EFI_SYSTEM_TABLE *st, struct fw_info *fw)
 	fw->fdt = config_table(st, (EFI_GUID)EFI_DTB_TABLE_GUID);
 	if (!acpi_spcr_uart(fw->acpi_rsdp, &fw->uart))
 		fdt_uart(fw->fdt, &fw->uart);
+}
+
+static const char *status_name(EFI_STATUS s)
+{
+	return s == EFI_SUCCESS	      ? "EFI_SUCCESS"
+	       : s == EFI_UNSUPPORTED ? "EFI_UNSUPPORTED"
+				      : "error";
+}
+
+EFI_STATUS boot_power_off(EFI_SYSTEM_TABLE *st, EFI_STATUS status)
+{
+	log_info("slat: powering off (%s)\n", status_name(status));
+	log_flush();
+	st->RuntimeServices->ResetSystem(EfiResetShutdown, status, 0, NULL);
+	log_err("ResetSystem returned; handing %s back to the firmware\n", status_name(status));
+	return status;
 }

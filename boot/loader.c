@@ -122,7 +122,9 @@ EFI_STATUS loader_start(EFI_HANDLE parent, struct esp *esp, const struct loader_
 		log_err("slat: LoadImage %s failed (0x%llx)\n", req->loader, (unsigned long long)s);
 		return s;
 	}
-	s = set_load_options(bs, child, req->cmdline);
+	// An empty cmdline means no load options at all, as when the boot
+	// manager starts an image from a boot option without optional data.
+	s = req->cmdline[0] ? set_load_options(bs, child, req->cmdline) : EFI_SUCCESS;
 	if (EFI_ERROR(s)) {
 		log_err("slat: cannot set load options (0x%llx)\n", (unsigned long long)s);
 		return s;

@@ -15,24 +15,6 @@
 
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st);
 
-static const char *status_name(EFI_STATUS s)
-{
-	return s == EFI_SUCCESS	      ? "EFI_SUCCESS"
-	       : s == EFI_UNSUPPORTED ? "EFI_UNSUPPORTED"
-				      : "error";
-}
-
-// Powers the machine off. ResetSystem does not return on success; if it does,
-// the status goes back to the boot manager instead.
-static EFI_STATUS power_off(EFI_SYSTEM_TABLE *st, EFI_STATUS status)
-{
-	log_info("slat: powering off (%s)\n", status_name(status));
-	log_flush();
-	st->RuntimeServices->ResetSystem(EfiResetShutdown, status, 0, NULL);
-	log_err("ResetSystem returned; handing %s back to the firmware\n", status_name(status));
-	return status;
-}
-
 static void report_firmware(EFI_SYSTEM_TABLE *st, const struct fw_info *fw)
 {
 	log_info("firmware: UEFI %u.%u, vendor revision 0x%x, ACPI %s, device tree %s\n",
@@ -67,8 +49,8 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	const char *why_not = arch_virt_unusable(caps);
 	if (why_not) {
 		log_err("no usable virtualization: %s\n", why_not);
-		return power_off(st, EFI_UNSUPPORTED);
+		return boot_power_off(st, EFI_UNSUPPORTED);
 	}
 	log_info("slat: virtualization usable\n");
-	return power_off(st, boot_primary(image, st, &fw));
+	return boot_power_off(st, boot_primary(image, st, &fw));
 }

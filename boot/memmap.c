@@ -50,14 +50,16 @@ static void memmap_add(struct memmap_summary *sum, const EFI_MEMORY_DESCRIPTOR *
 	}
 }
 
-EFI_STATUS memmap_summarise(EFI_BOOT_SERVICES *bs, struct memmap_summary *sum)
+// Reads the current map into a pool buffer the caller frees (*map, *size
+// bytes of *desc_size descriptors).
+static EFI_STATUS memmap_read(EFI_BOOT_SERVICES *bs, EFI_MEMORY_DESCRIPTOR **out, UINTN *out_size,
+			      UINTN *out_desc_size)
 {
 	UINTN size = 0, key, desc_size;
 	UINT32 desc_version;
 	EFI_MEMORY_DESCRIPTOR *map = NULL;
 	EFI_STATUS st;
 
-	*sum = (struct memmap_summary){0};
 	st = bs->GetMemoryMap(&size, NULL, &key, &desc_size, &desc_version);
 	// The pool allocation itself may add entries: retry with some slack.
 	for (int tries = 0; st == EFI_BUFFER_TOO_SMALL && tries < 4; tries++) {
@@ -78,10 +80,46 @@ EFI_STATUS memmap_summarise(EFI_BOOT_SERVICES *bs, struct memmap_summary *sum)
 			bs->FreePool(map);
 		return EFI_DEVICE_ERROR;
 	}
+	*out = map;
+	*out_size = size;
+	*out_desc_size = desc_size;
+	return EFI_SUCCESS;
+}
+
+EFI_STATUS memmap_summarise(EFI_BOOT_SERVICES *bs, struct memmap_summary *sum)
+{
+	EFI_MEMORY_DESCRIPTOR *map;
+	UINTN size, desc_size;
+	EFI_STATUS st = memmap_read(bs, &map, &size, &desc_size);
+
+	*sum = (struct memmap_summary){0};
+	if (EFI_ERROR(st))
+		return st;
 	for (UINTN off = 0; off + desc_size <= size; off += desc_size)
 		memmap_add(sum, (const EFI_MEMORY_DESCRIPTOR *)((const uint8_t *)map + off));
 	bs->FreePool(map);
 	return EFI_SUCCESS;
+}
+
+EFI_STATUS memmap_find(EFI_BOOT_SERVICES *bs, uint64_t addr, EFI_MEMORY_DESCRIPTOR *out)
+{
+	EFI_MEMORY_DESCRIPTOR *map;
+	UINTN size, desc_size;
+	EFI_STATUS st = memmap_read(bs, &map, &size, &desc_size);
+
+	if (EFI_ERROR(st))
+		return st;
+	st = EFI_NOT_FOUND;
+	for (UINTN off = 0; off + desc_size <= size; off += desc_size) {
+		const EFI_MEMORY_DESCRIPTOR *d = (const void *)((const uint8_t *)map + off);
+		if (addr >= d->PhysicalStart && addr - d->PhysicalStart < d->NumberOfPages * 4096) {
+			*out = *d;
+			st = EFI_SUCCESS;
+			break;
+		}
+	}
+	bs->FreePool(map);
+	return st;
 }
 
 static unsigned long long pages_kib(uint64_t pages)

@@ -23,6 +23,9 @@ struct memmap_summary {
 // Reads the current map. Returns EFI_SUCCESS or the firmware's error.
 EFI_STATUS memmap_summarise(EFI_BOOT_SERVICES *bs, struct memmap_summary *sum);
 
+// The descriptor of the current map that contains `addr` (EFI_NOT_FOUND if none).
+EFI_STATUS memmap_find(EFI_BOOT_SERVICES *bs, uint64_t addr, EFI_MEMORY_DESCRIPTOR *out);
+
 // Logs the summary, one line per type present.
 void memmap_report(const struct memmap_summary *sum);
 

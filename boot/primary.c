@@ -5,6 +5,7 @@
 
 #include "arch/arch.h"
 #include "boot/file.h"
+#include "boot/handoff.h"
 #include "boot/loader.h"
 #include "boot/resident.h"
 #include "core/config.h"
@@ -20,6 +21,7 @@
 static struct slat_plan boot_plan;
 static struct slat_config boot_cfg;
 static char boot_cmdline[CFG_CMDLINE_MAX + CMDLINE_EXTRA];
+static EFI_HANDLE boot_image;
 
 // Linux's name for the UART arch_console_init() drives on each architecture
 // (arch_name()): a PL011 on arm64, a 16550 on x86.
@@ -187,6 +189,32 @@ static EFI_STATUS prepare_plan(EFI_HANDLE image, EFI_BOOT_SERVICES *bs, const st
 	return EFI_SUCCESS;
 }
 
+// The load options: slat.cfg's cmdline exactly, plus slat.region=BASE,SIZE
+// only when slat.cfg asks for it (region_arg = yes) and there is a region.
+static const char *loader_cmdline(void)
+{
+	if (!boot_cfg.region_arg || !boot_cfg.hypervisor)
+		return boot_cfg.cmdline;
+	log_snprintf(boot_cmdline, sizeof(boot_cmdline), "%s%sslat.region=0x%llx,0x%llx",
+		     boot_cfg.cmdline, boot_cfg.cmdline[0] ? " " : "",
+		     (unsigned long long)boot_plan.region.base,
+		     (unsigned long long)boot_plan.region.size);
+	return boot_cmdline;
+}
+
+// The hand-off's entry (boot/handoff.h): runs in the copy of slat.efi, so
+// it reads this copy's boot_cfg and boot_plan, and `arg` is on the stack.
+static EFI_STATUS start_loader(void *arg)
+{
+	struct esp *esp = arg;
+	struct loader_request req = {
+	    .loader = boot_cfg.loader,
+	    .initrd = boot_cfg.initrd,
+	    .cmdline = loader_cmdline(),
+	};
+	return loader_start(boot_image, esp, &req);
+}
+
 EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_info *fw)
 {
 	EFI_BOOT_SERVICES *bs = st->BootServices;
@@ -208,21 +236,26 @@ EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_
 		log_err("slat: loader %s not found on the ESP\n", boot_cfg.loader);
 		return EFI_NOT_FOUND;
 	}
-	if (EFI_ERROR((s = prepare_plan(image, bs, fw, &boot_plan))))
-		return s;
-	if (arch_enter_hypervisor(&boot_plan) != 0) {
-		log_err("slat: could not become the hypervisor; the firmware keeps the machine\n");
-		return EFI_UNSUPPORTED;
+	boot_image = image;
+	if (!boot_cfg.hypervisor) {
+		// The benchmark's baseline: the same firmware, the same hand-off and
+		// loader, without Slat's region or the virtualization mode.
+		log_info("slat: hypervisor = off: starting the loader without taking the "
+			 "virtualization mode\n");
+	} else {
+		if (EFI_ERROR((s = prepare_plan(image, bs, fw, &boot_plan))))
+			return s;
+		if (arch_enter_hypervisor(&boot_plan) != 0) {
+			log_err("slat: could not become the hypervisor; the firmware keeps the "
+				"machine\n");
+			return EFI_UNSUPPORTED;
+		}
 	}
-	// From here on: the primary VM, deprivileged.
-	log_snprintf(boot_cmdline, sizeof(boot_cmdline), "%s%sslat.region=0x%llx,0x%llx",
-		     boot_cfg.cmdline, boot_cfg.cmdline[0] ? " " : "",
-		     (unsigned long long)boot_plan.region.base,
-		     (unsigned long long)boot_plan.region.size);
-	struct loader_request req = {
-	    .loader = boot_cfg.loader,
-	    .initrd = boot_cfg.initrd,
-	    .cmdline = boot_cmdline,
-	};
-	return loader_start(image, &esp, &req);
+	// From here on (hypervisor on): the primary VM, deprivileged.
+	struct handoff h = {.image = image, .st = st, .fw = fw, .entry = start_loader, .arg = &esp};
+	s = handoff_run(&h);
+	log_warn("slat: no copy for the hand-off (0x%llx); starting the loader from slat.efi's "
+		 "own image, which stays EfiLoaderCode\n",
+		 (unsigned long long)s);
+	return start_loader(&esp);
 }

@@ -8,7 +8,13 @@
 //      (boot/resident.h);
 //   3. describe the machine's memory for the back end (core/plan.h);
 //   4. arch_enter_hypervisor(): the firmware continues, deprivileged, here;
-//   5. load and start the configured loader with its command line and initrd.
+//   5. from a copy of slat.efi (boot/handoff.h, so that the loader sees only
+//      its own image as EfiLoaderCode), load and start the configured loader
+//      with slat.cfg's cmdline as its load options (plus
+//      slat.region=BASE,SIZE with region_arg = yes) and its initrd.
+//
+// With hypervisor = off in slat.cfg, steps 2-4 are skipped: the loader starts
+// the same way on the bare firmware (the boot benchmark's baseline).
 //
 // With no slat.cfg and no default loader on the ESP there is nothing to boot:
 // Slat reports and returns EFI_SUCCESS without touching the machine.

@@ -79,7 +79,7 @@ static bool relocate(uint8_t *copy, uint64_t size, uint32_t rva, uint32_t len, u
 	return true;
 }
 
-EFI_STATUS resident_copy_image(uint64_t image_base, struct region *r, uint64_t *image_size)
+EFI_STATUS image_layout(uint64_t image_base, struct image_layout *out)
 {
 	const uint8_t *img = (const uint8_t *)(uintptr_t)image_base;
 
@@ -91,27 +91,45 @@ EFI_STATUS resident_copy_image(uint64_t image_base, struct region *r, uint64_t *
 	const uint8_t *opt = img + pe + 24;
 	if (rd16(opt) != PE_OPT_MAGIC_PE32P || rd32(opt + 108) <= PE_DIR_BASERELOC)
 		goto bad;
-	uint64_t size = rd32(opt + 56);
-	uint32_t rel_rva = rd32(opt + 112 + 8 * PE_DIR_BASERELOC);
-	uint32_t rel_len = rd32(opt + 112 + 8 * PE_DIR_BASERELOC + 4);
-
-	if (r->used != 0 || size > r->size / 2) {
-		log_err("slat: image of %llu KiB does not fit the region\n",
-			(unsigned long long)(size / 1024));
-		return EFI_BUFFER_TOO_SMALL;
-	}
-	uint8_t *copy = (uint8_t *)(uintptr_t)r->base;
-	memcpy(copy, img, size);
-	if (!relocate(copy, size, rel_rva, rel_len, r->base - image_base)) {
-		memset(copy, 0, size);
-		log_err("slat: cannot relocate the resident copy (bad .reloc)\n");
-		return EFI_LOAD_ERROR;
-	}
-	region_take_front(r, size);
-	*image_size = size;
+	out->size = rd32(opt + 56);
+	out->section_align = rd32(opt + 32);
+	out->reloc_rva = rd32(opt + 112 + 8 * PE_DIR_BASERELOC);
+	out->reloc_len = rd32(opt + 112 + 8 * PE_DIR_BASERELOC + 4);
 	return EFI_SUCCESS;
 bad:
 	log_err("slat: the loaded image at 0x%llx is not a PE32+ image\n",
 		(unsigned long long)image_base);
 	return EFI_LOAD_ERROR;
+}
+
+EFI_STATUS image_copy_relocated(uint64_t image_base, const struct image_layout *l, uint64_t dst)
+{
+	uint8_t *copy = (uint8_t *)(uintptr_t)dst;
+
+	memcpy(copy, (const void *)(uintptr_t)image_base, l->size);
+	if (!relocate(copy, l->size, l->reloc_rva, l->reloc_len, dst - image_base)) {
+		memset(copy, 0, l->size);
+		log_err("slat: cannot relocate a copy of the image (bad .reloc)\n");
+		return EFI_LOAD_ERROR;
+	}
+	return EFI_SUCCESS;
+}
+
+EFI_STATUS resident_copy_image(uint64_t image_base, struct region *r, uint64_t *image_size)
+{
+	struct image_layout l;
+	EFI_STATUS s = image_layout(image_base, &l);
+
+	if (EFI_ERROR(s))
+		return s;
+	if (r->used != 0 || l.size > r->size / 2) {
+		log_err("slat: image of %llu KiB does not fit the region\n",
+			(unsigned long long)(l.size / 1024));
+		return EFI_BUFFER_TOO_SMALL;
+	}
+	if (EFI_ERROR((s = image_copy_relocated(image_base, &l, r->base))))
+		return s;
+	region_take_front(r, l.size);
+	*image_size = l.size;
+	return EFI_SUCCESS;
 }

@@ -23,6 +23,21 @@
 // 2 MiB, so the second-level map around it uses large blocks only.
 EFI_STATUS resident_alloc_region(EFI_BOOT_SERVICES *bs, uint64_t size, struct region *r);
 
+// What copying a loaded PE32+ image needs from its headers.
+struct image_layout {
+	uint64_t size;		       // SizeOfImage
+	uint32_t section_align;	       // SectionAlignment
+	uint32_t reloc_rva, reloc_len; // the base relocation directory
+};
+
+// Reads the headers of the loaded image at `image_base`; logs and returns
+// EFI_LOAD_ERROR when it is not a PE32+ image with a relocation directory.
+EFI_STATUS image_layout(uint64_t image_base, struct image_layout *out);
+
+// Copies the image (l->size bytes) to `dst` and applies its base relocations
+// for the new address. On error the copy is wiped and a message logged.
+EFI_STATUS image_copy_relocated(uint64_t image_base, const struct image_layout *l, uint64_t dst);
+
 // Copies the loaded PE image at `image_base` (SizeOfImage bytes) to the start
 // of `r`, applies its base relocations for the new address and takes that
 // space from `r`. On error nothing in `r` is taken and a message is logged.

@@ -157,6 +157,8 @@ static bool copy_value(struct parser *ps, struct span v, char *dst, size_t cap, 
 
 static const char *const log_names[] = {"error", "warn", "info", "debug"};
 static const char *const zap_names[] = {"slot", "all"};
+static const char *const no_yes_names[] = {"no", "yes"};
+static const char *const off_on_names[] = {"off", "on"};
 
 static bool choose(struct parser *ps, struct span v, const char *const *names, unsigned int count,
 		   unsigned int *out)
@@ -171,8 +173,18 @@ static bool choose(struct parser *ps, struct span v, const char *const *names, u
 	return false;
 }
 
-enum key_id { KEY_LOADER, KEY_INITRD, KEY_CMDLINE, KEY_LOG, KEY_ZAP, KEY_COUNT };
-static const char *const key_names[KEY_COUNT] = {"loader", "initrd", "cmdline", "log", "zap"};
+enum key_id {
+	KEY_LOADER,
+	KEY_INITRD,
+	KEY_CMDLINE,
+	KEY_LOG,
+	KEY_ZAP,
+	KEY_REGION_ARG,
+	KEY_HYPERVISOR,
+	KEY_COUNT
+};
+static const char *const key_names[KEY_COUNT] = {"loader", "initrd",	 "cmdline",   "log",
+						 "zap",	   "region_arg", "hypervisor"};
 
 static void apply(struct parser *ps, enum key_id key, struct span v)
 {
@@ -204,6 +216,16 @@ static void apply(struct parser *ps, enum key_id key, struct span v)
 		ok = choose(ps, v, zap_names, 2, &choice);
 		if (ok)
 			cfg->zap_mode = (enum cfg_zap_mode)choice;
+		break;
+	case KEY_REGION_ARG:
+		ok = choose(ps, v, no_yes_names, 2, &choice);
+		if (ok)
+			cfg->region_arg = choice == 1;
+		break;
+	case KEY_HYPERVISOR:
+		ok = choose(ps, v, off_on_names, 2, &choice);
+		if (ok)
+			cfg->hypervisor = choice == 1;
 		break;
 	case KEY_COUNT:
 		break;
@@ -238,7 +260,7 @@ static void parse_line(struct parser *ps, struct span line)
 		}
 	}
 	complain(ps, CFG_ERROR, "unknown key", key,
-		 "line ignored (keys: loader, initrd, cmdline, log, zap)");
+		 "line ignored (keys: loader, initrd, cmdline, log, zap, region_arg, hypervisor)");
 }
 
 static void set_str(char *dst, size_t cap, const char *src)
@@ -257,6 +279,8 @@ void cfg_set_defaults(struct slat_config *cfg, const char *loader, const char *i
 	set_str(cfg->cmdline, sizeof(cfg->cmdline), cmdline);
 	cfg->log_level = CFG_LOG_INFO;
 	cfg->zap_mode = CFG_ZAP_SLOT;
+	cfg->region_arg = false;
+	cfg->hypervisor = true;
 	cfg->errors = 0;
 	cfg->warnings = 0;
 }

@@ -11,6 +11,12 @@
 //   cmdline  = console=ttyAMA0 quiet   load options (kernel command line)
 //   log      = error|warn|info|debug   Slat's console verbosity
 //   zap      = slot|all                memslot invalidation policy (A/B runs)
+//   region_arg = no|yes                yes: append slat.region=BASE,SIZE to the
+//                                      load options (tests, debugging); default
+//                                      no: the loader gets cmdline unchanged
+//   hypervisor = on|off                off: start the loader exactly as usual
+//                                      but without taking the virtualization
+//                                      mode (the boot benchmark's baseline)
 //
 // Paths are ESP paths; `/` is accepted and turned into `\`. Every problem is
 // reported with its line number; the offending line is ignored and the value
@@ -44,6 +50,8 @@ struct slat_config {
 	char cmdline[CFG_CMDLINE_MAX];
 	enum cfg_log_level log_level;
 	enum cfg_zap_mode zap_mode;
+	bool region_arg;       // append slat.region=BASE,SIZE to the load options
+	bool hypervisor;       // false: no virtualization mode, the loader runs bare
 	unsigned int errors;   // lines ignored because they were wrong
 	unsigned int warnings; // lines accepted with a remark (e.g. duplicate key)
 };

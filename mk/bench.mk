@@ -7,8 +7,9 @@
 # tools/bench_run.py, which writes build/bench/<timestamp>.json, latest.json and
 # the PNG plots (tools/bench_plot.py).
 #
-#   make bench              full run (all scenarios at the design sizes + boot times)
-#   make bench QUICK=1      reduced sizes, every scenario, no emulator boots (< 90 s)
+#   make bench              full run (all scenarios at the design sizes + boot times:
+#                           Slat vs hypervisor = off, exits per reason)
+#   make bench QUICK=1      reduced sizes, every scenario, one arm64 boot per mode (< 2 min)
 #   make bench ONLY=b4,b6   only some scenarios (the others are recorded as skipped)
 #   make bench-build        only build the programs
 

@@ -8,6 +8,11 @@
 #   make run ARCH=x86_64           QEMU x86-64 -cpu max (AMD SVM + NPT)
 #   make run ARCH=x86_64 CPU=intel Bochs corei7_skylake_x (Intel VT-x + EPT)
 #   make run ARCH=aarch64 CPU=max,pauth=off    any QEMU -cpu for arm64
+#   make run ACCEL=kvm             QEMU -accel kvm -cpu host on an x86-64 host with
+#                                  nested KVM: Slat takes VT-x on an Intel host, SVM
+#                                  on an AMD host (tools/emu.sh kvm-check); refused,
+#                                  before anything is built, without /dev/kvm,
+#                                  vmx/svm or nested=1. Default: ACCEL=tcg.
 #   make boot-test                 only the boot stage of tests/run.sh
 #
 # RUN_FILES="SRC=ESP_PATH ..." adds files to the ESP of `make run`.
@@ -39,8 +44,20 @@ $(RUN_CFG_x86_64): mk/boot.mk
 	@printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
 		'cmdline = console=ttyS0,115200' > $@
 
+# ACCEL=kvm is checked when the makefile is read, so that a host that cannot
+# run it gets the reason at once and nothing is installed or built.
+ifeq ($(filter run,$(MAKECMDGOALS)),run)
+ifeq ($(ACCEL),kvm)
+RUN_KVM_REFUSAL := $(shell bash tools/emu.sh kvm-check $(ARCH) 2>&1 >/dev/null)
+$(if $(RUN_KVM_REFUSAL),$(error $(RUN_KVM_REFUSAL)))
+else ifneq ($(filter-out tcg,$(ACCEL)),)
+$(error ACCEL=$(ACCEL): use tcg (the default) or kvm)
+endif
+endif
+
 run: deps $(BUILD)/$(ARCH)/slat.efi $(RUN_DEPS_$(ARCH))
-	$(Q)$(RUN_ENV_$(ARCH)) bash tools/emu.sh run $(ARCH) '$(CPU)' $(RUN_FILES_$(ARCH)) $(RUN_FILES)
+	$(Q)$(RUN_ENV_$(ARCH)) EMU_ACCEL=$(or $(ACCEL),tcg) bash tools/emu.sh run $(ARCH) \
+		'$(CPU)' $(RUN_FILES_$(ARCH)) $(RUN_FILES)
 
 boot-test: deps $(EFI_IMAGES)
 	$(Q)bash tests/run.sh boot

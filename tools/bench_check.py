@@ -8,7 +8,9 @@ that a scenario reported "ok" carries its parameters and the result fields
 listed below with finite numbers, that no number anywhere is NaN/Infinity, and
 that the plots the run lists exist. "unavailable" (the engine API a scenario
 needs is not in the tree) and "skipped" (not selected, or boots in a QUICK run)
-are accepted with a reason and listed; --strict refuses them (full runs for
+are accepted with a reason and listed; the boot scenario (one emulator boot
+per mode even in a QUICK run) must have both modes (slat, hv_off) per machine
+and Slat's exit counts per reason; --strict refuses them (full runs for
 docs/benchmarks.md). "failed" is always an error.
 
 Exit status 0 when valid; messages on stdout.
@@ -33,7 +35,8 @@ RESULT_KEYS = {
                     "cmos", "context_invalidations"],
     "b5_nested_churn": ["mode", "cycles", "per_cycle", "final_slot0_delete_ns"],
     "b6_delete_vs_size": ["mode", "vm_bytes", "delete"],
-    "boot": ["bench", "mode", "run", "marker_s"],
+    "boot": ["bench", "mode", "run", "marker_s", "kernel_uptime_s", "exit_s", "status",
+             "exits_total", "exits", "io_exits_by_port", "slat_uptime_s"],
 }
 LATENCY_KEYS = ["n", "min_ns", "p50_ns", "p99_ns", "max_ns", "mean_ns"]
 MACHINE_KEYS = ["cpu_model", "cores", "memory_bytes", "kernel"]
@@ -143,9 +146,43 @@ class Checker:
                 pc = r.get("per_cycle")
                 if not isinstance(pc, list) or len(pc) != r.get("cycles"):
                     self.err(f"{where} results[{i}]", "per_cycle must have one entry per cycle")
+        elif name == "boot":
+            self.boot(s, res, where)
         elif name == "b6_delete_vs_size":
             if len({r.get("vm_bytes") for r in res}) < 2:
                 self.err(where, "needs at least two VM sizes")
+
+    def boot(self, s, res, where):
+        """Both modes per machine; Slat's exit counts per reason add up to its total."""
+        machines = {}
+        for r in res:
+            machines.setdefault((r.get("bench"), str(r.get("cpu", r.get("cpus")))), set()).add(
+                r.get("mode"))
+        for m, modes in machines.items():
+            if not {"slat", "hv_off"} <= modes:
+                self.err(where, f"{m[0]} {m[1]}: modes {sorted(map(str, modes))}, want slat and hv_off")
+        summarised = 0
+        for i, r in enumerate(res):
+            w = f"{where} results[{i}]"
+            ex, ports = r.get("exits"), r.get("io_exits_by_port")
+            if not isinstance(ex, dict) or not isinstance(ports, dict):
+                self.err(w, "exits and io_exits_by_port must be objects")
+                continue
+            if any(not isinstance(v, int) or isinstance(v, bool) for v in
+                   list(ex.values()) + list(ports.values())):
+                self.err(w, "exit counts must be integers")
+                continue
+            if r.get("mode") == "hv_off" and (ex or r.get("exits_total") is not None):
+                self.err(w, "hv_off run reports Slat exits: the hypervisor was not off")
+            if ex:
+                summarised += 1
+                if r.get("exits_total") != sum(ex.values()):
+                    self.err(w, f"exits_total {r.get('exits_total')} != sum of reasons {sum(ex.values())}")
+        if not summarised:
+            self.err(where, "no run carries Slat's exit summary (exits per reason)")
+        for k in ("summary", "cost"):
+            if not isinstance(s.get(k), list) or not s[k]:
+                self.err(where, f"no {k} list")
 
     def both_modes(self, res, where, key, want):
         got = {r.get(key) for r in res}

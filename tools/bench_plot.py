@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 MODE_COLOURS = {"slot": "tab:blue", "all": "tab:orange", "lock_light": "tab:blue",
                 "write_lock": "tab:orange", "recursive": "tab:blue",
                 "non_recursive": "tab:orange", "per_leaf": "tab:red", "no_cmo": "tab:orange",
-                "batched": "tab:green", "slat": "tab:blue", "direct": "tab:gray"}
+                "batched": "tab:green", "slat": "tab:blue", "hv_off": "tab:gray"}
 
 
 def human_bytes(n):
@@ -219,7 +219,7 @@ def plot_boot(doc, out):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     grouped_bars(ax, groups, modes, vals, MODE_COLOURS, "seconds to guest marker (median)",
                  log=False)
-    save(fig, doc, out, "boot.png", "Boot time under emulation: Slat vs direct")
+    save(fig, doc, out, "boot.png", "Boot time under emulation: Slat vs hypervisor = off")
 
 
 def main(argv):

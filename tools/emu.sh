@@ -11,7 +11,13 @@
 #                   CPU intel = Bochs corei7_skylake_x (VT-x + EPT);
 #                   any other value is passed to QEMU as -cpu.
 #   The serial console is the terminal (QEMU: stdin attached, Ctrl-A x quits).
-#   Set EMU_TIMEOUT=SECONDS to bound the run.
+#   Set EMU_TIMEOUT=SECONDS to bound the run. EMU_ACCEL=kvm (make run
+#   ACCEL=kvm): QEMU -accel kvm -cpu host, nested under the host's KVM; the
+#   host CPU picks Slat's path (Intel: VT-x, AMD: SVM); x86-64 hosts only.
+#   tools/emu.sh kvm-check ARCH
+#     prints "intel" or "amd" when ACCEL=kvm can run ARCH here; otherwise says
+#     why not on stderr and exits 1 (/dev/kvm missing or inaccessible, no
+#     vmx/svm in the host CPU flags, nested virtualization off).
 #
 # As a library (after `source tools/emu.sh`):
 #   emu_esp IMG ARCH EFI [SRC=ESP_PATH ...]    FAT16 ESP image made with mtools
@@ -22,7 +28,7 @@
 #     MODE "batch": stdin closed, serial to LOG, bounded by EMU_TIMEOUT (default
 #     180 s QEMU, 420 s Bochs); returns the emulator's status (124: timed out).
 #     MODE "interactive": serial on the terminal (Bochs: output only, also in LOG).
-# Always software emulation (-accel tcg): the machine has no usable VT-x/SVM.
+# Software emulation (-accel tcg) unless EMU_ACCEL=kvm (emu_qemu_x86 only).
 
 EMU_QEMU_EFI_AARCH64=${EMU_QEMU_EFI_AARCH64:-/usr/share/qemu-efi-aarch64/QEMU_EFI.fd}
 EMU_OVMF=${EMU_OVMF:-/usr/share/ovmf/OVMF.fd}
@@ -36,6 +42,12 @@ EMU_ARM64_MACHINE=${EMU_ARM64_MACHINE:-virt,virtualization=on,gic-version=3}
 # Bochs derives the disk geometry from it; edk2 mounts it without a partition
 # table. Built without mounting anything.
 EMU_ESP_CYL=${EMU_ESP_CYL:-32} EMU_ESP_HEADS=16 EMU_ESP_SPT=63 # EMU_ESP_CYL=128: 63 MiB
+
+# Where emu_kvm_check looks (tests point these at fake files).
+EMU_KVM_DEV=${EMU_KVM_DEV:-/dev/kvm}
+EMU_SYSFS=${EMU_SYSFS:-/sys}
+EMU_CPUINFO=${EMU_CPUINFO:-/proc/cpuinfo}
+EMU_HOST_ARCH=${EMU_HOST_ARCH:-$(uname -m)}
 
 emu_die() {
 	echo "emu: $*" >&2
@@ -82,6 +94,48 @@ emu_esp() {
 	done
 }
 
+# _emu_cpu_flag FLAG: the host CPU's flags line has FLAG.
+_emu_cpu_flag() {
+	grep -m1 '^flags' "$EMU_CPUINFO" 2>/dev/null | tr ' \t' '\n\n' | grep -qx "$1"
+}
+
+# emu_kvm_check ARCH: prints the host's virtualization path (intel | amd) when
+# QEMU/KVM can run Slat's ARCH image nested here; otherwise explains on stderr
+# and returns 1. KVM gives its guest VMX or SVM only with the kvm_intel or
+# kvm_amd module's "nested" parameter on.
+emu_kvm_check() {
+	local arch=$1 path="" module nested
+	if [ "$EMU_HOST_ARCH" != x86_64 ] || [ "$arch" != x86_64 ]; then
+		emu_die "ACCEL=kvm runs Slat's x86_64 image on an x86_64 host only (host $EMU_HOST_ARCH," \
+			"ARCH=$arch); use the default ACCEL=tcg" || return
+	fi
+	_emu_cpu_flag vmx && path=intel
+	_emu_cpu_flag svm && path=amd
+	if [ ! -e "$EMU_KVM_DEV" ]; then
+		local hint="the host CPU flags show neither vmx nor svm: no hardware virtualization here"
+		[ -n "$path" ] && hint="load the module: modprobe kvm_$path"
+		emu_die "ACCEL=kvm: $EMU_KVM_DEV does not exist, KVM is not available on this host" \
+			"($hint); use the default ACCEL=tcg" || return
+	fi
+	if [ ! -r "$EMU_KVM_DEV" ] || [ ! -w "$EMU_KVM_DEV" ]; then
+		emu_die "ACCEL=kvm: no read/write access to $EMU_KVM_DEV (join the kvm group)" || return
+	fi
+	[ -n "$path" ] || emu_die "ACCEL=kvm: the host CPU flags ($EMU_CPUINFO) show neither vmx nor" \
+		"svm: Slat needs VT-x or SVM from the host" || return
+	module=kvm_$path
+	nested=$(cat "$EMU_SYSFS/module/$module/parameters/nested" 2>/dev/null)
+	case "$nested" in
+	Y | y | 1) ;;
+	*)
+		emu_die "ACCEL=kvm: nested virtualization is off" \
+			"($EMU_SYSFS/module/$module/parameters/nested is '${nested:-missing}'):" \
+			"the guest would get no $([ "$path" = intel ] && echo VMX || echo SVM);" \
+			"enable it with 'modprobe -r $module && modprobe $module nested=1'" || return
+		;;
+	esac
+	echo "$path"
+}
+
 # Runs "$@" per MODE with its serial console in LOG.
 _emu_exec() {
 	local mode=$1 log=$2 limit=$3
@@ -114,11 +168,12 @@ emu_qemu_arm64() {
 		-drive "file=$esp,format=raw,if=virtio" "$@"
 }
 
-# emu_qemu_x86 MODE LOG ESP CPU [QEMU ARGS...]
+# emu_qemu_x86 MODE LOG ESP CPU [QEMU ARGS...]; EMU_ACCEL=kvm: -accel kvm, CPU host.
 emu_qemu_x86() {
-	local mode=$1 log=$2 esp=$3 cpu=$4
+	local mode=$1 log=$2 esp=$3 cpu=$4 accel=${EMU_ACCEL:-tcg}
 	shift 4
-	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel tcg -cpu "$cpu" -m "$EMU_MEM_MB" \
+	[ "$accel" = kvm ] && cpu=host
+	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m "$EMU_MEM_MB" \
 		-smp "${EMU_SMP:-1}" -bios "$EMU_OVMF" -drive "file=$esp,format=raw" \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@"
 }
@@ -199,9 +254,24 @@ emu_bochs() {
 _emu_main() {
 	local top
 	top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-	[ "${1:-}" = run ] || { sed -n '4,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 2; }
+	if [ "${1:-}" = kvm-check ]; then
+		emu_kvm_check "${2:-x86_64}"
+		return
+	fi
+	[ "${1:-}" = run ] || { sed -n '4,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; return 2; }
 	local arch=${2:-aarch64} cpu=${3:-}
 	shift $(($# < 3 ? $# : 3))
+	case "${EMU_ACCEL:-tcg}" in
+	tcg) ;;
+	kvm)
+		local path
+		path=$(emu_kvm_check "$arch") || return
+		echo "emu: ACCEL=kvm on an $([ "$path" = intel ] && echo "Intel host: Slat takes its VT-x" ||
+			echo "AMD host: Slat takes its SVM") path (QEMU -accel kvm -cpu host, nested)" >&2
+		cpu=kvm
+		;;
+	*) emu_die "unknown ACCEL '${EMU_ACCEL}' (tcg or kvm)" || return ;;
+	esac
 	local efi="$top/build/$arch/slat.efi" dir="$top/build/run/$arch-${cpu:-default}"
 	mkdir -p "$dir"
 	emu_esp "$dir/esp.img" "$arch" "$efi" "$@" || return
@@ -209,6 +279,7 @@ _emu_main() {
 	case "$arch:$cpu" in
 	aarch64:*) emu_qemu_arm64 interactive "$dir/serial.log" "$dir/esp.img" "${cpu:-cortex-a72}" ;;
 	x86_64: | x86_64:amd) emu_qemu_x86 interactive "$dir/serial.log" "$dir/esp.img" max ;;
+	x86_64:kvm) emu_qemu_x86 interactive "$dir/serial.log" "$dir/esp.img" host ;;
 	x86_64:intel) emu_bochs interactive "$dir/serial.log" "$dir/esp.img" corei7_skylake_x ;;
 	x86_64:*) emu_qemu_x86 interactive "$dir/serial.log" "$dir/esp.img" "$cpu" ;;
 	*) emu_die "unknown ARCH '$arch' (aarch64 or x86_64)" ;;

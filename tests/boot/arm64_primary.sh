@@ -26,6 +26,7 @@ arm64_primary_boot() {
 		echo 'initrd  = \slat\initrd.img'
 		echo "cmdline = console=ttyAMA0 panic=-1 slat.test=$test"
 		printf '%s\n' "$@"
+		echo 'region_arg = yes # tests/guest/primary.sh checks the region'
 	} >"$cfg"
 	local g="$BOOT_TOP/build/guest/aarch64"
 	# The kernel alone is ~27 MiB: a 63 MiB ESP instead of the default 15.75 MiB.
@@ -40,6 +41,7 @@ arm64_primary_expect() {
 	expect_in_order '^slat: region 0x[0-9a-f]+-0x[0-9a-f]+ reserved; resident image' \
 		'^slat: stage-2 for vm primary: 40-bit IPA, VTCR_EL2 0x80023558' \
 		'^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
+		'^slat: hand-off runs from a copy at 0x[0-9a-f]+; slat.efi.s pages 0x[0-9a-f]+-0x[0-9a-f]+ re-typed EfiLoaderCode -> EfiBootServicesData$' \
 		'^slat: initrd \\slat\\initrd.img, [0-9]+ KiB, offered via LoadFile2$' \
 		'^slat: starting \\slat\\vmlinuz with "console=ttyAMA0 panic=-1 slat.test=primary slat.region=0x[0-9a-f]+,0x400000"$' \
 		'^SLAT-GUEST: init up on aarch64' \

@@ -28,6 +28,7 @@ x86_primary_esp() {
 		echo 'initrd  = \slat\initrd.img'
 		echo "cmdline = console=ttyS0 panic=-1 slat.test=$test"
 		printf '%s\n' "$@"
+		echo 'region_arg = yes # tests/guest/x86_primary.sh checks the region'
 	} >"$cfg"
 	local g="$BOOT_TOP/build/guest/x86_64"
 	EMU_ESP_CYL=128 # the kernel and initramfs need a 63 MiB ESP
@@ -47,6 +48,7 @@ x86_svm_primary_expect() {
 		'^slat: cpu 1 \(APIC ID 1\) enters guest mode$' \
 		'^slat: cpu 0 \(APIC ID 0\) enters guest mode$' \
 		'^slat: firmware continues as the primary VM on 2 CPU\(s\) \(SVM, NPT\)$' \
+		'^slat: hand-off runs from a copy at 0x[0-9a-f]+; slat.efi.s pages 0x[0-9a-f]+-0x[0-9a-f]+ re-typed EfiLoaderCode -> EfiBootServicesData$' \
 		'^slat: initrd \\slat\\initrd.img, [0-9]+ KiB, offered via LoadFile2$' \
 		'^slat: starting \\slat\\vmlinuz with "console=ttyS0 panic=-1 slat.test=x86_primary slat.region=0x[0-9a-f]+,0x400000"$' \
 		'^SLAT-GUEST: init up on x86_64' \

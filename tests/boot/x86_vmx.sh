@@ -26,6 +26,7 @@ x86_vmx_boot() {
 		echo 'loader  = \slat\vmlinuz'
 		echo 'initrd  = \slat\initrd.img'
 		echo "cmdline = console=ttyS0,115200 panic=-1 quiet slat.test=$test"
+		echo 'region_arg = yes # tests/guest/x86_primary.sh checks the region'
 	} >"$cfg"
 	local g="$BOOT_TOP/build/guest/x86_64"
 	EMU_ESP_CYL=128 # the kernel and initramfs need a 63 MiB ESP
@@ -46,6 +47,7 @@ x86_vmx_expect() {
 		'^slat: power-off port 0xb004, reset port 0xcf9; region' \
 		"^slat: cpu $last \\(APIC ID $last\\) enters VMX guest mode$" \
 		"^slat: firmware continues as the primary VM on $n CPU\\(s\\) \\(VT-x, EPT, VPID\\)$" \
+		'^slat: hand-off runs from a copy at 0x[0-9a-f]+; slat.efi.s pages 0x[0-9a-f]+-0x[0-9a-f]+ re-typed EfiLoaderCode -> EfiBootServicesData$' \
 		'^slat: initrd \\slat\\initrd.img, [0-9]+ KiB, offered via LoadFile2$' \
 		'^slat: starting \\slat\\vmlinuz with "console=ttyS0,115200 panic=-1 quiet slat.test=x86_primary slat.region=0x[0-9a-f]+,0x400000"$' \
 		'^SLAT-GUEST: init up on x86_64' \

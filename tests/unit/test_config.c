@@ -52,6 +52,8 @@ static void test_defaults_survive_empty_file(void **state)
 	assert_string_equal(cfg.cmdline, "console=ttyAMA0");
 	assert_int_equal(cfg.log_level, CFG_LOG_INFO);
 	assert_int_equal(cfg.zap_mode, CFG_ZAP_SLOT);
+	assert_false(cfg.region_arg); // load options exactly as cmdline says
+	assert_true(cfg.hypervisor);
 	assert_int_equal(d.count, 0);
 }
 
@@ -182,6 +184,44 @@ static void test_bom_and_control_characters(void **state)
 	assert_string_equal(cfg.cmdline, "console=ttyAMA0");
 }
 
+static void test_region_arg_and_hypervisor_keys(void **state)
+{
+	struct slat_config cfg;
+	struct diag_log d;
+	defaults(&cfg);
+	assert_int_equal(parse(&cfg, &d, "region_arg = yes\nhypervisor = off # baseline\n"), 0);
+	assert_true(cfg.region_arg);
+	assert_false(cfg.hypervisor);
+	assert_int_equal(parse(&cfg, &d, "region_arg = no\nhypervisor = on\n"), 0);
+	assert_false(cfg.region_arg);
+	assert_true(cfg.hypervisor);
+	assert_int_equal(d.count, 0);
+}
+
+static void test_bad_region_arg_and_hypervisor_values(void **state)
+{
+	struct slat_config cfg;
+	struct diag_log d;
+	defaults(&cfg);
+	unsigned int errors = parse(&cfg, &d,
+				    "region_arg = yes\n"   // 1 fine
+				    "region_arg = 1\n"	   // 2 not yes/no
+				    "hypervisor = no\n"	   // 3 not on/off
+				    "hypervisor =\n"	   // 4 empty
+				    "region_arg = YES\n"); // 5 case matters
+	assert_int_equal(errors, 4);
+	assert_int_equal(d.count, 4);
+	unsigned int want[] = {2, 3, 4, 5};
+	for (unsigned int i = 0; i < 4; i++) {
+		assert_int_equal(d.lines[i], want[i]);
+		assert_int_equal(d.sev[i], CFG_ERROR);
+		assert_non_null(strstr(d.msgs[i], "unknown value"));
+	}
+	// The good line held; the bad ones changed nothing.
+	assert_true(cfg.region_arg);
+	assert_true(cfg.hypervisor);
+}
+
 static void test_names(void **state)
 {
 	assert_string_equal(cfg_log_level_name(CFG_LOG_DEBUG), "debug");
@@ -201,6 +241,8 @@ int main(void)
 	    cmocka_unit_test(test_too_long_value_is_refused_whole),
 	    cmocka_unit_test(test_binary_file_changes_nothing),
 	    cmocka_unit_test(test_bom_and_control_characters),
+	    cmocka_unit_test(test_region_arg_and_hypervisor_keys),
+	    cmocka_unit_test(test_bad_region_arg_and_hypervisor_values),
 	    cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
