@@ -93,7 +93,7 @@ static bool icr_write(struct vcpu *v, uint32_t lo)
 		post(t, mode, (uint8_t)lo);
 		hits++;
 		if (mode == MODE_INIT && t != v && x86_primary.arch.ops->kick) {
-			__atomic_fetch_add(&t->arch.kicks, 1, __ATOMIC_ACQ_REL);
+			__atomic_store_n(&t->arch.kicks, 1, __ATOMIC_RELEASE);
 			x86_primary.arch.ops->kick(t);
 		}
 	}
@@ -200,12 +200,5 @@ void x86_kick_nmi(struct vcpu *t)
 
 bool x86_consume_kick(struct vcpu *v)
 {
-	uint32_t k = __atomic_load_n(&v->arch.kicks, __ATOMIC_ACQUIRE);
-
-	while (k) {
-		if (__atomic_compare_exchange_n(&v->arch.kicks, &k, k - 1, false, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			return true;
-	}
-	return false;
+	return __atomic_exchange_n(&v->arch.kicks, 0, __ATOMIC_ACQ_REL) != 0;
 }

@@ -79,6 +79,7 @@
 #define INT3_NMI	(1u << 1)
 #define INT3_INIT	(1u << 3)
 #define INT3_CPUID	(1u << 18)
+#define INT3_IRET	(1u << 20)
 #define INT3_HLT	(1u << 24)
 #define INT3_INVLPGA	(1u << 26)
 #define INT3_IOIO	(1u << 27)
@@ -100,7 +101,9 @@
 #define SVM_EXIT_INTR	  0x060
 #define SVM_EXIT_NMI	  0x061
 #define SVM_EXIT_INIT	  0x063
+#define SVM_EXIT_EXC_DB	  0x041
 #define SVM_EXIT_CPUID	  0x072
+#define SVM_EXIT_IRET	  0x074
 #define SVM_EXIT_HLT	  0x078
 #define SVM_EXIT_INVLPGA  0x07a
 #define SVM_EXIT_IOIO	  0x07b
@@ -123,6 +126,9 @@
 #define EVENTINJ_ERR_VALID (1u << 11)
 #define EVENTINJ_TYPE_EXC  (3u << 8)
 #define EVENTINJ_TYPE_NMI  (2u << 8)
+
+#define RFLAGS_TF (1ull << 8)
+#define RFLAGS_RF (1ull << 16)
 
 #define TLB_CONTROL_NONE       0
 #define TLB_CONTROL_FLUSH_ALL  1
@@ -161,7 +167,11 @@ struct svm_cpu {
 	uint64_t hsave_pa;	 // VM_HSAVE_PA page
 	uint64_t next_rip;	 // exit-specific next RIP when known (IOIO), else 0
 	bool hlt_intercept;	 // HLT exits (the CPU is parked, not idling in an OS)
-	struct vcpu *vcpu;	 // the vCPU this CPU runs
+	// Stepping over the guest's IRET to deliver a held NMI after it (nmi.c):
+	bool nmi_stepping;  // TF set by Slat, #DB intercepted
+	bool step_guest_tf; // the guest's own TF when the step began
+	uint64_t step_dr6;  // the guest's DR6 before the step (the trap sets BS)
+	struct vcpu *vcpu;  // the vCPU this CPU runs
 };
 
 // Settings every CPU shares (set once on the boot CPU in the resident copy).
