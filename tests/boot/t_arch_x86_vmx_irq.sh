@@ -6,5 +6,5 @@
 # payloads only.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/arch_diff.sh"
-arch_diff_x86_bochs corei7_skylake_x nmi
+arch_diff_x86_bochs corei7_skylake_x nmi ioapic
 boot_done

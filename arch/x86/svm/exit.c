@@ -110,7 +110,23 @@ static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 		// An OS idle loop (interrupts on): let it halt natively from now on.
 		*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_HLT;
 		c->hlt_intercept = false;
-		return X86_CONTINUE; // RIP unchanged: the HLT runs again, unintercepted
+		// `sti; hlt` must halt before any interrupt is taken: the HLT
+		// sits in the STI shadow, so an interrupt that is already
+		// pending wakes the halted CPU and is taken after the HLT. If
+		// the HLT simply ran again, the interrupt would be taken before
+		// it (QEMU before 9.1 drops the VMCB interrupt shadow on VMRUN),
+		// its handler would return to the HLT and the CPU would sleep
+		// through the wake-up it waited for. So with an interrupt (or a
+		// held NMI) ready, the HLT completes here: the guest takes it
+		// after the HLT, as hardware does. Otherwise the HLT runs again,
+		// unintercepted, in the shadow (kept by hardware that honours
+		// it; an interrupt that comes later finds the CPU halting).
+		if (x86_apic_irq_ready() || v->arch.nmi.pending) {
+			x86_skip_insn(v);
+			return X86_CONTINUE;
+		}
+		*vmcb64(vmcb, VMCB_INT_SHADOW) |= 1;
+		return X86_CONTINUE;
 	}
 	park_briefly(v);
 	x86_skip_insn(v); // MWAIT: a wake-up; the caller re-checks its condition

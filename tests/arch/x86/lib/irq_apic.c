@@ -46,6 +46,7 @@ void irq_apic_save(void)
 	saved_lvt = irq_apic_read(APIC_LVT_TMR);
 	saved_div = irq_apic_read(APIC_TMR_DIV);
 	saved_icr = irq_apic_read(APIC_TMR_ICR);
+	irq_apic_write(APIC_LVT_TMR, saved_lvt | (1u << 16)); /* the firmware's timer: masked */
 	irq_apic_write(APIC_SVR, (saved_svr & ~0xffu) | 0x100 | IRQ_VEC_SPURIOUS);
 }
 
