@@ -161,8 +161,9 @@ struct x86_vm_ops {
 	// Optional (may be NULL): makes `target`, another CPU that may be running
 	// its guest without exiting (e.g. halted with HLT not intercepted), exit
 	// soon so that it sees an INIT in its mailbox. Called after
-	// target->kicks was incremented; the back end consumes one kick per
-	// exit it causes (SVM: an NMI to the target, NMI intercepted).
+	// target->kicks was set; the back end's NMI exit consumes it
+	// (x86_consume_kick; both back ends: an NMI to the target, NMIs
+	// intercepted).
 	void (*kick)(struct vcpu *target);
 };
 
