@@ -129,6 +129,14 @@ static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
 		return X86_CONTINUE;
 	}
 	park_briefly(v);
+	if (e->kind == X86_EXIT_HLT) {
+		// `cli; hlt`: only an NMI, INIT or SMI ends it. The guest stays at
+		// its HLT (the next entry exits again) until its NMI comes
+		// (nmi_apply completes the HLT then) or an INIT (mailbox).
+		c->halted = true;
+		c->halted_rip = v->arch.rip;
+		return X86_CONTINUE;
+	}
 	x86_skip_insn(v); // MWAIT: a wake-up; the caller re-checks its condition
 	return X86_CONTINUE;
 }
@@ -169,11 +177,16 @@ static void nmi_step_end(struct svm_cpu *c, void *vmcb)
 
 // Before VMRUN: inject a held NMI the guest can take, intercept IRET while
 // it is blocked, step over the IRET when one is held.
-static void nmi_apply(struct svm_cpu *c, void *vmcb)
+static void nmi_apply(struct svm_cpu *c, void *vmcb, bool was_halted)
 {
 	bool slot_free = !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID);
 	struct x86_nmi_plan p = x86_nmi_plan(&c->vcpu->arch.nmi, slot_free);
 
+	if (p.inject && was_halted && x86_skip_insn(c->vcpu)) {
+		// The NMI wakes the CPU from its `cli; hlt`: taken after the HLT.
+		*vmcb64(vmcb, VMCB_RIP) = c->vcpu->arch.rip;
+		c->halted = false;
+	}
 	if (p.inject)
 		*vmcb64(vmcb, VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
 	if (p.intercept_iret)
@@ -210,6 +223,9 @@ void svm_handle_exit(struct svm_cpu *c)
 		e.kind = X86_EXIT_NMI_WINDOW;
 	}
 	x86_nmi_progress(&v->arch.nmi, v->arch.rip);
+	// Still asleep in its `cli; hlt` (op_wait sets it again on its HLT exit).
+	bool was_halted = c->halted && v->arch.rip == c->halted_rip;
+	c->halted = false;
 	// An intercepted NMI stays pending (held by GIF = 0): take it in the
 	// host, whose NMI vector just returns, before the policy decides what
 	// it was.
@@ -227,7 +243,7 @@ void svm_handle_exit(struct svm_cpu *c)
 	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
 	if (x86_mailbox_poll(v, &vector))
 		svm_vmcb_sipi_reset(c, vector);
-	nmi_apply(c, vmcb);
+	nmi_apply(c, vmcb, was_halted || c->halted);
 }
 
 const struct x86_vcpu_ops svm_vcpu_ops = {

@@ -167,6 +167,8 @@ struct svm_cpu {
 	uint64_t hsave_pa;	 // VM_HSAVE_PA page
 	uint64_t next_rip;	 // exit-specific next RIP when known (IOIO), else 0
 	bool hlt_intercept;	 // HLT exits (the CPU is parked, not idling in an OS)
+	bool halted;		 // the guest sleeps in `cli; hlt` at halted_rip (op_wait)
+	uint64_t halted_rip;
 	// Stepping over the guest's IRET to deliver a held NMI after it (nmi.c):
 	bool nmi_stepping;  // TF set by Slat, #DB intercepted
 	bool step_guest_tf; // the guest's own TF when the step began

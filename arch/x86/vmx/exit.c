@@ -325,7 +325,9 @@ static enum x86_action handle_park(struct vcpu *v, bool mwait)
 	}
 	log_debug("vmx: vcpu%u parks in root mode (%s, RIP 0x%llx)\n", v->index,
 		  mwait ? "MWAIT" : "HLT", (unsigned long long)v->arch.rip);
-	while (!x86_mailbox_pending(v)) {
+	// An NMI for the guest (taken in root, vmx_host_nmi) ends the halt too:
+	// the HLT completes and the NMI is injected after it.
+	while (!x86_mailbox_pending(v) && !v->arch.nmi.pending) {
 		if (vm_is_shutting_down(v->vm))
 			x86_park();
 		if (watch &&

@@ -91,6 +91,26 @@ static void check_if_clear(void)
 		   nmis ? (unsigned)(nmi_rflags[0] >> 9) & 1 : 9);
 }
 
+/* `cli; hlt` wakes only for an NMI (or SMI, INIT, reset): the PIT's one-shot
+ * output (ISA IRQ 0 = IOAPIC pin 2, redirected as an NMI) ends the halt about
+ * 55 ms later, and the NMI handler has run when the HLT returns. */
+static void check_cli_hlt_wakeup(void)
+{
+	nmis = 0;
+	cli();
+	irq_ioapic_save(2);
+	irq_ioapic_set(2, (4u << 8) | 2, irq_apic_id()); /* NMI, edge, high */
+	outb(0x43, 0x30);				 /* channel 0, lo/hi, mode 0 */
+	outb(0x40, 0xff);
+	outb(0x40, 0xff);
+	__asm__ volatile("hlt" ::: "memory");
+	unsigned at_wakeup = nmis;
+	irq_wait_change(&nmis, 0, SPIN * 4);
+	irq_ioapic_restore(2);
+	ta_verdict("nmi-wakes-cli-hlt", "NMIs taken when the HLT returned: %u", at_wakeup);
+	ta_verdict("nmi-from-ioapic", "%u", nmis);
+}
+
 void ta_main(void)
 {
 	uint64_t rflags = read_rflags();
@@ -102,6 +122,7 @@ void ta_main(void)
 	check_once();
 	check_in_handler();
 	check_if_clear();
+	check_cli_hlt_wakeup();
 	irq_set_handler(IRQ_VEC_NMI, 0);
 	irq_apic_restore();
 	irq_idt_restore();
