@@ -38,6 +38,9 @@ static void check_oneshot(void)
 	unsigned n = SPIN;
 	while (n && irq_apic_read(APIC_TMR_CCR) != 0)
 		n--;
+	/* The count reads 0 a little before the emulator's timer sets the IRR. */
+	for (unsigned i = 0; i < SPIN && !irq_apic_bit(APIC_IRR0, VEC_ONESHOT); i++)
+		__asm__ volatile("pause" ::: "memory");
 	unsigned held = irq_apic_bit(APIC_IRR0, VEC_ONESHOT) && !fired[0];
 	sti();
 	irq_wait_change(&fired[0], 0, SPIN);
