@@ -319,7 +319,9 @@ static enum x86_action handle_park(struct vcpu *v, bool mwait)
 	bool watch = mwait && pc->monitor_armed &&
 		     x86_guest_read_linear(v, pc->monitor_la, &seen, sizeof(seen));
 	pc->monitor_armed = false;
-	if (pc->bsp && !watch) { // the boot CPU never waits for a SIPI
+	// The boot CPU never waits for a SIPI: an unwatched MWAIT returns (MWAIT
+	// may wake for any reason); a HLT still waits for an NMI or an INIT.
+	if (pc->bsp && mwait && !watch) {
 		x86_skip_insn(v);
 		return X86_CONTINUE;
 	}
