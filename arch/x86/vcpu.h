@@ -313,12 +313,16 @@ void x86_nmi_progress(struct x86_nmi_state *s, uint64_t rip);
 // What the back end does before the next entry; `slot_free`: no other event
 // is queued for injection (and nothing blocks injecting an NMI).
 struct x86_nmi_plan {
-	bool inject;	     // inject an NMI now (the state counts it blocked)
-	bool intercept_iret; // blocked until the guest's IRET: intercept it (SVM)
-	bool step_over_iret; // one pending and the guest is at its IRET: run it
-			     // alone (single-step) and decide again (SVM)
-	bool want_window;    // one pending, not injected: exit as soon as the guest
-			     // can take it (VT-x NMI-window exiting)
+	// Inject an NMI now (the state counts the guest blocked from here).
+	bool inject;
+	// Blocked until the guest's IRET: intercept it (SVM).
+	bool intercept_iret;
+	// One held and the guest is at its IRET: run the IRET alone
+	// (single-step), then decide again (SVM).
+	bool step_over_iret;
+	// One held, not injected: exit as soon as the guest can take it (VT-x
+	// NMI-window exiting).
+	bool want_window;
 };
 struct x86_nmi_plan x86_nmi_plan(struct x86_nmi_state *s, bool slot_free);
 // INIT/SIPI: nothing pending, not blocked.
