@@ -46,10 +46,16 @@ static enum x86_action slat_violation(struct vcpu *v, const struct x86_exit *e)
 	return x86_handle_slat_violation(v, e->gpa, e->write, e->fetch);
 }
 
+// An NMI exit: one of Slat's kicks (never shown to the guest) or the guest's
+// own, held in v->arch.nmi until the guest can take it (nmi.c); the back end
+// injects it before an entry.
 static enum x86_action nmi(struct vcpu *v)
 {
-	if (!x86_consume_kick(v))
-		v->arch.ops->deliver_nmi(v); // the guest's own NMI
+	if (x86_consume_kick(v))
+		return X86_CONTINUE;
+	x86_nmi_raise(&v->arch.nmi);
+	if (v->arch.ops->deliver_nmi)
+		v->arch.ops->deliver_nmi(v);
 	return X86_CONTINUE;
 }
 
@@ -118,6 +124,8 @@ static enum exit_reason exit_class(enum x86_exit_kind k)
 	case X86_EXIT_INTR:
 	case X86_EXIT_NMI:
 	case X86_EXIT_EXCEPTION:
+	case X86_EXIT_IRET:
+	case X86_EXIT_NMI_WINDOW:
 		return EXIT_INTERRUPT;
 	case X86_EXIT_CPUID:
 		return EXIT_CPUID;
@@ -186,6 +194,11 @@ static enum x86_action dispatch(struct vcpu *v, const struct x86_exit *e)
 		return X86_CONTINUE;
 	case X86_EXIT_NMI:
 		return nmi(v);
+	case X86_EXIT_IRET: // the IRET runs when the guest resumes (RIP unchanged)
+		x86_nmi_at_iret(&v->arch.nmi, v->arch.rip);
+		return X86_CONTINUE;
+	case X86_EXIT_NMI_WINDOW:
+		return X86_CONTINUE; // the back end injects the held NMI
 	case X86_EXIT_EXCEPTION:
 		if (log_once_first(&unknown_logged, e->code))
 			log_warn("%s: exception exit 0x%llx (qualification 0x%llx) on vcpu%u\n",

@@ -140,7 +140,8 @@ struct x86_vcpu_ops {
 	enum x86_action (*cr_access)(struct vcpu *v, const struct x86_exit *e);
 	// An architectural INIT or SIPI (VMX native wait-for-SIPI; NULL: none).
 	enum x86_action (*init_sipi)(struct vcpu *v, const struct x86_exit *e);
-	// Queues the guest's own NMI (an NMI that was not one of Slat's kicks).
+	// Optional: the guest's own NMI (not one of Slat's kicks) is now held in
+	// v->arch.nmi (nmi.c); the back end injects it per x86_nmi_plan().
 	void (*deliver_nmi)(struct vcpu *v);
 };
 
@@ -166,8 +167,9 @@ struct x86_vm_ops {
 	// Optional (may be NULL): makes `target`, another CPU that may be running
 	// its guest without exiting (e.g. halted with HLT not intercepted), exit
 	// soon so that it sees an INIT in its mailbox. Called after
-	// target->kicks was incremented; the back end consumes one kick per
-	// exit it causes (SVM: an NMI to the target, NMI intercepted).
+	// target->kicks was set; the back end's NMI exit consumes it
+	// (x86_consume_kick; both back ends: an NMI to the target, NMIs
+	// intercepted).
 	void (*kick)(struct vcpu *target);
 	// Lets the calling CPU, in the host, take the external interrupts its
 	// local APIC has pending (host IDT vectors 32-255 acknowledge them) for
@@ -262,6 +264,8 @@ enum x86_exit_kind {
 	X86_EXIT_SIPI,	       // ops->init_sipi, .sipi_vector
 	X86_EXIT_VIRT_INSN,    // an SVM or VMX instruction: #UD (not offered)
 	X86_EXIT_TRIPLE_FAULT, // shutdown: the machine resets
+	X86_EXIT_IRET,	       // SVM IRET intercept (before the IRET runs): nmi.c
+	X86_EXIT_NMI_WINDOW,   // VT-x NMI-window exit: the back end injects
 	X86_EXIT_BAD_STATE,    // entry refused / SLAT misconfigured: power-off
 };
 
@@ -295,6 +299,11 @@ enum x86_action x86_handle_apic_write(struct vcpu *v, uint64_t gpa);
 // puts the vCPU in the real-mode state a SIPI gives (CS = vector << 8,
 // base vector << 12, IP 0). With an INIT but no SIPI yet it waits here.
 bool x86_mailbox_poll(struct vcpu *v, uint8_t *vector);
+// True when this CPU's local APIC has a fixed interrupt it would present to
+// the CPU now (the highest IRR vector's class above the PPR's class); the
+// pure test on the register values is x86_apic_irq_deliverable.
+bool x86_apic_irq_ready(void);
+bool x86_apic_irq_deliverable(const uint32_t irr[8], uint32_t ppr);
 // True when an INIT is pending for `v` (the back end may want to exit soon).
 bool x86_mailbox_pending(const struct vcpu *v);
 // Kicks: the sender of an INIT makes the target exit with an NMI (both back
@@ -302,9 +311,37 @@ bool x86_mailbox_pending(const struct vcpu *v);
 // intercepted HLT. x86_kick_nmi sends it from host/root mode (the guest's ICR
 // high is put back); a back end that takes an NMI calls x86_consume_kick:
 // true when it was one of Slat's kicks, false when it is the guest's own NMI
-// and must be injected.
+// and must be injected. A kick is a flag, not a count: NMIs that arrive
+// together merge in the CPU, so two kicks may come as one NMI, and a stale
+// count would later swallow a guest NMI.
 void x86_kick_nmi(struct vcpu *target);
 bool x86_consume_kick(struct vcpu *v);
+
+// ---- the guest's NMI blocking (nmi.c) -----------------------------------------
+// An NMI for the guest arrived (not a kick): held until the guest can take it.
+void x86_nmi_raise(struct x86_nmi_state *s);
+// The guest is about to execute IRET at `rip` (SVM IRET intercept).
+void x86_nmi_at_iret(struct x86_nmi_state *s, uint64_t rip);
+// Called on every exit with the guest's RIP: an IRET seen earlier completed
+// when the RIP moved.
+void x86_nmi_progress(struct x86_nmi_state *s, uint64_t rip);
+// What the back end does before the next entry; `slot_free`: no other event
+// is queued for injection (and nothing blocks injecting an NMI).
+struct x86_nmi_plan {
+	// Inject an NMI now (the state counts the guest blocked from here).
+	bool inject;
+	// Blocked until the guest's IRET: intercept it (SVM).
+	bool intercept_iret;
+	// One held and the guest is at its IRET: run the IRET alone
+	// (single-step), then decide again (SVM).
+	bool step_over_iret;
+	// One held, not injected: exit as soon as the guest can take it (VT-x
+	// NMI-window exiting).
+	bool want_window;
+};
+struct x86_nmi_plan x86_nmi_plan(struct x86_nmi_state *s, bool slot_free);
+// INIT/SIPI: nothing pending, not blocked.
+void x86_nmi_reset(struct x86_nmi_state *s);
 
 // An access to guest-physical `gpa` that the second level does not allow and
 // that is not emulated: logged once per page, #GP(0) injected (see

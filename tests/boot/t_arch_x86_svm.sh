@@ -4,5 +4,5 @@
 # payload of tests/arch/x86 gives the same verdicts bare and under Slat.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/arch_diff.sh"
-arch_diff_x86_qemu max smoke exc step crval loader
+arch_diff_x86_qemu max smoke exc step crval loader nmi ioapic apictimer
 boot_done

@@ -40,7 +40,7 @@ x86_vmx_expect() {
 	expect_in_order '^slat: region 0x[0-9a-f]+-0x[0-9a-f]+ reserved; resident image' \
 		"^acpi: firmware has no MADT: installed one with $n local APICs? \\(\\+ FADT for the PIIX4 PM block" \
 		'^acpi: FADT: PM1a_EVT 0xb000, PM1a_CNT 0xb004, PM_TMR 0xb008, SCI 9, reset 0xcf9$' \
-		'^vmx: controls pin 0x1e proc 0x96006172 proc2 0x1010aa exit 0x3f6fff entry 0xd1ff \(from TRUE capability MSRs\)$' \
+		'^vmx: controls pin 0x3e proc 0x96006172 proc2 0x1010aa exit 0x3f6fff entry 0xd1ff \(from TRUE capability MSRs\); virtual NMIs yes, NMI-window exiting yes$' \
 		'^vmx: CR0 fixed0 0x80000021 fixed1 0xffffffff, CR4 fixed0 0x2000 fixed1 0x3727ff; owned CR0 0x80000020 CR4 0xffc8f800$' \
 		'^slat: EPT for vm primary \(mm/ engine\): 4-level, [0-9]+-bit guest-physical space, EPTP 0x[0-9a-f]+1e, VPID 1, INVEPT single-context$' \
 		'^slat: EPT leaves: [0-9]+ x 1G, [0-9]+ x 2M, [0-9]+ x 4K; [0-9]+ table pages; local APIC page 0xfee00000 read-only$' \

@@ -26,6 +26,7 @@
 #include "arch/x86/exit.c"
 #include "arch/x86/handle_exit.c"
 #include "arch/x86/msr.c"
+#include "arch/x86/nmi.c"
 #include "arch/x86/svm/exit_decode.c"
 #include "arch/x86/vm.c"
 #include "arch/x86/vmx/exit_decode.c"
@@ -500,6 +501,106 @@ static void test_io_fast_refuses_policy_ports(void **state)
 	assert_int_equal(rax, 0x06);
 }
 
+// ---- the guest's NMI blocking (nmi.c) ---------------------------------------
+static void test_nmi_blocking_transitions(void **state)
+{
+	struct x86_nmi_state s = {0};
+	struct x86_nmi_plan p;
+
+	p = x86_nmi_plan(&s, true); // nothing held: nothing to do
+	assert_false(p.inject || p.intercept_iret || p.step_over_iret || p.want_window);
+	x86_nmi_raise(&s);
+	p = x86_nmi_plan(&s, true); // injected: blocked until the handler's IRET
+	assert_true(p.inject);
+	assert_true(p.intercept_iret);
+	assert_true(s.blocked);
+	assert_false(s.pending);
+	x86_nmi_raise(&s); // a second NMI inside the handler: held
+	x86_nmi_raise(&s); // and a third merges with it, as in hardware
+	p = x86_nmi_plan(&s, true);
+	assert_false(p.inject);
+	assert_true(p.intercept_iret);
+	assert_false(p.step_over_iret);
+	assert_true(p.want_window);
+	x86_nmi_at_iret(&s, 0x1000); // IRET intercepted, not yet executed
+	p = x86_nmi_plan(&s, true);
+	assert_false(p.inject);
+	assert_false(p.intercept_iret);
+	assert_true(p.step_over_iret); // run the IRET alone, then inject
+	x86_nmi_progress(&s, 0x1000);  // an exit inside the IRET: still blocked
+	assert_true(s.blocked);
+	x86_nmi_progress(&s, 0x2000); // past it: the IRET completed
+	assert_false(s.blocked);
+	p = x86_nmi_plan(&s, false); // the event slot is taken: wait
+	assert_false(p.inject);
+	assert_true(p.want_window);
+	p = x86_nmi_plan(&s, true);
+	assert_true(p.inject); // the held NMI, once
+	assert_true(p.intercept_iret);
+	x86_nmi_at_iret(&s, 0x3000);
+	x86_nmi_progress(&s, 0x4000);
+	p = x86_nmi_plan(&s, true);
+	assert_false(p.inject || p.intercept_iret || p.step_over_iret || p.want_window);
+	x86_nmi_at_iret(&s, 0x5000); // an IRET outside an NMI handler changes nothing
+	assert_false(s.iret_seen);
+	x86_nmi_raise(&s);
+	x86_nmi_reset(&s); // INIT/SIPI
+	assert_false(s.pending || s.blocked || s.iret_seen);
+}
+
+static void test_apic_irq_deliverable(void **state)
+{
+	uint32_t irr[8] = {0};
+
+	assert_false(x86_apic_irq_deliverable(irr, 0));
+	irr[0x41 / 32] = 1u << (0x41 % 32);
+	assert_true(x86_apic_irq_deliverable(irr, 0x00));
+	assert_true(x86_apic_irq_deliverable(irr, 0x3f));
+	assert_false(x86_apic_irq_deliverable(irr, 0x40)); // same class as in service
+	assert_false(x86_apic_irq_deliverable(irr, 0x50)); // TPR/PPR class 5
+	irr[0xe1 / 32] = 1u << (0xe1 % 32);
+	assert_true(x86_apic_irq_deliverable(irr, 0x50)); // the highest one counts
+}
+
+// NMI exits through the policy: a kick is never the guest's, a guest NMI is
+// held for injection, kicks that merged into one NMI leave nothing behind.
+static void test_nmi_exits_and_kicks(void **state)
+{
+	struct vcpu *bsp = setup(), *v = &x86_primary.vcpus[1];
+	struct x86_exit e;
+	const struct svm_exit_fields nmi = {.code = SVM_EXIT_NMI};
+	const struct svm_exit_fields iret = {.code = SVM_EXIT_IRET};
+	const struct vmx_exit_fields vnmi = {.reason = VMX_EXIT_EXCEPTION,
+					     .intr_info = (1u << 31) | (2u << 8) | 2};
+	const struct vmx_exit_fields window = {.reason = VMX_EXIT_NMI_WINDOW};
+
+	apic_write(bsp, 0x310, 1u << 24); // two INITs to APIC ID 1: two kicks,
+	apic_write(bsp, 0x300, 0x4500);	  // which the CPU may merge into one NMI
+	apic_write(bsp, 0x300, 0x4500);
+	assert_int_equal(fk[1].kicks, 2);
+	svm_decode_exit(&nmi, &e);
+	assert_int_equal(e.kind, X86_EXIT_NMI);
+	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
+	assert_false(v->arch.nmi.pending); // the kick is not the guest's
+	vmx_decode_exit(&vnmi, &e);
+	assert_int_equal(e.kind, X86_EXIT_NMI);
+	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
+	assert_true(v->arch.nmi.pending); // the next NMI is the guest's: not swallowed
+	assert_int_equal(fk[1].nmis_delivered, 1);
+	struct x86_nmi_plan p = x86_nmi_plan(&v->arch.nmi, true);
+	assert_true(p.inject);
+	svm_decode_exit(&iret, &e);
+	assert_int_equal(e.kind, X86_EXIT_IRET);
+	v->arch.rip = 0x1234;
+	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
+	assert_true(v->arch.nmi.iret_seen);
+	assert_int_equal(v->arch.nmi.iret_rip, 0x1234);
+	assert_int_equal(v->arch.rip, 0x1234); // the IRET runs when the guest resumes
+	vmx_decode_exit(&window, &e);
+	assert_int_equal(e.kind, X86_EXIT_NMI_WINDOW);
+	assert_int_equal(x86_handle_exit(v, &e), X86_CONTINUE);
+}
+
 static void test_mailbox_logical_destination(void **state)
 {
 	struct vcpu *bsp = setup(), *ap = &x86_primary.vcpus[1];
@@ -940,6 +1041,9 @@ int main(void)
 	    cmocka_unit_test(test_mailbox_init_resets_apic),
 	    cmocka_unit_test(test_io_fast_refuses_policy_ports),
 	    cmocka_unit_test(test_mailbox_logical_destination),
+	    cmocka_unit_test(test_nmi_blocking_transitions),
+	    cmocka_unit_test(test_apic_irq_deliverable),
+	    cmocka_unit_test(test_nmi_exits_and_kicks),
 	    cmocka_unit_test(test_apic_write_unknown_form_gp),
 	    cmocka_unit_test(test_io_intercepts),
 	    cmocka_unit_test(test_vm_records),

@@ -16,6 +16,14 @@
 struct x86_vcpu_ops;
 struct x86_vm_ops;
 
+// The guest's NMI blocking as Slat keeps it (arch/x86/nmi.c).
+struct x86_nmi_state {
+	bool pending;	   // an NMI for the guest waits for injection (one, as in hardware)
+	bool blocked;	   // the guest runs its NMI handler: NMIs held until its IRET
+	bool iret_seen;	   // blocked, and the guest reached its IRET (intercepted) ...
+	uint64_t iret_rip; // ... at this RIP: unblocked once an exit shows another RIP
+};
+
 // The x86 part of a vCPU. gpr[] must stay first: the SVM entry code
 // (svm/svm_entry.S) saves and restores the guest's GPRs through a pointer
 // to it.
@@ -30,9 +38,10 @@ struct vcpu_arch {
 	uint32_t apic_ldr;    // last value the guest wrote to its APIC LDR
 	uint32_t apic_dfr;    // ... and DFR (0xffffffff: flat model)
 	uint64_t hsave_guest; // what the guest wrote to VM_HSAVE_PA (never used)
-	uint32_t kicks;	      // kicks sent to this vCPU and not yet seen (atomic)
+	uint32_t kicks;	      // 1: a kick was sent and not yet seen (atomic flag)
 	bool insn_done;	      // the exit being handled completed the instruction (RIP advanced)
 	uint32_t bad_state_streak; // invalid-state exits in a row (handle_exit.c)
+	struct x86_nmi_state nmi;
 
 	// The port write that performs a power-off or reset the guest asked for
 	// in the exit being handled (port 0: none; reset through 0xCF9).

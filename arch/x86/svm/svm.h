@@ -81,6 +81,7 @@
 #define INT3_NMI	(1u << 1)
 #define INT3_INIT	(1u << 3)
 #define INT3_CPUID	(1u << 18)
+#define INT3_IRET	(1u << 20)
 #define INT3_HLT	(1u << 24)
 #define INT3_INVLPGA	(1u << 26)
 #define INT3_IOIO	(1u << 27)
@@ -100,32 +101,37 @@
 // Exit codes.
 #define SVM_EXIT_WRITE_CR0 0x010
 #define SVM_EXIT_EXC_BASE  0x040
-#define SVM_EXIT_INTR	   0x060
-#define SVM_EXIT_NMI	   0x061
-#define SVM_EXIT_INIT	   0x063
-#define SVM_EXIT_CPUID	   0x072
-#define SVM_EXIT_HLT	   0x078
+#define SVM_EXIT_EXC_DB    0x041
+#define SVM_EXIT_INTR      0x060
+#define SVM_EXIT_NMI       0x061
+#define SVM_EXIT_INIT      0x063
+#define SVM_EXIT_CPUID     0x072
+#define SVM_EXIT_IRET      0x074
+#define SVM_EXIT_HLT       0x078
 #define SVM_EXIT_INVLPGA   0x07a
-#define SVM_EXIT_IOIO	   0x07b
-#define SVM_EXIT_MSR	   0x07c
+#define SVM_EXIT_IOIO      0x07b
+#define SVM_EXIT_MSR       0x07c
 #define SVM_EXIT_SHUTDOWN  0x07f
-#define SVM_EXIT_VMRUN	   0x080
+#define SVM_EXIT_VMRUN     0x080
 #define SVM_EXIT_VMMCALL   0x081
-#define SVM_EXIT_VMLOAD	   0x082
-#define SVM_EXIT_VMSAVE	   0x083
-#define SVM_EXIT_STGI	   0x084
-#define SVM_EXIT_CLGI	   0x085
-#define SVM_EXIT_SKINIT	   0x086
-#define SVM_EXIT_MWAIT	   0x08b
+#define SVM_EXIT_VMLOAD    0x082
+#define SVM_EXIT_VMSAVE    0x083
+#define SVM_EXIT_STGI      0x084
+#define SVM_EXIT_CLGI      0x085
+#define SVM_EXIT_SKINIT    0x086
+#define SVM_EXIT_MWAIT     0x08b
 #define SVM_EXIT_MWAIT_C   0x08c
-#define SVM_EXIT_XSETBV	   0x08d
-#define SVM_EXIT_NPF	   0x400
+#define SVM_EXIT_XSETBV    0x08d
+#define SVM_EXIT_NPF       0x400
 #define SVM_EXIT_INVALID   0xffffffffffffffffull
 
 #define EVENTINJ_VALID	   (1u << 31)
 #define EVENTINJ_ERR_VALID (1u << 11)
 #define EVENTINJ_TYPE_EXC  (3u << 8)
 #define EVENTINJ_TYPE_NMI  (2u << 8)
+
+#define RFLAGS_TF (1ull << 8)
+#define RFLAGS_RF (1ull << 16)
 
 #define TLB_CONTROL_NONE       0
 #define TLB_CONTROL_FLUSH_ALL  1
@@ -171,6 +177,10 @@ struct svm_cpu {
 	uint64_t hsave_pa;	  // VM_HSAVE_PA page
 	uint64_t next_rip;	  // exit-specific next RIP when known (IOIO), else 0
 	volatile bool irq_window; // GIF is set on purpose (svm_irq_window)
+	// Stepping over the guest's IRET to deliver a held NMI after it (nmi.c):
+	bool nmi_stepping;  // TF set by Slat, #DB intercepted
+	bool step_guest_tf; // the guest's own TF when the step began
+	uint64_t step_dr6;  // the guest's DR6 before the step (the trap sets BS)
 	struct vcpu *vcpu;	  // the vCPU this CPU runs
 };
 

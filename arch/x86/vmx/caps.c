@@ -31,14 +31,21 @@ const char *vmx_config_init(struct vmx_config *c)
 	if (((c->basic >> 50) & 0xf) != 6)
 		return "the VMCS memory type is not write-back";
 	// NMI exiting: kicks (an INIT for a CPU whose guest runs without exits).
-	if (!adjust(t ? MSR_VMX_TRUE_PINBASED : MSR_VMX_PINBASED, PIN_NMI_EXIT, PIN_NMI_EXIT,
-		    &c->pin))
+	// Virtual NMIs where the CPU has them: the guest's NMI blocking then
+	// stays the guest's (arch/x86/nmi.c).
+	if (!adjust(t ? MSR_VMX_TRUE_PINBASED : MSR_VMX_PINBASED, PIN_NMI_EXIT | PIN_VIRTUAL_NMI,
+		    PIN_NMI_EXIT, &c->pin))
 		return "no NMI exiting";
+	c->vnmi = c->pin & PIN_VIRTUAL_NMI;
 	// CR3 load/store exiting stay off where the TRUE MSR allows it; HLT and
 	// MWAIT exiting are switched on only while a CPU is parked.
 	uint32_t proc_need = PROC_SECONDARY | PROC_MSR_BITMAPS | PROC_IO_BITMAPS;
 	if (!adjust(t ? MSR_VMX_TRUE_PROCBASED : MSR_VMX_PROCBASED, proc_need, proc_need, &c->proc))
 		return "no secondary controls, MSR bitmaps or I/O bitmaps";
+	// NMI-window exiting (needs virtual NMIs): switched on per CPU while an
+	// NMI is held for the guest.
+	c->nmi_window = c->vnmi && ((rdmsr(t ? MSR_VMX_TRUE_PROCBASED : MSR_VMX_PROCBASED) >> 32) &
+				    PROC_NMI_WINDOW);
 	uint32_t p2_need = PROC2_EPT | PROC2_UNRESTRICTED;
 	// RDTSCP, INVPCID and XSAVES must be enabled where the CPU has them, or
 	// the guest gets #UD for instructions CPUID advertises.
@@ -119,9 +126,10 @@ bool vmx_cpu_prepare(const struct vmx_config *c, unsigned cpu)
 void vmx_report_config(const struct vmx_config *c)
 {
 	log_info("vmx: controls pin 0x%x proc 0x%x proc2 0x%x exit 0x%x entry 0x%x (from %s "
-		 "capability MSRs)\n",
+		 "capability MSRs); virtual NMIs %s, NMI-window exiting %s\n",
 		 c->pin, c->proc, c->proc2, c->exit, c->entry,
-		 c->basic & (1ull << 55) ? "TRUE" : "default");
+		 c->basic & (1ull << 55) ? "TRUE" : "default", c->vnmi ? "yes" : "no",
+		 c->nmi_window ? "yes" : "no");
 	log_info("vmx: CR0 fixed0 0x%llx fixed1 0x%llx, CR4 fixed0 0x%llx fixed1 0x%llx; owned "
 		 "CR0 0x%llx CR4 0x%llx\n",
 		 (unsigned long long)c->cr0_fixed0, (unsigned long long)c->cr0_fixed1,

@@ -127,7 +127,6 @@ static void op_complete_insn(struct vcpu *v, bool single_step)
 static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e);
 static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e);
 static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e);
-static void op_deliver_nmi(struct vcpu *v);
 
 const struct x86_vcpu_ops vmx_vcpu_ops = {
     .read_cr = op_read_cr,
@@ -141,7 +140,6 @@ const struct x86_vcpu_ops vmx_vcpu_ops = {
     .wait = op_wait,
     .cr_access = op_cr_access,
     .init_sipi = op_init_sipi,
-    .deliver_nmi = op_deliver_nmi,
 };
 
 // ---- control registers ------------------------------------------------------------
@@ -283,6 +281,7 @@ static void sipi_state(struct vcpu *v, uint8_t vector)
 	vmwrite(VMCS_GUEST_ACTIVITY, 0);
 	vmwrite(VMCS_GUEST_PENDING_DBG, 0);
 	vmwrite(VMCS_ENTRY_INTR_INFO, 0);
+	x86_nmi_reset(&v->arch.nmi);
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
 		v->arch.gpr[i] = 0;
 	v->arch.rip = 0;
@@ -335,13 +334,17 @@ static enum x86_action handle_park(struct vcpu *v, bool mwait)
 	bool watch = mwait && pc->monitor_armed &&
 		     x86_guest_read_linear(v, pc->monitor_la, &seen, sizeof(seen));
 	pc->monitor_armed = false;
-	if (pc->bsp && !watch) { // the boot CPU never waits for a SIPI
+	// The boot CPU never waits for a SIPI: an unwatched MWAIT returns (MWAIT
+	// may wake for any reason); a HLT still waits for an NMI or an INIT.
+	if (pc->bsp && mwait && !watch) {
 		x86_skip_insn(v);
 		return X86_CONTINUE;
 	}
 	log_debug("vmx: vcpu%u parks in root mode (%s, RIP 0x%llx)\n", v->index,
 		  mwait ? "MWAIT" : "HLT", (unsigned long long)v->arch.rip);
-	while (!x86_mailbox_pending(v)) {
+	// An NMI for the guest (taken in root, vmx_host_nmi) ends the halt too:
+	// the HLT completes and the NMI is injected after it.
+	while (!x86_mailbox_pending(v) && !v->arch.nmi.pending) {
 		if (vm_is_shutting_down(v->vm))
 			x86_park();
 		if (watch &&
@@ -385,17 +388,30 @@ void vmx_host_nmi(void)
 	struct vcpu *v = vm_vcpu_find(&x86_primary, cpuid(1, 0).ebx >> 24);
 
 	if (v && v->arch.backend && !x86_consume_kick(v))
-		((struct vmx_pcpu *)v->arch.backend)->nmi_pending = true;
+		x86_nmi_raise(&v->arch.nmi);
 }
 
-static void inject_nmi(void)
-{
-	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | (2u << 8) | 2);
-}
+#define INTERRUPTIBILITY_MOV_SS (1u << 1)
+#define INTERRUPTIBILITY_NMI	(1u << 3)
 
-static void op_deliver_nmi(struct vcpu *v)
+// Before an entry: inject a held NMI when the guest can take it (not blocked
+// by NMI, no MOV SS shadow, no other event queued), else ask for an
+// NMI-window exit (virtual NMIs) or wait for a later exit.
+static void nmi_apply(struct vcpu *v)
 {
-	pcpu_of(v)->nmi_pending = true; // injected when the guest can take it
+	uint32_t intr = (uint32_t)vmread(VMCS_GUEST_INTERRUPTIBILITY);
+	struct x86_nmi_state *s = &v->arch.nmi;
+
+	s->blocked = intr & INTERRUPTIBILITY_NMI; // the CPU keeps it: no IRET watch
+	s->iret_seen = false;
+	bool slot_free =
+	    !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_INFO_VALID) && !(intr & INTERRUPTIBILITY_MOV_SS);
+	struct x86_nmi_plan p = x86_nmi_plan(s, slot_free);
+
+	if (p.inject)
+		vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | (2u << 8) | 2);
+	if (vmx_cfg.nmi_window)
+		set_proc_bits(PROC_NMI_WINDOW, p.want_window);
 }
 
 // Event delivery an exit interrupted (IDT-vectoring information) is
@@ -457,13 +473,7 @@ void vmx_handle_exit(struct vmx_gprs *g)
 		check_mailbox(v);
 	redeliver();
 	vmx_ept_sync(pc->index);
-	// An NMI cannot be injected while the guest blocks NMIs or is in a MOV SS
-	// shadow (VM-entry checks): it waits for a later exit then.
-	if (pc->nmi_pending && !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_INFO_VALID) &&
-	    !(vmread(VMCS_GUEST_INTERRUPTIBILITY) & 0xa)) {
-		pc->nmi_pending = false;
-		inject_nmi();
-	}
+	nmi_apply(v);
 
 	for (unsigned i = 0; i < X86_NR_GPRS; i++)
 		g->r[i] = v->arch.gpr[i];

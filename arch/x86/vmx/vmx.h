@@ -43,6 +43,10 @@ struct vmx_config {
 	bool unrestricted, vpid, invept_single, invept_all, invvpid_single, invvpid_all;
 	bool ept_1g, ept_2m, ept_wb;
 	bool native_sipi; // use the wait-for-SIPI activity state (untested)
+	// Virtual NMIs: the CPU keeps the guest's NMI blocking (interruptibility
+	// state) apart from the host's, and NMI-window exiting tells when the
+	// guest can take an NMI Slat holds (arch/x86/nmi.c).
+	bool vnmi, nmi_window;
 };
 
 // One per physical CPU, in Slat's region. The host RSP of its VMCS points at
@@ -59,7 +63,6 @@ struct vmx_pcpu {
 	bool parked; // HLT/MWAIT exiting on
 	uint64_t exits_by_reason[VMX_EXIT_REASONS];
 	bool bsp;
-	bool nmi_pending;    // the guest's NMI, taken in the host: inject it
 	uint64_t monitor_la; // last MONITOR address (guest-linear) while parked
 	bool monitor_armed;
 };
