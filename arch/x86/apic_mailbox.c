@@ -265,34 +265,6 @@ bool x86_mailbox_poll(struct vcpu *v, uint8_t *vector)
 	return true;
 }
 
-// The highest vector set in the 256-bit IRR, or -1.
-static int highest_vector(const uint32_t irr[8])
-{
-	for (int i = 7; i >= 0; i--) {
-		if (irr[i])
-			return i * 32 + 31 - __builtin_clz(irr[i]);
-	}
-	return -1;
-}
-
-bool x86_apic_irq_deliverable(const uint32_t irr[8], uint32_t ppr)
-{
-	int v = highest_vector(irr);
-
-	// The APIC presents its highest requested vector when that vector's
-	// priority class is above the processor-priority class (SDM 11.8.3.1).
-	return v >= 0 && ((unsigned)v >> 4) > ((ppr >> 4) & 0xf);
-}
-
-bool x86_apic_irq_ready(void)
-{
-	uint32_t irr[8];
-
-	for (unsigned i = 0; i < 8; i++)
-		irr[i] = *apic_reg(0x200 + 0x10 * i);
-	return x86_apic_irq_deliverable(irr, *apic_reg(0x0a0));
-}
-
 void x86_kick_nmi(struct vcpu *t)
 {
 	volatile uint32_t *apic = (volatile uint32_t *)(uintptr_t)x86_primary.arch.apic_base;

@@ -299,11 +299,6 @@ enum x86_action x86_handle_apic_write(struct vcpu *v, uint64_t gpa);
 // puts the vCPU in the real-mode state a SIPI gives (CS = vector << 8,
 // base vector << 12, IP 0). With an INIT but no SIPI yet it waits here.
 bool x86_mailbox_poll(struct vcpu *v, uint8_t *vector);
-// True when this CPU's local APIC has a fixed interrupt it would present to
-// the CPU now (the highest IRR vector's class above the PPR's class); the
-// pure test on the register values is x86_apic_irq_deliverable.
-bool x86_apic_irq_ready(void);
-bool x86_apic_irq_deliverable(const uint32_t irr[8], uint32_t ppr);
 // True when an INIT is pending for `v` (the back end may want to exit soon).
 bool x86_mailbox_pending(const struct vcpu *v);
 // Kicks: the sender of an INIT makes the target exit with an NMI (both back

@@ -548,20 +548,6 @@ static void test_nmi_blocking_transitions(void **state)
 	assert_false(s.pending || s.blocked || s.iret_seen);
 }
 
-static void test_apic_irq_deliverable(void **state)
-{
-	uint32_t irr[8] = {0};
-
-	assert_false(x86_apic_irq_deliverable(irr, 0));
-	irr[0x41 / 32] = 1u << (0x41 % 32);
-	assert_true(x86_apic_irq_deliverable(irr, 0x00));
-	assert_true(x86_apic_irq_deliverable(irr, 0x3f));
-	assert_false(x86_apic_irq_deliverable(irr, 0x40)); // same class as in service
-	assert_false(x86_apic_irq_deliverable(irr, 0x50)); // TPR/PPR class 5
-	irr[0xe1 / 32] = 1u << (0xe1 % 32);
-	assert_true(x86_apic_irq_deliverable(irr, 0x50)); // the highest one counts
-}
-
 // NMI exits through the policy: a kick is never the guest's, a guest NMI is
 // held for injection, kicks that merged into one NMI leave nothing behind.
 static void test_nmi_exits_and_kicks(void **state)
@@ -1042,7 +1028,6 @@ int main(void)
 	    cmocka_unit_test(test_io_fast_refuses_policy_ports),
 	    cmocka_unit_test(test_mailbox_logical_destination),
 	    cmocka_unit_test(test_nmi_blocking_transitions),
-	    cmocka_unit_test(test_apic_irq_deliverable),
 	    cmocka_unit_test(test_nmi_exits_and_kicks),
 	    cmocka_unit_test(test_apic_write_unknown_form_gp),
 	    cmocka_unit_test(test_io_intercepts),
