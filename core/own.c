@@ -200,8 +200,11 @@ static void own_set(struct own_table *t, uint64_t pfn, uint32_t rec)
 {
 	uint64_t *ent[OWN_LEVELS];
 	uint32_t *r = own_path(t, pfn, ent);
-	uint32_t old = __atomic_load_n(r, __ATOMIC_RELAXED);
+	uint32_t old;
 
+	if (!r) // only when a listed frame returned to the primary earlier in the list
+		return;
+	old = __atomic_load_n(r, __ATOMIC_RELAXED);
 	__atomic_store_n(r, rec, __ATOMIC_RELEASE);
 	if (!old != !rec)
 		own_count_add(ent[OWN_LEVELS - 1], rec ? 1 : -1);

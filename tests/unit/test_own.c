@@ -280,6 +280,27 @@ static void test_reclaim_all_returns_every_page(void **state)
 	check_all_primary(&f.t, PFN(RAM1), PFN(RAM1_SIZE));
 }
 
+// A frame listed twice acts once, also when its first occurrence empties (and
+// frees) its leaf.
+static void test_duplicates_in_a_list(void **state)
+{
+	struct fx f;
+	uint64_t list[3] = {F, F + 1, F};
+
+	fx_init(&f, 100);
+	for (unsigned op = OWN_OP_SHARE; op <= OWN_OP_RECLAIM; op++) {
+		bool to_vm = op == OWN_OP_SHARE || op == OWN_OP_DONATE;
+		enum own_state st = op == OWN_OP_SHARE ? OWN_SHARED : OWN_DONATED;
+
+		assert_int_equal(own_list_op(&f.t, op, 1, list, 3, NULL), OWN_OK);
+		expect_state(&f.t, F, to_vm ? st : OWN_PRIMARY, to_vm);
+		expect_state(&f.t, F + 1, to_vm ? st : OWN_PRIMARY, to_vm);
+		assert_int_equal(own_nodes(&f.t), to_vm ? NODES_1FRAME : 0);
+	}
+	assert_int_equal(f.src.live, 0);
+	fx_fini(&f);
+}
+
 // ---- hostile arguments ------------------------------------------------------
 
 static void test_hostile_arguments(void **state)
@@ -546,7 +567,9 @@ static void test_random_differential(void **state)
 			f.src.budget = 0; // a withdrawal
 		if (is_list)
 			for (uint64_t i = 0; i < n; i++)
-				list[i] = rnd() % 4 ? first + rnd() % 2048 : rnd_pfn();
+				list[i] = i && rnd() % 4 == 0 ? list[rnd() % i] // a duplicate
+					  : rnd() % 4	      ? first + rnd() % 2048
+							      : rnd_pfn();
 		for (uint64_t i = 0; i < n && want == OWN_OK; i++)
 			if ((want = m_check(&m, is_list ? list[i] : first + i, op, vm)) != OWN_OK)
 				want_bad = is_list ? i : (first + i) << 12;
@@ -612,6 +635,7 @@ int main(void)
 	    cmocka_unit_test(test_last_frame_bad_changes_nothing),
 	    cmocka_unit_test(test_needs_memory_then_deposit),
 	    cmocka_unit_test(test_reclaim_all_returns_every_page),
+	    cmocka_unit_test(test_duplicates_in_a_list),
 	    cmocka_unit_test(test_hostile_arguments),
 	    cmocka_unit_test(test_alloc_failure_every_site),
 	    cmocka_unit_test(test_random_differential),
