@@ -39,6 +39,9 @@
 #include "mm/s2_internal.h"
 
 #define RECS_PER_PAGE ((S2_PAGE_SIZE - sizeof(uint64_t)) / sizeof(struct s2_slot_rec))
+// Free records an update needs at most: an add takes the new record; a
+// delete, move or flag change takes the INVALID copy, and the final record
+// only after the old one went back to the free list (do_change).
 _Static_assert(RECS_PER_PAGE >= 16, "slot records: at least 16 per page");
 _Static_assert(offsetof(struct s2_slot_rec, slot) == 0, "lookups return &rec->slot");
 
@@ -357,13 +360,6 @@ static int validate(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
 	return 0;
 }
 
-// Records the update takes: the new slot (add), the INVALID copy (delete),
-// or both (move, flags).
-static unsigned recs_needed(enum slot_op op)
-{
-	return op == SLOT_MOVE || op == SLOT_FLAGS ? 2 : 1;
-}
-
 static void do_add(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 {
 	struct s2_slot sl = {.id = rq->id,
@@ -390,7 +386,8 @@ static void do_change(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
 	rec_put(vm, old);
 	// 2. Nothing maps the old range afterwards.
 	zap_old(vm, as, sl.gpa, sl.size);
-	// 3. Final record (none for a delete).
+	// 3. Final record (none for a delete): the free list has `old` back, so
+	// the one record reserved for the update suffices.
 	struct s2_slot_rec *fin = NULL;
 	if (rq->op != SLOT_DELETE) {
 		sl.flags &= (uint16_t)~S2_SLOT_INVALID;
@@ -417,7 +414,7 @@ static int slot_update(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 	// Prepare: every check and every allocation before anything is published.
 	r = validate(vm, as, rq, &old);
 	if (!r)
-		r = recs_reserve(vm, recs_needed(rq->op));
+		r = recs_reserve(vm, 1); // one record per update (see RECS_PER_PAGE)
 	if (r) {
 		mm_spin_unlock(&vm->slots_lock);
 		return r;
