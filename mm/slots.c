@@ -42,7 +42,8 @@
 // Free records an update needs at most: an add takes the new record; a
 // delete, move or flag change takes the INVALID copy, and the final record
 // only after the old one went back to the free list (do_change).
-_Static_assert(RECS_PER_PAGE >= 16, "slot records: at least 16 per page");
+_Static_assert(sizeof(struct s2_slot_rec) == 168, "slot record: slot + 4 nodes + link");
+_Static_assert(RECS_PER_PAGE == 24, "24 slot records a page (docs/mm.md, memory)");
 _Static_assert(offsetof(struct s2_slot_rec, slot) == 0, "lookups return &rec->slot");
 
 void s2_slots_init(struct s2_vm *vm)
