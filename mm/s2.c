@@ -49,6 +49,7 @@ int s2_vm_create(const struct s2_vm_config *cfg, struct s2_vm **out)
 	vm->be = cfg->be;
 	vm->be_ctx = cfg->be_ctx;
 	vm->vm_pages = pages;
+	s2_slots_init(vm);
 	*out = vm;
 	return 0;
 }

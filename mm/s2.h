@@ -34,7 +34,7 @@ enum s2_err {
 };
 
 #define S2_NR_AS       2   // address spaces per VM (normal, SMM-like)
-#define S2_MAX_SLOTS   128 // slots per address space
+#define S2_MAX_SLOTS   32764 // slots per address space (Linux 6.1 KVM_CAP_NR_MEMSLOTS)
 #define S2_YIELD_EVERY 512 // a yieldable walk checks need_resched at least this often
 
 enum s2_zap_mode {
@@ -68,6 +68,8 @@ struct s2_stats {
 	uint64_t leaves_zapped, tables_zapped, splits, collapses, bbm;
 	uint64_t yield_checks, yields, restarts, max_entries_between_checks;
 	uint64_t faults, faults_mmio, faults_retry, markers, zap_all, slot_updates;
+	// Slot index nodes looked at by lookups, checks and updates (O(log n) each).
+	uint64_t slot_visits;
 	// From the mm/sync.h statistics: mmu rwlock acquisitions (read, write),
 	// acquisitions that had to wait (mmu lock either mode + roots spinlock).
 	// `yields` above: walker yields (those that dropped the mmu lock are the

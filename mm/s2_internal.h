@@ -5,17 +5,32 @@
 #define SLAT_MM_S2_INTERNAL_H
 
 #include "mm/s2.h"
+#include "mm/slot_tree.h"
 #include "mm/sync.h"
 
 // Slot flag kept internal: the slot is being deleted/moved/changed; faults
 // see it as absent (and do not cache MMIO markers during the update).
 #define S2_SLOT_INVALID 0x8000u
 
+// One slot record, shared by both sets of its address space: the slot (first,
+// so lookups hand out &rec->slot) and one node per set in each index. A
+// record is never changed while an active set can reach it: a move or flag
+// change publishes a new record (mm/slots.c).
+struct s2_slot_rec {
+	struct s2_slot slot;
+	struct s2_tnode by_gpa[2], by_id[2]; // [set index]
+	struct s2_slot_rec *free_next;	     // on vm->slot_free only
+};
+
+// A slot set: two AVL indexes over records (by gpa: lookup and overlap; by
+// id: updates). Written only while inactive and drained of readers.
 struct s2_slotset {
+	struct s2_vm *vm; // node visits are counted in vm->stats
 	uint64_t generation;
 	uint32_t readers; // fault paths inside this set (drained after a swap)
 	uint32_t n;
-	struct s2_slot slots[S2_MAX_SLOTS]; // sorted by gpa, non-overlapping
+	unsigned idx; // 0 or 1: which node of each record belongs to this set
+	struct s2_tnode *by_gpa, *by_id;
 };
 
 struct s2_root {
@@ -68,10 +83,15 @@ struct s2_vm {
 	uint64_t defer_pending; // pages deferred, not yet freed (atomic)
 	uint64_t yields_nolock; // yields of walks that hold no lock (teardown)
 
-	struct s2_slotset *set_buf[S2_NR_AS][2];
-	struct s2_slotset *active[S2_NR_AS]; // atomic pointer into set_buf
-	uint64_t generation;		     // atomic; bit 63 = update in progress
-	uint32_t zaps_in_flight;	     // invalid-root zappers running
+	struct s2_slotset sets[S2_NR_AS][2];
+	struct s2_slotset *active[S2_NR_AS]; // atomic pointer into sets
+	// Slot records: carved from pages of the page source (linked through
+	// their first word), kept on a free list when unused; freed at destroy.
+	uint64_t slot_pages;
+	struct s2_slot_rec *slot_free;
+	unsigned slot_free_n;
+	uint64_t generation;	 // atomic; bit 63 = update in progress
+	uint32_t zaps_in_flight; // invalid-root zappers running
 
 	struct s2_root *roots;
 	const struct s2_shadow_ops *shadow;
@@ -205,6 +225,7 @@ void s2_zap_range_locked(struct s2_vm *vm, int as, uint64_t lo, uint64_t hi);
 void s2_zap_all_locked(struct s2_vm *vm);
 uint64_t s2_page_alloc(struct s2_vm *vm, unsigned npages, uint64_t align);
 void s2_page_free(struct s2_vm *vm, uint64_t pa, unsigned npages, bool deferred);
+void s2_slots_init(struct s2_vm *vm);
 void s2_slots_destroy(struct s2_vm *vm);
 void s2_roots_destroy(struct s2_vm *vm);
 

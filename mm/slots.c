@@ -1,56 +1,133 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Memslots: per address space, two sorted slot sets (active, inactive) and a
-// VM-wide generation (bit 63 while an update is in progress).
+// Memslots: per address space, two slot sets (active, inactive) over shared
+// slot records, and a VM-wide generation (bit 63 while an update is in
+// progress). Each set indexes its records in two AVL trees (mm/slot_tree.h):
+// by gpa (lookup, overlap) and by id. Every record carries one node per set
+// and per tree, so a change is applied to one set in O(log n) without a copy.
 //
-// Update flow (slots_lock held), for delete, move and flag changes:
-//  1. copy the active set, mark the slot INVALID in the copy, generation =
-//     (gen + 1) | IN_PROGRESS, swap, wait for the readers of the old set to
-//     drain: from now on no fault can map the slot (it sees no slot, and
-//     caches no MMIO marker while the update is in progress);
+// Invariants (slots_lock held by every writer):
+//  - between updates both sets hold the same records; the inactive set has
+//    no readers and is the only one a writer changes;
+//  - a record reachable from the active set is never written: a move or flag
+//    change installs a new record, and a record goes back to the free list
+//    only once neither set reaches it and both sets were drained since;
+//  - every change is "apply to the inactive set, swap, drain the readers of
+//    the old active set, apply the same change to it" (apply()), so readers
+//    see the old or the new set, never a half-changed one.
+//
+// Update flow, for delete, move and flag changes:
+//  1. replace the record by an INVALID copy (apply), generation =
+//     (gen + 1) | IN_PROGRESS before it: from now on no fault can map the
+//     slot (it sees no slot, and caches no MMIO marker while in progress);
 //  2. zap the old range in every root, valid and invalid (slot mode), or
 //     invalidate and zap all roots (zap-all mode); one flush; shadow pages
 //     that shadow guest tables in the slot go through the shadow hook;
-//  3. copy again, apply the final change, swap, drain, and only then
-//     generation = (gen & ~IN_PROGRESS) + 1. A wrap of the generation bits
-//     kept in MMIO markers zaps everything once, before that store (I1.4).
+//  3. replace the INVALID copy by the final record (none for a delete), and
+//     only then generation = (gen & ~IN_PROGRESS) + 1. A wrap of the
+//     generation bits kept in MMIO markers zaps everything once, before that
+//     store (I1.4).
 // Adding a slot takes the in-progress step without a zap: markers of the new
 // range go stale with the generation.
+//
+// Records (struct s2_slot_rec) are carved from pages of the page source; the
+// records an update needs are taken before anything is published, so an
+// allocation failure returns S2_E_NOMEM with nothing changed.
+#include <stddef.h>
+
 #include "core/mem.h"
 #include "mm/s2_internal.h"
 
-static unsigned set_pages(void)
-{
-	return (unsigned)((sizeof(struct s2_slotset) + S2_PAGE_SIZE - 1) / S2_PAGE_SIZE);
-}
+#define RECS_PER_PAGE ((S2_PAGE_SIZE - sizeof(uint64_t)) / sizeof(struct s2_slot_rec))
+// Free records an update needs at most: an add takes the new record; a
+// delete, move or flag change takes the INVALID copy, and the final record
+// only after the old one went back to the free list (do_change).
+_Static_assert(sizeof(struct s2_slot_rec) == 168, "slot record: slot + 4 nodes + link");
+_Static_assert(RECS_PER_PAGE == 24, "24 slot records a page (docs/mm.md, memory)");
+_Static_assert(offsetof(struct s2_slot_rec, slot) == 0, "lookups return &rec->slot");
 
-static int ensure_sets(struct s2_vm *vm, unsigned as)
-{
-	if (vm->set_buf[as][0])
-		return 0;
-	uint64_t a = s2_page_alloc(vm, set_pages(), S2_PAGE_SIZE);
-	uint64_t b = a ? s2_page_alloc(vm, set_pages(), S2_PAGE_SIZE) : 0;
-	if (!b) {
-		if (a)
-			vm->be->page_free(vm->be_ctx, a, set_pages());
-		return S2_E_NOMEM;
-	}
-	vm->set_buf[as][0] = (struct s2_slotset *)(uintptr_t)a;
-	vm->set_buf[as][1] = (struct s2_slotset *)(uintptr_t)b;
-	__atomic_store_n(&vm->active[as], vm->set_buf[as][0], __ATOMIC_SEQ_CST);
-	return 0;
-}
-
-void s2_slots_destroy(struct s2_vm *vm)
+void s2_slots_init(struct s2_vm *vm)
 {
 	for (unsigned as = 0; as < S2_NR_AS; as++) {
 		for (unsigned i = 0; i < 2; i++) {
-			if (vm->set_buf[as][i])
-				vm->be->page_free(vm->be_ctx,
-						  (uint64_t)(uintptr_t)vm->set_buf[as][i],
-						  set_pages());
+			vm->sets[as][i].vm = vm;
+			vm->sets[as][i].idx = i;
 		}
+		vm->active[as] = &vm->sets[as][0];
 	}
+}
+
+// Records pages go back only here (the trees need no teardown: they live in
+// the records).
+void s2_slots_destroy(struct s2_vm *vm)
+{
+	while (vm->slot_pages) {
+		uint64_t pa = vm->slot_pages;
+
+		vm->slot_pages = *(uint64_t *)(uintptr_t)pa;
+		vm->be->page_free(vm->be_ctx, pa, 1);
+	}
+}
+
+// Prepare: at least `n` free records (a page of them at a time).
+static int recs_reserve(struct s2_vm *vm, unsigned n)
+{
+	while (vm->slot_free_n < n) {
+		uint64_t pa = s2_page_alloc(vm, 1, S2_PAGE_SIZE);
+
+		if (!pa)
+			return S2_E_NOMEM;
+		*(uint64_t *)(uintptr_t)pa = vm->slot_pages;
+		vm->slot_pages = pa;
+		struct s2_slot_rec *r = (struct s2_slot_rec *)(uintptr_t)(pa + sizeof(uint64_t));
+		for (unsigned i = 0; i < RECS_PER_PAGE; i++) {
+			r[i].free_next = vm->slot_free;
+			vm->slot_free = &r[i];
+		}
+		vm->slot_free_n += (unsigned)RECS_PER_PAGE;
+	}
+	return 0;
+}
+
+static struct s2_slot_rec *rec_take(struct s2_vm *vm, const struct s2_slot *sl)
+{
+	struct s2_slot_rec *r = vm->slot_free;
+
+	S2_ASSERT(r); // reserved by recs_reserve
+	vm->slot_free = r->free_next;
+	vm->slot_free_n--;
+	memset(r, 0, sizeof(*r));
+	r->slot = *sl;
+	for (unsigned i = 0; i < 2; i++) {
+		r->by_gpa[i].key = sl->gpa;
+		r->by_id[i].key = sl->id;
+	}
+	return r;
+}
+
+// Only for a record no set reaches, with both sets drained since (see top).
+static void rec_put(struct s2_vm *vm, struct s2_slot_rec *r)
+{
+	r->free_next = vm->slot_free;
+	vm->slot_free = r;
+	vm->slot_free_n++;
+}
+
+static struct s2_slot_rec *rec_of_id(struct s2_tnode *n, unsigned idx)
+{
+	return n ? (struct s2_slot_rec *)((char *)(n - idx) - offsetof(struct s2_slot_rec, by_id))
+		 : NULL;
+}
+
+static struct s2_slot_rec *rec_of_gpa(struct s2_tnode *n, unsigned idx)
+{
+	return n ? (struct s2_slot_rec *)((char *)(n - idx) - offsetof(struct s2_slot_rec, by_gpa))
+		 : NULL;
+}
+
+static void count(struct s2_vm *vm, uint64_t visits)
+{
+	S2_STAT_ADD(vm, slot_visits, visits);
 }
 
 // ---- readers (fault path) -------------------------------------------------------
@@ -60,8 +137,6 @@ struct s2_slotset *s2_slots_enter(struct s2_vm *vm, unsigned as)
 	for (;;) {
 		struct s2_slotset *s = __atomic_load_n(&vm->active[as], __ATOMIC_SEQ_CST);
 
-		if (!s)
-			return NULL;
 		__atomic_fetch_add(&s->readers, 1, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&vm->active[as], __ATOMIC_SEQ_CST) == s)
 			return s;
@@ -75,22 +150,23 @@ void s2_slots_exit(struct s2_slotset *s)
 		__atomic_fetch_sub(&s->readers, 1, __ATOMIC_RELEASE);
 }
 
+// The slot with the largest base <= gpa, or NULL.
+static struct s2_slot_rec *floor_rec(const struct s2_slotset *s, uint64_t gpa, uint64_t *visits)
+{
+	return rec_of_gpa(s2_tree_floor(s->by_gpa, gpa, visits), s->idx);
+}
+
 const struct s2_slot *s2_slots_lookup(const struct s2_slotset *s, uint64_t gpa)
 {
-	unsigned lo = 0, hi = s ? s->n : 0;
+	uint64_t visits = 0;
 
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-		const struct s2_slot *sl = &s->slots[mid];
-
-		if (gpa < sl->gpa)
-			hi = mid;
-		else if (gpa >= sl->gpa + sl->size)
-			lo = mid + 1;
-		else
-			return (sl->flags & S2_SLOT_INVALID) ? NULL : sl;
-	}
-	return NULL;
+	if (!s)
+		return NULL;
+	const struct s2_slot_rec *r = floor_rec(s, gpa, &visits);
+	count(s->vm, visits);
+	if (!r || gpa - r->slot.gpa >= r->slot.size)
+		return NULL;
+	return (r->slot.flags & S2_SLOT_INVALID) ? NULL : &r->slot;
 }
 
 bool s2_slot_find(struct s2_vm *vm, unsigned as, uint64_t gpa, struct s2_slot *out)
@@ -112,67 +188,71 @@ uint64_t s2_slots_generation(struct s2_vm *vm)
 
 // ---- updates ------------------------------------------------------------------
 
-// Swaps in `next` and waits until no reader uses the previous set.
-static void publish(struct s2_vm *vm, unsigned as, struct s2_slotset *next)
+static struct s2_slotset *inactive(struct s2_vm *vm, unsigned as)
 {
-	struct s2_slotset *prev = vm->active[as];
+	return vm->active[as] == &vm->sets[as][0] ? &vm->sets[as][1] : &vm->sets[as][0];
+}
 
+// One set: unlink `old`, link `new` (either may be NULL). O(log n).
+static void set_change(struct s2_slotset *s, struct s2_slot_rec *old, struct s2_slot_rec *new,
+		       uint64_t gen)
+{
+	uint64_t visits = 0;
+	unsigned i = s->idx;
+
+	if (old) {
+		s2_tree_remove(&s->by_gpa, old->slot.gpa, &visits);
+		s2_tree_remove(&s->by_id, old->slot.id, &visits);
+		s->n--;
+	}
+	if (new) {
+		s2_tree_insert(&s->by_gpa, &new->by_gpa[i], &visits);
+		s2_tree_insert(&s->by_id, &new->by_id[i], &visits);
+		s->n++;
+	}
+	s->generation = gen;
+	count(s->vm, visits);
+}
+
+// The one way a set changes: the inactive set first, swap, wait until no
+// reader uses the previous set, then the same change there. Afterwards both
+// sets are equal again and the inactive one is drained.
+static void apply(struct s2_vm *vm, unsigned as, struct s2_slot_rec *old, struct s2_slot_rec *new,
+		  uint64_t gen)
+{
+	struct s2_slotset *next = inactive(vm, as), *prev = vm->active[as];
+
+	set_change(next, old, new, gen);
 	__atomic_store_n(&vm->active[as], next, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&prev->readers, __ATOMIC_SEQ_CST)) {
 		if (vm->be->cpu_relax)
 			vm->be->cpu_relax(vm->be_ctx);
 	}
+	set_change(prev, old, new, gen);
 }
 
-static struct s2_slotset *inactive(struct s2_vm *vm, unsigned as)
+static struct s2_slot_rec *find_id(const struct s2_slotset *s, uint32_t id)
 {
-	return vm->active[as] == vm->set_buf[as][0] ? vm->set_buf[as][1] : vm->set_buf[as][0];
+	uint64_t visits = 0;
+	struct s2_slot_rec *r = rec_of_id(s2_tree_find(s->by_id, id, &visits), s->idx);
+
+	count(s->vm, visits);
+	return r;
 }
 
-static void copy_set(struct s2_slotset *dst, const struct s2_slotset *src)
+// Does [gpa, gpa + size) overlap a slot other than `skip`? Slots do not
+// overlap, so only the last slot starting below gpa + size can (or, when that
+// is `skip`, the one before it).
+static bool overlaps(const struct s2_slotset *s, uint64_t gpa, uint64_t size,
+		     const struct s2_slot_rec *skip)
 {
-	dst->n = src->n;
-	memcpy(dst->slots, src->slots, src->n * sizeof(src->slots[0]));
-}
+	uint64_t visits = 0;
+	const struct s2_slot_rec *r = floor_rec(s, gpa + size - 1, &visits);
 
-static int find_id(const struct s2_slotset *s, uint32_t id)
-{
-	for (unsigned i = 0; i < s->n; i++) {
-		if (s->slots[i].id == id)
-			return (int)i;
-	}
-	return -1;
-}
-
-static void remove_at(struct s2_slotset *s, unsigned i)
-{
-	memmove(&s->slots[i], &s->slots[i + 1], (s->n - i - 1) * sizeof(s->slots[0]));
-	s->n--;
-}
-
-static void insert_sorted(struct s2_slotset *s, const struct s2_slot *sl)
-{
-	unsigned i = 0;
-
-	while (i < s->n && s->slots[i].gpa < sl->gpa)
-		i++;
-	memmove(&s->slots[i + 1], &s->slots[i], (s->n - i) * sizeof(s->slots[0]));
-	s->slots[i] = *sl;
-	s->n++;
-}
-
-// Does [gpa, gpa + size) overlap a slot other than `skip_id`?
-static bool overlaps(const struct s2_slotset *s, uint64_t gpa, uint64_t size, int64_t skip_id)
-{
-	for (unsigned i = 0; i < s->n; i++) {
-		const struct s2_slot *sl = &s->slots[i];
-
-		if ((int64_t)sl->id == skip_id)
-			continue;
-		if (gpa < sl->gpa + sl->size && sl->gpa < gpa + size)
-			return true;
-	}
-	return false;
+	if (r && r == skip)
+		r = r->slot.gpa ? floor_rec(s, r->slot.gpa - 1, &visits) : NULL;
+	count(s->vm, visits);
+	return r && r->slot.gpa + r->slot.size > gpa;
 }
 
 static int check_geometry(const struct s2_vm *vm, uint64_t gpa, uint64_t size, uint64_t hpa)
@@ -248,91 +328,103 @@ struct slot_req {
 	unsigned flags;
 };
 
-static int validate(struct s2_vm *vm, unsigned as, const struct slot_req *rq, int *idx)
+static int validate(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
+		    struct s2_slot_rec **old)
 {
 	const struct s2_slotset *cur = vm->active[as];
-	int i = find_id(cur, rq->id);
+	struct s2_slot_rec *o = find_id(cur, rq->id);
 	int r;
 
-	*idx = i;
+	*old = o;
 	if (rq->op == SLOT_ADD) {
 		if (rq->flags & ~(S2_SLOT_READONLY | S2_SLOT_DEVICE))
 			return S2_E_INVAL;
 		r = check_geometry(vm, rq->gpa, rq->size, rq->hpa);
 		if (r)
 			return r;
-		if (i >= 0)
+		if (o)
 			return S2_E_EXIST;
-		if (overlaps(cur, rq->gpa, rq->size, -1))
+		if (overlaps(cur, rq->gpa, rq->size, NULL))
 			return S2_E_OVERLAP;
 		return cur->n >= S2_MAX_SLOTS ? S2_E_FULL : 0;
 	}
-	if (i < 0)
+	if (!o)
 		return S2_E_NOENT;
 	if (rq->op == SLOT_MOVE) {
-		const struct s2_slot *sl = &cur->slots[i];
-
-		r = check_geometry(vm, rq->gpa, sl->size, sl->hpa);
+		r = check_geometry(vm, rq->gpa, o->slot.size, o->slot.hpa);
 		if (r)
 			return r;
-		return overlaps(cur, rq->gpa, sl->size, rq->id) ? S2_E_OVERLAP : 0;
+		return overlaps(cur, rq->gpa, o->slot.size, o) ? S2_E_OVERLAP : 0;
 	}
 	if (rq->op == SLOT_FLAGS && (rq->flags & ~(S2_SLOT_READONLY | S2_SLOT_DEVICE)))
 		return S2_E_INVAL;
 	return 0;
 }
 
+static void do_add(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
+{
+	struct s2_slot sl = {.id = rq->id,
+			     .as = (uint16_t)as,
+			     .flags = (uint16_t)rq->flags,
+			     .gpa = rq->gpa,
+			     .size = rq->size,
+			     .hpa = rq->hpa};
+
+	gen_begin(vm);
+	apply(vm, as, NULL, rec_take(vm, &sl), gen_next(vm));
+}
+
+static void do_change(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
+		      struct s2_slot_rec *old)
+{
+	struct s2_slot sl = old->slot;
+
+	// 1. INVALID copy in both sets; `old` is then unreachable and drained.
+	gen_begin(vm);
+	sl.flags |= S2_SLOT_INVALID;
+	struct s2_slot_rec *inv = rec_take(vm, &sl);
+	apply(vm, as, old, inv, vm->generation);
+	rec_put(vm, old);
+	// 2. Nothing maps the old range afterwards.
+	zap_old(vm, as, sl.gpa, sl.size);
+	// 3. Final record (none for a delete): the free list has `old` back, so
+	// the one record reserved for the update suffices.
+	struct s2_slot_rec *fin = NULL;
+	if (rq->op != SLOT_DELETE) {
+		sl.flags &= (uint16_t)~S2_SLOT_INVALID;
+		if (rq->op == SLOT_MOVE)
+			sl.gpa = rq->gpa;
+		else
+			sl.flags = (uint16_t)rq->flags;
+		fin = rec_take(vm, &sl);
+	}
+	apply(vm, as, inv, fin, gen_next(vm));
+	rec_put(vm, inv);
+}
+
 static int slot_update(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 {
-	int idx, r;
+	struct s2_slot_rec *old;
+	int r;
 
 	if (!vm)
 		return S2_E_INVAL;
 	if (as >= S2_NR_AS)
 		return S2_E_AS;
 	mm_spin_lock(&vm->slots_lock);
-	r = ensure_sets(vm, as);
+	// Prepare: every check and every allocation before anything is published.
+	r = validate(vm, as, rq, &old);
 	if (!r)
-		r = validate(vm, as, rq, &idx);
+		r = recs_reserve(vm, 1); // one record per update (see RECS_PER_PAGE)
 	if (r) {
 		mm_spin_unlock(&vm->slots_lock);
 		return r;
 	}
-	struct s2_slotset *next = inactive(vm, as);
-	struct s2_slot old = idx >= 0 ? vm->active[as]->slots[idx] : (struct s2_slot){0};
-
-	gen_begin(vm);
-	if (rq->op != SLOT_ADD) {
-		// 1. INVALID copy, swap, drain; 2. zap the old range.
-		copy_set(next, vm->active[as]);
-		next->slots[idx].flags |= S2_SLOT_INVALID;
-		next->generation = vm->generation;
-		publish(vm, as, next);
-		zap_old(vm, as, old.gpa, old.size);
-		next = inactive(vm, as);
-	}
-	// 3. Final set.
-	copy_set(next, vm->active[as]);
-	if (rq->op == SLOT_ADD) {
-		struct s2_slot sl = {.id = rq->id,
-				     .as = (uint16_t)as,
-				     .flags = (uint16_t)rq->flags,
-				     .gpa = rq->gpa,
-				     .size = rq->size,
-				     .hpa = rq->hpa};
-		insert_sorted(next, &sl);
-	} else {
-		remove_at(next, (unsigned)idx);
-		if (rq->op == SLOT_MOVE)
-			old.gpa = rq->gpa;
-		if (rq->op == SLOT_FLAGS)
-			old.flags = (uint16_t)rq->flags;
-		if (rq->op != SLOT_DELETE)
-			insert_sorted(next, &old);
-	}
-	next->generation = gen_next(vm);
-	publish(vm, as, next);
-	gen_end(vm, next->generation);
+	if (rq->op == SLOT_ADD)
+		do_add(vm, as, rq);
+	else
+		do_change(vm, as, rq, old);
+	gen_end(vm, vm->active[as]->generation);
 	mm_spin_unlock(&vm->slots_lock);
 	return 0;
 }
