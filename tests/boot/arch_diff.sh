@@ -107,34 +107,36 @@ _arch_run() {
 	esac
 }
 
-arch_diff_x86_qemu() {
-	local cpu=$1 p
-	shift
+# _arch_diff_x86 TIMEOUT EMU_FN MODEL PAYLOAD... [-- EXTRA ARGS...]: both runs
+# of each payload on one x86 emulator (QEMU or Bochs: same firmware, same
+# marker of the primary VM).
+_arch_diff_x86() {
+	local limit=$1 emu=$2 model=$3 p
+	shift 3
+	local payloads=() extra=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		payloads+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift && extra=("$@")
 	_arch_build x86_64
-	for p in "$@"; do
+	for p in "${payloads[@]}"; do
 		local mode
 		for mode in bare slat; do
-			EMU_TIMEOUT=${BOOT_TIMEOUT:-120} _arch_run x86_64 "$p" "$mode" \
-				emu_qemu_x86 batch "$BOOT_DIR/$p.$mode.log" "$BOOT_DIR/$p.$mode.img" "$cpu" \
-				${ARCH_QEMU_ARGS[@]+"${ARCH_QEMU_ARGS[@]}"}
+			EMU_TIMEOUT=${BOOT_TIMEOUT:-$limit} _arch_run x86_64 "$p" "$mode" \
+				"$emu" batch "$BOOT_DIR/$p.$mode.log" "$BOOT_DIR/$p.$mode.img" "$model" \
+				${extra[@]+"${extra[@]}"}
 		done
 		_arch_compare "$p" '^slat: firmware continues as the primary VM on [0-9]+ CPU'
 	done
 }
 
+arch_diff_x86_qemu() {
+	_arch_diff_x86 120 emu_qemu_x86 "$@" -- ${ARCH_QEMU_ARGS[@]+"${ARCH_QEMU_ARGS[@]}"}
+}
+
 arch_diff_x86_bochs() {
-	local model=$1 p
-	shift
-	_arch_build x86_64
-	for p in "$@"; do
-		local mode
-		for mode in bare slat; do
-			EMU_TIMEOUT=${BOOT_TIMEOUT:-420} _arch_run x86_64 "$p" "$mode" \
-				emu_bochs batch "$BOOT_DIR/$p.$mode.log" "$BOOT_DIR/$p.$mode.img" "$model" \
-				${ARCH_BXRC[@]+"${ARCH_BXRC[@]}"}
-		done
-		_arch_compare "$p" '^slat: firmware continues as the primary VM on [0-9]+ CPU'
-	done
+	_arch_diff_x86 420 emu_bochs "$@" -- ${ARCH_BXRC[@]+"${ARCH_BXRC[@]}"}
 }
 
 arch_diff_arm64() {
