@@ -17,8 +17,10 @@ _Static_assert(HC_DEPOSIT_MAX <= OWN_RANGE_MAX, "a deposit is one ownership requ
 
 // Which argument registers each call uses (bit i: a[i]).
 static const uint8_t hc_used[HC_FN_COUNT] = {
-    [HC_VERSION_FN] = 0x00, [HC_DEPOSIT] = 0x03,     [HC_WITHDRAW] = 0x03, [HC_VM_CREATE] = 0x03,
-    [HC_VM_DESTROY] = 0x01, [HC_VCPU_CREATE] = 0x03, [HC_SLOT_SET] = 0x3f, [HC_VCPU_RUN] = 0x07,
+    [HC_VERSION_FN] = 0x00,    [HC_DEPOSIT] = 0x03,    [HC_WITHDRAW] = 0x03,
+    [HC_VM_CREATE] = 0x03,     [HC_VM_DESTROY] = 0x01, [HC_VCPU_CREATE] = 0x03,
+    [HC_SLOT_SET] = 0x3f,      [HC_VCPU_RUN] = 0x07,   [HC_VCPU_SET_REGS] = 0x07,
+    [HC_VCPU_GET_REGS] = 0x07, [HC_VM_STATS] = 0x03,   [HC_HV_STATS] = 0x01,
 };
 
 static int hc_fn_of(enum hc_abi abi, uint64_t raw, enum hc_fn *fn)
@@ -84,7 +86,7 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 	if ((rc = hc_vm(a[0], &c->vm)) ||
 	    (rc = hc_index(a[1], HC_MAX_SLOTS, HC_E_BAD_SLOT, &c->slot)))
 		return rc;
-	if (a[2] >= HC_SLOT_OP_COUNT)
+	if (a[2] >= HC_SLOT_OP_COUNT || a[2] == 1) // 1: APPEND of the 0.1 draft, gone
 		return HC_E_INVAL;
 	c->op = (enum hc_slot_op)a[2];
 	c->gpa = a[3];
@@ -94,13 +96,7 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 	case HC_SLOT_ADD:
 		if ((rc = hc_page(a[3])) || (rc = hc_page(a[4])))
 			return rc;
-		return hc_count(a[3], a[5], HC_LIST_MAX);
-	case HC_SLOT_APPEND:
-		if (a[3])
-			return HC_E_INVAL;
-		if ((rc = hc_page(a[4])))
-			return rc;
-		return hc_count(0, a[5], HC_LIST_MAX);
+		return hc_count(a[3], a[5], HC_SLOT_MAX_PAGES);
 	case HC_SLOT_MOVE:
 		if (a[4] || a[5])
 			return HC_E_INVAL;
@@ -140,11 +136,21 @@ static int hc_args(enum hc_fn fn, const uint64_t *a, struct hc_call *c)
 		return hc_vm(a[0], &c->vm);
 	case HC_VCPU_CREATE:
 	case HC_VCPU_RUN:
+	case HC_VCPU_SET_REGS:
+	case HC_VCPU_GET_REGS:
 		if ((rc = hc_vm(a[0], &c->vm)) ||
 		    (rc = hc_index(a[1], HC_MAX_VCPUS, HC_E_BAD_VCPU, &c->vcpu)))
 			return rc;
 		c->pa = a[2];
-		return fn == HC_VCPU_RUN ? hc_page(a[2]) : HC_OK;
+		return fn == HC_VCPU_CREATE ? HC_OK : hc_page(a[2]);
+	case HC_VM_STATS:
+		if ((rc = hc_vm(a[0], &c->vm)))
+			return rc;
+		c->pa = a[1];
+		return hc_page(a[1]);
+	case HC_HV_STATS:
+		c->pa = a[0];
+		return hc_page(a[0]);
 	default: // HC_SLOT_SET (hc_fn_of admits nothing else)
 		return hc_slot_set(a, c);
 	}

@@ -131,12 +131,14 @@ static void test_slot_set(void **state)
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0x100, 0x5000, 1), &c), HC_E_ALIGN);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5008, 1), &c), HC_E_ALIGN);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, 0), &c), HC_E_INVAL);
-	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, 513), &c), HC_E_TOO_MANY);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, 513), &c), HC_OK); // directory
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, HC_SLOT_MAX_PAGES), &c), HC_OK);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, HC_SLOT_MAX_PAGES + 1), &c),
+			 HC_E_TOO_MANY);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, GPA_END - 4096, 0x5000, 2), &c), HC_E_RANGE);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, GPA_END - 4096, 0x5000, 1), &c), HC_OK);
-	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, HC_SLOT_APPEND, 0, 0x5000, 3), &c), HC_OK);
-	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, HC_SLOT_APPEND, 0x1000, 0x5000, 3), &c),
-			 HC_E_INVAL);
+	// op 1 was the draft's APPEND: refused like any unknown op
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 1, 0, 0x5000, 3), &c), HC_E_INVAL);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, HC_SLOT_DELETE), &c), HC_OK);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, HC_SLOT_DELETE, 0, 0, 1), &c), HC_E_INVAL);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, HC_SLOT_MOVE, 0x200000), &c), HC_OK);
@@ -220,20 +222,29 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 		break;
 	case HC_VCPU_CREATE:
 	case HC_VCPU_RUN:
+	case HC_VCPU_SET_REGS:
+	case HC_VCPU_GET_REGS:
 		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->vcpu < HC_MAX_VCPUS);
 		assert_true(c->vm == a[0] && c->vcpu == a[1] && !a[3]);
 		assert_true(c->fn == HC_VCPU_CREATE ? !a[2] : page_pa);
 		break;
+	case HC_VM_STATS:
+		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->vm == a[0] && page_pa && !a[2]);
+		break;
+	case HC_HV_STATS:
+		assert_true(page_pa && c->pa == a[0] && !a[1]);
+		break;
 	case HC_SLOT_SET:
 		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->slot < HC_MAX_SLOTS);
 		assert_true(c->slot == a[1] && c->op == a[2] && c->op < HC_SLOT_OP_COUNT);
-		if (c->op == HC_SLOT_ADD || c->op == HC_SLOT_APPEND)
-			assert_true(page_pa && c->count >= 1 && c->count <= HC_LIST_MAX);
+		assert_true(c->op != 1);
+		if (c->op == HC_SLOT_ADD)
+			assert_true(page_pa && c->count >= 1 && c->count <= HC_SLOT_MAX_PAGES);
 		if (c->op == HC_SLOT_ADD)
 			assert_true(!(c->gpa & 4095) && c->gpa + c->count * 4096 <= GPA_END);
 		if (c->op == HC_SLOT_MOVE)
 			assert_true(!(c->gpa & 4095) && c->gpa < GPA_END && !c->pa && !c->count);
-		if (c->op == HC_SLOT_DELETE || c->op == HC_SLOT_APPEND)
+		if (c->op == HC_SLOT_DELETE)
 			assert_true(!c->gpa);
 		if (c->op == HC_SLOT_DELETE)
 			assert_true(!c->pa && !c->count);

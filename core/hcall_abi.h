@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Slat's hypercall ABI, version 1.0 (docs/hypercalls.md): the numbers and
+// layouts shared by Slat and by the primary's Linux module (linux/slat/),
+// which includes this file as it is. Only fixed-width types; no functions.
+//
+// Registers: function id in x0 / RAX, arguments a0..a5 in x1..x6 / RBX, RCX,
+// RDX, RSI, RDI, R8; status back in x0 / RAX, results r0..r2 in x1..x3 /
+// RBX, RCX, RDX. Every other register is preserved.
+#ifndef SLAT_CORE_HCALL_ABI_H
+#define SLAT_CORE_HCALL_ABI_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stdint.h>
+#endif
+
+#define HC_ABI_MAJOR 1u
+#define HC_ABI_MINOR 0u
+#define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
+
+// SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
+// (vendor-specific hypervisor service, bits 29:24), function number in 15:0.
+#define HC_FN_BASE     0xC6000000u
+#define HC_FN_SVE_HINT (1u << 16) // SMCCC 1.3: caller's SVE-state hint, ignored
+#define HC_FN_NUM_MASK 0xffffu
+#define HC_FN(n)       (HC_FN_BASE | (n))
+
+// arm64 discovery: the SMCCC "vendor hypervisor call UID" query (through the
+// primary's SMCCC conduit, HVC or SMC) answers this UUID in w0..w3.
+#define HC_SMCCC_UID_FN 0x8600ff01u
+#define HC_UID_W0	0x74616c53u // "Slat"
+#define HC_UID_W1	0x3158564du // "MVX1"
+#define HC_UID_W2	0x2d6d7261u
+#define HC_UID_W3	0x76736263u
+// x86 discovery: CPUID 0x40000000 answers "SlatSlatSlat" in EBX, ECX, EDX.
+
+#define HC_NARGS	  6u
+#define HC_GPA_BITS	  52u
+#define HC_MAX_VCPUS	  1024u	 // vCPU index < HC_MAX_VCPUS
+#define HC_MAX_SLOTS	  32764u // slot index < HC_MAX_SLOTS (KVM_CAP_NR_MEMSLOTS)
+#define HC_LIST_MAX	  512u	 // frame numbers in one list page
+#define HC_SLOT_MAX_PAGES (HC_LIST_MAX * HC_LIST_MAX) // 1 GiB per slot
+#define HC_DEPOSIT_MAX	  65536u		      // pages in one DEPOSIT (256 MiB)
+#define HC_VM_MAX	  ((1u << 30) - 1)	      // VM ids 1..HC_VM_MAX
+#define HC_VM_FLAG_DONATE 1u			      // the VM's slots are donated, not shared
+
+enum hc_fn {
+	HC_VERSION_FN = 0x00,
+	HC_DEPOSIT = 0x01,
+	HC_WITHDRAW = 0x02,
+	HC_VM_CREATE = 0x03,
+	HC_VM_DESTROY = 0x04,
+	HC_VCPU_CREATE = 0x05,
+	HC_SLOT_SET = 0x06,
+	HC_VCPU_RUN = 0x07,
+	HC_VCPU_SET_REGS = 0x08, // a0 = VM, a1 = vCPU, a2 = page holding struct hc_regs_<arch>
+	HC_VCPU_GET_REGS = 0x09, // same; Slat writes the page
+	HC_VM_STATS = 0x0a,	 // a0 = VM, a1 = page: struct hc_vm_stats
+	HC_HV_STATS = 0x0b,	 // a0 = page: struct hc_hv_stats
+	HC_FN_COUNT,
+};
+
+enum hc_slot_op {
+	HC_SLOT_ADD = 0,    // new slot at gpa backed by `count` listed frames
+	HC_SLOT_DELETE = 2, // slot-scoped zap, flush, frames back to the primary
+	HC_SLOT_MOVE = 3,   // same frames at a new gpa
+	HC_SLOT_OP_COUNT = 4,
+};
+
+// Status in x0 / RAX: 0 or one of these.
+enum hc_err {
+	HC_OK = 0,
+	HC_E_UNKNOWN = -1,	  // unknown function; also every call from a secondary
+	HC_E_NOT_OWNED = -2,	  // a frame is not the primary's (or not in the needed state)
+	HC_E_SLAT = -3,		  // a frame is Slat's
+	HC_E_OTHER_VM = -4,	  // a frame is shared with or donated to another VM
+	HC_E_ALREADY_SHARED = -5, // a frame is already shared with this VM
+	HC_E_RANGE = -6,	  // beyond 2^52, wrapping, or not RAM
+	HC_E_ALIGN = -7,	  // not 4 KiB aligned
+	HC_E_TOO_MANY = -8,	  // a count above the call's limit
+	HC_E_NOMEM = -9,	  // needs memory: DEPOSIT and retry; nothing changed
+	HC_E_BAD_VM = -10,	  // no such VM
+	HC_E_INVAL = -12,	  // a must-be-zero register or bit, bad flags/op/state
+	HC_E_BAD_SLOT = -13,	  // slot index out of bounds or no such slot
+	HC_E_BAD_VCPU = -14,	  // vCPU index out of bounds or no such vCPU
+	HC_E_BUSY = -15,	  // the vCPU runs on another CPU
+	HC_E_EXISTS = -16,	  // the slot/vCPU exists, or the slot overlaps one
+};
+
+// VCPU_RUN's result r0 and hc_run.reason.
+enum hc_exit {
+	HC_EXIT_MMIO = 1,
+	HC_EXIT_IO = 2, // x86 port I/O
+	HC_EXIT_HYPERCALL = 3,
+	HC_EXIT_HALT = 4,
+	HC_EXIT_SHUTDOWN = 5,
+	HC_EXIT_PREEMPTED = 6, // a physical interrupt for the primary: run again
+	HC_EXIT_FAIL_ENTRY = 7,
+	HC_EXIT_INTERNAL = 8, // Slat could not handle the exit (hw_reason says what)
+};
+
+// The run page of VCPU_RUN (a primary page): Slat writes the exit's details
+// on the way out and reads the VMM's answer on the next VCPU_RUN of the same
+// vCPU (MMIO read data, port input data, hypercall return values).
+struct hc_run {
+	uint32_t reason; // enum hc_exit
+	uint32_t pad;
+	union {
+		struct {
+			uint64_t gpa;
+			uint64_t data; // write: the value; read: the VMM fills it
+			uint8_t len;   // 1, 2, 4 or 8
+			uint8_t is_write;
+			uint8_t pad[6];
+		} mmio;
+		struct {
+			uint16_t port;
+			uint8_t size; // 1, 2 or 4
+			uint8_t is_out;
+			uint32_t count; // string I/O repetitions (1 otherwise)
+			uint64_t data;	// out: the value; in: the VMM fills it
+		} io;
+		struct {
+			uint64_t nr;
+			uint64_t args[6];
+			uint64_t ret[4];
+		} hcall;
+		struct {
+			uint64_t hw_reason; // the hardware's own exit code, for diagnostics
+			uint64_t info[2];
+		} fail;
+	} u;
+};
+
+// x86 segment register as the VMCB keeps it: attr = type(3:0) S(4) DPL(6:5)
+// P(7) AVL(8) L(9) D/B(10) G(11).
+struct hc_x86_seg {
+	uint64_t base;
+	uint32_t limit;
+	uint16_t sel;
+	uint16_t attr;
+};
+
+// SET_REGS / GET_REGS page on x86. gpr[] in encoding order (RAX, RCX, RDX,
+// RBX, RSP, RBP, RSI, RDI, R8..R15). Illegal combinations (VMRUN/VM-entry
+// consistency checks) give HC_E_INVAL at SET_REGS.
+struct hc_regs_x86 {
+	uint64_t gpr[16];
+	uint64_t rip, rflags;
+	uint64_t cr0, cr2, cr3, cr4, efer;
+	struct hc_x86_seg es, cs, ss, ds, fs, gs, ldtr, tr;
+	uint64_t gdt_base, idt_base;
+	uint32_t gdt_limit, idt_limit;
+};
+
+// SET_REGS / GET_REGS page on arm64. pstate's mode must be EL1h, EL1t or EL0t
+// in AArch64 (HC_E_INVAL otherwise).
+struct hc_regs_arm64 {
+	uint64_t x[31];
+	uint64_t sp_el0, sp_el1, pc, pstate;
+	uint64_t elr_el1, spsr_el1, esr_el1, far_el1;
+	uint64_t sctlr_el1, tcr_el1, ttbr0_el1, ttbr1_el1, mair_el1, vbar_el1;
+	uint64_t cpacr_el1, contextidr_el1, tpidr_el0, tpidr_el1, tpidrro_el0;
+	uint64_t amair_el1, afsr0_el1, afsr1_el1, par_el1, cntkctl_el1;
+	uint64_t cntv_ctl_el0, cntv_cval_el0;
+	uint64_t mpidr_el1; // read only (GET): the vCPU's affinity
+};
+
+// VM_STATS page: the SLAT engine's counters of one VM (mm/s2.h s2_stats) and
+// what the VM holds.
+struct hc_vm_stats {
+	uint64_t faults, faults_mmio, faults_retry;
+	uint64_t leaves_mapped[4]; // by level: 4K, 2M, 1G, 512G
+	uint64_t leaves_zapped, tables_zapped;
+	uint64_t tables_live, tables_max;
+	uint64_t inval_context, inval_range, inval_range_pages, cmo_calls;
+	uint64_t slot_updates, zap_all;
+	uint64_t slots, slot_pages; // live slots and the frames they hold
+	uint64_t meta_pages;	    // deposited pages the VM uses (records, tables, lists)
+	uint64_t vcpus;
+	uint64_t roots_alloc, roots_freed;
+	uint64_t exits[16]; // per exit reason (core/vm.h order)
+};
+
+// HV_STATS page: where every deposited page is. deposited - withdrawn ==
+// free + used; used == the sum of the VMs' meta_pages + own_nodes.
+struct hc_hv_stats {
+	uint64_t deposited, withdrawn; // pages, since boot
+	uint64_t free, used;	       // in Slat's hands now
+	uint64_t own_nodes;	       // ownership-table node pages
+	uint64_t vms, vms_created, vms_destroyed;
+	uint64_t shared_frames, donated_frames; // primary frames in slots now
+	uint64_t calls, calls_failed;
+};
+
+#endif
