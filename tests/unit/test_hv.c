@@ -352,6 +352,30 @@ static void test_slot_fault_delete_move(void **state)
 	assert_int_equal(owner(big, NULL), OWN_PRIMARY);
 }
 
+// A VM made with ZAP_ALL (the old way, for benchmarks): a delete zaps every
+// slot's leaves, so the untouched slot refaults; the default VM above did not.
+static void test_zap_all_vm(void **state)
+{
+	uint64_t id;
+
+	deposit(64);
+	assert_int_equal(C(HC_VM_CREATE, HC_VM_FLAG_ZAP_ALL, 1, 0, 0, 0, 0, &id), HC_OK);
+	assert_int_equal(C(HC_VCPU_CREATE, id, 0, 0, 0, 0, 0, NULL), HC_OK);
+	uint64_t m = next_free;
+	next_free += 8 * PG;
+	assert_int_equal(C(HC_SLOT_SET, id, 1, HC_SLOT_ADD, 0, frames(m, 4, 1), 4, NULL), HC_OK);
+	assert_int_equal(
+	    C(HC_SLOT_SET, id, 2, HC_SLOT_ADD, 0x100000, frames(m + 4 * PG, 4, 1), 4, NULL), HC_OK);
+	const uint64_t g[] = {0, 0x1000, 0x100000};
+	assert_int_equal(run_touch(id, 0, g, 3), HC_EXIT_HALT);
+	uint64_t f0 = vm_stats_now(id).faults;
+	assert_int_equal(C(HC_SLOT_SET, id, 2, HC_SLOT_DELETE, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(vm_stats_now(id).zap_all, 1);
+	assert_int_equal(run_touch(id, 0, g, 2), HC_EXIT_HALT);
+	assert_int_equal(vm_stats_now(id).faults, f0 + 2); // slot 1 refaulted
+	assert_int_equal(C(HC_VM_DESTROY, id, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
 // A slot larger than one list page goes through a directory of list pages.
 static void test_slot_directory(void **state)
 {
@@ -583,6 +607,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_vm_needs_memory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slot_ownership, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slot_fault_delete_move, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_zap_all_vm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slot_directory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slot_nomem_all_or_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_checks, setup, teardown),
