@@ -6,6 +6,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
+#include "core/hv.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/vm_arch.h"
@@ -36,6 +37,7 @@ __attribute__((noreturn)) void x86_vm_shutdown(struct vcpu *v, bool reset, uint1
 		x86_park(); // another CPU is already shutting the machine down
 	vm_teardown_and_report(vm, reset ? "reset" : "power-off");
 	io_report();
+	hv_print_summary();
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();
 	if (port) {

@@ -46,7 +46,7 @@ static struct {
 	uint64_t iopm_pa, msrpm_pa; // all ones: every port and MSR exits
 	uint64_t fpu_pa;	    // X86_MAX_CPUS pages: the primary's extended state
 	bool xsave;
-} hv;
+} svm_hv;
 
 // svm_hv_run_once (hv_entry.S): VMLOAD, VMRUN, VMSAVE on `vmcb_pa` with the
 // guest's GPRs (but RAX, RSP) from and back to gprs[]; host callee-saved
@@ -61,7 +61,7 @@ static void *vmcb_of(struct vcpu *v)
 // ---- extended state --------------------------------------------------------------
 static void fpu_save(uint64_t pa)
 {
-	if (hv.xsave)
+	if (svm_hv.xsave)
 		__asm__ volatile("xsave64 (%0)" ::"r"(pa), "a"(~0u), "d"(~0u) : "memory");
 	else
 		__asm__ volatile("fxsave64 (%0)" ::"r"(pa) : "memory");
@@ -69,7 +69,7 @@ static void fpu_save(uint64_t pa)
 
 static void fpu_load(uint64_t pa)
 {
-	if (hv.xsave)
+	if (svm_hv.xsave)
 		__asm__ volatile("xrstor64 (%0)" ::"r"(pa), "a"(~0u), "d"(~0u) : "memory");
 	else
 		__asm__ volatile("fxrstor64 (%0)" ::"r"(pa) : "memory");
@@ -77,7 +77,7 @@ static void fpu_load(uint64_t pa)
 
 static uint64_t primary_fpu(struct vcpu *caller)
 {
-	return hv.fpu_pa + (uint64_t)caller->index * 4096;
+	return svm_hv.fpu_pa + (uint64_t)caller->index * 4096;
 }
 
 // ---- VMCB contents ------------------------------------------------------------------
@@ -98,8 +98,8 @@ static void control(void *vmcb)
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC2) =
 	    INT4_VMRUN | INT4_VMMCALL | INT4_VMLOAD | INT4_VMSAVE | INT4_STGI | INT4_CLGI |
 	    INT4_SKINIT | INT4_MONITOR | INT4_MWAIT | INT4_MWAIT_COND | INT4_XSETBV;
-	*vmcb64(vmcb, VMCB_IOPM_PA) = hv.iopm_pa;
-	*vmcb64(vmcb, VMCB_MSRPM_PA) = hv.msrpm_pa;
+	*vmcb64(vmcb, VMCB_IOPM_PA) = svm_hv.iopm_pa;
+	*vmcb64(vmcb, VMCB_MSRPM_PA) = svm_hv.msrpm_pa;
 	*vmcb32(vmcb, VMCB_ASID) = SVM_HV_ASID;
 	// Physical interrupts are gated by the host's IF (set around VMRUN)
 	// and exit, whatever the guest's IF.
@@ -484,20 +484,20 @@ bool svm_hv_init(struct region *r, const struct slat_plan *plan)
 	static uint64_t ram[PLAN_MAX_RANGES][2], slat[1][2];
 	unsigned n = 0;
 
-	hv.xsave = svm_host.xsave;
-	if (hv.xsave && cpuid(0xd, 0).ebx > 4096) {
+	svm_hv.xsave = svm_host.xsave;
+	if (svm_hv.xsave && cpuid(0xd, 0).ebx > 4096) {
 		log_warn("svm: XSAVE area of %u bytes: no secondary VMs\n", cpuid(0xd, 0).ebx);
 		return false;
 	}
-	hv.iopm_pa = region_alloc(r, 3, 4096);
-	hv.msrpm_pa = region_alloc(r, 2, 4096);
-	hv.fpu_pa = region_alloc(r, X86_MAX_CPUS, 4096);
-	if (!hv.iopm_pa || !hv.msrpm_pa || !hv.fpu_pa) {
+	svm_hv.iopm_pa = region_alloc(r, 3, 4096);
+	svm_hv.msrpm_pa = region_alloc(r, 2, 4096);
+	svm_hv.fpu_pa = region_alloc(r, X86_MAX_CPUS, 4096);
+	if (!svm_hv.iopm_pa || !svm_hv.msrpm_pa || !svm_hv.fpu_pa) {
 		log_warn("svm: no room in Slat's region for secondary VMs\n");
 		return false;
 	}
-	memset((void *)(uintptr_t)hv.iopm_pa, 0xff, 3 * 4096);
-	memset((void *)(uintptr_t)hv.msrpm_pa, 0xff, 2 * 4096);
+	memset((void *)(uintptr_t)svm_hv.iopm_pa, 0xff, 3 * 4096);
+	memset((void *)(uintptr_t)svm_hv.msrpm_pa, 0xff, 2 * 4096);
 	for (unsigned i = 0; i < plan->n_ranges; i++) {
 		if (plan->ranges[i].kind != PLAN_MEM_NORMAL)
 			continue;
@@ -508,7 +508,11 @@ bool svm_hv_init(struct region *r, const struct slat_plan *plan)
 	slat[0][0] = plan->region.base;
 	slat[0][1] = plan->region.size;
 	x86_hv_setup(&svm_hv_ops);
-	const struct hv_boot b = {
-	    .ram = ram, .nram = n, .slat = slat, .nslat = 1, .abi = HC_ABI_X86};
+	const struct hv_boot b = {.ram = ram,
+				  .nram = n,
+				  .slat = slat,
+				  .nslat = 1,
+				  .abi = HC_ABI_X86,
+				  .ncpus = X86_MAX_CPUS};
 	return hv_init(&b) == 0;
 }

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+# The verdicts of tests/arch/x86/hv.c that every x86 back end must give
+# (sourced by t_hv_x86_svm.sh and t_hv_x86_vmx.sh after the boot).
+expect '^slat: firmware continues as the primary VM on [0-9]+ CPU'
+expect_absent '^ARCHTEST-ABORT' 'X64 Exception Type' '^slat: .*fault on'
+expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
+	'^ARCHTEST hv-version: st 0 version 0x10000$' \
+	'^ARCHTEST hv-stats-boot: st 0 deposited 0 withdrawn\+own_nodes 0 free 0 used-by-vms 0 vms 0 balanced 1$' \
+	'^ARCHTEST hv-vm-create-empty-pool: -9$' \
+	'^ARCHTEST hv-deposit: 0$' \
+	'^ARCHTEST hv-deposit-again: -3$' \
+	'^ARCHTEST hv-vm-create: st 0 id-nonzero 1$' \
+	'^ARCHTEST hv-vcpu0-create: 0$' \
+	'^ARCHTEST hv-vcpu1-create: 0$' \
+	'^ARCHTEST hv-slot0-add: 0$' \
+	'^ARCHTEST hv-slot1-add: 0$' \
+	'^ARCHTEST hv-regs-pg-without-pe: -12$' \
+	'^ARCHTEST hv-regs-svme: -12$' \
+	'^ARCHTEST hv-regs-long-no-pae: -12$' \
+	'^ARCHTEST hv-regs-rflags-reserved: -12$' \
+	'^ARCHTEST hv-regs-nw-without-cd: -12$' \
+	'^ARCHTEST hv-regs-vcpu0: 0$' \
+	'^ARCHTEST hv-vcpu0-exit1: io port 0x1234 size 4 out 1 data 0x10$' \
+	'^ARCHTEST hv-vcpu0-exit2: halt 0$' \
+	'^ARCHTEST hv-pattern: 16 of 16 words$' \
+	'^ARCHTEST hv-get-regs: st 0$' \
+	'^ARCHTEST hv-get-regs-state: rip-after-hlt 1 edi 0x1840 eax 0x10$' \
+	'^ARCHTEST hv-regs-vcpu1: 0$' \
+	'^ARCHTEST hv-vcpu1-slot-exit1: io port 0x1234 size 4 out 1 data 0x11223344$' \
+	'^ARCHTEST hv-vcpu1-slot-exit2: halt 0$' \
+	'^ARCHTEST hv-vcpu1-slot-store: 0xbeef$' \
+	'^ARCHTEST hv-slot1-move: 0$' \
+	'^ARCHTEST hv-moved-exit1: mmio gpa 0x10000 len 4 write 0 data 0x0$' \
+	'^ARCHTEST hv-moved-exit2: io port 0x1234 size 4 out 1 data 0x55667788$' \
+	'^ARCHTEST hv-moved-exit3: mmio gpa 0x10004 len 4 write 1 data 0xbeef$' \
+	'^ARCHTEST hv-moved-exit4: halt 0$' \
+	'^ARCHTEST hv-slot1-delete: 0$' \
+	'^ARCHTEST hv-deleted-exit1: mmio gpa 0x10000 len 4 write 0 data 0x0$' \
+	'^ARCHTEST hv-deleted-exit2: io port 0x1234 size 4 out 1 data 0x99aabbcc$' \
+	'^ARCHTEST hv-vm2-create: st 0$' \
+	'^ARCHTEST hv-slot-deposited-frame: -3$' \
+	'^ARCHTEST hv-slot-slat-region: 1 range\(s\)$' \
+	'^ARCHTEST hv-slot-other-vm-frame: -4$' \
+	'^ARCHTEST hv-vcpu-create-bad-vm: -10$' \
+	'^ARCHTEST hv-vcpu-create-dup: -16$' \
+	'^ARCHTEST hv-run-bad-vcpu: -14$' \
+	'^ARCHTEST hv-run-bad-vm: -10$' \
+	'^ARCHTEST hv-unknown-fn: -1$' \
+	'^ARCHTEST hv-vcpu2-create: 0$' \
+	'^ARCHTEST hv-vm2-destroy: 0$' \
+	'^ARCHTEST hv-run-destroyed-vm: -10$' \
+	'^ARCHTEST hv-vm-destroy: 0$' \
+	'^ARCHTEST hv-run-after-destroy: -10$' \
+	'^ARCHTEST hv-withdraw: st 0 pages [0-9]+$' \
+	'^ARCHTEST hv-stats-end: st 0 deposited 48 withdrawn\+own_nodes 48 free 0 used-by-vms 0 vms 0 balanced 1$' \
+	'^ARCHTEST-END [0-9]+ verdicts'
