@@ -37,6 +37,20 @@ expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-slot1-delete: 0$' \
 	'^ARCHTEST hv-deleted-exit1: mmio gpa 0x10000 len 4 write 0 data 0x0$' \
 	'^ARCHTEST hv-deleted-exit2: io port 0x1234 size 4 out 1 data 0x99aabbcc$' \
+	'^ARCHTEST hv-fpu-guest-xmm0: io port 0x1234 size 4 out 1 data 0x0$' \
+	'^ARCHTEST hv-fpu-exit2: halt 0$' \
+	'^ARCHTEST hv-fpu-primary-xmm0: kept$' \
+	'^ARCHTEST hv-cpuid-1: st 0 hypervisor 1 vmx 0 xsave 0$' \
+	'^ARCHTEST hv-cpuid-80000001: st 0 svm 0$' \
+	'^ARCHTEST hv-cpuid-exit3: halt 0$' \
+	'^ARCHTEST hv-guest-hypercall: hypercall nr 0x42 a0 7 a1 8$' \
+	'^ARCHTEST hv-guest-hypercall-ret0: io port 0x1234 size 4 out 1 data 0x99$' \
+	'^ARCHTEST hv-guest-hypercall-ret1: io port 0x1234 size 4 out 1 data 0x98$' \
+	'^ARCHTEST hv-guest-hypercall-exit4: halt 0$' \
+	'^ARCHTEST hv-in-exit1: io port 0x1234 size 4 out 0 data 0x0$' \
+	'^ARCHTEST hv-in-exit2: io port 0x1234 size 4 out 1 data 0xfeedface$' \
+	'^ARCHTEST hv-in-exit3: halt 0$' \
+	'^ARCHTEST hv-msr-unknown: shutdown 0$' \
 	'^ARCHTEST hv-vm2-create: st 0$' \
 	'^ARCHTEST hv-slot-deposited-frame: -3$' \
 	'^ARCHTEST hv-slot-slat-region: 1 range\(s\)$' \

@@ -59,20 +59,27 @@ static void *vmcb_of(struct vcpu *v)
 }
 
 // ---- extended state --------------------------------------------------------------
+// x87 and SSE with FXSAVE (they are usable with CR4.OSFXSR whatever XCR0
+// says, and XSAVE saves only what XCR0 enables); the components above SSE
+// (AVX, ...) with XSAVE / XRSTOR of XCR0 & ~3 into the same area, standard
+// format, when the host has XSAVE. XCR0 is the primary's throughout (a
+// secondary's XSETBV is refused), so both sides use the same layout.
+#define XSTATE_ABOVE_SSE (~3u)
+
 static void fpu_save(uint64_t pa)
 {
+	__asm__ volatile("fxsave64 (%0)" ::"r"(pa) : "memory");
 	if (svm_hv.xsave)
-		__asm__ volatile("xsave64 (%0)" ::"r"(pa), "a"(~0u), "d"(~0u) : "memory");
-	else
-		__asm__ volatile("fxsave64 (%0)" ::"r"(pa) : "memory");
+		__asm__ volatile("xsave64 (%0)" ::"r"(pa), "a"(XSTATE_ABOVE_SSE), "d"(~0u)
+				 : "memory");
 }
 
 static void fpu_load(uint64_t pa)
 {
 	if (svm_hv.xsave)
-		__asm__ volatile("xrstor64 (%0)" ::"r"(pa), "a"(~0u), "d"(~0u) : "memory");
-	else
-		__asm__ volatile("fxrstor64 (%0)" ::"r"(pa) : "memory");
+		__asm__ volatile("xrstor64 (%0)" ::"r"(pa), "a"(XSTATE_ABOVE_SSE), "d"(~0u)
+				 : "memory");
+	__asm__ volatile("fxrstor64 (%0)" ::"r"(pa) : "memory");
 }
 
 static uint64_t primary_fpu(struct vcpu *caller)
@@ -485,8 +492,10 @@ bool svm_hv_init(struct region *r, const struct slat_plan *plan)
 	unsigned n = 0;
 
 	svm_hv.xsave = svm_host.xsave;
-	if (svm_hv.xsave && cpuid(0xd, 0).ebx > 4096) {
-		log_warn("svm: XSAVE area of %u bytes: no secondary VMs\n", cpuid(0xd, 0).ebx);
+	// The largest XSAVE area any XCR0 can need must fit the one page per
+	// vCPU and per CPU.
+	if (svm_hv.xsave && cpuid(0xd, 0).ecx > 4096) {
+		log_warn("svm: XSAVE area of %u bytes: no secondary VMs\n", cpuid(0xd, 0).ecx);
 		return false;
 	}
 	svm_hv.iopm_pa = region_alloc(r, 3, 4096);

@@ -26,7 +26,8 @@
 /* The guest, 32-bit code at gpa 0x1000. vcpu0 from guest_a: writes 16 words
  * 0xC0DE0000 + i at 0x1800, OUT 16 to TEST_PORT, HLT. vcpu1 from guest_b:
  * reads 0x10000, OUTs it, stores 0xBEEF at 0x10004, HLT. */
-extern const uint8_t guest_a[], guest_b[], guest_end[];
+extern const uint8_t guest_a[], guest_b[], guest_fpu[], guest_cpuid[], guest_call[], guest_in[],
+    guest_msr[], guest_end[];
 __asm__(".section .rdata,\"dr\"\n"
 	".code32\n"
 	"guest_a:\n"
@@ -46,6 +47,48 @@ __asm__(".section .rdata,\"dr\"\n"
 	"  mov $0x1234, %dx\n"
 	"  out %eax, %dx\n"
 	"  movl $0xBEEF, 0x10004\n"
+	"  hlt\n"
+	/* reports its XMM0 (never the primary's), then clobbers it */
+	"guest_fpu:\n"
+	"  movd %xmm0, %eax\n"
+	"  mov $0x1234, %dx\n"
+	"  out %eax, %dx\n"
+	"  pcmpeqd %xmm0, %xmm0\n"
+	"  hlt\n"
+	/* reports CPUID.1:ECX and CPUID.80000001:ECX */
+	"guest_cpuid:\n"
+	"  mov $1, %eax\n"
+	"  cpuid\n"
+	"  mov %ecx, %eax\n"
+	"  mov $0x1234, %dx\n"
+	"  out %eax, %dx\n"
+	"  mov $0x80000001, %eax\n"
+	"  cpuid\n"
+	"  mov %ecx, %eax\n"
+	"  mov $0x1234, %dx\n"
+	"  out %eax, %dx\n"
+	"  hlt\n"
+	/* a hypercall to the VMM; reports RAX and RBX after it */
+	"guest_call:\n"
+	"  mov $0x42, %eax\n"
+	"  mov $7, %ebx\n"
+	"  mov $8, %ecx\n"
+	"  vmmcall\n"
+	"  mov $0x1234, %dx\n"
+	"  out %eax, %dx\n"
+	"  mov %ebx, %eax\n"
+	"  out %eax, %dx\n"
+	"  hlt\n"
+	/* port input echoed back */
+	"guest_in:\n"
+	"  mov $0x1234, %dx\n"
+	"  in %dx, %eax\n"
+	"  out %eax, %dx\n"
+	"  hlt\n"
+	/* an MSR nobody emulates: #GP without an IDT -> shutdown */
+	"guest_msr:\n"
+	"  mov $0x12345, %ecx\n"
+	"  rdmsr\n"
 	"  hlt\n"
 	"guest_end:\n"
 	".code64\n"
@@ -286,6 +329,72 @@ static void bad_regs(void)
 	ta_verdict("hv-regs-nw-without-cd", "%lld", (long long)set_regs(0, &r));
 }
 
+static uint64_t guest_rip(const uint8_t *label)
+{
+	return 0x1000 + (uint64_t)(label - guest_a);
+}
+
+static void run_from(const uint8_t *label, uint64_t cr4)
+{
+	struct hc_regs_x86 r;
+
+	flat32(&r, guest_rip(label));
+	r.cr4 = cr4;
+	if (set_regs(0, &r))
+		ta_abort("SET_REGS of a valid state failed");
+}
+
+/* The extended state is the vCPU's own: the guest sees its init state, not
+ * the primary's XMM0, and its writes do not reach the primary. */
+static void fpu_isolation(void)
+{
+	uint64_t mine = 0x13579bdf2468ace0ull, after;
+
+	run_from(guest_fpu, 0x200); /* CR4.OSFXSR */
+	__asm__ volatile("movq %0, %%xmm0" ::"r"(mine) : "xmm0");
+	verdict_exit("hv-fpu-guest-xmm0", 0);
+	verdict_exit("hv-fpu-exit2", 0);
+	__asm__ volatile("movq %%xmm0, %0" : "=r"(after));
+	ta_verdict("hv-fpu-primary-xmm0", "%s", after == mine ? "kept" : "clobbered");
+}
+
+static void more_exits(void)
+{
+	struct hc_run *rp = run_page();
+	uint32_t reason = 0;
+
+	fpu_isolation();
+	run_from(guest_cpuid, 0);
+	int64_t st = run1(0, &reason);
+	uint32_t ecx1 = (uint32_t)rp->u.io.data;
+	ta_verdict("hv-cpuid-1", "st %lld hypervisor %u vmx %u xsave %u", (long long)st, ecx1 >> 31,
+		   (ecx1 >> 5) & 1, (ecx1 >> 26) & 1);
+	st = run1(0, &reason);
+	ta_verdict("hv-cpuid-80000001", "st %lld svm %u", (long long)st,
+		   (unsigned)(rp->u.io.data >> 2) & 1);
+	verdict_exit("hv-cpuid-exit3", 0);
+
+	run_from(guest_call, 0);
+	st = run1(0, &reason);
+	ta_verdict("hv-guest-hypercall", "%s nr 0x%llx a0 %llu a1 %llu", exit_name(st, reason),
+		   (unsigned long long)rp->u.hcall.nr, (unsigned long long)rp->u.hcall.args[0],
+		   (unsigned long long)rp->u.hcall.args[1]);
+	rp->u.hcall.ret[0] = 0x99;
+	rp->u.hcall.ret[1] = 0x98;
+	verdict_exit("hv-guest-hypercall-ret0", 0);
+	verdict_exit("hv-guest-hypercall-ret1", 0);
+	verdict_exit("hv-guest-hypercall-exit4", 0);
+
+	run_from(guest_in, 0);
+	verdict_exit("hv-in-exit1", 0);
+	rp->u.io.data = 0xfeedface;
+	verdict_exit("hv-in-exit2", 0);
+	verdict_exit("hv-in-exit3", 0);
+
+	run_from(guest_msr, 0);
+	verdict_exit("hv-msr-unknown", 0);
+}
+
 static void complete_mmio_read(uint64_t data)
 {
 	run_page()->u.mmio.data = data;
@@ -373,6 +482,7 @@ void ta_main(void)
 	complete_mmio_read(0x99aabbcc);
 	verdict_exit("hv-deleted-exit2", 1);
 
+	more_exits();
 	hostile(pool, code_pa);
 
 	ta_verdict("hv-vm-destroy", "%lld", (long long)HC1(HC_VM_DESTROY, vm).st);
