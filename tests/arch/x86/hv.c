@@ -27,7 +27,7 @@
  * 0xC0DE0000 + i at 0x1800, OUT 16 to TEST_PORT, HLT. vcpu1 from guest_b:
  * reads 0x10000, OUTs it, stores 0xBEEF at 0x10004, HLT. */
 extern const uint8_t guest_a[], guest_b[], guest_fpu[], guest_cpuid[], guest_call[], guest_in[],
-    guest_msr[], guest_end[];
+    guest_msr[], guest_gs[], guest_end[];
 __asm__(".section .rdata,\"dr\"\n"
 	".code32\n"
 	"guest_a:\n"
@@ -89,6 +89,13 @@ __asm__(".section .rdata,\"dr\"\n"
 	"guest_msr:\n"
 	"  mov $0x12345, %ecx\n"
 	"  rdmsr\n"
+	"  hlt\n"
+	/* sets its GS base through WRMSR (Slat keeps it in the VMCB) */
+	"guest_gs:\n"
+	"  mov $0xc0000101, %ecx\n"
+	"  mov $0x5000, %eax\n"
+	"  xor %edx, %edx\n"
+	"  wrmsr\n"
 	"  hlt\n"
 	"guest_end:\n"
 	".code64\n"
@@ -358,12 +365,31 @@ static void fpu_isolation(void)
 	ta_verdict("hv-fpu-primary-xmm0", "%s", after == mine ? "kept" : "clobbered");
 }
 
+/* The hidden state VMLOAD/VMSAVE move (FS, GS, TR, LDTR, the SYSCALL MSRs,
+ * KernelGSBase) is the vCPU's own: the guest's GS base is in GET_REGS, and
+ * the primary's stays its own after the RUN. */
+static void hidden_state(void)
+{
+	uint64_t saved = rdmsr(0xc0000101), mark = 0x7e57000ull;
+
+	run_from(guest_gs, 0);
+	wrmsr(0xc0000101, mark);
+	verdict_exit("hv-gs-exit", 0);
+	uint64_t after = rdmsr(0xc0000101);
+	wrmsr(0xc0000101, saved);
+	ta_verdict("hv-gs-primary", "%s", after == mark ? "kept" : "changed");
+	int64_t st = HC3(HC_VCPU_GET_REGS, vm, 0, regs_pa).st;
+	ta_verdict("hv-gs-guest", "st %lld base 0x%llx", (long long)st,
+		   (unsigned long long)((struct hc_regs_x86 *)(uintptr_t)regs_pa)->gs.base);
+}
+
 static void more_exits(void)
 {
 	struct hc_run *rp = run_page();
 	uint32_t reason = 0;
 
 	fpu_isolation();
+	hidden_state();
 	run_from(guest_cpuid, 0);
 	int64_t st = run1(0, &reason);
 	uint32_t ecx1 = (uint32_t)rp->u.io.data;
