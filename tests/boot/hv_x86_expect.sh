@@ -5,7 +5,7 @@ expect '^slat: firmware continues as the primary VM on [0-9]+ CPU'
 expect_absent '^ARCHTEST-ABORT' 'X64 Exception Type' '^slat: .*fault on'
 expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-version: st 0 version 0x10000$' \
-	'^ARCHTEST hv-stats-boot: st 0 deposited 0 withdrawn\+own_nodes 0 free 0 used-by-vms 0 vms 0 balanced 1$' \
+	'^ARCHTEST hv-stats-boot: st 0 deposited-as-counted 1 held-beyond-own_nodes 0 free 0 used-by-vms 0 vms 0 balanced 1$' \
 	'^ARCHTEST hv-vm-create-empty-pool: -9$' \
 	'^ARCHTEST hv-deposit: 0$' \
 	'^ARCHTEST hv-deposit-again: -3$' \
@@ -54,6 +54,14 @@ expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-in-exit2: io port 0x1234 size 4 out 1 data 0xfeedface$' \
 	'^ARCHTEST hv-in-exit3: halt 0$' \
 	'^ARCHTEST hv-msr-unknown: shutdown 0$' \
+	'^ARCHTEST hv-nomem-setup: vm 0 vcpu\+slot 0$' \
+	'^ARCHTEST hv-nomem-run: -9$' \
+	'^ARCHTEST hv-nomem-steps: (-9 )(-9 )+io$' \
+	'^ARCHTEST hv-nomem-exit1: io data 0x10$' \
+	'^ARCHTEST hv-nomem-redeposit: all$' \
+	'^ARCHTEST hv-nomem-exit2: halt 0$' \
+	'^ARCHTEST hv-nomem-pattern: 16 of 16 words$' \
+	'^ARCHTEST hv-nomem-destroy: 0$' \
 	'^ARCHTEST hv-vm2-create: st 0$' \
 	'^ARCHTEST hv-slot-deposited-frame: -3$' \
 	'^ARCHTEST hv-slot-slat-region: 1 range\(s\)$' \
@@ -69,5 +77,5 @@ expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-vm-destroy: 0$' \
 	'^ARCHTEST hv-run-after-destroy: -10$' \
 	'^ARCHTEST hv-withdraw: st 0 pages [0-9]+$' \
-	'^ARCHTEST hv-stats-end: st 0 deposited 48 withdrawn\+own_nodes 48 free 0 used-by-vms 0 vms 0 balanced 1$' \
+	'^ARCHTEST hv-stats-end: st 0 deposited-as-counted 1 held-beyond-own_nodes 0 free 0 used-by-vms 0 vms 0 balanced 1$' \
 	'^ARCHTEST-END [0-9]+ verdicts'

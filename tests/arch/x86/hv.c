@@ -150,6 +150,7 @@ static uint64_t *page_u64(uint64_t pa)
 
 static uint64_t list_pa, run_pa, regs_pa, stats_pa;
 static uint64_t vm;
+static uint64_t deposited_by_me; /* pages this VMM deposited (DEPOSIT answered 0) */
 
 static int64_t slot_add(uint64_t vmid, unsigned slot, uint64_t gpa, const uint64_t *pas, unsigned n)
 {
@@ -247,12 +248,12 @@ static void stats(const char *check)
 		(unsigned long long)s->free, (unsigned long long)s->used,
 		(unsigned long long)s->own_nodes);
 	ta_verdict(check,
-		   "st %lld deposited %llu withdrawn+own_nodes %llu free %llu used-by-vms %llu "
-		   "vms %llu balanced %u",
-		   (long long)st, (unsigned long long)s->deposited,
-		   (unsigned long long)(s->withdrawn + s->own_nodes), (unsigned long long)s->free,
-		   (unsigned long long)(s->used - s->own_nodes), (unsigned long long)s->vms,
-		   s->deposited - s->withdrawn == s->free + s->used);
+		   "st %lld deposited-as-counted %u held-beyond-own_nodes %llu free %llu "
+		   "used-by-vms %llu vms %llu balanced %u",
+		   (long long)st, s->deposited == deposited_by_me,
+		   (unsigned long long)(s->deposited - s->withdrawn - s->own_nodes),
+		   (unsigned long long)s->free, (unsigned long long)(s->used - s->own_nodes),
+		   (unsigned long long)s->vms, s->deposited - s->withdrawn == s->free + s->used);
 }
 
 /* A frame of an EfiReservedMemoryType range that Slat calls its own: the
@@ -289,6 +290,66 @@ static unsigned reserved_ranges_slat(uint64_t vmid)
 	}
 	bs->FreePool(map);
 	return n;
+}
+
+/* A RUN that needs pages (a SLAT root, table pages for the first faults)
+ * when none are left answers HC_E_NOMEM and changes nothing; after the VMM
+ * deposits, the same RUN goes on. A fresh VM with its own code pages. */
+static void nomem_run(void)
+{
+	uint64_t code3 = alloc_pages(2), got[POOL_PAGES], n = 0;
+	struct hc_res r = HC2(HC_VM_CREATE, 0, 1);
+	uint64_t vm3 = r.r0, vm1 = vm;
+	uint32_t reason = 0;
+
+	ta_memcpy((void *)(uintptr_t)(code3 + PAGE), guest_a, (size_t)(guest_end - guest_a));
+	uint64_t pas[2] = {code3, code3 + PAGE};
+	int64_t st = HC2(HC_VCPU_CREATE, vm3, 0).st;
+	st = st ? st : slot_add(vm3, 0, 0, pas, 2);
+	ta_verdict("hv-nomem-setup", "vm %lld vcpu+slot %lld", (long long)r.st, (long long)st);
+	/* Take every free page back. */
+	while (n < POOL_PAGES) {
+		r = HC2(HC_WITHDRAW, list_pa, 1);
+		if (r.st || r.r0 != 1)
+			break;
+		got[n++] = page_u64(list_pa)[0] << 12;
+	}
+	vm = vm3;
+	struct hc_regs_x86 regs;
+	flat32(&regs, 0x1000);
+	set_regs(0, &regs);
+	ta_verdict("hv-nomem-run", "%lld", (long long)run1(0, &reason));
+	/* Give the pages back one at a time, RUN after each: every RUN before
+	 * the one that gets through answers NOMEM (the root first, then the
+	 * tables of the first fault), never an exit. */
+	char steps[128];
+	unsigned len = 0, dep_ok = 0;
+	uint64_t i = 0;
+	for (; i < n && len + 16 < sizeof(steps); i++) {
+		dep_ok += HC2(HC_DEPOSIT, got[i], 1).st == 0;
+		st = run1(0, &reason);
+		const char *w = st == HC_E_NOMEM ? "-9" : exit_name(st, reason);
+		while (*w)
+			steps[len++] = *w++;
+		steps[len++] = ' ';
+		if (st != HC_E_NOMEM)
+			break;
+	}
+	steps[len ? len - 1 : 0] = 0;
+	ta_verdict("hv-nomem-steps", "%s", steps);
+	ta_verdict("hv-nomem-exit1", "io data 0x%llx", (unsigned long long)run_page()->u.io.data);
+	for (i++; i < n; i++)
+		dep_ok += HC2(HC_DEPOSIT, got[i], 1).st == 0;
+	deposited_by_me += dep_ok;
+	ta_verdict("hv-nomem-redeposit", "%s", dep_ok == n && n > 0 ? "all" : "not all");
+	verdict_exit("hv-nomem-exit2", 0);
+	const uint32_t *pat = (const uint32_t *)(uintptr_t)(code3 + PAGE + 0x800);
+	unsigned good = 0;
+	for (unsigned k = 0; k < 16; k++)
+		good += pat[k] == 0xC0DE0000u + k;
+	ta_verdict("hv-nomem-pattern", "%u of 16 words", good);
+	ta_verdict("hv-nomem-destroy", "%lld", (long long)HC1(HC_VM_DESTROY, vm3).st);
+	vm = vm1;
 }
 
 static void hostile(uint64_t pool, uint64_t code_pa)
@@ -451,6 +512,7 @@ void ta_main(void)
 	ta_verdict("hv-vm-create-empty-pool", "%lld", (long long)r.st);
 	r = HC2(HC_DEPOSIT, pool, POOL_PAGES);
 	ta_verdict("hv-deposit", "%lld", (long long)r.st);
+	deposited_by_me += r.st == 0 ? POOL_PAGES : 0;
 	r = HC2(HC_DEPOSIT, pool, 1);
 	ta_verdict("hv-deposit-again", "%lld", (long long)r.st);
 	r = HC2(HC_VM_CREATE, 0, 2);
@@ -509,6 +571,7 @@ void ta_main(void)
 	verdict_exit("hv-deleted-exit2", 1);
 
 	more_exits();
+	nomem_run();
 	hostile(pool, code_pa);
 
 	ta_verdict("hv-vm-destroy", "%lld", (long long)HC1(HC_VM_DESTROY, vm).st);
