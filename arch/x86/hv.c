@@ -117,6 +117,66 @@ void arch_hv_relax(void)
 	pause();
 }
 
+// ---- extended state --------------------------------------------------------------
+// x87 and SSE with FXSAVE (usable with CR4.OSFXSR whatever XCR0 says, and
+// XSAVE saves only what XCR0 enables); the components above SSE (AVX, ...)
+// with XSAVE / XRSTOR of XCR0 & ~3 into the same area, standard format, when
+// the host has XSAVE. XCR0 is the primary's throughout (a secondary's XSETBV
+// is refused), so both sides use the same layout.
+#define XSTATE_ABOVE_SSE (~3u)
+#define FX_FCW_DEFAULT	 0x037fu
+#define FX_MXCSR_OFF	 24
+#define FX_MXCSR_DEFAULT 0x1f80u
+
+static bool hv_xsave;
+
+bool x86_hv_fpu_setup(bool xsave)
+{
+	hv_xsave = xsave;
+	// The largest area any XCR0 can need must fit one page.
+	if (xsave && cpuid(0xd, 0).ecx > 4096) {
+		log_warn("x86: XSAVE area of %u bytes: no secondary VMs\n", cpuid(0xd, 0).ecx);
+		return false;
+	}
+	return true;
+}
+
+void x86_hv_fpu_init(uint64_t pa)
+{
+	// A zeroed XSAVE header is the init state of every component above SSE;
+	// FCW and MXCSR get their reset values for FXRSTOR.
+	*(uint16_t *)(uintptr_t)pa = FX_FCW_DEFAULT;
+	*(uint32_t *)(uintptr_t)(pa + FX_MXCSR_OFF) = FX_MXCSR_DEFAULT;
+}
+
+void x86_hv_fpu_save(uint64_t pa)
+{
+	__asm__ volatile("fxsave64 (%0)" ::"r"(pa) : "memory");
+	if (hv_xsave)
+		__asm__ volatile("xsave64 (%0)" ::"r"(pa), "a"(XSTATE_ABOVE_SSE), "d"(~0u)
+				 : "memory");
+}
+
+void x86_hv_fpu_load(uint64_t pa)
+{
+	if (hv_xsave)
+		__asm__ volatile("xrstor64 (%0)" ::"r"(pa), "a"(XSTATE_ABOVE_SSE), "d"(~0u)
+				 : "memory");
+	__asm__ volatile("fxrstor64 (%0)" ::"r"(pa) : "memory");
+}
+
+// ---- kicks ------------------------------------------------------------------------
+// The primary vCPU of physical CPU `pcpu` gets a kick (an NMI, intercepted
+// by both back ends); a secondary running there exits and consumes it.
+void x86_hv_kick_primary(unsigned pcpu)
+{
+	if (pcpu >= x86_primary.max_vcpus)
+		return;
+	struct vcpu *t = &x86_primary.vcpus[pcpu];
+	__atomic_store_n(&t->arch.kicks, 1, __ATOMIC_RELEASE);
+	x86_kick_nmi(t);
+}
+
 // ---- guest memory of a secondary ------------------------------------------------
 #define NPT_ENTRY_ADDR 0x000ffffffffff000ull
 

@@ -63,6 +63,15 @@ bool x86_hv_regs_ok(struct vcpu *v, const struct hc_regs_x86 *r);
 // XSAVE and what Slat does not emulate for a secondary.
 void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 
+// The extended state of one world in a page (hv.c): x87/SSE by FXSAVE, the
+// rest by XSAVE when `xsave` (x86_hv_fpu_setup, false: no secondary VMs).
+bool x86_hv_fpu_setup(bool xsave);
+void x86_hv_fpu_init(uint64_t pa); // a new vCPU's area (zeroed page): reset state
+void x86_hv_fpu_save(uint64_t pa);
+void x86_hv_fpu_load(uint64_t pa);
+// x86_hv_ops.kick of both back ends: the kick NMI of the CPU's primary vCPU.
+void x86_hv_kick_primary(unsigned pcpu);
+
 // Guest-physical -> host-physical through the vCPU's SLAT root (the pages
 // the guest reached before: its code and page tables). False when unmapped.
 bool x86_hv_gpa_to_hpa(uint64_t root, uint64_t gpa, bool write, uint64_t *hpa);

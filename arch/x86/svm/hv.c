@@ -33,19 +33,15 @@
 
 #define SVM_EXIT_SMI 0x062
 
-#define MSR_STAR	 0xc0000081u
-#define MSR_LSTAR	 0xc0000082u
-#define MSR_CSTAR	 0xc0000083u
-#define MSR_SFMASK	 0xc0000084u
-#define FX_MXCSR_OFF	 24
-#define FX_MXCSR_DEFAULT 0x1f80u
-#define FX_FCW_DEFAULT	 0x037fu
+#define MSR_STAR   0xc0000081u
+#define MSR_LSTAR  0xc0000082u
+#define MSR_CSTAR  0xc0000083u
+#define MSR_SFMASK 0xc0000084u
 
 // Set once at boot (resident copy).
 static struct {
 	uint64_t iopm_pa, msrpm_pa; // all ones: every port and MSR exits
 	uint64_t fpu_pa;	    // X86_MAX_CPUS pages: the primary's extended state
-	bool xsave;
 } svm_hv;
 
 // svm_hv_run_once (hv_entry.S): VMLOAD, VMRUN, VMSAVE on `vmcb_pa` with the
@@ -56,30 +52,6 @@ void svm_hv_run_once(uint64_t vmcb_pa, uint64_t *gprs);
 static void *vmcb_of(struct vcpu *v)
 {
 	return (void *)(uintptr_t)v->arch.hv.vmcb_pa;
-}
-
-// ---- extended state --------------------------------------------------------------
-// x87 and SSE with FXSAVE (they are usable with CR4.OSFXSR whatever XCR0
-// says, and XSAVE saves only what XCR0 enables); the components above SSE
-// (AVX, ...) with XSAVE / XRSTOR of XCR0 & ~3 into the same area, standard
-// format, when the host has XSAVE. XCR0 is the primary's throughout (a
-// secondary's XSETBV is refused), so both sides use the same layout.
-#define XSTATE_ABOVE_SSE (~3u)
-
-static void fpu_save(uint64_t pa)
-{
-	__asm__ volatile("fxsave64 (%0)" ::"r"(pa) : "memory");
-	if (svm_hv.xsave)
-		__asm__ volatile("xsave64 (%0)" ::"r"(pa), "a"(XSTATE_ABOVE_SSE), "d"(~0u)
-				 : "memory");
-}
-
-static void fpu_load(uint64_t pa)
-{
-	if (svm_hv.xsave)
-		__asm__ volatile("xrstor64 (%0)" ::"r"(pa), "a"(XSTATE_ABOVE_SSE), "d"(~0u)
-				 : "memory");
-	__asm__ volatile("fxrstor64 (%0)" ::"r"(pa) : "memory");
 }
 
 static uint64_t primary_fpu(struct vcpu *caller)
@@ -151,10 +123,7 @@ static int op_create(struct vcpu *v)
 	}
 	v->arch.hv.vmcb_pa = vmcb;
 	v->arch.hv.fpu_pa = fpu;
-	// A zeroed XSAVE area is the init state (XSTATE_BV 0); MXCSR and FCW
-	// get their reset values for FXRSTOR / XRSTOR of the legacy part.
-	*(uint16_t *)(uintptr_t)fpu = FX_FCW_DEFAULT;
-	*(uint32_t *)(uintptr_t)(fpu + FX_MXCSR_OFF) = FX_MXCSR_DEFAULT;
+	x86_hv_fpu_init(fpu);
 	control(vmcb_of(v));
 	reset_state(v, vmcb_of(v));
 	return HC_OK;
@@ -230,8 +199,8 @@ static void op_get_state(struct vcpu *v, struct hc_regs_x86 *r)
 static void op_begin(struct vcpu *caller, struct vcpu *v)
 {
 	svm_vmcb_save_state(caller->arch.backend);
-	fpu_save(primary_fpu(caller));
-	fpu_load(v->arch.hv.fpu_pa);
+	x86_hv_fpu_save(primary_fpu(caller));
+	x86_hv_fpu_load(v->arch.hv.fpu_pa);
 	// Another VM may have used the shared ASID on this CPU.
 	*vmcb8(vmcb_of(v), VMCB_TLB_CONTROL) = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID)
 						   ? TLB_CONTROL_FLUSH_ASID
@@ -242,8 +211,8 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 {
 	struct svm_cpu *c = caller->arch.backend;
 
-	fpu_save(v->arch.hv.fpu_pa);
-	fpu_load(primary_fpu(caller));
+	x86_hv_fpu_save(v->arch.hv.fpu_pa);
+	x86_hv_fpu_load(primary_fpu(caller));
 	c->vmload = 1; // the primary's FS, GS, TR, ... were saved by op_begin
 }
 
@@ -365,15 +334,6 @@ static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 	return true;
 }
 
-static void op_kick(unsigned pcpu)
-{
-	if (pcpu >= x86_primary.max_vcpus)
-		return;
-	struct vcpu *t = &x86_primary.vcpus[pcpu];
-	__atomic_store_n(&t->arch.kicks, 1, __ATOMIC_RELEASE);
-	x86_kick_nmi(t);
-}
-
 // ---- vCPU operations of a secondary (decode.c, cr.c, exit.c) -----------------------
 static uint64_t op_read_cr(struct vcpu *v, unsigned n)
 {
@@ -482,7 +442,7 @@ static const struct x86_hv_ops svm_hv_ops = {
     .end = op_end,
     .enter = op_enter,
     .msr = op_msr,
-    .kick = op_kick,
+    .kick = x86_hv_kick_primary,
 };
 
 // ---- boot -----------------------------------------------------------------------------
@@ -491,13 +451,8 @@ bool svm_hv_init(struct region *r, const struct slat_plan *plan)
 	static uint64_t ram[PLAN_MAX_RANGES][2], slat[1][2];
 	unsigned n = 0;
 
-	svm_hv.xsave = svm_host.xsave;
-	// The largest XSAVE area any XCR0 can need must fit the one page per
-	// vCPU and per CPU.
-	if (svm_hv.xsave && cpuid(0xd, 0).ecx > 4096) {
-		log_warn("svm: XSAVE area of %u bytes: no secondary VMs\n", cpuid(0xd, 0).ecx);
+	if (!x86_hv_fpu_setup(svm_host.xsave))
 		return false;
-	}
 	svm_hv.iopm_pa = region_alloc(r, 3, 4096);
 	svm_hv.msrpm_pa = region_alloc(r, 2, 4096);
 	svm_hv.fpu_pa = region_alloc(r, X86_MAX_CPUS, 4096);
