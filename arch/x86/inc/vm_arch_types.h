@@ -36,12 +36,15 @@ enum x86_hv_pending {
 // The x86 part of a secondary vCPU (arch/x86/hv.c, svm/hv.c). All zero for
 // the primary's vCPUs.
 struct x86_hv_vcpu {
-	uint64_t vmcb_pa;   // SVM: the vCPU's VMCB (a deposited page); 0: not created
+	uint64_t vmcb_pa;   // its VMCB (SVM) or VMCS (VT-x), a deposited page; 0: none
+	uint64_t state_pa;  // VT-x: its guest state between RUNs (deposited page)
 	uint64_t fpu_pa;    // its x87/SSE/AVX state while the primary runs (deposited)
 	uint64_t intinfo;   // an event whose delivery the last exit interrupted
 	uint64_t next_rip;  // the exit's next RIP when the CPU gave it (IOIO), else 0
 	uint64_t root_pa;   // the SLAT root of the last entry (reading guest memory)
 	uint8_t pending;    // enum x86_hv_pending
+	bool launched;	    // VT-x: VMLAUNCH done in this RUN (VMRESUME next)
+	bool fresh;	    // VT-x: no entry yet in this RUN (flush before the first)
 	uint8_t pend_reg;   // MMIO read: destination register (enum x86_gpr)
 	uint8_t pend_size;  // bytes
 	uint64_t pend_rip;  // RIP after the instruction being completed

@@ -27,7 +27,7 @@
  * 0xC0DE0000 + i at 0x1800, OUT 16 to TEST_PORT, HLT. vcpu1 from guest_b:
  * reads 0x10000, OUTs it, stores 0xBEEF at 0x10004, HLT. */
 extern const uint8_t guest_a[], guest_b[], guest_fpu[], guest_cpuid[], guest_call[], guest_in[],
-    guest_msr[], guest_gs[], guest_end[];
+    guest_msr[], guest_gs[], guest_call_vmx[], guest_end[];
 __asm__(".section .rdata,\"dr\"\n"
 	".code32\n"
 	"guest_a:\n"
@@ -96,6 +96,17 @@ __asm__(".section .rdata,\"dr\"\n"
 	"  mov $0x5000, %eax\n"
 	"  xor %edx, %edx\n"
 	"  wrmsr\n"
+	"  hlt\n"
+	/* guest_call on VT-x: VMCALL (VMMCALL is #UD there) */
+	"guest_call_vmx:\n"
+	"  mov $0x42, %eax\n"
+	"  mov $7, %ebx\n"
+	"  mov $8, %ecx\n"
+	"  vmcall\n"
+	"  mov $0x1234, %dx\n"
+	"  out %eax, %dx\n"
+	"  mov %ebx, %eax\n"
+	"  out %eax, %dx\n"
 	"  hlt\n"
 	"guest_end:\n"
 	".code64\n"
@@ -461,7 +472,7 @@ static void more_exits(void)
 		   (unsigned)(rp->u.io.data >> 2) & 1);
 	verdict_exit("hv-cpuid-exit3", 0);
 
-	run_from(guest_call, 0);
+	run_from(amd ? guest_call : guest_call_vmx, 0);
 	st = run1(0, &reason);
 	ta_verdict("hv-guest-hypercall", "%s nr 0x%llx a0 %llu a1 %llu", exit_name(st, reason),
 		   (unsigned long long)rp->u.hcall.nr, (unsigned long long)rp->u.hcall.args[0],
