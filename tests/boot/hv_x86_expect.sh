@@ -40,8 +40,10 @@ expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-fpu-guest-xmm0: io port 0x1234 size 4 out 1 data 0x0$' \
 	'^ARCHTEST hv-fpu-exit2: halt 0$' \
 	'^ARCHTEST hv-fpu-primary-xmm0: kept$' \
+	'^ARCHTEST hv-gs-guest-kgsbase: io port 0x1234 size 4 out 1 data 0x6000$' \
 	'^ARCHTEST hv-gs-exit: halt 0$' \
 	'^ARCHTEST hv-gs-primary: kept$' \
+	'^ARCHTEST hv-kgsbase-primary: kept$' \
 	'^ARCHTEST hv-gs-guest: st 0 base 0x5000$' \
 	'^ARCHTEST hv-cpuid-1: st 0 hypervisor 1 vmx 0 xsave 0$' \
 	'^ARCHTEST hv-cpuid-80000001: st 0 svm 0$' \

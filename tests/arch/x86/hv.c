@@ -96,6 +96,13 @@ __asm__(".section .rdata,\"dr\"\n"
 	"  mov $0x5000, %eax\n"
 	"  xor %edx, %edx\n"
 	"  wrmsr\n"
+	"  mov $0xc0000102, %ecx\n" /* KernelGSBase: reported back */
+	"  mov $0x6000, %eax\n"
+	"  wrmsr\n"
+	"  xor %eax, %eax\n"
+	"  rdmsr\n"
+	"  mov $0x1234, %dx\n"
+	"  out %eax, %dx\n"
 	"  hlt\n"
 	/* guest_call on VT-x: VMCALL (VMMCALL is #UD there) */
 	"guest_call_vmx:\n"
@@ -443,13 +450,18 @@ static void fpu_isolation(void)
 static void hidden_state(void)
 {
 	uint64_t saved = rdmsr(0xc0000101), mark = 0x7e57000ull;
+	uint64_t saved_k = rdmsr(0xc0000102), mark_k = 0x7e58000ull;
 
 	run_from(guest_gs, 0);
 	wrmsr(0xc0000101, mark);
+	wrmsr(0xc0000102, mark_k);
+	verdict_exit("hv-gs-guest-kgsbase", 0);
 	verdict_exit("hv-gs-exit", 0);
-	uint64_t after = rdmsr(0xc0000101);
+	uint64_t after = rdmsr(0xc0000101), after_k = rdmsr(0xc0000102);
 	wrmsr(0xc0000101, saved);
+	wrmsr(0xc0000102, saved_k);
 	ta_verdict("hv-gs-primary", "%s", after == mark ? "kept" : "changed");
+	ta_verdict("hv-kgsbase-primary", "%s", after_k == mark_k ? "kept" : "changed");
 	int64_t st = HC3(HC_VCPU_GET_REGS, vm, 0, regs_pa).st;
 	ta_verdict("hv-gs-guest", "st %lld base 0x%llx", (long long)st,
 		   (unsigned long long)((struct hc_regs_x86 *)(uintptr_t)regs_pa)->gs.base);
