@@ -45,6 +45,7 @@ struct x86_hv_vcpu {
 	uint8_t pending;    // enum x86_hv_pending
 	bool launched;	    // VT-x: VMLAUNCH done in this RUN (VMRESUME next)
 	bool fresh;	    // VT-x: no entry yet in this RUN (flush before the first)
+	bool cb_bad;	    // VT-x: its VMCS could not be made current in this RUN
 	uint8_t pend_reg;   // MMIO read: destination register (enum x86_gpr)
 	uint8_t pend_size;  // bytes
 	uint64_t pend_rip;  // RIP after the instruction being completed

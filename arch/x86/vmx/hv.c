@@ -231,6 +231,7 @@ static int op_create(struct vcpu *v)
 	v->arch.hv.fpu_pa = pages[2];
 	*(uint32_t *)(uintptr_t)pages[0] = (uint32_t)(vmx_cfg.basic & 0x7fffffff); // revision
 	x86_hv_fpu_init(pages[2]);
+	vmx_clear(pages[0]); // launch state "clear" (never current anywhere yet)
 	reset_state(v);
 	return HC_OK;
 }
@@ -315,7 +316,14 @@ static void op_begin(struct vcpu *caller, struct vcpu *v)
 		saved[caller->index].msrs[i] = rdmsr(switched_msrs[i]);
 		wrmsr(switched_msrs[i], s->msrs[i]);
 	}
-	vmx_ptrld(v->arch.hv.vmcb_pa);
+	v->arch.hv.launched = false;
+	v->arch.hv.fresh = true;
+	// Never write into the primary's VMCS: without the vCPU's current, no entry.
+	v->arch.hv.cb_bad = !vmx_ptrld(v->arch.hv.vmcb_pa);
+	if (v->arch.hv.cb_bad) {
+		log_err("vmx: VMPTRLD of a secondary VMCS failed\n");
+		return;
+	}
 	bool ok = controls();
 	for (unsigned i = 0; i < N_HOST_FIELDS; i++)
 		ok = vmwrite(host_fields[i], host[i]) && ok;
@@ -323,16 +331,16 @@ static void op_begin(struct vcpu *caller, struct vcpu *v)
 	if (!ok)
 		log_err("vmx: secondary VMCS: VMWRITE failed (error %llu)\n",
 			(unsigned long long)vmread(VMCS_INSN_ERROR));
-	v->arch.hv.launched = false;
-	v->arch.hv.fresh = true;
 }
 
 static void op_end(struct vcpu *caller, struct vcpu *v)
 {
 	struct vmx_hv_state *s = state_of(v);
 
-	guest_from_vmcs(s);
-	vmx_clear(v->arch.hv.vmcb_pa);
+	if (!v->arch.hv.cb_bad) {
+		guest_from_vmcs(s);
+		vmx_clear(v->arch.hv.vmcb_pa);
+	}
 	s->r.cr2 = read_cr2();
 	write_cr2(saved[caller->index].cr2);
 	for (unsigned i = 0; i < 5; i++) {
@@ -347,6 +355,11 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
 {
 	uint64_t eptp = ept_eptp(en->root_pa, 4, vmx_hv.ept_ad);
+
+	if (v->arch.hv.cb_bad) {
+		*e = (struct x86_exit){.kind = X86_EXIT_BAD_STATE, .vendor = "vmx", .code = ~0u};
+		return;
+	}
 
 	vmwrite(VMCS_EPT_POINTER, eptp);
 	if (en->flush || v->arch.hv.fresh)
