@@ -57,7 +57,7 @@ efi_cflags = --target=$(EFI_TARGET_$(1)) -std=gnu11 -O2 -g0 \
 EFI_HV_SRCS     = $(wildcard core/hv*.c)
 EFI_COMMON_SRCS = $(filter-out $(EFI_HV_SRCS),\
                     $(wildcard boot/*.c drivers/*.c core/*.c core/libc/*.c mm/*.c))
-EFI_HV_x86_64  :=
+EFI_HV_x86_64  := yes
 EFI_HV_aarch64 :=
 # Sub-folders of an arch directory that join its image (each back end adds its own).
 EFI_SUBDIRS_x86_64 := svm vmx

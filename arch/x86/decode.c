@@ -37,13 +37,22 @@ bool x86_guest_read_phys(uint64_t gpa, void *buf, unsigned len)
 	return true;
 }
 
-static bool read_pte(uint64_t pa, bool wide, uint64_t *pte)
+// The vCPU's guest-physical memory: the primary's is identity-mapped, a
+// secondary's goes through its back end (ops->read_phys).
+static bool read_phys(struct vcpu *v, uint64_t gpa, void *buf, unsigned len)
+{
+	if (v->arch.ops->read_phys)
+		return v->arch.ops->read_phys(v, gpa, buf, len);
+	return x86_guest_read_phys(gpa, buf, len);
+}
+
+static bool read_pte(struct vcpu *v, uint64_t pa, bool wide, uint64_t *pte)
 {
 	uint32_t narrow;
 
 	if (wide)
-		return x86_guest_read_phys(pa, pte, 8);
-	if (!x86_guest_read_phys(pa, &narrow, 4))
+		return read_phys(v, pa, pte, 8);
+	if (!read_phys(v, pa, &narrow, 4))
 		return false;
 	*pte = narrow;
 	return true;
@@ -65,7 +74,7 @@ static bool translate(struct vcpu *v, uint64_t la, uint64_t *pa)
 		uint64_t table = cr3 & PTE_ADDR_64;
 		for (unsigned l = levels; l >= 1; l--) {
 			unsigned shift = 12 + 9 * (l - 1);
-			if (!read_pte(table + ((la >> shift) & 511) * 8, true, &e) || !(e & PTE_P))
+			if (!read_pte(v, table + ((la >> shift) & 511) * 8, true, &e) || !(e & PTE_P))
 				return false;
 			if (l == 1 || (l <= 3 && (e & PTE_PS))) {
 				uint64_t mask = (1ull << shift) - 1;
@@ -78,26 +87,26 @@ static bool translate(struct vcpu *v, uint64_t la, uint64_t *pa)
 	}
 	la = (uint32_t)la;
 	if (cr4 & CR4_PAE) {
-		if (!read_pte((cr3 & 0xffffffe0u) + (la >> 30) * 8, true, &e) || !(e & PTE_P))
+		if (!read_pte(v, (cr3 & 0xffffffe0u) + (la >> 30) * 8, true, &e) || !(e & PTE_P))
 			return false;
-		if (!read_pte((e & PTE_ADDR_64) + ((la >> 21) & 511) * 8, true, &e) || !(e & PTE_P))
+		if (!read_pte(v, (e & PTE_ADDR_64) + ((la >> 21) & 511) * 8, true, &e) || !(e & PTE_P))
 			return false;
 		if (e & PTE_PS) {
 			*pa = ((e & PTE_ADDR_64) & ~0x1fffffull) | (la & 0x1fffff);
 			return true;
 		}
-		if (!read_pte((e & PTE_ADDR_64) + ((la >> 12) & 511) * 8, true, &e) || !(e & PTE_P))
+		if (!read_pte(v, (e & PTE_ADDR_64) + ((la >> 12) & 511) * 8, true, &e) || !(e & PTE_P))
 			return false;
 		*pa = (e & PTE_ADDR_64) | (la & 0xfff);
 		return true;
 	}
-	if (!read_pte((cr3 & 0xfffff000u) + (la >> 22) * 4, false, &e) || !(e & PTE_P))
+	if (!read_pte(v, (cr3 & 0xfffff000u) + (la >> 22) * 4, false, &e) || !(e & PTE_P))
 		return false;
 	if ((e & PTE_PS) && (cr4 & CR4_PSE)) {
 		*pa = (e & 0xffc00000u) | (la & 0x3fffff);
 		return true;
 	}
-	if (!read_pte((e & 0xfffff000u) + ((la >> 12) & 1023) * 4, false, &e) || !(e & PTE_P))
+	if (!read_pte(v, (e & 0xfffff000u) + ((la >> 12) & 1023) * 4, false, &e) || !(e & PTE_P))
 		return false;
 	*pa = (e & 0xfffff000u) | (la & 0xfff);
 	return true;
@@ -112,7 +121,7 @@ bool x86_guest_read_linear(struct vcpu *v, uint64_t la, void *buf, unsigned len)
 		uint64_t pa;
 		if (chunk > len)
 			chunk = len;
-		if (!translate(v, la, &pa) || !x86_guest_read_phys(pa, dst, chunk))
+		if (!translate(v, la, &pa) || !read_phys(v, pa, dst, chunk))
 			return false;
 		la += chunk, dst += chunk, len -= chunk;
 	}

@@ -6,6 +6,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
+#include "core/hv.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/vm_arch.h"
@@ -36,6 +37,7 @@ __attribute__((noreturn)) void x86_vm_shutdown(struct vcpu *v, bool reset, uint1
 		x86_park(); // another CPU is already shutting the machine down
 	vm_teardown_and_report(vm, reset ? "reset" : "power-off");
 	io_report();
+	hv_print_summary();
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();
 	if (port) {
@@ -86,10 +88,12 @@ bool x86_skip_insn(struct vcpu *v)
 	return true;
 }
 
-static unsigned guest_cpl(struct vcpu *v)
+unsigned x86_guest_cpl(struct vcpu *v)
 {
 	struct x86_seg ss;
 
+	if (v->arch.ops->cpl)
+		return v->arch.ops->cpl(v);
 	v->arch.ops->read_seg(v, X86_SS, &ss);
 	return (ss.attr >> 5) & 3; // SS.DPL is the CPL
 }
@@ -104,7 +108,7 @@ enum x86_action x86_handle_xsetbv(struct vcpu *v)
 
 	// The checks the CPU makes (SDM XSETBV, APM XSETBV): #GP(0) otherwise.
 	x86_guest_cr_caps(v, &caps);
-	if (guest_cpl(v) != 0 || !x86_xcr_ok(&caps, xcr, val))
+	if (x86_guest_cpl(v) != 0 || !x86_xcr_ok(&caps, xcr, val))
 		return x86_inject_gp0(v);
 	xsetbv(0, val);
 	x86_skip_insn(v);
@@ -264,7 +268,7 @@ enum x86_action x86_handle_slat_violation(struct vcpu *v, uint64_t gpa, bool wri
 			 fetch	 ? "fetch"
 			 : write ? "write"
 				 : "read",
-			 guest_cpl(v), (unsigned long long)v->arch.rip, v->index);
+			 x86_guest_cpl(v), (unsigned long long)v->arch.rip, v->index);
 	}
 	return x86_inject_gp0(v);
 }

@@ -7,6 +7,7 @@
 // lists the answers.
 #include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
+#include "core/hv.h"
 #include "core/log.h"
 
 // Exit codes the layer did not know, reported once each (any CPU).
@@ -22,11 +23,26 @@ static enum x86_action unknown_exit(struct vcpu *v, const struct x86_exit *e)
 	return x86_inject_ud(v);
 }
 
-// Hypercalls: none is defined yet. Every VMMCALL / VMCALL, at any CPL,
-// returns RAX = -1 (unknown hypercall) and completes.
+// A hypercall of the primary (docs/hypercalls.md): at CPL > 0 the #UD a
+// CPU without a hypervisor gives, nothing else changed; at CPL 0 the
+// secondary-VM layer (core/hv.h) answers in RAX, RBX, RCX, RDX and the
+// instruction completes. VCPU_RUN runs a secondary vCPU inside this call.
 static enum x86_action hypercall(struct vcpu *v)
 {
-	v->arch.gpr[X86_RAX] = (uint64_t)-1;
+	static const unsigned arg_regs[HC_NARGS] = {X86_RBX, X86_RCX, X86_RDX,
+						    X86_RSI, X86_RDI, X86_R8};
+	struct hc_regs r;
+
+	if (x86_guest_cpl(v) != 0)
+		return x86_inject_ud(v);
+	r.fn = v->arch.gpr[X86_RAX];
+	for (unsigned i = 0; i < HC_NARGS; i++)
+		r.a[i] = v->arch.gpr[arg_regs[i]];
+	hv_dispatch(v, &r);
+	v->arch.gpr[X86_RAX] = r.fn;
+	v->arch.gpr[X86_RBX] = r.a[0];
+	v->arch.gpr[X86_RCX] = r.a[1];
+	v->arch.gpr[X86_RDX] = r.a[2];
 	x86_skip_insn(v);
 	return X86_CONTINUE;
 }

@@ -143,6 +143,11 @@ struct x86_vcpu_ops {
 	// Optional: the guest's own NMI (not one of Slat's kicks) is now held in
 	// v->arch.nmi (nmi.c); the back end injects it per x86_nmi_plan().
 	void (*deliver_nmi)(struct vcpu *v);
+	// Optional: the guest's CPL (SVM: the VMCB's CPL field). NULL: SS.DPL.
+	unsigned (*cpl)(struct vcpu *v);
+	// Optional: reads guest-physical memory of this vCPU's VM (a secondary's
+	// gpa is not the host address). NULL: x86_guest_read_phys (identity).
+	bool (*read_phys)(struct vcpu *v, uint64_t gpa, void *buf, unsigned len);
 };
 
 // INIT/SIPI mailbox of one vCPU (apic_mailbox.c). `state` is written by any
@@ -346,6 +351,9 @@ enum x86_action x86_handle_slat_violation(struct vcpu *v, uint64_t gpa, bool wri
 // SVM/VMX instructions from the guest and other refused instructions: #UD.
 enum x86_action x86_inject_ud(struct vcpu *v);
 enum x86_action x86_inject_gp0(struct vcpu *v);
+
+// The guest's current privilege level (ops->cpl, else SS.DPL).
+unsigned x86_guest_cpl(struct vcpu *v);
 
 // Advances RIP past the current instruction (reported or decoded length).
 // False (and #UD queued) when the instruction cannot be decoded.

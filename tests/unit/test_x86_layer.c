@@ -31,6 +31,22 @@
 #include "arch/x86/vm.c"
 #include "arch/x86/vmx/exit_decode.c"
 
+// ---- the secondary-VM layer (core/hv.h), faked: records the call ---------------
+static struct hc_regs hv_seen;
+static unsigned hv_calls;
+void hv_dispatch(struct vcpu *caller, struct hc_regs *r)
+{
+	hv_seen = *r;
+	hv_calls++;
+	r->fn = 0x77;
+	r->a[0] = 0xa0;
+	r->a[1] = 0xa1;
+	r->a[2] = 0xa2;
+}
+void hv_print_summary(void)
+{
+}
+
 // ---- the fake back end -------------------------------------------------------
 struct fake {
 	uint64_t cr0, cr3, cr4, efer;
@@ -750,6 +766,14 @@ static void prep_vmcall(struct vcpu *v)
 	static const uint8_t vmcall[] = {0x0f, 0x01, 0xc1};
 	put_code(vmcall, sizeof(vmcall));
 	v->arch.gpr[X86_RAX] = 0x1234;
+	for (unsigned i = X86_RCX; i <= X86_R15; i++)
+		v->arch.gpr[i] = 0x100 + i;
+}
+
+static void prep_vmcall_cpl3(struct vcpu *v)
+{
+	prep_vmcall(v);
+	F(v)->ss_attr = 0x93 | (3u << 5); // SS.DPL 3
 }
 
 static void test_vendors_hypercall(void **state)
@@ -757,12 +781,42 @@ static void test_vendors_hypercall(void **state)
 	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_VMMCALL},
 					.vmx = {.reason = VMX_EXIT_VMCALL},
 					.prepare = prep_vmcall};
+	hv_calls = 0;
 	struct outcome o = both_vendors(&ev);
 
+	assert_int_equal(hv_calls, 2); // once per vendor
+	assert_int_equal(hv_seen.fn, 0x1234);
+	assert_int_equal(hv_seen.a[0], 0x100 + X86_RBX);
+	assert_int_equal(hv_seen.a[1], 0x100 + X86_RCX);
+	assert_int_equal(hv_seen.a[2], 0x100 + X86_RDX);
+	assert_int_equal(hv_seen.a[3], 0x100 + X86_RSI);
+	assert_int_equal(hv_seen.a[4], 0x100 + X86_RDI);
+	assert_int_equal(hv_seen.a[5], 0x100 + X86_R8);
 	assert_int_equal(o.action, X86_CONTINUE);
-	assert_int_equal(o.rax, (uint64_t)-1); // unknown hypercall
+	assert_int_equal(o.rax, 0x77); // status and results written back
+	assert_int_equal(o.rbx, 0xa0);
+	assert_int_equal(o.rdx, 0xa2);
 	assert_int_equal(o.rip_advance, 3);
 	assert_int_equal(o.injected, 0);
+	only_exit(&o, EXIT_HYPERCALL);
+}
+
+// A hypercall from user mode: #UD as on a CPU without a hypervisor; the
+// layer is not called and nothing changes.
+static void test_vendors_hypercall_cpl3(void **state)
+{
+	const struct vendor_event ev = {.svm = {.code = SVM_EXIT_VMMCALL},
+					.vmx = {.reason = VMX_EXIT_VMCALL},
+					.prepare = prep_vmcall_cpl3};
+	hv_calls = 0;
+	struct outcome o = both_vendors(&ev);
+
+	assert_int_equal(hv_calls, 0);
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.rax, 0x1234);
+	assert_int_equal(o.rbx, 0x100 + X86_RBX);
+	assert_int_equal(o.rip_advance, 0);
+	assert_int_equal(o.injected, X86_EXC_UD + 1);
 	only_exit(&o, EXIT_HYPERCALL);
 }
 
@@ -1034,6 +1088,7 @@ int main(void)
 	    cmocka_unit_test(test_vm_records),
 	    cmocka_unit_test(test_vm_init_refuses_incomplete_ops),
 	    cmocka_unit_test(test_vendors_hypercall),
+	    cmocka_unit_test(test_vendors_hypercall_cpl3),
 	    cmocka_unit_test(test_vendors_cpuid),
 	    cmocka_unit_test(test_vendors_rdmsr_hidden),
 	    cmocka_unit_test(test_vendors_reset_port),

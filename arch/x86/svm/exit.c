@@ -65,6 +65,11 @@ static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 	out->base = *vmcb64(vmcb, off[s] + 8);
 }
 
+static unsigned op_cpl(struct vcpu *v)
+{
+	return *vmcb8(svm_vmcb_of(v), VMCB_CPL) & 3;
+}
+
 static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
 	uint64_t ev = vector | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
@@ -315,4 +320,5 @@ const struct x86_vcpu_ops svm_vcpu_ops = {
     .complete_insn = op_complete_insn,
     .wait = op_wait,
     .cr_access = op_cr_access,
+    .cpl = op_cpl,
 };

@@ -105,6 +105,8 @@ int svm_resident_init(struct svm_boot_args *a)
 		 "0x%x\n",
 		 a->power.pm1a_cnt, a->power.pm1b_cnt, a->power.reset_port,
 		 a->power.s5_known ? "" : "unknown ", a->power.s5_slp_typ, a->power.pm_tmr);
+	if (!svm_hv_init(r, &svm_plan))
+		log_warn("slat: secondary VMs unavailable\n");
 	log_info("slat: region 0x%llx-0x%llx (%llu KiB used), TSC %llu kHz\n",
 		 (unsigned long long)r->base, (unsigned long long)(r->base + r->size - 1),
 		 (unsigned long long)(r->used / 1024), (unsigned long long)(a->tsc_hz / 1000));

@@ -237,6 +237,12 @@ int svm_resident_init(struct svm_boot_args *a);
 // calls its own svm_launch() with the result (NULL: no record left).
 struct svm_cpu *svm_resident_cpu_prepare(void);
 
+// ---- hv.c: secondary VMs (arch/x86/hv.h) -------------------------------------------------
+// Permission maps and save areas from Slat's region, then hv_init with the
+// plan's RAM. False (after logging): no secondary VMs, every hypercall
+// answers HC_E_UNKNOWN.
+bool svm_hv_init(struct region *r, const struct slat_plan *plan);
+
 // ---- exit.c: the exit entry and the vCPU operations --------------------------------------
 void svm_handle_exit(struct svm_cpu *c); // called by svm_entry.S after each #VMEXIT
 extern const struct x86_vcpu_ops svm_vcpu_ops;

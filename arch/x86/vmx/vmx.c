@@ -242,6 +242,8 @@ int vmx_resident_init(struct vmx_boot_args *a)
 		return -1;
 	report_ept();
 	bitmaps_init();
+	if (!vmx_hv_init(&vmx_plan.region, &vmx_plan))
+		log_warn("slat: secondary VMs unavailable\n");
 	log_info("slat: power-off port 0x%x, reset port 0x%x; region 0x%llx-0x%llx (%llu KiB "
 		 "used)\n",
 		 a->power.pm1a_cnt, a->power.reset_port, (unsigned long long)vmx_plan.region.base,

@@ -155,4 +155,9 @@ extern struct vmx_host vmx_host;
 extern struct slat_plan vmx_plan;
 bool vmx_in_slat_region(uint64_t pa, uint64_t len);
 
+// ---- hv.c: secondary VMs (arch/x86/hv.h) -------------------------------------------
+// Controls, the MSR bitmap and save areas, then hv_init with the plan's RAM.
+// False (after logging): no secondary VMs, every hypercall answers HC_E_UNKNOWN.
+bool vmx_hv_init(struct region *r, const struct slat_plan *plan);
+
 #endif

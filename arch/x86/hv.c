@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// core/hv.h's arch_hv_* on x86, shared by the back ends (hv.h): the entry
+// loop of VCPU_RUN and the calls that only forward to the back end. Until a
+// back end installs its operations (x86_hv_setup, before hv_init) core never
+// calls in here: hv_init was not called and every hypercall answers
+// HC_E_UNKNOWN.
+#include "arch/x86/cpu.h"
+#include "arch/x86/fmt_x86.h"
+#include "arch/x86/hv.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+static const struct x86_hv_ops *hv_ops;
+
+void x86_hv_setup(const struct x86_hv_ops *ops)
+{
+	hv_ops = ops;
+}
+
+const struct x86_hv_ops *x86_hv_ops_of(void)
+{
+	return hv_ops;
+}
+
+void arch_hv_s2_config(struct s2_vm_config *cfg)
+{
+	cfg->fmt = hv_ops->fmt;
+	cfg->ia_bits = 0; // the format's (48 bits)
+	cfg->caps = S2_CAP_AD | S2_CAP_MMIO_MARKER;
+}
+
+int arch_hv_vcpu_create(struct vcpu *v)
+{
+	memset(&v->arch, 0, sizeof(v->arch));
+	v->arch.ops = hv_ops->vcpu_ops;
+	return hv_ops->vcpu_create(v);
+}
+
+void arch_hv_vcpu_destroy(struct vcpu *v)
+{
+	hv_ops->vcpu_destroy(v);
+}
+
+int arch_hv_set_regs(struct vcpu *v, const void *page)
+{
+	struct hc_regs_x86 r;
+
+	memcpy(&r, page, sizeof(r)); // one read of the primary's page: checked = used
+	if (!x86_hv_regs_ok(v, &r))
+		return HC_E_INVAL;
+	hv_ops->set_state(v, &r);
+	// A state the VMM sets replaces whatever an exit was waiting for.
+	v->arch.hv.pending = X86_HV_PEND_NONE;
+	v->arch.hv.intinfo = 0;
+	return HC_OK;
+}
+
+void arch_hv_get_regs(struct vcpu *v, void *page)
+{
+	struct hc_regs_x86 r;
+
+	memset(&r, 0, sizeof(r));
+	hv_ops->get_state(v, &r);
+	memcpy(page, &r, sizeof(r));
+}
+
+// The entry loop, on the host stack of the caller's exit (interrupts and GIF
+// masked): enter, let core see the exit, decide; until an exit is for the VMM
+// or for the primary (a physical interrupt or NMI: PREEMPTED).
+int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
+{
+	int rc = HC_OK;
+
+	x86_hv_complete(v, run);
+	hv_ops->begin(caller, v);
+	for (;;) {
+		struct hv_entry en = {0};
+		struct x86_exit e;
+
+		rc = hv_vcpu_enter(v, &en);
+		if (rc != HC_OK)
+			break;
+		v->arch.hv.root_pa = en.root_pa;
+		hv_ops->enter(v, &en, &e);
+		hv_vcpu_exited(v);
+		if (x86_hv_exit(caller, v, &e, run, &rc) == X86_HV_RETURN)
+			break;
+	}
+	hv_ops->end(caller, v);
+	return rc;
+}
+
+// x86 has no broadcast invalidation: every CPU flushes at its next entry
+// (hv_entry.flush) after core kicked the ones in guest mode.
+bool arch_hv_flush_vm(struct vm *vm)
+{
+	return false;
+}
+
+void arch_hv_kick_pcpu(unsigned pcpu)
+{
+	hv_ops->kick(pcpu);
+}
+
+// The physical CPU is the index of its primary vCPU (one per CPU, claimed in
+// the order the CPUs entered guest mode).
+unsigned arch_hv_pcpu(void)
+{
+	struct vcpu *p = vm_vcpu_find(&x86_primary, cpuid(1, 0).ebx >> 24);
+
+	return p ? p->index : 0;
+}
+
+void arch_hv_relax(void)
+{
+	pause();
+}
+
+// ---- extended state --------------------------------------------------------------
+// x87 and SSE with FXSAVE (usable with CR4.OSFXSR whatever XCR0 says, and
+// XSAVE saves only what XCR0 enables); the components above SSE (AVX, ...)
+// with XSAVE / XRSTOR of XCR0 & ~3 into the same area, standard format, when
+// the host has XSAVE. XCR0 is the primary's throughout (a secondary's XSETBV
+// is refused), so both sides use the same layout.
+#define XSTATE_ABOVE_SSE (~3u)
+#define FX_FCW_DEFAULT	 0x037fu
+#define FX_MXCSR_OFF	 24
+#define FX_MXCSR_DEFAULT 0x1f80u
+
+static bool hv_xsave;
+
+bool x86_hv_fpu_setup(bool xsave)
+{
+	hv_xsave = xsave;
+	// The largest area any XCR0 can need must fit one page.
+	if (xsave && cpuid(0xd, 0).ecx > 4096) {
+		log_warn("x86: XSAVE area of %u bytes: no secondary VMs\n", cpuid(0xd, 0).ecx);
+		return false;
+	}
+	return true;
+}
+
+void x86_hv_fpu_init(uint64_t pa)
+{
+	// A zeroed XSAVE header is the init state of every component above SSE;
+	// FCW and MXCSR get their reset values for FXRSTOR.
+	*(uint16_t *)(uintptr_t)pa = FX_FCW_DEFAULT;
+	*(uint32_t *)(uintptr_t)(pa + FX_MXCSR_OFF) = FX_MXCSR_DEFAULT;
+}
+
+void x86_hv_fpu_save(uint64_t pa)
+{
+	__asm__ volatile("fxsave64 (%0)" ::"r"(pa) : "memory");
+	if (hv_xsave)
+		__asm__ volatile("xsave64 (%0)" ::"r"(pa), "a"(XSTATE_ABOVE_SSE), "d"(~0u)
+				 : "memory");
+}
+
+void x86_hv_fpu_load(uint64_t pa)
+{
+	if (hv_xsave)
+		__asm__ volatile("xrstor64 (%0)" ::"r"(pa), "a"(XSTATE_ABOVE_SSE), "d"(~0u)
+				 : "memory");
+	__asm__ volatile("fxrstor64 (%0)" ::"r"(pa) : "memory");
+}
+
+// ---- kicks ------------------------------------------------------------------------
+// The primary vCPU of physical CPU `pcpu` gets a kick (an NMI, intercepted
+// by both back ends); a secondary running there exits and consumes it.
+void x86_hv_kick_primary(unsigned pcpu)
+{
+	if (pcpu >= x86_primary.max_vcpus)
+		return;
+	struct vcpu *t = &x86_primary.vcpus[pcpu];
+	__atomic_store_n(&t->arch.kicks, 1, __ATOMIC_RELEASE);
+	x86_kick_nmi(t);
+}
+
+// ---- guest memory of a secondary ------------------------------------------------
+#define NPT_ENTRY_ADDR 0x000ffffffffff000ull
+
+// A walk of the long-mode-format tables (NPT; the engine's tables are in
+// deposited pages, which the host's identity map covers).
+bool x86_hv_gpa_to_hpa(uint64_t root, uint64_t gpa, bool write, uint64_t *hpa)
+{
+	uint64_t table = root;
+
+	if (!root || gpa >> 48)
+		return false;
+	for (unsigned level = 4; level >= 1; level--) {
+		unsigned shift = 12 + 9 * (level - 1);
+		uint64_t e = __atomic_load_n(
+		    (uint64_t *)(uintptr_t)(table + ((gpa >> shift) & 511) * 8), __ATOMIC_RELAXED);
+		if (!(e & NPT_P) || (write && !(e & NPT_RW)))
+			return false;
+		if (level == 1 || (level <= 3 && (e & NPT_PS))) {
+			uint64_t mask = (1ull << shift) - 1;
+			*hpa = ((e & NPT_ENTRY_ADDR) & ~mask) | (gpa & mask);
+			return true;
+		}
+		table = e & NPT_ENTRY_ADDR;
+	}
+	return false;
+}

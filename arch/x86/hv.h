@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Secondary VMs on x86 (docs/secondary-vms-x86.md): the arch_hv_* of
+// core/hv.h written once for both vendors, over a small back-end interface
+// (struct x86_hv_ops: the SVM back end in svm/hv.c; VT-x would be a second
+// one). The shared part owns the policy: which exit goes to the VMM as which
+// hc_exit (x86_hv_exit), what is handled in Slat (CPUID, a few MSRs, #UD
+// for virtualization instructions), the completion of an exit on the next
+// RUN, and the SET_REGS consistency checks. A back end moves state between
+// its control block and v->arch (gpr[], rip) and runs one entry.
+#ifndef SLAT_ARCH_X86_HV_H
+#define SLAT_ARCH_X86_HV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arch/x86/vcpu.h"
+#include "core/hv.h"
+
+struct x86_hv_ops {
+	const struct s2_fmt *fmt;	      // the SLAT format of a secondary
+	const struct x86_vcpu_ops *vcpu_ops;  // v->arch.ops of a secondary vCPU
+	int (*vcpu_create)(struct vcpu *v);   // control block in reset state; HC_E_NOMEM
+	void (*vcpu_destroy)(struct vcpu *v); // frees what vcpu_create took
+	void (*set_state)(struct vcpu *v, const struct hc_regs_x86 *r); // checked already
+	void (*get_state)(struct vcpu *v, struct hc_regs_x86 *r);
+	// World switch: before the first entry of a RUN (the caller's hidden
+	// state saved), after the last (the caller's restored at its next entry).
+	void (*begin)(struct vcpu *caller, struct vcpu *v);
+	void (*end)(struct vcpu *caller, struct vcpu *v);
+	// One entry of `v` with `en` (root, flush) and its exit decoded into *e;
+	// v->arch.gpr[] and rip hold the guest's state before and after.
+	void (*enter)(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e);
+	// RDMSR / WRMSR of an MSR the control block holds (EFER, PAT, the
+	// SYSCALL/SYSENTER MSRs, FS/GS/KernelGS base): false when it is not one.
+	// A write value has been checked to be legal.
+	bool (*msr)(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
+	// Makes physical CPU `pcpu` exit guest mode (its primary vCPU's kick).
+	void (*kick)(unsigned pcpu);
+};
+
+// Installed by the back end at boot, before hv_init (svm.c).
+void x86_hv_setup(const struct x86_hv_ops *ops);
+const struct x86_hv_ops *x86_hv_ops_of(void);
+
+// What the exit policy decided.
+enum x86_hv_step {
+	X86_HV_REENTER, // handled in Slat: enter again
+	X86_HV_RETURN,	// *run filled for the VMM (or an error in *rc)
+};
+
+// The exit policy of a secondary vCPU (hv_exit.c). `caller` is the primary's
+// vCPU that called RUN (its NMIs are held for it).
+enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x86_exit *e,
+			     struct hc_run *run, int *rc);
+// Applies the VMM's answer in *run to the exit `v` returned last (hv_exit.c).
+void x86_hv_complete(struct vcpu *v, const struct hc_run *run);
+
+// The consistency checks of SET_REGS (hv_regs.c): true when VMRUN / VM entry
+// would accept the state (with EFER.SVME added by the back end).
+bool x86_hv_regs_ok(struct vcpu *v, const struct hc_regs_x86 *r);
+// The CPUID a secondary sees (hv_exit.c): the primary's policy, minus
+// XSAVE and what Slat does not emulate for a secondary.
+void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
+
+// The extended state of one world in a page (hv.c): x87/SSE by FXSAVE, the
+// rest by XSAVE when `xsave` (x86_hv_fpu_setup, false: no secondary VMs).
+bool x86_hv_fpu_setup(bool xsave);
+void x86_hv_fpu_init(uint64_t pa); // a new vCPU's area (zeroed page): reset state
+void x86_hv_fpu_save(uint64_t pa);
+void x86_hv_fpu_load(uint64_t pa);
+// x86_hv_ops.kick of both back ends: the kick NMI of the CPU's primary vCPU.
+void x86_hv_kick_primary(unsigned pcpu);
+
+// Guest-physical -> host-physical through the vCPU's SLAT root (the pages
+// the guest reached before: its code and page tables). False when unmapped.
+bool x86_hv_gpa_to_hpa(uint64_t root, uint64_t gpa, bool write, uint64_t *hpa);
+
+#endif

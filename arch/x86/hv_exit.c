@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The exit policy of a secondary vCPU, for both x86 back ends: each exit,
+// decoded by the back end's own decoder into a struct x86_exit, is either
+// handled here (and the vCPU enters again) or becomes an hc_exit for the VMM
+// (docs/secondary-vms-x86.md has the table). Exits that wait for the VMM's
+// data (IN, MMIO reads, hypercalls) are completed by x86_hv_complete at the
+// next RUN.
+#include "arch/x86/cpu.h"
+#include "arch/x86/cr_check.h"
+#include "arch/x86/hv.h"
+#include "core/log.h"
+
+#define MSR_TSC 0x10u
+
+// ---- CPUID ----------------------------------------------------------------------
+void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+	x86_cpuid_policy(v, leaf, sub, out);
+	switch (leaf) {
+	case 1:
+		// The extended state is not switched for XSAVE's sake (only
+		// FXSAVE-sized state is kept per vCPU): no XSAVE, OSXSAVE, AVX, FMA, F16C.
+		out[2] &= ~((1u << 26) | (1u << 27) | (1u << 28) | (1u << 12) | (1u << 29));
+		out[2] &= ~((1u << 24) | (1u << 9)); // TSC deadline, SDBG
+		break;
+	case 7:
+		if (sub == 0) {
+			out[1] &=
+			    (1u << 0) | (1u << 3) | (1u << 8) | (1u << 9); // FSGSBASE BMI1/2 ERMS
+			out[2] = out[3] = 0;
+		} else {
+			out[0] = out[1] = out[2] = out[3] = 0;
+		}
+		break;
+	case 0xd:
+		out[0] = out[1] = out[2] = out[3] = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+static enum x86_hv_step cpuid_exit(struct vcpu *v)
+{
+	uint32_t out[4];
+
+	x86_hv_cpuid(v, (uint32_t)v->arch.gpr[X86_RAX], (uint32_t)v->arch.gpr[X86_RCX], out);
+	v->arch.gpr[X86_RAX] = out[0];
+	v->arch.gpr[X86_RBX] = out[1];
+	v->arch.gpr[X86_RCX] = out[2];
+	v->arch.gpr[X86_RDX] = out[3];
+	x86_skip_insn(v);
+	return X86_HV_REENTER;
+}
+
+// ---- MSRs: the control block's, the TSC, #GP for the rest --------------------------
+static bool efer_write_ok(struct vcpu *v, uint64_t val)
+{
+	struct x86_cr_state st;
+	struct x86_cr_caps caps;
+
+	x86_guest_cr_state(v, &st);
+	x86_guest_cr_caps(v, &caps);
+	caps.efer_ok &= EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
+	return x86_efer_ok(&st, &caps, val);
+}
+
+static enum x86_hv_step msr_exit(struct vcpu *v, bool write, const struct x86_hv_ops *ops)
+{
+	uint32_t msr = (uint32_t)v->arch.gpr[X86_RCX];
+	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
+	bool ok;
+
+	if (msr == MSR_TSC && !write) {
+		val = rdtsc();
+		ok = true;
+	} else if (write && msr == MSR_EFER && !efer_write_ok(v, val)) {
+		ok = false;
+	} else {
+		ok = ops->msr(v, msr, write, &val);
+	}
+	if (!ok) {
+		x86_inject_gp0(v);
+		return X86_HV_REENTER;
+	}
+	if (!write) {
+		v->arch.gpr[X86_RAX] = (uint32_t)val;
+		v->arch.gpr[X86_RDX] = val >> 32;
+	}
+	x86_skip_insn(v);
+	return X86_HV_REENTER;
+}
+
+// ---- exits for the VMM ----------------------------------------------------------------
+static enum x86_hv_step internal(struct hc_run *run, const struct x86_exit *e, uint64_t info)
+{
+	run->reason = HC_EXIT_INTERNAL;
+	run->u.fail.hw_reason = e->code;
+	run->u.fail.info[0] = e->qual;
+	run->u.fail.info[1] = info;
+	return X86_HV_RETURN;
+}
+
+static uint64_t size_mask(unsigned size)
+{
+	return size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
+}
+
+static enum x86_hv_step io_exit(struct vcpu *v, const struct x86_exit *e, struct hc_run *run)
+{
+	if (e->io.string || !e->next_rip)
+		return internal(run, e, 0); // INS/OUTS are not emulated
+	run->reason = HC_EXIT_IO;
+	run->u.io.port = e->io.port;
+	run->u.io.size = e->io.size;
+	run->u.io.is_out = !e->io.in;
+	run->u.io.count = 1;
+	run->u.io.data = e->io.in ? 0 : v->arch.gpr[X86_RAX] & size_mask(e->io.size);
+	if (e->io.in) {
+		v->arch.hv.pending = X86_HV_PEND_IN;
+		v->arch.hv.pend_size = e->io.size;
+		v->arch.hv.pend_rip = e->next_rip;
+	} else {
+		v->arch.rip = e->next_rip;
+	}
+	return X86_HV_RETURN;
+}
+
+// The MOV forms decode.c knows: 88/89 (store reg), 8A/8B (load reg), C6/C7
+// (store imm), A0-A3 (AL/eAX <-> moffs). 8-bit AH..BH (no REX) are refused.
+static bool mmio_decode(struct vcpu *v, const struct x86_insn *in, bool *store, unsigned *size,
+			unsigned *reg, uint64_t *val)
+{
+	uint8_t op = in->opcode;
+	bool byte = op == 0x88 || op == 0x8a || op == 0xc6 || op == 0xa0 || op == 0xa2;
+
+	if (in->two_byte)
+		return false;
+	*size = byte ? 1 : in->op_size;
+	switch (op) {
+	case 0x88:
+	case 0x89:
+	case 0x8a:
+	case 0x8b:
+		if ((in->modrm >> 6) == 3 || (byte && in->reg >= 4 && in->reg < 8))
+			return false;
+		*reg = in->reg;
+		*store = op <= 0x89;
+		*val = v->arch.gpr[in->reg];
+		break;
+	case 0xc6:
+	case 0xc7:
+		if ((in->modrm >> 6) == 3 || ((in->modrm >> 3) & 7))
+			return false;
+		*store = true;
+		*val = in->imm;
+		break;
+	case 0xa0:
+	case 0xa1:
+	case 0xa2:
+	case 0xa3:
+		*reg = X86_RAX;
+		*store = op >= 0xa2;
+		*val = v->arch.gpr[X86_RAX];
+		break;
+	default:
+		return false;
+	}
+	*val &= size_mask(*size);
+	return true;
+}
+
+static enum x86_hv_step mmio_exit(struct vcpu *v, const struct x86_exit *e, struct hc_run *run)
+{
+	struct x86_insn in;
+	bool store = false;
+	unsigned size = 0, reg = 0;
+	uint64_t val = 0;
+
+	if (e->fetch || !x86_decode(v, &in) || !mmio_decode(v, &in, &store, &size, &reg, &val))
+		return internal(run, e, e->gpa);
+	run->reason = HC_EXIT_MMIO;
+	run->u.mmio.gpa = e->gpa;
+	run->u.mmio.len = (uint8_t)size;
+	run->u.mmio.is_write = store;
+	run->u.mmio.data = store ? val : 0;
+	if (store) {
+		v->arch.rip += in.len;
+	} else {
+		v->arch.hv.pending = X86_HV_PEND_MMIO_RD;
+		v->arch.hv.pend_reg = (uint8_t)reg;
+		v->arch.hv.pend_size = (uint8_t)size;
+		v->arch.hv.pend_rip = v->arch.rip + in.len;
+	}
+	return X86_HV_RETURN;
+}
+
+static enum x86_hv_step npf_exit(struct vcpu *v, const struct x86_exit *e, struct hc_run *run,
+				 int *rc)
+{
+	int r = hv_vcpu_fault(v, e->gpa, e->write, e->fetch);
+
+	if (r == S2_FAULT_MAPPED || r == S2_FAULT_RETRY)
+		return X86_HV_REENTER;
+	if (r == S2_FAULT_MMIO)
+		return mmio_exit(v, e, run);
+	if (r == HC_E_NOMEM) {
+		*rc = HC_E_NOMEM; // the access runs again after the VMM deposited
+		return X86_HV_RETURN;
+	}
+	return internal(run, e, e->gpa);
+}
+
+static enum x86_hv_step hypercall_exit(struct vcpu *v, struct hc_run *run)
+{
+	static const unsigned arg_regs[6] = {X86_RBX, X86_RCX, X86_RDX, X86_RSI, X86_RDI, X86_R8};
+
+	if (!x86_skip_insn(v))
+		return X86_HV_REENTER; // #UD queued
+	run->reason = HC_EXIT_HYPERCALL;
+	run->u.hcall.nr = v->arch.gpr[X86_RAX];
+	for (unsigned i = 0; i < 6; i++)
+		run->u.hcall.args[i] = v->arch.gpr[arg_regs[i]];
+	for (unsigned i = 0; i < 4; i++)
+		run->u.hcall.ret[i] = 0;
+	v->arch.hv.pending = X86_HV_PEND_HCALL;
+	v->arch.hv.pend_rip = v->arch.rip;
+	return X86_HV_RETURN;
+}
+
+// An NMI: Slat's kick (core flushes or stops the vCPU: enter again, unless
+// the primary has an INIT waiting) or the primary's own, held for it.
+static enum x86_hv_step nmi_exit(struct vcpu *caller, struct hc_run *run)
+{
+	if (x86_consume_kick(caller)) {
+		if (!x86_mailbox_pending(caller) && !vm_is_shutting_down(caller->vm))
+			return X86_HV_REENTER;
+	} else {
+		x86_nmi_raise(&caller->arch.nmi); // injected when the primary resumes
+	}
+	run->reason = HC_EXIT_PREEMPTED;
+	return X86_HV_RETURN;
+}
+
+static enum exit_reason hv_exit_class(enum x86_exit_kind k)
+{
+	switch (k) {
+	case X86_EXIT_INTR:
+	case X86_EXIT_NMI:
+		return EXIT_INTERRUPT;
+	case X86_EXIT_CPUID:
+		return EXIT_CPUID;
+	case X86_EXIT_RDMSR:
+	case X86_EXIT_WRMSR:
+		return EXIT_SYSREG;
+	case X86_EXIT_IO:
+		return EXIT_IO;
+	case X86_EXIT_SLAT_VIOLATION:
+		return EXIT_SLAT_FAULT;
+	case X86_EXIT_HYPERCALL:
+		return EXIT_HYPERCALL;
+	case X86_EXIT_HLT:
+		return EXIT_WAIT;
+	default:
+		return EXIT_OTHER;
+	}
+}
+
+enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x86_exit *e,
+			     struct hc_run *run, int *rc)
+{
+	const struct x86_hv_ops *ops = x86_hv_ops_of();
+
+	vcpu_count_exit(v, hv_exit_class(e->kind));
+	switch (e->kind) {
+	case X86_EXIT_INTR:
+	case X86_EXIT_INIT:
+		run->reason = HC_EXIT_PREEMPTED; // the primary takes it once back in guest mode
+		return X86_HV_RETURN;
+	case X86_EXIT_NMI:
+		return nmi_exit(caller, run);
+	case X86_EXIT_CPUID:
+		return cpuid_exit(v);
+	case X86_EXIT_RDMSR:
+	case X86_EXIT_WRMSR:
+		return msr_exit(v, e->kind == X86_EXIT_WRMSR, ops);
+	case X86_EXIT_IO:
+		return io_exit(v, e, run);
+	case X86_EXIT_SLAT_VIOLATION:
+		return npf_exit(v, e, run, rc);
+	case X86_EXIT_HYPERCALL:
+		return hypercall_exit(v, run);
+	case X86_EXIT_HLT:
+		if (!x86_skip_insn(v))
+			return X86_HV_REENTER;
+		run->reason = HC_EXIT_HALT;
+		return X86_HV_RETURN;
+	case X86_EXIT_MWAIT:
+	case X86_EXIT_MONITOR:
+	case X86_EXIT_XSETBV:
+	case X86_EXIT_VIRT_INSN:
+	case X86_EXIT_CACHE_FLUSH: // INVD would drop the host's data: #UD
+		x86_inject_ud(v);
+		return X86_HV_REENTER;
+	case X86_EXIT_TRIPLE_FAULT:
+		run->reason = HC_EXIT_SHUTDOWN;
+		return X86_HV_RETURN;
+	case X86_EXIT_BAD_STATE:
+		run->reason = HC_EXIT_FAIL_ENTRY;
+		run->u.fail.hw_reason = e->code;
+		run->u.fail.info[0] = e->qual;
+		run->u.fail.info[1] = 0;
+		return X86_HV_RETURN;
+	default:
+		return internal(run, e, 0);
+	}
+}
+
+// ---- completion on the next RUN -------------------------------------------------
+// A register write of `size` bytes as MOV / IN do it: 8 and 16 bits merge,
+// 32 bits zero-extend, 64 bits replace.
+static void put_reg(uint64_t *r, uint64_t val, unsigned size)
+{
+	if (size >= 4)
+		*r = val & size_mask(size);
+	else
+		*r = (*r & ~size_mask(size)) | (val & size_mask(size));
+}
+
+void x86_hv_complete(struct vcpu *v, const struct hc_run *run)
+{
+	struct x86_hv_vcpu *h = &v->arch.hv;
+
+	switch (h->pending) {
+	case X86_HV_PEND_IN:
+		put_reg(&v->arch.gpr[X86_RAX], run->u.io.data, h->pend_size);
+		v->arch.rip = h->pend_rip;
+		break;
+	case X86_HV_PEND_MMIO_RD:
+		put_reg(&v->arch.gpr[h->pend_reg & 15], run->u.mmio.data, h->pend_size);
+		v->arch.rip = h->pend_rip;
+		break;
+	case X86_HV_PEND_HCALL:
+		v->arch.gpr[X86_RAX] = run->u.hcall.ret[0];
+		v->arch.gpr[X86_RBX] = run->u.hcall.ret[1];
+		v->arch.gpr[X86_RCX] = run->u.hcall.ret[2];
+		v->arch.gpr[X86_RDX] = run->u.hcall.ret[3];
+		break;
+	default:
+		break;
+	}
+	h->pending = X86_HV_PEND_NONE;
+}

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// SET_REGS of a secondary vCPU: the state must be one VMRUN / VM entry
+// accepts (AMD APM vol. 2 15.5.1 "VMRUN consistency checks"; Intel SDM vol. 3
+// 27.3 "checks on the guest state"), else HC_E_INVAL and the vCPU keeps its
+// old state. The control-register rules are cr_check.c's, applied to the new
+// values as a whole (no transition: the state is loaded, not reached by
+// instructions). EFER.SVME is the back end's business: the VMM may not set it.
+#include "arch/x86/cpu.h"
+#include "arch/x86/cr_check.h"
+#include "arch/x86/hv.h"
+
+#define CR4_PCIDE  (1ull << 17)
+#define EFER_HV_OK (EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE)
+// RFLAGS: bits 63:22, 15, 5 and 3 are reserved (must be zero).
+#define RFLAGS_RSVD (~0x3fffffull | (1ull << 15) | (1ull << 5) | (1ull << 3))
+
+static void hv_leaf(void *ctx, uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+	x86_hv_cpuid(ctx, leaf, sub, out);
+}
+
+static bool seg_ok(const struct hc_x86_seg *s)
+{
+	return s->attr <= 0xfff;
+}
+
+static bool segs_ok(const struct hc_regs_x86 *r, bool lma)
+{
+	const struct hc_x86_seg *all[] = {&r->es, &r->cs, &r->ss,   &r->ds,
+					  &r->fs, &r->gs, &r->ldtr, &r->tr};
+
+	for (unsigned i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!seg_ok(all[i]))
+			return false;
+	// 64-bit code segment: L and D together are reserved.
+	if (lma && (r->cs.attr & X86_SEG_ATTR_L) && (r->cs.attr & X86_SEG_ATTR_D))
+		return false;
+	return r->gdt_limit <= 0xffff && r->idt_limit <= 0xffff;
+}
+
+bool x86_hv_regs_ok(struct vcpu *v, const struct hc_regs_x86 *r)
+{
+	struct x86_cr_caps caps = x86_cr_caps_from(hv_leaf, v);
+	bool lme_pg = (r->efer & EFER_LME) && (r->cr0 & CR0_PG);
+	struct x86_cr_state st = {
+	    .cr0 = r->cr0,
+	    .cr3 = r->cr3,
+	    .cr4 = r->cr4,
+	    .efer = r->efer,
+	    .cs_long = (r->efer & EFER_LMA) && (r->cs.attr & X86_SEG_ATTR_L),
+	};
+
+	if (r->rflags & RFLAGS_RSVD)
+		return false;
+	if (r->efer & ~(EFER_HV_OK & (caps.efer_ok | EFER_LMA)))
+		return false;
+	if (!!(r->efer & EFER_LMA) != lme_pg)
+		return false; // LMA is LME && PG, as the CPU keeps it
+	if (lme_pg && !(r->cr4 & CR4_PAE))
+		return false;
+	if ((r->cr4 & CR4_PCIDE) && !(r->efer & EFER_LMA))
+		return false;
+	return x86_cr0_ok(&st, &caps, r->cr0) && x86_cr3_ok(&st, &caps, r->cr3) &&
+	       x86_cr4_ok(&st, &caps, r->cr4) && segs_ok(r, r->efer & EFER_LMA);
+}

@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The SVM back end of secondary vCPUs (arch/x86/hv.h): one VMCB per vCPU
+// in a deposited page, entered from inside the primary's exit handler on the
+// host stack (svm_hv_run_once, hv_entry.S). Policy is arch/x86/hv_exit.c's;
+// this file moves state between the VMCB and v->arch and switches worlds:
+//
+//   begin: VMSAVE the primary's hidden state (FS, GS, TR, LDTR, the SYSCALL
+//          and SYSENTER MSRs) into its VMCB, save its extended state and load
+//          the secondary's (XSAVE, or FXSAVE without it);
+//   enter: VMLOAD / VMRUN / VMSAVE on the secondary's VMCB;
+//   end:   the reverse of begin; the primary's loop VMLOADs its state again
+//          (svm_cpu.vmload) before its next VMRUN.
+//
+// All secondaries share one ASID (SVM_HV_ASID), different from the
+// primary's: a RUN flushes it at its first entry (another VM may have used
+// it on this CPU) and whenever core asks (hv_entry.flush).
+#include "arch/x86/caps.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/fmt_x86.h"
+#include "arch/x86/hv.h"
+#include "arch/x86/svm/svm.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+#define SVM_HV_ASID 2
+
+#define INT3_SMI	 (1u << 2)
+#define INT3_INVD	 (1u << 22)
+#define INT3_TASK_SWITCH (1u << 29)
+#define INT4_MONITOR	 (1u << 10)
+#define VINTR_MASKING	 (1ull << 24)
+
+#define SVM_EXIT_SMI 0x062
+
+#define MSR_STAR   0xc0000081u
+#define MSR_LSTAR  0xc0000082u
+#define MSR_CSTAR  0xc0000083u
+#define MSR_SFMASK 0xc0000084u
+
+// Set once at boot (resident copy).
+static struct {
+	uint64_t iopm_pa, msrpm_pa; // all ones: every port and MSR exits
+	uint64_t fpu_pa;	    // X86_MAX_CPUS pages: the primary's extended state
+} svm_hv;
+
+// svm_hv_run_once (hv_entry.S): VMLOAD, VMRUN, VMSAVE on `vmcb_pa` with the
+// guest's GPRs (but RAX, RSP) from and back to gprs[]; host callee-saved
+// registers preserved.
+void svm_hv_run_once(uint64_t vmcb_pa, uint64_t *gprs);
+
+static void *vmcb_of(struct vcpu *v)
+{
+	return (void *)(uintptr_t)v->arch.hv.vmcb_pa;
+}
+
+static uint64_t primary_fpu(struct vcpu *caller)
+{
+	return svm_hv.fpu_pa + (uint64_t)caller->index * 4096;
+}
+
+// ---- VMCB contents ------------------------------------------------------------------
+static void set_seg(void *vmcb, unsigned off, uint16_t sel, uint16_t attr, uint32_t limit,
+		    uint64_t base)
+{
+	*vmcb16(vmcb, off) = sel;
+	*vmcb16(vmcb, off + 2) = attr;
+	*vmcb32(vmcb, off + 4) = limit;
+	*vmcb64(vmcb, off + 8) = base;
+}
+
+static void control(void *vmcb)
+{
+	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) =
+	    INT3_INTR | INT3_NMI | INT3_SMI | INT3_INIT | INT3_CPUID | INT3_HLT | INT3_INVLPGA |
+	    INT3_IOIO | INT3_MSR | INT3_SHUTDOWN | INT3_INVD | INT3_TASK_SWITCH;
+	*vmcb32(vmcb, VMCB_INTERCEPT_MISC2) =
+	    INT4_VMRUN | INT4_VMMCALL | INT4_VMLOAD | INT4_VMSAVE | INT4_STGI | INT4_CLGI |
+	    INT4_SKINIT | INT4_MONITOR | INT4_MWAIT | INT4_MWAIT_COND | INT4_XSETBV;
+	*vmcb64(vmcb, VMCB_IOPM_PA) = svm_hv.iopm_pa;
+	*vmcb64(vmcb, VMCB_MSRPM_PA) = svm_hv.msrpm_pa;
+	*vmcb32(vmcb, VMCB_ASID) = SVM_HV_ASID;
+	// Physical interrupts are gated by the host's IF (set around VMRUN)
+	// and exit, whatever the guest's IF.
+	*vmcb64(vmcb, VMCB_VINTR) = VINTR_MASKING;
+	*vmcb64(vmcb, VMCB_NP_ENABLE) = 1;
+}
+
+// The state after INIT: real mode, CS F000 with base FFFF0000, IP FFF0.
+static void reset_state(struct vcpu *v, void *vmcb)
+{
+	set_seg(vmcb, VMCB_CS, 0xf000, 0x9b, 0xffff, 0xffff0000ull);
+	set_seg(vmcb, VMCB_DS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_ES, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_SS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_FS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_GS, 0, 0x93, 0xffff, 0);
+	set_seg(vmcb, VMCB_GDTR, 0, 0, 0xffff, 0);
+	set_seg(vmcb, VMCB_IDTR, 0, 0, 0xffff, 0);
+	set_seg(vmcb, VMCB_LDTR, 0, 0x82, 0xffff, 0);
+	set_seg(vmcb, VMCB_TR, 0, 0x8b, 0xffff, 0);
+	*vmcb64(vmcb, VMCB_CR0) = 0x60000010;
+	*vmcb64(vmcb, VMCB_EFER) = EFER_SVME;
+	*vmcb64(vmcb, VMCB_DR6) = 0xffff0ff0;
+	*vmcb64(vmcb, VMCB_DR7) = 0x400;
+	*vmcb64(vmcb, VMCB_RFLAGS) = 2;
+	*vmcb64(vmcb, VMCB_G_PAT) = 0x0007040600070406ull;
+	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
+	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping
+	v->arch.rip = 0xfff0;
+}
+
+static int op_create(struct vcpu *v)
+{
+	uint64_t vmcb = hv_page_alloc(v->vm), fpu = hv_page_alloc(v->vm);
+
+	if (!vmcb || !fpu) {
+		if (vmcb)
+			hv_page_free(v->vm, vmcb);
+		if (fpu)
+			hv_page_free(v->vm, fpu);
+		return HC_E_NOMEM;
+	}
+	v->arch.hv.vmcb_pa = vmcb;
+	v->arch.hv.fpu_pa = fpu;
+	x86_hv_fpu_init(fpu);
+	control(vmcb_of(v));
+	reset_state(v, vmcb_of(v));
+	return HC_OK;
+}
+
+static void op_destroy(struct vcpu *v)
+{
+	if (v->arch.hv.vmcb_pa)
+		hv_page_free(v->vm, v->arch.hv.vmcb_pa);
+	if (v->arch.hv.fpu_pa)
+		hv_page_free(v->vm, v->arch.hv.fpu_pa);
+	v->arch.hv.vmcb_pa = v->arch.hv.fpu_pa = 0;
+}
+
+static const unsigned seg_off[8] = {VMCB_ES, VMCB_CS, VMCB_SS,	 VMCB_DS,
+				    VMCB_FS, VMCB_GS, VMCB_LDTR, VMCB_TR};
+
+static void op_set_state(struct vcpu *v, const struct hc_regs_x86 *r)
+{
+	void *vmcb = vmcb_of(v);
+	const struct hc_x86_seg *segs[8] = {&r->es, &r->cs, &r->ss,   &r->ds,
+					    &r->fs, &r->gs, &r->ldtr, &r->tr};
+
+	for (unsigned i = 0; i < 8; i++)
+		set_seg(vmcb, seg_off[i], segs[i]->sel, segs[i]->attr, segs[i]->limit,
+			segs[i]->base);
+	set_seg(vmcb, VMCB_GDTR, 0, 0, r->gdt_limit, r->gdt_base);
+	set_seg(vmcb, VMCB_IDTR, 0, 0, r->idt_limit, r->idt_base);
+	*vmcb64(vmcb, VMCB_CR0) = r->cr0;
+	*vmcb64(vmcb, VMCB_CR2) = r->cr2;
+	*vmcb64(vmcb, VMCB_CR3) = r->cr3;
+	*vmcb64(vmcb, VMCB_CR4) = r->cr4;
+	*vmcb64(vmcb, VMCB_EFER) = r->efer | EFER_SVME; // checked: the VMM's has no SVME
+	*vmcb64(vmcb, VMCB_RFLAGS) = r->rflags | 2;
+	// The CPL is SS.DPL in protected mode (3 in virtual-8086 mode), 0 in real mode.
+	unsigned cpl = !(r->cr0 & CR0_PE)	  ? 0
+		       : (r->rflags & (1u << 17)) ? 3
+						  : (r->ss.attr >> 5) & 3;
+	*vmcb8(vmcb, VMCB_CPL) = (uint8_t)cpl;
+	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
+	memcpy(v->arch.gpr, r->gpr, sizeof(v->arch.gpr));
+	v->arch.rip = r->rip;
+}
+
+static void op_get_state(struct vcpu *v, struct hc_regs_x86 *r)
+{
+	void *vmcb = vmcb_of(v);
+	struct hc_x86_seg *segs[8] = {&r->es, &r->cs, &r->ss,	&r->ds,
+				      &r->fs, &r->gs, &r->ldtr, &r->tr};
+
+	for (unsigned i = 0; i < 8; i++) {
+		segs[i]->sel = *vmcb16(vmcb, seg_off[i]);
+		segs[i]->attr = *vmcb16(vmcb, seg_off[i] + 2);
+		segs[i]->limit = *vmcb32(vmcb, seg_off[i] + 4);
+		segs[i]->base = *vmcb64(vmcb, seg_off[i] + 8);
+	}
+	r->gdt_limit = *vmcb32(vmcb, VMCB_GDTR + 4);
+	r->gdt_base = *vmcb64(vmcb, VMCB_GDTR + 8);
+	r->idt_limit = *vmcb32(vmcb, VMCB_IDTR + 4);
+	r->idt_base = *vmcb64(vmcb, VMCB_IDTR + 8);
+	r->cr0 = *vmcb64(vmcb, VMCB_CR0);
+	r->cr2 = *vmcb64(vmcb, VMCB_CR2);
+	r->cr3 = *vmcb64(vmcb, VMCB_CR3);
+	r->cr4 = *vmcb64(vmcb, VMCB_CR4);
+	r->efer = *vmcb64(vmcb, VMCB_EFER) & ~EFER_SVME;
+	r->rflags = *vmcb64(vmcb, VMCB_RFLAGS);
+	memcpy(r->gpr, v->arch.gpr, sizeof(r->gpr));
+	r->rip = v->arch.rip;
+}
+
+// ---- the world switch ---------------------------------------------------------------
+static void op_begin(struct vcpu *caller, struct vcpu *v)
+{
+	svm_vmcb_save_state(caller->arch.backend);
+	x86_hv_fpu_save(primary_fpu(caller));
+	x86_hv_fpu_load(v->arch.hv.fpu_pa);
+	// Another VM may have used the shared ASID on this CPU.
+	*vmcb8(vmcb_of(v), VMCB_TLB_CONTROL) = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID)
+						   ? TLB_CONTROL_FLUSH_ASID
+						   : TLB_CONTROL_FLUSH_ALL;
+}
+
+static void op_end(struct vcpu *caller, struct vcpu *v)
+{
+	struct svm_cpu *c = caller->arch.backend;
+
+	x86_hv_fpu_save(v->arch.hv.fpu_pa);
+	x86_hv_fpu_load(primary_fpu(caller));
+	c->vmload = 1; // the primary's FS, GS, TR, ... were saved by op_begin
+}
+
+static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
+{
+	void *vmcb = vmcb_of(v);
+
+	*vmcb64(vmcb, VMCB_N_CR3) = en->root_pa;
+	if (en->flush)
+		*vmcb8(vmcb, VMCB_TLB_CONTROL) = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID)
+						     ? TLB_CONTROL_FLUSH_ASID
+						     : TLB_CONTROL_FLUSH_ALL;
+	// An event whose delivery the last exit interrupted is delivered again,
+	// unless the policy queued an exception of its own.
+	if ((v->arch.hv.intinfo & EVENTINJ_VALID) &&
+	    !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID))
+		*vmcb64(vmcb, VMCB_EVENTINJ) = v->arch.hv.intinfo;
+	v->arch.hv.intinfo = 0;
+	*vmcb64(vmcb, VMCB_RAX) = v->arch.gpr[X86_RAX];
+	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
+	*vmcb64(vmcb, VMCB_RIP) = v->arch.rip;
+
+	svm_hv_run_once(v->arch.hv.vmcb_pa, v->arch.gpr);
+
+	const struct svm_exit_fields f = {
+	    .code = *vmcb64(vmcb, VMCB_EXITCODE),
+	    .info1 = *vmcb64(vmcb, VMCB_EXITINFO1),
+	    .info2 = *vmcb64(vmcb, VMCB_EXITINFO2),
+	};
+	svm_decode_exit(&f, e);
+	if (f.code == SVM_EXIT_SMI)
+		e->kind = X86_EXIT_INTR; // the primary takes it once back in guest mode
+	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
+	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
+	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
+	v->arch.hv.next_rip = e->next_rip;
+	v->arch.hv.intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
+	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE;
+	v->arch.insn_done = false;
+	// An intercepted NMI stays pending (GIF = 0): taken here by the host,
+	// whose handler returns; the policy decides what it was.
+	if (e->kind == X86_EXIT_NMI)
+		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
+}
+
+// ---- MSRs the VMCB holds -------------------------------------------------------------
+static bool canonical(uint64_t a)
+{
+	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
+}
+
+static bool pat_ok(uint64_t pat)
+{
+	for (unsigned i = 0; i < 8; i++) {
+		unsigned t = (pat >> (8 * i)) & 0xff;
+		if (t == 2 || t == 3 || t > 7)
+			return false;
+	}
+	return true;
+}
+
+static int msr_offset(uint32_t msr)
+{
+	switch (msr) {
+	case MSR_IA32_PAT:
+		return VMCB_G_PAT;
+	case MSR_SYSENTER_CS:
+		return VMCB_SYSENTER_CS;
+	case MSR_SYSENTER_ESP:
+		return VMCB_SYSENTER_ESP;
+	case MSR_SYSENTER_EIP:
+		return VMCB_SYSENTER_EIP;
+	case MSR_STAR:
+		return VMCB_STAR;
+	case MSR_LSTAR:
+		return VMCB_LSTAR;
+	case MSR_CSTAR:
+		return VMCB_CSTAR;
+	case MSR_SFMASK:
+		return VMCB_SFMASK;
+	case MSR_FS_BASE:
+		return VMCB_FS + 8;
+	case MSR_GS_BASE:
+		return VMCB_GS + 8;
+	case MSR_KERNEL_GS_BASE:
+		return VMCB_KGSBASE;
+	default:
+		return -1;
+	}
+}
+
+static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
+{
+	void *vmcb = vmcb_of(v);
+
+	if (msr == MSR_EFER) {
+		uint64_t cur = *vmcb64(vmcb, VMCB_EFER);
+		if (!write)
+			*val = cur & ~EFER_SVME;
+		else // checked by the policy; LMA stays the CPU's
+			*vmcb64(vmcb, VMCB_EFER) =
+			    (*val & ~EFER_LMA) | (cur & EFER_LMA) | EFER_SVME;
+		return true;
+	}
+	int off = msr_offset(msr);
+	if (off < 0)
+		return false;
+	if (!write) {
+		*val = *vmcb64(vmcb, (unsigned)off);
+		return true;
+	}
+	if (msr == MSR_IA32_PAT && !pat_ok(*val))
+		return false;
+	if (msr != MSR_IA32_PAT && msr != MSR_STAR && msr != MSR_SFMASK && msr != MSR_SYSENTER_CS &&
+	    !canonical(*val))
+		return false;
+	*vmcb64(vmcb, (unsigned)off) = *val;
+	return true;
+}
+
+// ---- vCPU operations of a secondary (decode.c, cr.c, exit.c) -----------------------
+static uint64_t op_read_cr(struct vcpu *v, unsigned n)
+{
+	static const unsigned off[5] = {VMCB_CR0, VMCB_CR0, VMCB_CR2, VMCB_CR3, VMCB_CR4};
+
+	return *vmcb64(vmcb_of(v), off[n < 5 ? n : 4]);
+}
+
+static uint64_t op_read_efer(struct vcpu *v)
+{
+	return *vmcb64(vmcb_of(v), VMCB_EFER) & ~EFER_SVME;
+}
+
+static void op_write_efer(struct vcpu *v, uint64_t efer)
+{
+	uint64_t val = efer;
+
+	op_msr(v, MSR_EFER, true, &val);
+}
+
+static uint64_t op_read_rflags(struct vcpu *v)
+{
+	return *vmcb64(vmcb_of(v), VMCB_RFLAGS);
+}
+
+static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+{
+	void *vmcb = vmcb_of(v);
+	unsigned off = seg_off[s];
+
+	out->sel = *vmcb16(vmcb, off);
+	out->attr = *vmcb16(vmcb, off + 2);
+	out->limit = *vmcb32(vmcb, off + 4);
+	out->base = *vmcb64(vmcb, off + 8);
+}
+
+static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
+{
+	uint64_t ev = vector | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
+
+	if (has_error)
+		ev |= EVENTINJ_ERR_VALID | ((uint64_t)error << 32);
+	*vmcb64(vmcb_of(v), VMCB_EVENTINJ) = ev;
+}
+
+// IOIO gives the next RIP; NRIPS (not under QEMU) gives it for the rest.
+static unsigned op_insn_len(struct vcpu *v)
+{
+	void *vmcb = vmcb_of(v);
+	uint64_t code = *vmcb64(vmcb, VMCB_EXITCODE), nrip = *vmcb64(vmcb, VMCB_NRIP);
+
+	if (v->arch.hv.next_rip > v->arch.rip)
+		return (unsigned)(v->arch.hv.next_rip - v->arch.rip);
+	if ((svm_host.features & SVM_FEAT_NRIPS) && code != SVM_EXIT_NPF && nrip > v->arch.rip &&
+	    nrip - v->arch.rip <= 15)
+		return (unsigned)(nrip - v->arch.rip);
+	return 0;
+}
+
+static void op_complete_insn(struct vcpu *v, bool single_step)
+{
+	*vmcb64(vmcb_of(v), VMCB_INT_SHADOW) &= ~1ull;
+}
+
+// Guest-physical memory through the vCPU's NPT (the pages its last entry
+// could reach); never Slat's region.
+static bool op_read_phys(struct vcpu *v, uint64_t gpa, void *buf, unsigned len)
+{
+	uint8_t *dst = buf;
+
+	while (len) {
+		unsigned chunk = 4096 - (unsigned)(gpa & 0xfff);
+		uint64_t hpa;
+		if (chunk > len)
+			chunk = len;
+		if (!x86_hv_gpa_to_hpa(v->arch.hv.root_pa, gpa, false, &hpa) ||
+		    region_overlaps(&x86_primary.hidden, hpa, chunk) ||
+		    hpa + chunk > x86_primary.arch.host_map_top)
+			return false;
+		memcpy(dst, (const void *)(uintptr_t)hpa, chunk);
+		gpa += chunk, dst += chunk, len -= chunk;
+	}
+	return true;
+}
+
+static const struct x86_vcpu_ops svm_hv_vcpu_ops = {
+    .read_cr = op_read_cr,
+    .read_efer = op_read_efer,
+    .write_efer = op_write_efer,
+    .read_rflags = op_read_rflags,
+    .read_seg = op_read_seg,
+    .inject = op_inject,
+    .insn_len = op_insn_len,
+    .complete_insn = op_complete_insn,
+    .read_phys = op_read_phys,
+};
+
+static const struct x86_hv_ops svm_hv_ops = {
+    .fmt = &s2_fmt_npt4,
+    .vcpu_ops = &svm_hv_vcpu_ops,
+    .vcpu_create = op_create,
+    .vcpu_destroy = op_destroy,
+    .set_state = op_set_state,
+    .get_state = op_get_state,
+    .begin = op_begin,
+    .end = op_end,
+    .enter = op_enter,
+    .msr = op_msr,
+    .kick = x86_hv_kick_primary,
+};
+
+// ---- boot -----------------------------------------------------------------------------
+bool svm_hv_init(struct region *r, const struct slat_plan *plan)
+{
+	static uint64_t ram[PLAN_MAX_RANGES][2], slat[1][2];
+	unsigned n = 0;
+
+	if (!x86_hv_fpu_setup(svm_host.xsave))
+		return false;
+	svm_hv.iopm_pa = region_alloc(r, 3, 4096);
+	svm_hv.msrpm_pa = region_alloc(r, 2, 4096);
+	svm_hv.fpu_pa = region_alloc(r, X86_MAX_CPUS, 4096);
+	if (!svm_hv.iopm_pa || !svm_hv.msrpm_pa || !svm_hv.fpu_pa) {
+		log_warn("svm: no room in Slat's region for secondary VMs\n");
+		return false;
+	}
+	memset((void *)(uintptr_t)svm_hv.iopm_pa, 0xff, 3 * 4096);
+	memset((void *)(uintptr_t)svm_hv.msrpm_pa, 0xff, 2 * 4096);
+	for (unsigned i = 0; i < plan->n_ranges; i++) {
+		if (plan->ranges[i].kind != PLAN_MEM_NORMAL)
+			continue;
+		ram[n][0] = plan->ranges[i].base;
+		ram[n][1] = plan->ranges[i].size;
+		n++;
+	}
+	slat[0][0] = plan->region.base;
+	slat[0][1] = plan->region.size;
+	x86_hv_setup(&svm_hv_ops);
+	const struct hv_boot b = {.ram = ram,
+				  .nram = n,
+				  .slat = slat,
+				  .nslat = 1,
+				  .abi = HC_ABI_X86,
+				  .ncpus = X86_MAX_CPUS};
+	return hv_init(&b) == 0;
+}

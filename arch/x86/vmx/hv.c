@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The VT-x back end of secondary vCPUs (arch/x86/hv.h), the second
+// implementation of struct x86_hv_ops next to svm/hv.c. A vCPU has a VMCS
+// and a state page (its guest state between RUNs, struct vmx_hv_state) in
+// deposited pages. A RUN makes the VMCS current only while it runs:
+//
+//   begin: save the primary's extended state, load the vCPU's; VMPTRLD the
+//          vCPU's VMCS (VMCLEARed at the end of the last RUN, on whatever CPU:
+//          so it may move between CPUs) and write controls, host state (the
+//          primary VMCS's, read before) and the guest state from the page;
+//   enter: EPTP, flushes, one VMLAUNCH / VMRESUME (vmx_hv_run_once);
+//   end:   guest state back to the page, VMCLEAR, VMPTRLD the primary's VMCS.
+//
+// Secondaries use VPID 2 (the primary 1). Intercepts: external interrupts
+// and NMIs (pin-based), HLT, unconditional I/O, every MSR (an all-ones
+// bitmap), CR0/CR4 bits the CPU fixes (CR access: HC_EXIT_INTERNAL).
+#include "arch/x86/caps.h"
+#include "arch/x86/cpu.h"
+#include "arch/x86/fmt_x86.h"
+#include "arch/x86/hv.h"
+#include "arch/x86/vmx/vmx.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+#define VMX_HV_VPID    2
+#define AR_UNUSABLE    (1u << 16)
+#define PROC_UNCOND_IO (1u << 24)
+#define INTR_VALID     (1u << 31)
+#define INTR_TYPE_EXC  (3u << 8)
+#define INTR_ERR_VALID (1u << 11)
+
+// The guest state of a vCPU between RUNs (its state page).
+struct vmx_hv_state {
+	struct hc_regs_x86 r;
+	uint64_t pat, sysenter_cs, sysenter_esp, sysenter_eip, dr7;
+	uint32_t interruptibility;
+	uint64_t msrs[5]; // switched_msrs[]: VM entry and exit leave them alone
+};
+
+// MSRs VT-x does not switch and a guest can reach (SWAPGS, SYSCALL): the
+// primary's are saved and the vCPU's loaded for a RUN, live while it runs.
+static const uint32_t switched_msrs[5] = {MSR_KERNEL_GS_BASE, 0xc0000081u /* STAR */,
+					  0xc0000082u /* LSTAR */, 0xc0000083u /* CSTAR */,
+					  0xc0000084u /* SFMASK */};
+_Static_assert(sizeof(struct vmx_hv_state) <= 4096, "one page");
+
+static struct {
+	uint64_t msr_bitmap;
+	uint64_t fpu_pa; // X86_MAX_CPUS pages: the primary's extended state
+	uint32_t pin, proc, proc2;
+	uint64_t cr0_mask, cr4_mask;
+	bool ept_ad;
+} vmx_hv;
+
+// vmx/hv_entry.S
+int vmx_hv_run_once(uint64_t *gprs, uint64_t resume);
+
+static struct vmx_hv_state *state_of(struct vcpu *v)
+{
+	return (struct vmx_hv_state *)(uintptr_t)v->arch.hv.state_pa;
+}
+
+// ---- state page <-> VMCS ------------------------------------------------------------
+static uint32_t ar_of(uint16_t attr)
+{
+	uint32_t ar = (attr & 0xff) | ((uint32_t)(attr >> 8) & 0xf) << 12;
+
+	return (attr & 0x80) ? ar : AR_UNUSABLE;
+}
+
+static uint16_t attr_of(uint32_t ar)
+{
+	return (ar & AR_UNUSABLE) ? 0 : (uint16_t)((ar & 0xff) | ((ar >> 12) & 0xf) << 8);
+}
+
+static const struct hc_x86_seg *seg_in(const struct hc_regs_x86 *r, unsigned i)
+{
+	const struct hc_x86_seg *all[VMX_NSEG] = {&r->es, &r->cs, &r->ss,   &r->ds,
+						  &r->fs, &r->gs, &r->ldtr, &r->tr};
+	return all[i];
+}
+
+// VMWRITE that keeps going and remembers a failure in `ok`.
+#define W(field, val) (ok = vmwrite((field), (val)) && ok)
+
+static bool guest_to_vmcs(const struct vmx_hv_state *s)
+{
+	const struct hc_regs_x86 *r = &s->r;
+	const struct vmx_config *c = &vmx_cfg;
+	bool ok = true;
+
+	for (unsigned i = 0; i < VMX_NSEG; i++) {
+		const struct hc_x86_seg *g = seg_in(r, i);
+		uint32_t ar = ar_of(g->attr);
+		if ((i == VMX_CS || i == VMX_TR) && (ar & AR_UNUSABLE))
+			ar &= ~AR_UNUSABLE; // must be usable: VM entry checks the rest
+		W(VMCS_GUEST_ES_SEL + 2 * i, g->sel);
+		W(VMCS_GUEST_ES_BASE + 2 * i, g->base);
+		W(VMCS_GUEST_ES_LIMIT + 2 * i, g->limit);
+		W(VMCS_GUEST_ES_AR + 2 * i, ar);
+	}
+	W(VMCS_GUEST_GDTR_BASE, r->gdt_base);
+	W(VMCS_GUEST_GDTR_LIMIT, r->gdt_limit);
+	W(VMCS_GUEST_IDTR_BASE, r->idt_base);
+	W(VMCS_GUEST_IDTR_LIMIT, r->idt_limit);
+	// The CPU's fixed bits go into the real registers; the guest reads its
+	// own values through the shadows.
+	uint64_t cr0 = (r->cr0 | (c->cr0_fixed0 & ~(CR0_PE | CR0_PG))) & c->cr0_fixed1;
+	W(VMCS_GUEST_CR0, cr0);
+	W(VMCS_CR0_SHADOW, r->cr0);
+	W(VMCS_GUEST_CR3, r->cr3);
+	W(VMCS_GUEST_CR4, (r->cr4 | c->cr4_fixed0) & c->cr4_fixed1);
+	W(VMCS_CR4_SHADOW, r->cr4);
+	W(VMCS_GUEST_DR7, s->dr7);
+	W(VMCS_GUEST_RFLAGS, r->rflags | 2);
+	W(VMCS_GUEST_EFER, r->efer);
+	W(VMCS_GUEST_PAT, s->pat);
+	W(VMCS_GUEST_DEBUGCTL, 0);
+	W(VMCS_GUEST_SYSENTER_CS, s->sysenter_cs);
+	W(VMCS_GUEST_SYSENTER_ESP, s->sysenter_esp);
+	W(VMCS_GUEST_SYSENTER_EIP, s->sysenter_eip);
+	W(VMCS_LINK_POINTER, ~0ull);
+	W(VMCS_GUEST_INTERRUPTIBILITY, s->interruptibility);
+	W(VMCS_GUEST_ACTIVITY, 0);
+	W(VMCS_GUEST_PENDING_DBG, 0);
+	W(VMCS_ENTRY_CTLS, c->entry | (r->efer & EFER_LMA ? ENTRY_IA32E_GUEST : 0));
+	return ok;
+}
+
+static void guest_from_vmcs(struct vmx_hv_state *s)
+{
+	struct hc_regs_x86 *r = &s->r;
+
+	for (unsigned i = 0; i < VMX_NSEG; i++) {
+		struct hc_x86_seg *g = (struct hc_x86_seg *)seg_in(r, i);
+		g->sel = (uint16_t)vmread(VMCS_GUEST_ES_SEL + 2 * i);
+		g->base = vmread(VMCS_GUEST_ES_BASE + 2 * i);
+		g->limit = (uint32_t)vmread(VMCS_GUEST_ES_LIMIT + 2 * i);
+		g->attr = attr_of((uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * i));
+	}
+	r->gdt_base = vmread(VMCS_GUEST_GDTR_BASE);
+	r->gdt_limit = (uint32_t)vmread(VMCS_GUEST_GDTR_LIMIT);
+	r->idt_base = vmread(VMCS_GUEST_IDTR_BASE);
+	r->idt_limit = (uint32_t)vmread(VMCS_GUEST_IDTR_LIMIT);
+	uint64_t m0 = vmx_hv.cr0_mask, m4 = vmx_hv.cr4_mask;
+	r->cr0 = (vmread(VMCS_GUEST_CR0) & ~m0) | (vmread(VMCS_CR0_SHADOW) & m0);
+	r->cr3 = vmread(VMCS_GUEST_CR3);
+	r->cr4 = (vmread(VMCS_GUEST_CR4) & ~m4) | (vmread(VMCS_CR4_SHADOW) & m4);
+	r->rflags = vmread(VMCS_GUEST_RFLAGS);
+	r->efer = vmread(VMCS_GUEST_EFER);
+	s->pat = vmread(VMCS_GUEST_PAT);
+	s->dr7 = vmread(VMCS_GUEST_DR7);
+	s->sysenter_cs = vmread(VMCS_GUEST_SYSENTER_CS);
+	s->sysenter_esp = vmread(VMCS_GUEST_SYSENTER_ESP);
+	s->sysenter_eip = vmread(VMCS_GUEST_SYSENTER_EIP);
+	s->interruptibility = (uint32_t)vmread(VMCS_GUEST_INTERRUPTIBILITY);
+}
+
+static const uint64_t host_fields[] = {
+    VMCS_HOST_ES_SEL,	 VMCS_HOST_CS_SEL,	VMCS_HOST_SS_SEL,	VMCS_HOST_DS_SEL,
+    VMCS_HOST_FS_SEL,	 VMCS_HOST_GS_SEL,	VMCS_HOST_TR_SEL,	VMCS_HOST_PAT,
+    VMCS_HOST_EFER,	 VMCS_HOST_SYSENTER_CS, VMCS_HOST_CR0,		VMCS_HOST_CR3,
+    VMCS_HOST_CR4,	 VMCS_HOST_FS_BASE,	VMCS_HOST_GS_BASE,	VMCS_HOST_TR_BASE,
+    VMCS_HOST_GDTR_BASE, VMCS_HOST_IDTR_BASE,	VMCS_HOST_SYSENTER_ESP, VMCS_HOST_SYSENTER_EIP,
+};
+#define N_HOST_FIELDS (sizeof(host_fields) / sizeof(host_fields[0]))
+
+static bool controls(void)
+{
+	const struct vmx_config *c = &vmx_cfg;
+	bool ok = true;
+
+	W(VMCS_PIN_CTLS, vmx_hv.pin);
+	W(VMCS_PROC_CTLS, vmx_hv.proc);
+	W(VMCS_PROC_CTLS2, vmx_hv.proc2);
+	W(VMCS_EXIT_CTLS, c->exit);
+	W(VMCS_EXCEPTION_BITMAP, 0);
+	W(VMCS_CR3_TARGET_COUNT, 0);
+	W(VMCS_EXIT_MSR_STORE_N, 0);
+	W(VMCS_EXIT_MSR_LOAD_N, 0);
+	W(VMCS_ENTRY_MSR_LOAD_N, 0);
+	W(VMCS_ENTRY_INTR_INFO, 0);
+	W(VMCS_MSR_BITMAP, vmx_hv.msr_bitmap);
+	W(VMCS_CR0_MASK, vmx_hv.cr0_mask);
+	W(VMCS_CR4_MASK, vmx_hv.cr4_mask);
+	if (vmx_hv.proc2 & PROC2_VPID)
+		W(VMCS_VPID, VMX_HV_VPID);
+	return ok;
+}
+
+// ---- vCPU life ------------------------------------------------------------------------
+static void reset_state(struct vcpu *v)
+{
+	struct vmx_hv_state *s = state_of(v);
+	struct hc_regs_x86 *r = &s->r;
+	const struct hc_x86_seg data = {.base = 0, .limit = 0xffff, .sel = 0, .attr = 0x93};
+
+	memset(s, 0, sizeof(*s));
+	r->cs = (struct hc_x86_seg){
+	    .base = 0xffff0000ull, .limit = 0xffff, .sel = 0xf000, .attr = 0x9b};
+	r->ds = r->es = r->ss = r->fs = r->gs = data;
+	r->ldtr = (struct hc_x86_seg){.limit = 0xffff, .attr = 0x82};
+	r->tr = (struct hc_x86_seg){.limit = 0xffff, .attr = 0x8b};
+	r->gdt_limit = r->idt_limit = 0xffff;
+	r->cr0 = 0x60000010;
+	r->rflags = 2;
+	r->rip = 0xfff0;
+	r->gpr[X86_RDX] = cpuid(1, 0).eax;
+	s->pat = 0x0007040600070406ull;
+	s->dr7 = 0x400;
+	memcpy(v->arch.gpr, r->gpr, sizeof(v->arch.gpr));
+	v->arch.rip = r->rip;
+}
+
+static int op_create(struct vcpu *v)
+{
+	uint64_t pages[3];
+	unsigned n;
+
+	for (n = 0; n < 3; n++) {
+		pages[n] = hv_page_alloc(v->vm);
+		if (!pages[n]) {
+			while (n--)
+				hv_page_free(v->vm, pages[n]);
+			return HC_E_NOMEM;
+		}
+	}
+	v->arch.hv.vmcb_pa = pages[0];
+	v->arch.hv.state_pa = pages[1];
+	v->arch.hv.fpu_pa = pages[2];
+	*(uint32_t *)(uintptr_t)pages[0] = (uint32_t)(vmx_cfg.basic & 0x7fffffff); // revision
+	x86_hv_fpu_init(pages[2]);
+	vmx_clear(pages[0]); // launch state "clear" (never current anywhere yet)
+	reset_state(v);
+	return HC_OK;
+}
+
+static void op_destroy(struct vcpu *v)
+{
+	uint64_t *pages[3] = {&v->arch.hv.vmcb_pa, &v->arch.hv.state_pa, &v->arch.hv.fpu_pa};
+
+	for (unsigned i = 0; i < 3; i++) {
+		if (*pages[i])
+			hv_page_free(v->vm, *pages[i]);
+		*pages[i] = 0;
+	}
+}
+
+static void op_set_state(struct vcpu *v, const struct hc_regs_x86 *r)
+{
+	struct vmx_hv_state *s = state_of(v);
+
+	s->r = *r;
+	s->r.rflags |= 2;
+	s->interruptibility = 0;
+	memcpy(v->arch.gpr, r->gpr, sizeof(v->arch.gpr));
+	v->arch.rip = r->rip;
+}
+
+static void op_get_state(struct vcpu *v, struct hc_regs_x86 *r)
+{
+	*r = state_of(v)->r;
+	memcpy(r->gpr, v->arch.gpr, sizeof(r->gpr));
+	r->rip = v->arch.rip;
+}
+
+// ---- the world switch ---------------------------------------------------------------
+static struct vmx_pcpu *pcpu_of(struct vcpu *caller)
+{
+	return caller->arch.backend;
+}
+
+static uint64_t primary_fpu(struct vcpu *caller)
+{
+	return vmx_hv.fpu_pa + (uint64_t)caller->index * 4096;
+}
+
+// The vCPU's cached translations: EPT (its EPTP, or all) and VPID 2.
+static void invalidate(uint64_t eptp)
+{
+	if (vmx_cfg.invept_single)
+		vmx_invept(INVEPT_SINGLE, eptp);
+	else
+		vmx_invept(INVEPT_ALL, 0);
+	if (vmx_hv.proc2 & PROC2_VPID) {
+		if (vmx_cfg.invvpid_single)
+			vmx_invvpid(INVVPID_SINGLE, VMX_HV_VPID, 0);
+		else
+			vmx_invvpid(INVVPID_ALL, 0, 0);
+	}
+}
+
+static void write_cr2(uint64_t v)
+{
+	__asm__ volatile("mov %0, %%cr2" ::"r"(v) : "memory");
+}
+
+// The primary's CR2 and unswitched MSRs while a secondary runs (per CPU).
+static struct {
+	uint64_t cr2, msrs[5];
+} saved[X86_MAX_CPUS];
+
+static void op_begin(struct vcpu *caller, struct vcpu *v)
+{
+	uint64_t host[N_HOST_FIELDS];
+
+	x86_hv_fpu_save(primary_fpu(caller));
+	x86_hv_fpu_load(v->arch.hv.fpu_pa);
+	for (unsigned i = 0; i < N_HOST_FIELDS; i++)
+		host[i] = vmread(host_fields[i]);
+	struct vmx_hv_state *s = state_of(v);
+	saved[caller->index].cr2 = read_cr2();
+	write_cr2(s->r.cr2);
+	for (unsigned i = 0; i < 5; i++) {
+		saved[caller->index].msrs[i] = rdmsr(switched_msrs[i]);
+		wrmsr(switched_msrs[i], s->msrs[i]);
+	}
+	v->arch.hv.launched = false;
+	v->arch.hv.fresh = true;
+	// Never write into the primary's VMCS: without the vCPU's current, no entry.
+	v->arch.hv.cb_bad = !vmx_ptrld(v->arch.hv.vmcb_pa);
+	if (v->arch.hv.cb_bad) {
+		log_err("vmx: VMPTRLD of a secondary VMCS failed\n");
+		return;
+	}
+	bool ok = controls();
+	for (unsigned i = 0; i < N_HOST_FIELDS; i++)
+		ok = vmwrite(host_fields[i], host[i]) && ok;
+	ok = guest_to_vmcs(s) && ok;
+	if (!ok)
+		log_err("vmx: secondary VMCS: VMWRITE failed (error %llu)\n",
+			(unsigned long long)vmread(VMCS_INSN_ERROR));
+}
+
+static void op_end(struct vcpu *caller, struct vcpu *v)
+{
+	struct vmx_hv_state *s = state_of(v);
+
+	if (!v->arch.hv.cb_bad) {
+		guest_from_vmcs(s);
+		vmx_clear(v->arch.hv.vmcb_pa);
+	}
+	s->r.cr2 = read_cr2();
+	write_cr2(saved[caller->index].cr2);
+	for (unsigned i = 0; i < 5; i++) {
+		s->msrs[i] = rdmsr(switched_msrs[i]);
+		wrmsr(switched_msrs[i], saved[caller->index].msrs[i]);
+	}
+	vmx_ptrld(pcpu_of(caller)->vmcs_pa);
+	x86_hv_fpu_save(v->arch.hv.fpu_pa);
+	x86_hv_fpu_load(primary_fpu(caller));
+}
+
+static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
+{
+	uint64_t eptp = ept_eptp(en->root_pa, 4, vmx_hv.ept_ad);
+
+	if (v->arch.hv.cb_bad) {
+		*e = (struct x86_exit){.kind = X86_EXIT_BAD_STATE, .vendor = "vmx", .code = ~0u};
+		return;
+	}
+
+	vmwrite(VMCS_EPT_POINTER, eptp);
+	if (en->flush || v->arch.hv.fresh)
+		invalidate(eptp);
+	v->arch.hv.fresh = false;
+	// An event whose delivery the last exit interrupted is delivered again,
+	// unless the policy queued an exception of its own.
+	uint64_t idt = v->arch.hv.intinfo;
+	if ((idt & INTR_VALID) && !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_VALID))
+		vmwrite(VMCS_ENTRY_INTR_INFO, idt & ~(1ull << 12));
+	v->arch.hv.intinfo = 0;
+	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
+	vmwrite(VMCS_GUEST_RIP, v->arch.rip);
+
+	int failed = vmx_hv_run_once(v->arch.gpr, v->arch.hv.launched);
+	v->arch.hv.launched = v->arch.hv.launched || !failed;
+
+	const struct vmx_exit_fields f = {
+	    .reason = failed ? (1u << 31) : (uint32_t)vmread(VMCS_EXIT_REASON),
+	    .qual = failed ? vmread(VMCS_INSN_ERROR) : vmread(VMCS_EXIT_QUAL),
+	    .gpa = vmread(VMCS_GUEST_PHYS_ADDR),
+	    .intr_info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO),
+	};
+	vmx_decode_exit(&f, e);
+	// An MMIO marker of the engine (W without R) is an EPT misconfiguration:
+	// a SLAT fault at the address like any other (the engine answers MMIO).
+	if (!failed && (f.reason & 0xffff) == VMX_EXIT_EPT_MISCONFIG) {
+		e->kind = X86_EXIT_SLAT_VIOLATION;
+		e->gpa = f.gpa;
+		e->write = e->fetch = false;
+	}
+	v->arch.gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
+	v->arch.rip = vmread(VMCS_GUEST_RIP);
+	v->arch.hv.next_rip = 0;
+	if (!failed && e->kind == X86_EXIT_IO)
+		e->next_rip = v->arch.rip + vmread(VMCS_EXIT_INSN_LEN);
+	v->arch.hv.next_rip = e->next_rip;
+	v->arch.hv.intinfo = failed ? 0 : vmread(VMCS_IDT_VECT_INFO);
+	vmwrite(VMCS_ENTRY_INTR_INFO, 0);
+	v->arch.insn_done = false;
+}
+
+// ---- MSRs the VMCS holds ---------------------------------------------------------------
+static bool canonical(uint64_t a)
+{
+	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
+}
+
+static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
+{
+	uint64_t field;
+
+	switch (msr) {
+	case MSR_EFER:
+		if (write) // checked by the policy; LMA stays the CPU's
+			*val = (*val & ~EFER_LMA) | (vmread(VMCS_GUEST_EFER) & EFER_LMA);
+		field = VMCS_GUEST_EFER;
+		break;
+	case MSR_IA32_PAT:
+		field = VMCS_GUEST_PAT;
+		break;
+	case MSR_SYSENTER_CS:
+		field = VMCS_GUEST_SYSENTER_CS;
+		break;
+	case MSR_SYSENTER_ESP:
+		field = VMCS_GUEST_SYSENTER_ESP;
+		break;
+	case MSR_SYSENTER_EIP:
+		field = VMCS_GUEST_SYSENTER_EIP;
+		break;
+	case MSR_FS_BASE:
+		field = VMCS_GUEST_ES_BASE + 2 * VMX_FS;
+		break;
+	case MSR_GS_BASE:
+		field = VMCS_GUEST_ES_BASE + 2 * VMX_GS;
+		break;
+	default:
+		for (unsigned i = 0; i < 5; i++) {
+			if (msr != switched_msrs[i])
+				continue;
+			if (write && i != 1 && i != 4 && !canonical(*val))
+				return false;
+			if (write) // live while the vCPU runs (op_begin / op_end)
+				wrmsr(msr, *val);
+			else
+				*val = rdmsr(msr);
+			return true;
+		}
+		return false;
+	}
+	if (!write) {
+		*val = vmread(field);
+		return true;
+	}
+	if (msr != MSR_EFER && msr != MSR_IA32_PAT && msr != MSR_SYSENTER_CS && !canonical(*val))
+		return false;
+	if (msr == MSR_IA32_PAT)
+		for (unsigned i = 0; i < 8; i++) {
+			unsigned t = (*val >> (8 * i)) & 0xff;
+			if (t == 2 || t == 3 || t > 7)
+				return false;
+		}
+	return vmwrite(field, *val);
+}
+
+// ---- vCPU operations of a secondary (decode.c, cr.c, exit.c) -----------------------
+static uint64_t op_read_cr(struct vcpu *v, unsigned n)
+{
+	switch (n) {
+	case 0:
+		return (vmread(VMCS_GUEST_CR0) & ~vmx_hv.cr0_mask) |
+		       (vmread(VMCS_CR0_SHADOW) & vmx_hv.cr0_mask);
+	case 3:
+		return vmread(VMCS_GUEST_CR3);
+	case 4:
+		return (vmread(VMCS_GUEST_CR4) & ~vmx_hv.cr4_mask) |
+		       (vmread(VMCS_CR4_SHADOW) & vmx_hv.cr4_mask);
+	default:
+		return read_cr2(); // live: the vCPU's while it runs (op_begin)
+	}
+}
+
+static uint64_t op_read_efer(struct vcpu *v)
+{
+	return vmread(VMCS_GUEST_EFER);
+}
+
+static void op_write_efer(struct vcpu *v, uint64_t efer)
+{
+	op_msr(v, MSR_EFER, true, &efer);
+}
+
+static uint64_t op_read_rflags(struct vcpu *v)
+{
+	return vmread(VMCS_GUEST_RFLAGS);
+}
+
+static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
+{
+	out->sel = (uint16_t)vmread(VMCS_GUEST_ES_SEL + 2 * s);
+	out->attr = attr_of((uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * s));
+	out->limit = (uint32_t)vmread(VMCS_GUEST_ES_LIMIT + 2 * s);
+	out->base = vmread(VMCS_GUEST_ES_BASE + 2 * s);
+}
+
+static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
+{
+	uint32_t info = vector | INTR_TYPE_EXC | INTR_VALID;
+
+	// Real mode has no error codes (VM entry refuses one there).
+	if (has_error && (op_read_cr(v, 0) & CR0_PE)) {
+		info |= INTR_ERR_VALID;
+		vmwrite(VMCS_ENTRY_EXC_ERROR, error);
+	}
+	vmwrite(VMCS_ENTRY_INTR_INFO, info);
+}
+
+static unsigned op_insn_len(struct vcpu *v)
+{
+	unsigned reason = vmread(VMCS_EXIT_REASON) & 0xffff;
+
+	if (reason == VMX_EXIT_EPT_VIOLATION || reason == VMX_EXIT_EPT_MISCONFIG)
+		return 0; // no instruction length for EPT exits
+	return (unsigned)vmread(VMCS_EXIT_INSN_LEN);
+}
+
+static void op_complete_insn(struct vcpu *v, bool single_step)
+{
+	vmwrite(VMCS_GUEST_INTERRUPTIBILITY, vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~3ull);
+}
+
+static bool op_read_phys(struct vcpu *v, uint64_t gpa, void *buf, unsigned len)
+{
+	uint8_t *dst = buf;
+
+	while (len) {
+		unsigned chunk = 4096 - (unsigned)(gpa & 0xfff);
+		uint64_t hpa;
+		if (chunk > len)
+			chunk = len;
+		// EPT entries: R is bit 0 and W bit 1, as P and RW are for the walker.
+		if (!x86_hv_gpa_to_hpa(v->arch.hv.root_pa, gpa, false, &hpa) ||
+		    region_overlaps(&x86_primary.hidden, hpa, chunk) ||
+		    hpa + chunk > x86_primary.arch.host_map_top)
+			return false;
+		memcpy(dst, (const void *)(uintptr_t)hpa, chunk);
+		gpa += chunk, dst += chunk, len -= chunk;
+	}
+	return true;
+}
+
+static const struct x86_vcpu_ops vmx_hv_vcpu_ops = {
+    .read_cr = op_read_cr,
+    .read_efer = op_read_efer,
+    .write_efer = op_write_efer,
+    .read_rflags = op_read_rflags,
+    .read_seg = op_read_seg,
+    .inject = op_inject,
+    .insn_len = op_insn_len,
+    .complete_insn = op_complete_insn,
+    .read_phys = op_read_phys,
+};
+
+static const struct x86_hv_ops vmx_hv_ops = {
+    .fmt = &s2_fmt_ept4,
+    .vcpu_ops = &vmx_hv_vcpu_ops,
+    .vcpu_create = op_create,
+    .vcpu_destroy = op_destroy,
+    .set_state = op_set_state,
+    .get_state = op_get_state,
+    .begin = op_begin,
+    .end = op_end,
+    .enter = op_enter,
+    .msr = op_msr,
+    .kick = x86_hv_kick_primary,
+};
+
+// ---- boot -----------------------------------------------------------------------------
+bool vmx_hv_init(struct region *r, const struct slat_plan *plan)
+{
+	static uint64_t ram[PLAN_MAX_RANGES][2], slat[1][2];
+	const struct vmx_config *c = &vmx_cfg;
+	bool t = c->basic & (1ull << 55);
+	unsigned n = 0;
+
+	if (!x86_hv_fpu_setup(cpuid(1, 0).ecx & (1u << 26)))
+		return false;
+	uint64_t pin_cap = rdmsr(t ? MSR_VMX_TRUE_PINBASED : MSR_VMX_PINBASED);
+	uint64_t proc_cap = rdmsr(t ? MSR_VMX_TRUE_PROCBASED : MSR_VMX_PROCBASED);
+	uint32_t pin_want = PIN_EXT_INT_EXIT | PIN_NMI_EXIT;
+	uint32_t proc_want = PROC_HLT_EXIT | PROC_UNCOND_IO | PROC_MSR_BITMAPS | PROC_SECONDARY |
+			     PROC_MWAIT_EXIT | PROC_MONITOR_EXIT;
+	vmx_hv.pin = (pin_want | (uint32_t)pin_cap) & (uint32_t)(pin_cap >> 32);
+	vmx_hv.proc = (proc_want | (uint32_t)proc_cap) & (uint32_t)(proc_cap >> 32);
+	vmx_hv.proc2 = c->proc2 & (PROC2_EPT | PROC2_UNRESTRICTED | PROC2_VPID);
+	if ((vmx_hv.pin & pin_want) != pin_want || (vmx_hv.proc & proc_want) != proc_want) {
+		log_warn("vmx: controls for secondary VMs missing: none\n");
+		return false;
+	}
+	vmx_hv.ept_ad = c->ept_vpid & (1ull << 21);
+	// Owned bits: those the CPU fixes (PE and PG are free with unrestricted guest).
+	vmx_hv.cr0_mask = ((c->cr0_fixed0 & ~(CR0_PE | CR0_PG)) | ~c->cr0_fixed1) & 0xffffffffull;
+	vmx_hv.cr4_mask = (c->cr4_fixed0 | ~c->cr4_fixed1) & 0xffffffffull;
+	vmx_hv.msr_bitmap = region_alloc(r, 1, 4096);
+	vmx_hv.fpu_pa = region_alloc(r, X86_MAX_CPUS, 4096);
+	if (!vmx_hv.msr_bitmap || !vmx_hv.fpu_pa) {
+		log_warn("vmx: no room in Slat's region for secondary VMs\n");
+		return false;
+	}
+	memset((void *)(uintptr_t)vmx_hv.msr_bitmap, 0xff, 4096);
+	for (unsigned i = 0; i < plan->n_ranges; i++) {
+		if (plan->ranges[i].kind != PLAN_MEM_NORMAL)
+			continue;
+		ram[n][0] = plan->ranges[i].base;
+		ram[n][1] = plan->ranges[i].size;
+		n++;
+	}
+	slat[0][0] = plan->region.base;
+	slat[0][1] = plan->region.size;
+	x86_hv_setup(&vmx_hv_ops);
+	const struct hv_boot b = {.ram = ram,
+				  .nram = n,
+				  .slat = slat,
+				  .nslat = 1,
+				  .abi = HC_ABI_X86,
+				  .ncpus = X86_MAX_CPUS};
+	return hv_init(&b) == 0;
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// One entry of a secondary vCPU on VT-x (vmx/hv.c), called from C on the host
+// stack inside the primary's exit handler, with the secondary's VMCS
+// current. Microsoft x64 calling convention: RCX = the guest's GPRs (enum
+// x86_gpr order; RSP lives in the VMCS), RDX = 0 for VMLAUNCH, else
+// VMRESUME. Returns 0 after a VM exit, 1 when the VM entry itself failed
+// (VMfailValid / VMfailInvalid: the error is in the VMCS or there is none).
+// RBX, RBP, RDI, RSI, R12-R15 are preserved.
+
+#define VMCS_HOST_RSP 0x6c14
+#define VMCS_HOST_RIP 0x6c16
+
+	.text
+	.globl	vmx_hv_run_once
+vmx_hv_run_once:
+	push	%rbx
+	push	%rbp
+	push	%rdi
+	push	%rsi
+	push	%r12
+	push	%r13
+	push	%r14
+	push	%r15
+	push	%rcx			// (%rsp): gprs, found again at the exit
+	mov	$VMCS_HOST_RSP, %rax
+	vmwrite	%rsp, %rax
+	lea	1f(%rip), %rbx
+	mov	$VMCS_HOST_RIP, %rax
+	vmwrite	%rbx, %rax
+	mov	%rdx, %r8		// launched?
+	mov	%rcx, %rax
+	mov	8*1(%rax), %rcx
+	mov	8*2(%rax), %rdx
+	mov	8*3(%rax), %rbx
+	mov	8*5(%rax), %rbp
+	mov	8*6(%rax), %rsi
+	mov	8*7(%rax), %rdi
+	mov	8*9(%rax), %r9
+	mov	8*10(%rax), %r10
+	mov	8*11(%rax), %r11
+	mov	8*12(%rax), %r12
+	mov	8*13(%rax), %r13
+	mov	8*14(%rax), %r14
+	mov	8*15(%rax), %r15
+	test	%r8, %r8
+	mov	8*8(%rax), %r8		// flags unchanged by MOV
+	mov	(%rax), %rax
+	jnz	2f
+	vmlaunch
+	jmp	3f
+2:	vmresume
+3:	// VM entry failed: the guest's registers are loaded; the host's are on the stack.
+	mov	$1, %eax
+	jmp	4f
+1:	// VM exit: RSP is the host RSP written above.
+	push	%rax
+	mov	8(%rsp), %rax
+	mov	%rcx, 8*1(%rax)
+	mov	%rdx, 8*2(%rax)
+	mov	%rbx, 8*3(%rax)
+	mov	%rbp, 8*5(%rax)
+	mov	%rsi, 8*6(%rax)
+	mov	%rdi, 8*7(%rax)
+	mov	%r8, 8*8(%rax)
+	mov	%r9, 8*9(%rax)
+	mov	%r10, 8*10(%rax)
+	mov	%r11, 8*11(%rax)
+	mov	%r12, 8*12(%rax)
+	mov	%r13, 8*13(%rax)
+	mov	%r14, 8*14(%rax)
+	mov	%r15, 8*15(%rax)
+	pop	%rcx
+	mov	%rcx, (%rax)
+	xor	%eax, %eax
+4:	add	$8, %rsp
+	pop	%r15
+	pop	%r14
+	pop	%r13
+	pop	%r12
+	pop	%rsi
+	pop	%rdi
+	pop	%rbp
+	pop	%rbx
+	ret
