@@ -58,7 +58,7 @@ EFI_HV_SRCS     = $(wildcard core/hv*.c)
 EFI_COMMON_SRCS = $(filter-out $(EFI_HV_SRCS),\
                     $(wildcard boot/*.c drivers/*.c core/*.c core/libc/*.c mm/*.c))
 EFI_HV_x86_64  :=
-EFI_HV_aarch64 :=
+EFI_HV_aarch64 := yes
 # Sub-folders of an arch directory that join its image (each back end adds its own).
 EFI_SUBDIRS_x86_64 := svm vmx
 EFI_SUBDIRS_aarch64 :=
