@@ -55,6 +55,7 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST slot-delete-again: E_BAD_SLOT$' \
 	'^ARCHTEST set-regs: OK$' \
 	'^ARCHTEST p3-exit-1: MMIO gpa 0x200000 len 8 read data 0x0$' \
+	'^ARCHTEST p3-exit-ldp: INTERNAL EC 0x24 ISV 0 ipa 0x10000000$' \
 	'^ARCHTEST p3-exit-2: SHUTDOWN fn 0x84000008$' \
 	'^ARCHTEST set-regs: OK$' \
 	'^ARCHTEST vcpu1-exit-1: MMIO gpa 0x10000000 len 8 write data 0x5a17c0de00ff1234$' \
@@ -81,7 +82,7 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST hv-stats: OK$' \
 	'^ARCHTEST hv-stats: deposited 64 withdrawn 64 free 0 used 0 own_nodes 0 vms 0$' \
 	'^ARCHTEST hv-stats-vms: created 2 destroyed 2$' \
-	'^ARCHTEST-END 60 verdicts$' \
+	'^ARCHTEST-END 61 verdicts$' \
 	'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive; [0-9]+ calls \(20 refused\)$' \
 	'^slat: deposited pages: 64 in, 64 withdrawn, 0 held = 0 free \+ 0 used \(0 ownership nodes\)$' \
 	'^slat: powering off$'

@@ -51,7 +51,8 @@ __asm__(".arch_extension fp\n"
 	"	str	x7, [x2]\n" /* MMIO write: what it read */
 	"	wfi\n"
 	"g_phase3:\n"
-	"	ldr	x7, [x8]\n" /* deleted slot: MMIO read */
+	"	ldr	x7, [x8]\n"	 /* deleted slot: MMIO read */
+	"	ldp	x9, x10, [x2]\n" /* no syndrome (ISV=0): INTERNAL */
 	"	movz	w0, #0x0008\n"
 	"	movk	w0, #0x8400, lsl #16\n"
 	"	smc	#0\n" /* PSCI SYSTEM_OFF: SHUTDOWN */
@@ -439,6 +440,14 @@ static void phase2_3(uint64_t vm)
 		  HC_E_BAD_SLOT);
 	set_entry(vm, 0, g_phase3);
 	verdict_exit("p3-exit-1", run_vcpu(vm, 0)); /* MMIO read at the deleted slot */
+	uint32_t r = run_vcpu(vm, 0);
+	ta_verdict("p3-exit-ldp", "%s EC 0x%llx ISV %llu ipa 0x%llx", exit_name(r),
+		   (unsigned long long)(run_page()->u.fail.hw_reason >> 26),
+		   (unsigned long long)(run_page()->u.fail.hw_reason >> 24 & 1),
+		   (unsigned long long)run_page()->u.fail.info[0]);
+	CALL(HC_VCPU_GET_REGS, vm, 0, regs_pg, 0, 0, 0);
+	regs()->pc += 4; /* the VMM skips what it cannot emulate */
+	CALL(HC_VCPU_SET_REGS, vm, 0, regs_pg, 0, 0, 0);
 	verdict_exit("p3-exit-2", run_vcpu(vm, 0)); /* SYSTEM_OFF */
 	preempt_test(vm);
 }
