@@ -16,7 +16,7 @@ make -s -C "$BOOT_TOP" archtest >"$BOOT_DIR/make-archtest.out" 2>&1 || {
 }
 printf '%s\n' 'loader  = \arch\hv.efi' 'initrd  =' 'cmdline =' >"$BOOT_DIR/slat.cfg"
 boot_esp aarch64 "$BOOT_DIR/slat.cfg=slat.cfg" "$BOOT_TOP/build/aarch64/arch/hv.efi=arch/hv.efi"
-EMU_ARM64_MACHINE="virt,virtualization=on,gic-version=$HV_GIC" BOOT_TIMEOUT=${BOOT_TIMEOUT:-150} \
+EMU_SMP=2 EMU_ARM64_MACHINE="virt,virtualization=on,gic-version=$HV_GIC" BOOT_TIMEOUT=${BOOT_TIMEOUT:-150} \
 	boot_qemu_arm64 "$HV_CPU"
 # The guest's code layout (offsets of its labels) is fixed by tests/arch/arm64/hv.c.
 expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
@@ -61,6 +61,11 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST vcpu1-exit-1: MMIO gpa 0x10000000 len 8 write data 0x5a17c0de00ff1234$' \
 	'^ARCHTEST vcpu1-preempted: yes$' \
 	'^ARCHTEST vcpu1-exit-2: HALT$' \
+	'^ARCHTEST slot-add-2: OK$' \
+	'^ARCHTEST set-regs: OK$' \
+	'^ARCHTEST cpu1-on: 0$' \
+	'^ARCHTEST cross-cpu-delete: MMIO gpa 0x100000, 0 preempted$' \
+	'^ARCHTEST cpu1-slot-delete: OK$' \
 	'^ARCHTEST deposit-slat-frame: E_SLAT$' \
 	'^ARCHTEST run-page-in-slat: E_SLAT$' \
 	'^ARCHTEST deposit-flash: E_RANGE$' \
@@ -82,7 +87,7 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST hv-stats: OK$' \
 	'^ARCHTEST hv-stats: deposited 64 withdrawn 64 free 0 used 0 own_nodes 0 vms 0$' \
 	'^ARCHTEST hv-stats-vms: created 2 destroyed 2$' \
-	'^ARCHTEST-END 61 verdicts$' \
+	'^ARCHTEST-END 66 verdicts$' \
 	'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive; [0-9]+ calls \(20 refused\)$' \
 	'^slat: deposited pages: 64 in, 64 withdrawn, 0 held = 0 free \+ 0 used \(0 ownership nodes\)$' \
 	'^slat: powering off$'

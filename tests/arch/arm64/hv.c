@@ -57,6 +57,11 @@ __asm__(".arch_extension fp\n"
 	"	movk	w0, #0x8400, lsl #16\n"
 	"	smc	#0\n" /* PSCI SYSTEM_OFF: SHUTDOWN */
 	"	b	.\n"
+	"g_race:\n"
+	"	mov	w11, #1\n"
+	"	str	w11, [x12]\n" /* tell CPU 1 the guest runs */
+	"3:	ldr	x7, [x8]\n"   /* until the slot goes away: MMIO read */
+	"	b	3b\n"
 	"g_spin:\n" /* long enough for timer ticks */
 	"	fmov	d0, x0\n"
 	"2:	subs	x5, x5, #1\n"
@@ -78,8 +83,50 @@ __asm__(".arch_extension fp\n"
 	"	eret\n"
 	"g_vec_end:\n"
 	".text\n");
-extern const char g_main[], g_phase2[], g_phase3[], g_spin[], g_main_end[], g_vec[], g_vec_end[];
+extern const char g_main[], g_phase2[], g_phase3[], g_race[], g_spin[], g_main_end[], g_vec[],
+    g_vec_end[];
 #define SPIN_LOOPS 30000000ull
+
+/* ---- CPU 1: deletes a slot while CPU 0 runs the guest (MMU off, no stack) ---- */
+struct cpu1_box {
+	uint64_t flag_pa; /* 0: the guest's "running" flag (a word of its code page) */
+	uint64_t vm;	  /* 8 */
+	int64_t result;	  /* 16: SLOT_SET DELETE's status */
+	uint32_t done;	  /* 24 */
+	uint32_t pad;
+};
+__asm__(".text\n"
+	".balign 4\n"
+	"cpu1_entry:\n"
+	"	mov	x19, x0\n"
+	"	movz	x20, #0x800, lsl #16\n" /* bounded wait: 2^27 rounds */
+	"1:	ldr	x1, [x19, #0]\n"
+	"	ldr	w2, [x1]\n"
+	"	cbnz	w2, 2f\n"
+	"	subs	x20, x20, #1\n"
+	"	b.ne	1b\n"
+	"	mov	x0, #-100\n" /* gave up */
+	"	b	3f\n"
+	"2:	movz	x0, #0x0006\n"
+	"	movk	x0, #0xc600, lsl #16\n" /* HC_FN(HC_SLOT_SET) */
+	"	ldr	x1, [x19, #8]\n"
+	"	mov	x2, #2\n" /* slot 2 */
+	"	mov	x3, #2\n" /* HC_SLOT_DELETE */
+	"	mov	x4, xzr\n"
+	"	mov	x5, xzr\n"
+	"	mov	x6, xzr\n"
+	"	hvc	#0\n"
+	"3:	str	x0, [x19, #16]\n"
+	"	mov	w1, #1\n"
+	"	str	w1, [x19, #24]\n"
+	"	dsb	sy\n"
+	"	movz	x0, #0x8400, lsl #16\n"
+	"	movk	x0, #0x0002\n" /* PSCI CPU_OFF (SMC: the conduit under Slat) */
+	"	smc	#0\n"
+	"4:	wfe\n"
+	"	b	4b\n");
+extern const char cpu1_entry[];
+static struct cpu1_box box1 __attribute__((aligned(64)));
 
 /* ---- raw calls ---------------------------------------------------------------- */
 struct ret4 {
@@ -427,6 +474,70 @@ static void preempt_test(uint64_t vm)
 	verdict_exit("vcpu1-exit-2", run_vcpu(vm, 1));
 }
 
+static void box1_clean(void)
+{
+	for (uintptr_t p = (uintptr_t)&box1; p < (uintptr_t)(&box1 + 1); p += 16)
+		__asm__ volatile("dc civac, %0" ::"r"(p) : "memory");
+	a64_dsb();
+}
+
+/* CPU 0 runs a guest that reads slot 2 in a loop; CPU 1 deletes slot 2 once
+ * the guest runs. Slat's broadcast invalidation must end the guest's use of
+ * the old translation: the next read exits MMIO at once. Without it the
+ * guest would loop on a stale TLB entry until the watchdog (the primary's
+ * physical timer, 1 s) preempts it; so PREEMPTED here is a failure. */
+static void cross_cpu_delete(uint64_t vm)
+{
+	uint64_t data[DATA_PGS] = {data_pg, data_pg + PAGE};
+	volatile uint32_t *flag = (volatile uint32_t *)(uintptr_t)(code_pg + 0x800);
+
+	set_list(data, DATA_PGS);
+	expect_st("slot-add-2", CALL(HC_SLOT_SET, vm, 2, HC_SLOT_ADD, G_DATA, list_pg, DATA_PGS),
+		  HC_OK);
+	set_entry(vm, 0, g_race);
+	CALL(HC_VCPU_GET_REGS, vm, 0, regs_pg, 0, 0, 0);
+	regs()->x[12] = G_CODE + 0x800;
+	regs()->x[8] = G_DATA;
+	CALL(HC_VCPU_SET_REGS, vm, 0, regs_pg, 0, 0, 0);
+	*flag = 0;
+	cache_clean(code_pg + 0x800, 64);
+	ta_memset(&box1, 0, sizeof(box1));
+	box1.flag_pa = code_pg + 0x800;
+	box1.vm = vm;
+	box1_clean();
+	if (!a64_psci_init() || !a64_gic_init())
+		ta_abort("no PSCI or GIC");
+	int64_t on = a64_psci(PSCI_CPU_ON_64, 1, (uint64_t)(uintptr_t)cpu1_entry,
+			      (uint64_t)(uintptr_t)&box1);
+	ta_verdict("cpu1-on", "%lld", (long long)on);
+	a64_irq_mask();
+	a64_gic_save();
+	a64_gic_local_config(30, 0x80, true);
+	a64_msr("cntp_cval_el0", a64_cntpct() + a64_mrs("cntfrq_el0"));
+	a64_msr("cntp_ctl_el0", 1);
+	a64_isb();
+	unsigned pre = 0;
+	uint32_t r = 0;
+	for (unsigned i = 0; i < 4; i++) {
+		struct ret4 st = CALL(HC_VCPU_RUN, vm, 0, run_pg, 0, 0, 0);
+		r = st.st == HC_OK ? run_page()->reason : 0;
+		if (r != HC_EXIT_PREEMPTED)
+			break;
+		pre++;
+		a64_msr("cntp_ctl_el0", 0);
+	}
+	a64_msr("cntp_ctl_el0", 0);
+	a64_gic_restore();
+	a64_irq_unmask();
+	ta_verdict("cross-cpu-delete", "%s gpa 0x%llx, %u preempted", exit_name(r),
+		   (unsigned long long)run_page()->u.mmio.gpa, pre);
+	uint64_t t0 = a64_cntpct();
+	do
+		box1_clean();
+	while (!box1.done && a64_cntpct() - t0 < a64_mrs("cntfrq_el0"));
+	ta_verdict("cpu1-slot-delete", "%s", box1.done ? err_name(box1.result) : "never answered");
+}
+
 static void phase2_3(uint64_t vm)
 {
 	expect_st("slot-move", CALL(HC_SLOT_SET, vm, 1, HC_SLOT_MOVE, G_DATA2, 0, 0), HC_OK);
@@ -536,6 +647,7 @@ void ta_main(void)
 	load_guest(vm);
 	phase1(vm);
 	phase2_3(vm);
+	cross_cpu_delete(vm);
 	hostile(vm);
 	teardown(vm);
 	ta_info("PREEMPTED exits retried: %u", preempted);
