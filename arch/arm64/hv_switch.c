@@ -37,8 +37,10 @@ static void el2_ctl_save(struct hv_el2_ctl *c)
 	c->cnthctl = read_sysreg("cnthctl_el2");
 	c->cntvoff = read_sysreg("cntvoff_el2");
 	if (arm64_cpu.gic_sysregs) {
-		c->ich_hcr = read_sysreg(SYSREG_ICH_HCR_EL2);
 		c->icc_sre = read_sysreg(SYSREG_ICC_SRE_EL2);
+		// ICH_* exist for EL2 only with the system-register interface on.
+		if (c->icc_sre & ICC_SRE_SRE)
+			c->ich_hcr = read_sysreg(SYSREG_ICH_HCR_EL2);
 	}
 }
 
@@ -52,7 +54,8 @@ static void el2_ctl_load(const struct hv_el2_ctl *c)
 	write_sysreg("cnthctl_el2", c->cnthctl);
 	write_sysreg("cntvoff_el2", c->cntvoff);
 	if (arm64_cpu.gic_sysregs) {
-		write_sysreg(SYSREG_ICH_HCR_EL2, c->ich_hcr);
+		if (c->icc_sre & ICC_SRE_SRE)
+			write_sysreg(SYSREG_ICH_HCR_EL2, c->ich_hcr);
 		write_sysreg(SYSREG_ICC_SRE_EL2, c->icc_sre);
 	}
 	write_sysreg("hcr_el2", c->hcr);
