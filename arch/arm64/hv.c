@@ -11,7 +11,6 @@
 // re-enter at once with the secondary's state still loaded. The primary's
 // state is restored before VCPU_RUN returns.
 #include "arch/arm64/el2_regs.h"
-#include "arch/arm64/exit_reason.h"
 #include "arch/arm64/fmt_s2.h"
 #include "arch/arm64/hv_vcpu.h"
 #include "arch/arm64/hyp.h"
