@@ -49,6 +49,7 @@ void arm64_hv_boot_ranges(const uint64_t (*ram)[2], unsigned nram)
 		return;
 	}
 	hv_vtcr = arm64_s2_vtcr(&g, hv_ps());
+	arm64_hv_tick_init(plan->fw.acpi_rsdp);
 	slat[0][0] = plan->region.base;
 	slat[0][1] = plan->region.size;
 	struct hv_boot b = {

@@ -302,8 +302,10 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 	arm64_el1_load(&s->el1);
 	el2_ctl_load(&sec);
 
+	arm64_hv_tick_arm(&prim_el1);
 	int r = run_loop(v, s, run);
 
+	arm64_hv_tick_disarm();
 	arm64_el1_save(&s->el1);
 	arm64_fp_save(s->fp);
 	el2_ctl_load(&prim);

@@ -46,6 +46,11 @@ _Static_assert(sizeof(struct arm64_hv_vcpu) <= 4096, "one deposited page");
 // hv.c: VTCR_EL2 of every secondary VM.
 uint64_t arm64_hv_vtcr(void);
 
+// hv_tick.c: the primary's virtual-timer deadline on CNTHP during a run.
+void arm64_hv_tick_init(const void *acpi_rsdp);
+void arm64_hv_tick_arm(const struct arm64_el1_regs *prim);
+void arm64_hv_tick_disarm(void);
+
 // hv_el1.c
 void arm64_el1_save(struct arm64_el1_regs *r);
 void arm64_el1_load(const struct arm64_el1_regs *r);

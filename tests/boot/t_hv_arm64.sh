@@ -61,6 +61,9 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST vcpu1-exit-1: MMIO gpa 0x10000000 len 8 write data 0x5a17c0de00ff1234$' \
 	'^ARCHTEST vcpu1-preempted: yes$' \
 	'^ARCHTEST vcpu1-exit-2: HALT$' \
+	'^ARCHTEST set-regs: OK$' \
+	'^ARCHTEST vcpu1-tick-exit: MMIO gpa 0x10000000 len 8 write data 0x5a17c0de00ff1234$' \
+	'^ARCHTEST vcpu1-preempted-by-firmware-tick: yes$' \
 	'^ARCHTEST slot-add-2: OK$' \
 	'^ARCHTEST set-regs: OK$' \
 	'^ARCHTEST cpu1-on: 0$' \
@@ -87,7 +90,7 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST hv-stats: OK$' \
 	'^ARCHTEST hv-stats: deposited 64 withdrawn 64 free 0 used 0 own_nodes 0 vms 0$' \
 	'^ARCHTEST hv-stats-vms: created 2 destroyed 2$' \
-	'^ARCHTEST-END 66 verdicts$' \
+	'^ARCHTEST-END 69 verdicts$' \
 	'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive; [0-9]+ calls \(20 refused\)$' \
 	'^slat: deposited pages: 64 in, 64 withdrawn, 0 held = 0 free \+ 0 used \(0 ownership nodes\)$' \
 	'^slat: powering off$'

@@ -440,6 +440,29 @@ static void phase1(uint64_t vm)
 		   (unsigned long long)regs()->x[0]);
 }
 
+/* The payload's own interrupt window: IRQs masked in the primary and the
+ * firmware's tick (its virtual timer) masked, so that the only interrupt is
+ * the payload's physical timer (PPI 30). */
+static uint64_t quiet_cntv;
+
+static void quiet_begin(void)
+{
+	a64_irq_mask();
+	quiet_cntv = a64_mrs("cntv_ctl_el0");
+	a64_msr("cntv_ctl_el0", quiet_cntv | 2); /* IMASK */
+	a64_gic_save();
+	a64_gic_local_config(30, 0x80, true);
+}
+
+static void quiet_end(void)
+{
+	a64_msr("cntp_ctl_el0", 0);
+	a64_gic_restore();
+	a64_msr("cntv_ctl_el0", quiet_cntv & 3);
+	a64_isb();
+	a64_irq_unmask();
+}
+
 /* vCPU 1 spins ~40 ms of TCG time with V0 = the pattern while the primary's
  * own EL1 physical timer (PPI 30, not the secondary's) fires 5 ms in: the
  * interrupt must end the run with PREEMPTED (IRQs are masked in the primary,
@@ -454,9 +477,7 @@ static void preempt_test(uint64_t vm)
 	CALL(HC_VCPU_SET_REGS, vm, 1, regs_pg, 0, 0, 0);
 	if (!a64_gic_init())
 		ta_abort("no GIC found");
-	a64_irq_mask();
-	a64_gic_save();
-	a64_gic_local_config(30, 0x80, true);
+	quiet_begin();
 	unsigned before = preempted;
 	uint64_t t0 = a64_cntpct();
 	a64_msr("cntp_cval_el0", t0 + a64_mrs("cntfrq_el0") / 200);
@@ -465,13 +486,26 @@ static void preempt_test(uint64_t vm)
 	disarm_cntp = true;
 	verdict_exit("vcpu1-exit-1", run_vcpu(vm, 1)); /* V0 after the spin */
 	disarm_cntp = false;
-	a64_msr("cntp_ctl_el0", 0);
-	a64_gic_restore();
-	a64_irq_unmask();
+	quiet_end();
 	ta_info("spin: %u PREEMPTED exits in %llu ticks", preempted - before,
 		(unsigned long long)(a64_cntpct() - t0));
 	ta_verdict("vcpu1-preempted", "%s", preempted > before ? "yes" : "no");
 	verdict_exit("vcpu1-exit-2", run_vcpu(vm, 1));
+
+	/* The same spin with nothing armed by the payload: the firmware's own
+	 * tick (its virtual timer, swapped out during the run; Slat carries its
+	 * deadline on CNTHP) must still end runs. */
+	set_entry(vm, 1, g_spin);
+	CALL(HC_VCPU_GET_REGS, vm, 1, regs_pg, 0, 0, 0);
+	regs()->x[5] = SPIN_LOOPS;
+	regs()->cpacr_el1 = 3ull << 20;
+	CALL(HC_VCPU_SET_REGS, vm, 1, regs_pg, 0, 0, 0);
+	before = preempted;
+	t0 = a64_cntpct();
+	verdict_exit("vcpu1-tick-exit", run_vcpu(vm, 1));
+	ta_info("spin: %u PREEMPTED exits by the firmware's tick in %llu ticks", preempted - before,
+		(unsigned long long)(a64_cntpct() - t0));
+	ta_verdict("vcpu1-preempted-by-firmware-tick", "%s", preempted > before ? "yes" : "no");
 }
 
 static void box1_clean(void)
@@ -510,9 +544,7 @@ static void cross_cpu_delete(uint64_t vm)
 	int64_t on = a64_psci(PSCI_CPU_ON_64, 1, (uint64_t)(uintptr_t)cpu1_entry,
 			      (uint64_t)(uintptr_t)&box1);
 	ta_verdict("cpu1-on", "%lld", (long long)on);
-	a64_irq_mask();
-	a64_gic_save();
-	a64_gic_local_config(30, 0x80, true);
+	quiet_begin();
 	a64_msr("cntp_cval_el0", a64_cntpct() + a64_mrs("cntfrq_el0"));
 	a64_msr("cntp_ctl_el0", 1);
 	a64_isb();
@@ -526,9 +558,7 @@ static void cross_cpu_delete(uint64_t vm)
 		pre++;
 		a64_msr("cntp_ctl_el0", 0);
 	}
-	a64_msr("cntp_ctl_el0", 0);
-	a64_gic_restore();
-	a64_irq_unmask();
+	quiet_end();
 	ta_verdict("cross-cpu-delete", "%s gpa 0x%llx, %u preempted", exit_name(r),
 		   (unsigned long long)run_page()->u.mmio.gpa, pre);
 	uint64_t t0 = a64_cntpct();
