@@ -8,6 +8,9 @@
 #define FRAME_SIZE 272 // struct arm64_frame: x0..x30, elr, spsr, pad
 #define FRAME_ELR  248
 #define PCPU_VCPU  16  // struct arm64_pcpu: vcpu (static_assert in hyp.h)
+#define PCPU_HV_FRAME 24 // struct arm64_pcpu: hv_frame
+#define PCPU_HV_SP    32 // struct arm64_pcpu: hv_sp
+#define HV_SAVE_SIZE  96 // arm64_hv_enter's save area: x19..x30
 
 	.text
 
@@ -67,6 +70,9 @@ el2_trap_common:
 	str	x1, [sp, #256]
 	mov	x1, sp
 	tbz	x0, #3, el2_fault    // index < 8: taken at EL2
+	mrs	x2, tpidr_el2
+	ldr	x3, [x2, #PCPU_HV_FRAME]
+	cbnz	x3, hv_exit          // a secondary vCPU ran: back to arm64_hv_enter
 	mov	x2, x0
 	mrs	x0, tpidr_el2
 	ldr	x0, [x0, #PCPU_VCPU] // this CPU's struct arm64_pcpu: its vCPU
@@ -92,6 +98,29 @@ el2_trap_common:
 	ldp	x28, x29, [sp, #224]
 	add	sp, sp, #FRAME_SIZE
 	eret
+
+// The exit of a secondary vCPU: x0 = vector index, x2 = this CPU's record,
+// x3 = pcpu->hv_frame, the guest's frame at sp. Copies the frame into
+// hv_frame, clears it (the next lower-EL exception is the primary's again)
+// and returns the index from arm64_hv_enter on its saved stack.
+hv_exit:
+	str	xzr, [x2, #PCPU_HV_FRAME]
+	mov	x4, sp
+	mov	x5, #(FRAME_SIZE / 16)
+1:	ldp	x6, x7, [x4], #16
+	stp	x6, x7, [x3], #16
+	subs	x5, x5, #1
+	b.ne	1b
+	ldr	x4, [x2, #PCPU_HV_SP]
+	mov	sp, x4
+	ldp	x19, x20, [sp, #0]
+	ldp	x21, x22, [sp, #16]
+	ldp	x23, x24, [sp, #32]
+	ldp	x25, x26, [sp, #48]
+	ldp	x27, x28, [sp, #64]
+	ldp	x29, x30, [sp, #80]
+	add	sp, sp, #HV_SAVE_SIZE
+	ret
 
 el2_fault:
 	bl	arm64_el2_fault
@@ -150,6 +179,100 @@ arm64_eret_to_el1:
 	mov	x30, xzr
 	isb
 	eret
+
+// ---- uint64_t arm64_hv_enter(struct arm64_pcpu *pc, struct arm64_frame *f)
+// Interrupts are masked (we run in an exception handler). The frame's x0..x30
+// become the guest's, its elr and spsr the ERET target.
+	.balign 4
+	.globl	arm64_hv_enter
+arm64_hv_enter:
+	sub	sp, sp, #HV_SAVE_SIZE
+	stp	x19, x20, [sp, #0]
+	stp	x21, x22, [sp, #16]
+	stp	x23, x24, [sp, #32]
+	stp	x25, x26, [sp, #48]
+	stp	x27, x28, [sp, #64]
+	stp	x29, x30, [sp, #80]
+	mov	x2, sp
+	str	x2, [x0, #PCPU_HV_SP]
+	str	x1, [x0, #PCPU_HV_FRAME]
+	ldp	x2, x3, [x1, #FRAME_ELR]  // elr, spsr
+	msr	elr_el2, x2
+	msr	spsr_el2, x3
+	mov	x30, x1
+	ldp	x0, x1, [x30, #0]
+	ldp	x2, x3, [x30, #16]
+	ldp	x4, x5, [x30, #32]
+	ldp	x6, x7, [x30, #48]
+	ldp	x8, x9, [x30, #64]
+	ldp	x10, x11, [x30, #80]
+	ldp	x12, x13, [x30, #96]
+	ldp	x14, x15, [x30, #112]
+	ldp	x16, x17, [x30, #128]
+	ldp	x18, x19, [x30, #144]
+	ldp	x20, x21, [x30, #160]
+	ldp	x22, x23, [x30, #176]
+	ldp	x24, x25, [x30, #192]
+	ldp	x26, x27, [x30, #208]
+	ldp	x28, x29, [x30, #224]
+	ldr	x30, [x30, #240]
+	eret
+	// No speculation past the ERET.
+	dsb	nsh
+	isb
+
+// ---- FP/SIMD save and load (528 bytes: V0-V31, FPSR, FPCR) ----------------
+	.arch_extension fp
+	.arch_extension simd
+	.balign 4
+	.globl	arm64_fp_save
+arm64_fp_save:
+	stp	q0, q1, [x0, #0]
+	stp	q2, q3, [x0, #32]
+	stp	q4, q5, [x0, #64]
+	stp	q6, q7, [x0, #96]
+	stp	q8, q9, [x0, #128]
+	stp	q10, q11, [x0, #160]
+	stp	q12, q13, [x0, #192]
+	stp	q14, q15, [x0, #224]
+	stp	q16, q17, [x0, #256]
+	stp	q18, q19, [x0, #288]
+	stp	q20, q21, [x0, #320]
+	stp	q22, q23, [x0, #352]
+	stp	q24, q25, [x0, #384]
+	stp	q26, q27, [x0, #416]
+	stp	q28, q29, [x0, #448]
+	stp	q30, q31, [x0, #480]
+	mrs	x1, fpsr
+	mrs	x2, fpcr
+	add	x3, x0, #512
+	stp	x1, x2, [x3]
+	ret
+
+	.balign 4
+	.globl	arm64_fp_load
+arm64_fp_load:
+	ldp	q0, q1, [x0, #0]
+	ldp	q2, q3, [x0, #32]
+	ldp	q4, q5, [x0, #64]
+	ldp	q6, q7, [x0, #96]
+	ldp	q8, q9, [x0, #128]
+	ldp	q10, q11, [x0, #160]
+	ldp	q12, q13, [x0, #192]
+	ldp	q14, q15, [x0, #224]
+	ldp	q16, q17, [x0, #256]
+	ldp	q18, q19, [x0, #288]
+	ldp	q20, q21, [x0, #320]
+	ldp	q22, q23, [x0, #352]
+	ldp	q24, q25, [x0, #384]
+	ldp	q26, q27, [x0, #416]
+	ldp	q28, q29, [x0, #448]
+	ldp	q30, q31, [x0, #480]
+	add	x3, x0, #512
+	ldp	x1, x2, [x3]
+	msr	fpsr, x1
+	msr	fpcr, x2
+	ret
 
 // ---- uint64_t arm64_smc4(x0, x1, x2, x3) ---------------------------------
 	.balign 4

@@ -27,6 +27,7 @@ void arm64_features_decode(const struct arm64_id_regs *id, struct arm64_cpu_feat
 		sysreg_field(id->pfr0, 59, 56) >= 2 || sysreg_field(id->pfr1, 35, 32) >= 2,
 	    // GICv2 machines (GIC-400, QEMU gic-version=2) have no ICC_* registers.
 	    .gic_sysregs = sysreg_field(id->pfr0, 27, 24) != 0,
+	    .has_ras = sysreg_field(id->pfr0, 31, 28) != 0,
 	};
 	f->has_sme_fa64 = f->has_sme && (id->smfr0 >> 63);
 }
@@ -47,6 +48,36 @@ uint64_t arm64_hcr_el2_for(const struct arm64_cpu_features *f)
 	if (f->has_scxtnum)
 		hcr |= HCR_ENSCXT;
 	return hcr;
+}
+
+uint64_t arm64_hv_hcr_for(const struct arm64_cpu_features *f)
+{
+	// IMO/FMO/AMO: a physical interrupt ends the run (the primary takes it);
+	// the secondary never sees interrupts (no virtual GIC). API, APK, ATA,
+	// EnSCXT stay clear: those EL1 registers are the primary's and trap.
+	uint64_t hcr = HCR_RW | HCR_VM | HCR_SWIO | HCR_FMO | HCR_IMO | HCR_AMO | HCR_TWI |
+		       HCR_TIDCP | HCR_TACR | HCR_TSW | HCR_TSC;
+
+	if (f->has_ras)
+		hcr |= HCR_TERR;
+	return hcr;
+}
+
+uint64_t arm64_hv_mdcr_for(unsigned hpmn)
+{
+	return (hpmn & 0x1f) | MDCR_TPMCR | MDCR_TPM | MDCR_TDA | MDCR_TDOSA | MDCR_TDRA;
+}
+
+bool arm64_hv_pstate_ok(const struct arm64_cpu_features *f, uint64_t pstate)
+{
+	uint64_t mode = pstate & PSR_MODE_MASK;
+	uint64_t allowed = PSR_NZCV | PSR_DAIF | PSR_MODE_MASK | (f->has_pan ? PSR_PAN : 0);
+
+	if (pstate & PSR_RW32)
+		return false;
+	if (mode != PSR_MODE_EL1H && mode != PSR_MODE_EL1T && mode != PSR_MODE_EL0T)
+		return false;
+	return !(pstate & ~allowed);
 }
 
 uint64_t arm64_smcr_el2_for(const struct arm64_cpu_features *f)

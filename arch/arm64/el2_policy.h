@@ -23,6 +23,7 @@ struct arm64_cpu_features {
 	bool has_scxtnum;  // FEAT_CSV2_2 / FEAT_CSV2_1p2: SCXTNUM_ELx exist
 	bool has_mte;	   // FEAT_MTE2 (ID_AA64PFR1_EL1.MTE >= 2): tags in memory
 	bool gic_sysregs;  // GICv3 CPU interface system registers (ID_AA64PFR0_EL1.GIC)
+	bool has_ras;	   // FEAT_RAS: error record registers (HCR_EL2.TERR exists)
 	uint64_t sre_el2;  // the firmware's ICC_SRE_EL2 (valid with gic_sysregs)
 };
 
@@ -32,6 +33,20 @@ void arm64_features_decode(const struct arm64_id_regs *id, struct arm64_cpu_feat
 // HCR_EL2 for the primary: RW, TSC (SMCs trap: PSCI), VM; API/APK, ATA and
 // EnSCXT where the CPU has what they enable, so EL1 does not trap on it.
 uint64_t arm64_hcr_el2_for(const struct arm64_cpu_features *f);
+
+// HCR_EL2 for a secondary VM (docs/secondary-vms-arm64.md): stage 2 on,
+// physical interrupts and SErrors to EL2, SMC, WFI, set/way maintenance,
+// implementation-defined and ACTLR registers, RAS records trapped; no
+// pointer authentication, MTE tags or SCXTNUM (their registers trap).
+uint64_t arm64_hv_hcr_for(const struct arm64_cpu_features *f);
+
+// MDCR_EL2 for a secondary: PMU, debug and trace registers trap (they are the
+// primary's), HPMN kept at `hpmn`.
+uint64_t arm64_hv_mdcr_for(unsigned hpmn);
+
+// Is `pstate` a state SET_REGS may give a secondary vCPU? AArch64 EL1h, EL1t
+// or EL0t; only NZCV, DAIF, the mode and (with FEAT_PAN) PAN may be set.
+bool arm64_hv_pstate_ok(const struct arm64_cpu_features *f, uint64_t pstate);
 
 // SMCR_EL2 (with SME): the largest length, FA64 where implemented.
 uint64_t arm64_smcr_el2_for(const struct arm64_cpu_features *f);

@@ -30,6 +30,13 @@
 
 // HCR_EL2
 #define HCR_VM	   (1ull << 0)
+#define HCR_SWIO   (1ull << 1)
+#define HCR_AMO	   (1ull << 5)
+#define HCR_TWI	   (1ull << 13)
+#define HCR_TIDCP  (1ull << 20)
+#define HCR_TACR   (1ull << 21)
+#define HCR_TSW	   (1ull << 22)
+#define HCR_TERR   (1ull << 36)
 #define HCR_IMO	   (1ull << 4)
 #define HCR_FMO	   (1ull << 3)
 #define HCR_TSC	   (1ull << 19)
@@ -40,10 +47,29 @@
 #define HCR_ENSCXT (1ull << 53) // SCXTNUM_EL0/EL1 do not trap (FEAT_CSV2_2)
 #define HCR_ATA	   (1ull << 56) // EL1 allocation-tag access (MTE) does not trap
 
+// MDCR_EL2
+#define MDCR_TPMCR (1ull << 5)
+#define MDCR_TPM   (1ull << 6)
+#define MDCR_TDA   (1ull << 9)
+#define MDCR_TDOSA (1ull << 10)
+#define MDCR_TDRA  (1ull << 11)
+
+// CNTHCTL_EL2 (E2H = 0)
+#define CNTHCTL_EL1PCTEN (1ull << 0)
+#define CNTHCTL_EL1PCEN	 (1ull << 1)
+
+// ICH_HCR_EL2 (GICv3): trap EL1's virtual CPU interface accesses
+#define SYSREG_ICH_HCR_EL2 "S3_4_C12_C11_0"
+#define ICH_HCR_TC	   (1ull << 10)
+#define ICH_HCR_TALL0	   (1ull << 11)
+#define ICH_HCR_TALL1	   (1ull << 12)
+#define ICH_HCR_TDIR	   (1ull << 14)
+
 // CPTR_EL2 (E2H = 0)
 #define CPTR_TZ	 (1ull << 8)
 #define CPTR_TFP (1ull << 10)
 #define CPTR_TSM (1ull << 12)
+#define CPTR_TTA (1ull << 20)
 
 // SCTLR_ELx
 #define SCTLR_M	   (1ull << 0)
@@ -67,22 +93,30 @@
 #define PSR_RW32      (1ull << 4)
 #define PSR_DAIF      (0xfull << 6)
 #define PSR_PAN	      (1ull << 22)
+#define PSR_NZCV      (0xfull << 28)
 
 // ESR_ELx
-#define ESR_EC_SHIFT 26
-#define ESR_IL	     (1ull << 25)
-#define ESR_ISS_MASK 0x1ffffffull
-#define EC_UNKNOWN   0x00
-#define EC_WFX	     0x01
-#define EC_HVC64     0x16
-#define EC_SMC64     0x17
-#define EC_SYSREG    0x18
-#define EC_IABT_LOW  0x20
-#define EC_IABT_CUR  0x21
-#define EC_DABT_LOW  0x24
-#define EC_DABT_CUR  0x25
-#define ISS_DABT_WNR (1ull << 6)
-#define FSC_SEA	     0x10 // synchronous external abort, not on a table walk
+#define ESR_EC_SHIFT   26
+#define ESR_IL	       (1ull << 25)
+#define ESR_ISS_MASK   0x1ffffffull
+#define EC_UNKNOWN     0x00
+#define EC_WFX	       0x01
+#define EC_HVC32       0x12
+#define EC_SMC32       0x13
+#define EC_HVC64       0x16
+#define EC_SMC64       0x17
+#define EC_SYSREG      0x18
+#define EC_IABT_LOW    0x20
+#define EC_IABT_CUR    0x21
+#define EC_DABT_LOW    0x24
+#define EC_DABT_CUR    0x25
+#define ISS_DABT_WNR   (1ull << 6)
+#define ISS_DABT_S1PTW (1ull << 7)
+#define ISS_DABT_SF    (1ull << 15)
+#define ISS_DABT_SSE   (1ull << 21)
+#define ISS_DABT_ISV   (1ull << 24)
+#define ISS_FSC_MASK   0x3full
+#define FSC_SEA	       0x10 // synchronous external abort, not on a table walk
 
 static inline unsigned esr_ec(uint64_t esr)
 {

@@ -15,6 +15,7 @@
 #include "arch/arch.h"
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/hyp.h"
+#include "core/hv.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/vm_arch.h"
@@ -26,6 +27,10 @@ struct arm64_boot_args {
 	uint64_t fw_ttbr0_el2;	  // the firmware's, for its EL1 continuation
 	uint64_t fw_vbar_el2;
 	uint64_t start_ticks;
+	// RAM as the firmware's memory map gave it, before firmware flash and ROM
+	// joined the plan's Normal ranges: what the primary may deposit or share.
+	uint64_t ram[PLAN_MAX_RANGES][2];
+	unsigned nram;
 };
 
 // ---- resident state -------------------------------------------------------
@@ -35,6 +40,7 @@ static struct slat_plan hyp_plan;
 static struct arm64_el2_mmu hyp_mmu;
 static struct vcpu hyp_vcpus[ARM64_MAX_CPUS];
 static struct arm64_pcpu hyp_pcpus[ARM64_MAX_CPUS];
+static uint64_t hyp_ram[PLAN_MAX_RANGES][2];
 
 void arm64_secondary_main(struct arm64_pcpu *pc);
 
@@ -48,6 +54,11 @@ struct slat_plan *arm64_resident_plan(void)
 struct arm64_pcpu *arm64_this_pcpu(void)
 {
 	return (struct arm64_pcpu *)(uintptr_t)read_sysreg("tpidr_el2");
+}
+
+unsigned arm64_pcpu_index(void)
+{
+	return (unsigned)(arm64_this_pcpu() - hyp_pcpus);
 }
 
 struct arm64_pcpu *arm64_pcpu_bind(struct vcpu *v)
@@ -181,6 +192,11 @@ static int64_t hyp_start(struct arm64_boot_args *a, uint64_t resume_pc, uint64_t
 	if (vm_arch_init(vm))
 		return -1;
 	vm->arch.start_cnt = a->start_ticks; // the primary runs since Slat took over
+	for (unsigned i = 0; i < a->nram; i++) {
+		hyp_ram[i][0] = a->ram[i][0];
+		hyp_ram[i][1] = a->ram[i][1];
+	}
+	arm64_hv_boot_ranges((const uint64_t(*)[2])hyp_ram, a->nram);
 	report_s2(vm);
 	log_info("slat: HCR_EL2 0x%llx, region 0x%llx-0x%llx (%llu KiB used)\n",
 		 (unsigned long long)vm->arch.hcr, (unsigned long long)hyp_plan.region.base,
@@ -228,6 +244,7 @@ void arm64_vm_shutdown(struct vm *vm, struct arm64_frame *f, bool reset, uint64_
 		arm64_park(); // another CPU is already shutting the machine down
 
 	vm_teardown_and_report(vm, reset ? "reset" : "power-off");
+	hv_print_summary();
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();
 	uint64_t ret = arm64_smc4(psci_fn, f->x[1], f->x[2], 0);
@@ -252,6 +269,12 @@ int arch_enter_hypervisor(struct slat_plan *plan)
 	    .start_ticks = read_sysreg("cntpct_el0"),
 	};
 
+	for (unsigned i = 0; i < plan->n_ranges; i++) {
+		if (plan->ranges[i].kind != PLAN_MEM_NORMAL)
+			continue;
+		a.ram[a.nram][0] = plan->ranges[i].base;
+		a.ram[a.nram++][1] = plan->ranges[i].size;
+	}
 	if (!arm64_plan_add_fw_cacheable(plan))
 		log_warn("arm64: memory plan full; some firmware memory stays Device\n");
 	if (!arm64_el2_mmu_build(&plan->region, plan, &a.mmu))

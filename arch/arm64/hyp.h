@@ -32,19 +32,6 @@ struct arm64_el2_mmu {
 	uint64_t vbar;	// 32
 };
 
-// One per physical CPU, in Slat's region; TPIDR_EL2 points to it. Only what
-// belongs to the CPU itself: the vCPU it runs (`vcpu`: core's record with the
-// arm64 part embedded) carries the guest's identity and entry state.
-struct arm64_pcpu {
-	uint64_t stack_top;	   // 0: EL2 stack
-	struct arm64_el2_mmu *mmu; // 8: Slat's EL2 translation, for the secondary entry
-	struct vcpu *vcpu;	   // 16: the vCPU this CPU runs (read by the exit vectors)
-};
-// el2_entry.S reads these fields at fixed offsets.
-_Static_assert(__builtin_offsetof(struct arm64_pcpu, stack_top) == 0, "el2_entry.S");
-_Static_assert(__builtin_offsetof(struct arm64_pcpu, mmu) == 8, "el2_entry.S");
-_Static_assert(__builtin_offsetof(struct arm64_pcpu, vcpu) == 16, "el2_entry.S");
-
 // Exception frame built by the EL2 vectors (el2_entry.S).
 struct arm64_frame {
 	uint64_t x[31];
@@ -52,6 +39,26 @@ struct arm64_frame {
 	uint64_t spsr;
 	uint64_t pad;
 };
+
+// One per physical CPU, in Slat's region; TPIDR_EL2 points to it. Only what
+// belongs to the CPU itself: the vCPU it runs (`vcpu`: core's record with the
+// arm64 part embedded) carries the guest's identity and entry state.
+struct arm64_pcpu {
+	uint64_t stack_top;	   // 0: EL2 stack
+	struct arm64_el2_mmu *mmu; // 8: Slat's EL2 translation, for the secondary entry
+	struct vcpu *vcpu;	   // 16: the vCPU this CPU runs (read by the exit vectors)
+	// While a secondary vCPU runs (arm64_hv_enter to its exit): where the
+	// exit vectors save its registers, and the EL2 stack pointer of the
+	// run-once caller to return to. hv_frame is 0 at every other time.
+	struct arm64_frame *hv_frame; // 24
+	uint64_t hv_sp;		      // 32
+};
+// el2_entry.S reads these fields at fixed offsets.
+_Static_assert(__builtin_offsetof(struct arm64_pcpu, stack_top) == 0, "el2_entry.S");
+_Static_assert(__builtin_offsetof(struct arm64_pcpu, mmu) == 8, "el2_entry.S");
+_Static_assert(__builtin_offsetof(struct arm64_pcpu, vcpu) == 16, "el2_entry.S");
+_Static_assert(__builtin_offsetof(struct arm64_pcpu, hv_frame) == 24, "el2_entry.S");
+_Static_assert(__builtin_offsetof(struct arm64_pcpu, hv_sp) == 32, "el2_entry.S");
 
 // ---- el2_entry.S --------------------------------------------------------
 extern char arm64_el2_vectors[];
@@ -68,6 +75,14 @@ __attribute__((noreturn)) void arm64_eret_to_el1(uint64_t pc, uint64_t el1_sp, u
 uint64_t arm64_smc4(uint64_t x0, uint64_t x1, uint64_t x2, uint64_t x3);
 // Switches TTBR0_EL2 to `ttbr0` with the MMU on (same identity layout).
 void arm64_el2_switch_ttbr0(uint64_t ttbr0);
+// Run-once entry of a secondary vCPU (arch/arm64/hv.c): saves the EL2
+// callee-saved registers and SP in `pc`, loads x0..x30, ELR_EL2 and SPSR_EL2
+// from `frame` and ERETs. The next exception from the lower EL saves the
+// guest's registers back into `frame` and returns its vector index (8-15).
+uint64_t arm64_hv_enter(struct arm64_pcpu *pc, struct arm64_frame *frame);
+// FP/SIMD registers V0-V31, FPSR, FPCR to / from a 528-byte area.
+void arm64_fp_save(void *area);
+void arm64_fp_load(const void *area);
 
 // ---- el2_mmu.c: Slat's own EL2 stage-1 tables ---------------------------
 // Builds identity tables for EL2 in `r` from the plan's memory ranges, keeping
@@ -122,5 +137,13 @@ void arm64_handle_exit(struct vcpu *v, struct arm64_frame *f, uint64_t kind);
 __attribute__((noreturn)) void arm64_el2_fault(uint64_t kind, struct arm64_frame *f);
 void arm64_psci_call(struct vcpu *v, struct arm64_frame *f);
 void arm64_inject_undef(struct arm64_frame *f);
+// A hypercall of the primary's kernel (HVC at EL1): core's dispatcher, or
+// the SMCCC vendor-hypervisor UID query (also asked through SMC).
+void arm64_hv_primary_call(struct vcpu *v, struct arm64_frame *f);
+bool arm64_hv_uid_query(struct arm64_frame *f);
+// hv_init() with the RAM ranges (the primary's frames) and Slat's region.
+void arm64_hv_boot_ranges(const uint64_t (*ram)[2], unsigned nram);
+// The index of the calling CPU's record (arch_hv_pcpu).
+unsigned arm64_pcpu_index(void);
 
 #endif

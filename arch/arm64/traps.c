@@ -123,10 +123,11 @@ void arm64_handle_exit(struct vcpu *v, struct arm64_frame *f, uint64_t kind)
 	switch (reason) {
 	case EXIT_FIRMWARE_CALL:
 		f->elr += 4; // a trapped SMC returns to itself
-		arm64_psci_call(v, f);
+		if (!arm64_hv_uid_query(f))
+			arm64_psci_call(v, f);
 		break;
-	case EXIT_HYPERCALL:
-		f->x[0] = (uint64_t)-1; // SMCCC: unknown function
+	case EXIT_HYPERCALL: // from EL1: HVC is UNDEFINED at EL0
+		arm64_hv_primary_call(v, f);
 		break;
 	case EXIT_SLAT_FAULT:
 		handle_stage2_fault(v, f, esr, esr_ec(esr) == EC_IABT_LOW);

@@ -129,6 +129,47 @@ static void suspend_power_state_formats(void **state)
 	assert_false(arm64_psci_suspend_is_powerdown(1u << 16, true));
 }
 
+// Secondaries: interrupts, SErrors, SMC, WFI, set/way, IMPDEF and ACTLR
+// registers trap; PAuth, MTE and SCXTNUM registers trap (API/APK/ATA/EnSCXT
+// clear) even where the primary has them; TERR only with FEAT_RAS.
+static void secondary_hcr(void **state)
+{
+	struct arm64_cpu_features f;
+
+	(void)state;
+	arm64_features_decode(&a72, &f);
+	assert_false(f.has_ras);
+	assert_int_equal(arm64_hv_hcr_for(&f), 0x8078203bull);
+	arm64_features_decode(&max_mte, &f);
+	assert_true(f.has_ras);
+	assert_int_equal(arm64_hv_hcr_for(&f), 0x108078203bull);
+	assert_int_equal(arm64_hv_hcr_for(&f) & (HCR_API | HCR_APK | HCR_ATA | HCR_ENSCXT), 0);
+	assert_int_equal(arm64_hv_mdcr_for(6), 0xe66);
+	assert_int_equal(arm64_hv_mdcr_for(0x26), 0xe66); // HPMN is 5 bits
+}
+
+static void secondary_pstate(void **state)
+{
+	struct arm64_cpu_features a, m;
+
+	(void)state;
+	arm64_features_decode(&a72, &a);
+	arm64_features_decode(&max_mte, &m);
+	assert_true(arm64_hv_pstate_ok(&a, 0x3c5));		// EL1h, DAIF
+	assert_true(arm64_hv_pstate_ok(&a, 0x3c4));		// EL1t
+	assert_true(arm64_hv_pstate_ok(&a, 0xf0000000));	// EL0t, NZCV
+	assert_false(arm64_hv_pstate_ok(&a, 0x3c9));		// EL2h
+	assert_false(arm64_hv_pstate_ok(&a, 0x3c8));		// EL2t
+	assert_false(arm64_hv_pstate_ok(&a, 0x3cd));		// EL3h
+	assert_false(arm64_hv_pstate_ok(&a, 0x3c1));		// reserved mode
+	assert_false(arm64_hv_pstate_ok(&a, 0x10));		// AArch32 user
+	assert_false(arm64_hv_pstate_ok(&a, 0x3c5 | 1u << 20)); // IL
+	assert_false(arm64_hv_pstate_ok(&a, 0x3c5 | 1u << 21)); // SS
+	assert_false(arm64_hv_pstate_ok(&a, 0x3c5 | 1ull << 32));
+	assert_false(arm64_hv_pstate_ok(&a, 0x3c5 | PSR_PAN)); // no FEAT_PAN on the A72
+	assert_true(arm64_hv_pstate_ok(&m, 0x3c5 | PSR_PAN));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -140,6 +181,8 @@ int main(void)
 	    cmocka_unit_test(gicv2_never_touches_icc_registers),
 	    cmocka_unit_test(gicv3_keeps_the_firmware_mode),
 	    cmocka_unit_test(suspend_power_state_formats),
+	    cmocka_unit_test(secondary_hcr),
+	    cmocka_unit_test(secondary_pstate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,9 @@ struct vcpu_arch {
 	uint64_t entry_pc; // CPU_ON entry point, or the firmware's continuation
 	uint64_t entry_x0; // CPU_ON context id (0 for the boot CPU)
 	uint64_t entry_sp; // SP_EL1 (the firmware's stack for the boot CPU, else 0)
+	// Secondary vCPUs only (arch/arm64/hv.c): the deposited page holding the
+	// vCPU's registers (struct arm64_hv_vcpu); 0 for the primary's vCPUs.
+	uint64_t hv_state;
 };
 
 // The EL2 controls every CPU loads while it runs one of the VM's vCPUs.

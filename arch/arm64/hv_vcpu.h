@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// A secondary vCPU's registers as Slat keeps them between runs (one
+// deposited page per vCPU, vcpu->arch.hv_state), and the EL1 system registers
+// VCPU_RUN swaps between the primary and a secondary (arch/arm64/hv*.c).
+#ifndef SLAT_ARCH_ARM64_HV_VCPU_H
+#define SLAT_ARCH_ARM64_HV_VCPU_H
+
+#include <stdint.h>
+
+#include "arch/arm64/hyp.h"
+#include "core/hcall_abi.h"
+
+// The VMID of every secondary VM (the primary's is 1, arch/arm64/s2.c): one
+// for all, so entering a VM other than the last one this CPU ran flushes the
+// VMID locally first (hv_entry.flush).
+#define ARM64_HV_VMID 2ull
+
+// EL1 (and EL0) system registers that belong to whoever runs at EL1.
+struct arm64_el1_regs {
+	uint64_t sctlr, ttbr0, ttbr1, tcr, mair, amair, vbar, contextidr;
+	uint64_t tpidr_el0, tpidrro_el0, tpidr_el1, sp_el0, sp_el1;
+	uint64_t elr, spsr, esr, far, afsr0, afsr1, par, cpacr, cntkctl;
+	uint64_t cntv_ctl, cntv_cval, csselr, mdscr;
+};
+
+// What the next VCPU_RUN completes before entering (the VMM's answer).
+enum arm64_hv_pending {
+	HV_PENDING_NONE,
+	HV_PENDING_MMIO_READ,  // x[reg] = the VMM's data, pc past the access
+	HV_PENDING_MMIO_WRITE, // pc past the access
+	HV_PENDING_HCALL,      // x0..x3 = the VMM's ret[]
+};
+
+struct arm64_hv_vcpu {
+	struct arm64_frame frame; // x0..x30, pc (elr), pstate (spsr)
+	struct arm64_el1_regs el1;
+	uint8_t fp[528] __attribute__((aligned(16))); // V0-V31, FPSR, FPCR
+	uint64_t vmpidr;
+	uint32_t pending; // enum arm64_hv_pending
+	uint8_t mmio_reg, mmio_len, mmio_sse, mmio_sf;
+	uint8_t insn_len; // of the access to step over (2: T32 at EL0)
+};
+_Static_assert(sizeof(struct arm64_hv_vcpu) <= 4096, "one deposited page");
+
+// hv.c: VTCR_EL2 of every secondary VM.
+uint64_t arm64_hv_vtcr(void);
+
+// hv_tick.c: the primary's virtual-timer deadline on CNTHP during a run.
+void arm64_hv_tick_init(const void *acpi_rsdp);
+void arm64_hv_tick_arm(const struct arm64_el1_regs *prim);
+void arm64_hv_tick_disarm(void);
+
+// hv_el1.c
+void arm64_el1_save(struct arm64_el1_regs *r);
+void arm64_el1_load(const struct arm64_el1_regs *r);
+void arm64_hv_regs_to_el1(const struct hc_regs_arm64 *r, struct arm64_el1_regs *e);
+void arm64_hv_el1_to_regs(const struct arm64_el1_regs *e, struct hc_regs_arm64 *r);
+
+#endif
