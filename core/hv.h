@@ -41,6 +41,7 @@ struct hv_boot {
 	const uint64_t (*slat)[2]; // Slat's own ranges (never depositable)
 	unsigned nslat;
 	enum hc_abi abi;
+	unsigned ncpus; // physical CPUs that may call (arch_hv_pcpu() < ncpus <= HV_MAX_PCPUS)
 };
 // 0, or -1 after logging why (then every call answers HC_E_UNKNOWN).
 int hv_init(const struct hv_boot *b);

@@ -28,7 +28,8 @@ void vm_init(struct vm *vm, unsigned id, const char *name, const char *slat_name
 	     const struct region *hidden, struct vcpu *vcpus, unsigned max_vcpus)
 {
 	memset(vm, 0, sizeof(*vm));
-	memset(vcpus, 0, sizeof(*vcpus) * max_vcpus);
+	if (vcpus) // secondary VMs keep their vCPUs elsewhere (core/hv_vm.c)
+		memset(vcpus, 0, sizeof(*vcpus) * max_vcpus);
 	for (unsigned i = 0; i < max_vcpus; i++) {
 		vcpus[i].vm = vm;
 		vcpus[i].index = i;

@@ -52,15 +52,23 @@ efi_cflags = --target=$(EFI_TARGET_$(1)) -std=gnu11 -O2 -g0 \
 
 # Generic code (boot/, drivers/, core/, mm/) plus the C library functions a
 # freestanding image must bring itself (core/libc/: the hosted build has libc).
-EFI_COMMON_SRCS = $(wildcard boot/*.c drivers/*.c core/*.c core/libc/*.c mm/*.c)
+# The secondary-VM layer (core/hv*.c) joins an image once its architecture
+# implements core/hv.h's arch_hv_* (EFI_HV_<arch> := yes).
+EFI_HV_SRCS     = $(wildcard core/hv*.c)
+EFI_COMMON_SRCS = $(filter-out $(EFI_HV_SRCS),\
+                    $(wildcard boot/*.c drivers/*.c core/*.c core/libc/*.c mm/*.c))
+EFI_HV_x86_64  :=
+EFI_HV_aarch64 :=
 # Sub-folders of an arch directory that join its image (each back end adds its own).
 EFI_SUBDIRS_x86_64 := svm vmx
 EFI_SUBDIRS_aarch64 :=
 efi_arch_srcs = $(wildcard arch/$(EFI_ARCHDIR_$(1))/*.c arch/$(EFI_ARCHDIR_$(1))/*.S \
 	$(foreach d,$(EFI_SUBDIRS_$(1)),arch/$(EFI_ARCHDIR_$(1))/$(d)/*.c arch/$(EFI_ARCHDIR_$(1))/$(d)/*.S))
 
-EFI_SRCS_x86_64  = $(sort $(EFI_COMMON_SRCS) $(call efi_arch_srcs,x86_64))
-EFI_SRCS_aarch64 = $(sort $(EFI_COMMON_SRCS) $(call efi_arch_srcs,aarch64))
+EFI_SRCS_x86_64  = $(sort $(EFI_COMMON_SRCS) $(call efi_arch_srcs,x86_64) \
+                     $(if $(EFI_HV_x86_64),$(EFI_HV_SRCS)))
+EFI_SRCS_aarch64 = $(sort $(EFI_COMMON_SRCS) $(call efi_arch_srcs,aarch64) \
+                     $(if $(EFI_HV_aarch64),$(EFI_HV_SRCS)))
 
 efi_objs = $(patsubst %,$(BUILD)/$(1)/obj/%.obj,$(basename $(EFI_SRCS_$(1))))
 

@@ -53,7 +53,7 @@ $(foreach v,asan tsan bench,$(eval $(call hosted_variant,$(v))))
 # they test) compiled with -Iarch/x86/inc under ASan+UBSan; the binaries sit
 # with the other ASan ones so that tests/run.sh runs them.
 HOSTED_X86_CFLAGS := $(subst -Iarch/host/inc,-Iarch/x86/inc,$(HOSTED_CFLAGS))
-HOSTED_X86_SRCS   := $(sort $(wildcard core/*.c))
+HOSTED_X86_SRCS   := $(sort $(filter-out core/hv%.c,$(wildcard core/*.c)))
 
 $(BUILD)/hosted/x86-asan/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)

@@ -23,16 +23,32 @@ struct fault_want {
 
 enum { INST_DONE, INST_RETRY, INST_EXCL, INST_MARKER_HIT, INST_NOMEM };
 
+// Can a leaf of `size` bytes at `base` (inside the slot) map the slot's
+// memory? Contiguous slots: the gpa/hpa offset is aligned. Frame lists: the
+// block's frames are contiguous and the first is aligned.
+static bool leaf_fits(const struct s2_slot *sl, uint64_t base, uint64_t size)
+{
+	const struct s2_backing *b = sl->backing;
+	uint64_t first = (base - sl->gpa) >> S2_PAGE_SHIFT;
+
+	if (!b)
+		return !((sl->hpa - sl->gpa) & (size - 1));
+	return !(b->page_hpa(b, first) & (size - 1)) &&
+	       b->contiguous(b, first, size >> S2_PAGE_SHIFT);
+}
+
 static unsigned pick_level(const struct s2_vm *vm, const struct s2_slot *sl, uint64_t gpa)
 {
-	uint64_t delta = sl->hpa - sl->gpa;
 	unsigned top = vm->fmt->max_leaf_level < vm->geom.root_level ? vm->fmt->max_leaf_level
 								     : vm->geom.root_level;
 
+	if (sl->backing && sl->backing->max_level < top)
+		top = sl->backing->max_level;
 	for (unsigned l = top; l > 0; l--) {
 		uint64_t size = s2_level_size(l), base = gpa & ~(size - 1);
 
-		if (base >= sl->gpa && base + size <= sl->gpa + sl->size && !(delta & (size - 1)))
+		if (base >= sl->gpa && base + size <= sl->gpa + sl->size &&
+		    leaf_fits(sl, base, size))
 			return l;
 	}
 	return 0;
@@ -108,10 +124,13 @@ static int fault_slot(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsi
 	if (sl) {
 		if ((access & S2_PROT_W) && (sl->flags & S2_SLOT_READONLY))
 			return S2_E_PERM;
-		fw.delta = sl->hpa - sl->gpa;
 		fw.prot = sl->flags & S2_SLOT_READONLY ? S2_PROT_R | S2_PROT_X : S2_PROT_RWX;
 		fw.mt = sl->flags & S2_SLOT_DEVICE ? S2_MT_DEVICE : S2_MT_WB;
 		fw.level = pick_level(vm, sl, gpa);
+		// One offset for the whole leaf: the leaf's pages are contiguous
+		// (pick_level), and so is every smaller block inside it.
+		uint64_t base = gpa & ~(s2_level_size(fw.level) - 1);
+		fw.delta = s2_slot_page_hpa(sl, base) - base;
 	} else {
 		S2_STAT_ADD(vm, faults_mmio, 1);
 		// No marker is trusted or cached while a slot update is in progress.

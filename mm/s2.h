@@ -33,9 +33,9 @@ enum s2_err {
 	S2_E_INTERNAL = -12, // an engine invariant broke (a bug): see the log
 };
 
-#define S2_NR_AS       2   // address spaces per VM (normal, SMM-like)
+#define S2_NR_AS       2     // address spaces per VM (normal, SMM-like)
 #define S2_MAX_SLOTS   32764 // slots per address space (Linux 6.1 KVM_CAP_NR_MEMSLOTS)
-#define S2_YIELD_EVERY 512 // a yieldable walk checks need_resched at least this often
+#define S2_YIELD_EVERY 512   // a yieldable walk checks need_resched at least this often
 
 enum s2_zap_mode {
 	S2_ZAP_SLOT = 0, // default: slot delete/move zaps the slot's range only
@@ -151,20 +151,45 @@ enum {
 	S2_SLOT_DIRTY_LOG = 1u << 2, // reserved: refused for now
 };
 
+// A slot's memory as a list of host frames (secondary VMs: the pages the
+// VMM pinned) rather than one contiguous range. Owned by the caller; it must
+// stay valid and unchanged until the slot's delete has returned.
+struct s2_backing {
+	// Host-physical address of the slot's page `index` (< size / 4 KiB).
+	uint64_t (*page_hpa)(const struct s2_backing *b, uint64_t index);
+	// True when pages [index, index + n) are contiguous in host memory.
+	bool (*contiguous)(const struct s2_backing *b, uint64_t index, uint64_t n);
+	unsigned max_level; // largest leaf level the fault path tries (1: 2 MiB)
+};
+
 struct s2_slot {
 	uint32_t id;
 	uint16_t as;
-	uint16_t flags; // S2_SLOT_*; bit 15 internal (being changed)
-	uint64_t gpa;	// guest-physical base
-	uint64_t size;	// bytes
-	uint64_t hpa;	// backing host-physical base
+	uint16_t flags;			  // S2_SLOT_*; bit 15 internal (being changed)
+	uint64_t gpa;			  // guest-physical base
+	uint64_t size;			  // bytes
+	uint64_t hpa;			  // backing host-physical base (0 when `backing` is set)
+	const struct s2_backing *backing; // NULL: contiguous from hpa
 };
+
+// Host-physical address of the page of `sl` that holds `gpa` (inside the slot).
+static inline uint64_t s2_slot_page_hpa(const struct s2_slot *sl, uint64_t gpa)
+{
+	uint64_t off = (gpa - sl->gpa) & ~4095ull;
+
+	return sl->backing ? sl->backing->page_hpa(sl->backing, off >> 12) : sl->hpa + off;
+}
 
 // Every request is checked before anything changes: unaligned, zero-sized,
 // out-of-range (gpa + size beyond the input width), overlapping, duplicate or
 // unknown ids give their own error and no change.
 int s2_slot_add(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64_t size,
 		uint64_t hpa, unsigned flags);
+// The same with a frame list (`b` checked by the caller: every frame RAM the
+// VM may map); faults map the largest leaf, up to b->max_level, whose pages
+// are contiguous and aligned in host memory.
+int s2_slot_add_backed(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64_t size,
+		       const struct s2_backing *b, unsigned flags);
 // Delete and move return only once no root maps the old range any more (and
 // the translation caches are flushed).
 int s2_slot_delete(struct s2_vm *vm, unsigned as, uint32_t id);

@@ -13,7 +13,7 @@ static void store_pte(s2_pte_t *p, s2_pte_t v)
 
 static uint64_t *slot_ptr(const struct s2_slot *sl, uint64_t gpa)
 {
-	return (uint64_t *)(uintptr_t)(sl->hpa + (gpa - sl->gpa));
+	return (uint64_t *)(uintptr_t)(s2_slot_page_hpa(sl, gpa) + (gpa & (S2_PAGE_SIZE - 1)));
 }
 
 static bool gread(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t *v)
@@ -60,7 +60,7 @@ static bool compose(struct sh_mmu *m, struct s2_slotset *ss, unsigned as, uint64
 
 	if (!sl)
 		return false;
-	lt->hpa = sl->hpa + (gpa - sl->gpa);
+	lt->hpa = s2_slot_page_hpa(sl, gpa);
 	lt->mt = (sl->flags & S2_SLOT_DEVICE) ? S2_MT_DEVICE : S2_MT_WB;
 	lt->readonly = (sl->flags & S2_SLOT_READONLY) != 0;
 	lt->tracked = sh_tracked_locked(m, as, l1_gfn);

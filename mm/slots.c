@@ -42,8 +42,8 @@
 // Free records an update needs at most: an add takes the new record; a
 // delete, move or flag change takes the INVALID copy, and the final record
 // only after the old one went back to the free list (do_change).
-_Static_assert(sizeof(struct s2_slot_rec) == 168, "slot record: slot + 4 nodes + link");
-_Static_assert(RECS_PER_PAGE == 24, "24 slot records a page (docs/mm.md, memory)");
+_Static_assert(sizeof(struct s2_slot_rec) == 176, "slot record: slot + 4 nodes + link");
+_Static_assert(RECS_PER_PAGE == 23, "23 slot records a page (docs/mm.md, memory)");
 _Static_assert(offsetof(struct s2_slot_rec, slot) == 0, "lookups return &rec->slot");
 
 void s2_slots_init(struct s2_vm *vm)
@@ -326,6 +326,7 @@ struct slot_req {
 	uint32_t id;
 	uint64_t gpa, size, hpa;
 	unsigned flags;
+	const struct s2_backing *backing;
 };
 
 static int validate(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
@@ -338,6 +339,8 @@ static int validate(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
 	*old = o;
 	if (rq->op == SLOT_ADD) {
 		if (rq->flags & ~(S2_SLOT_READONLY | S2_SLOT_DEVICE))
+			return S2_E_INVAL;
+		if (rq->backing && (rq->hpa || !rq->backing->page_hpa || !rq->backing->contiguous))
 			return S2_E_INVAL;
 		r = check_geometry(vm, rq->gpa, rq->size, rq->hpa);
 		if (r)
@@ -368,7 +371,8 @@ static void do_add(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 			     .flags = (uint16_t)rq->flags,
 			     .gpa = rq->gpa,
 			     .size = rq->size,
-			     .hpa = rq->hpa};
+			     .hpa = rq->hpa,
+			     .backing = rq->backing};
 
 	gen_begin(vm);
 	apply(vm, as, NULL, rec_take(vm, &sl), gen_next(vm));
@@ -432,7 +436,17 @@ static int slot_update(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 int s2_slot_add(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64_t size,
 		uint64_t hpa, unsigned flags)
 {
-	struct slot_req rq = {SLOT_ADD, id, gpa, size, hpa, flags};
+	struct slot_req rq = {SLOT_ADD, id, gpa, size, hpa, flags, NULL};
+	return slot_update(vm, as, &rq);
+}
+
+int s2_slot_add_backed(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64_t size,
+		       const struct s2_backing *b, unsigned flags)
+{
+	struct slot_req rq = {SLOT_ADD, id, gpa, size, 0, flags, b};
+
+	if (!b)
+		return S2_E_INVAL;
 	return slot_update(vm, as, &rq);
 }
 

@@ -62,6 +62,70 @@ static void test_fault_maps_largest_leaf(void **state)
 	mmt_fini(&t);
 }
 
+// A frame-list backing over a table of host frame numbers.
+struct frames {
+	struct s2_backing b;
+	const uint64_t *pfn;
+};
+
+static uint64_t frames_hpa(const struct s2_backing *b, uint64_t i)
+{
+	return ((const struct frames *)b)->pfn[i] << 12;
+}
+
+static bool frames_contig(const struct s2_backing *b, uint64_t i, uint64_t n)
+{
+	const uint64_t *p = ((const struct frames *)b)->pfn;
+
+	for (uint64_t k = 1; k < n; k++)
+		if (p[i + k] != p[i] + k)
+			return false;
+	return true;
+}
+
+// An 8 MiB slot at 2 MiB: block 0 contiguous and aligned (one 2M leaf),
+// block 1 contiguous but misaligned, block 2 aligned with one frame out of
+// place, block 3 scattered: 4K leaves for all but block 0, each translating
+// to its own frame; a move keeps the frames.
+static void test_backed_slot_leaves(void **state)
+{
+	static uint64_t pfn[2048];
+	struct frames fr = {{frames_hpa, frames_contig, 1}, pfn};
+	struct s2_fault_info fi;
+	struct mmt t;
+
+	for (unsigned i = 0; i < 512; i++) {
+		pfn[i] = 0x400000 + i;		      // 2M-aligned run
+		pfn[512 + i] = 0x500001 + i;	      // run, off by one frame
+		pfn[1024 + i] = 0x600000 + i;	      // aligned run ...
+		pfn[1536 + i] = 0x700000 + 7 * i + 3; // scattered
+	}
+	pfn[1024 + 300] = 0x6ff000; // ... with one frame elsewhere
+	mmt_init(&t, &s2_fmt_npt4);
+	assert_int_equal(s2_slot_add_backed(t.vm, 0, 1, 2 * MiB, 8 * MiB, &fr.b, 0), 0);
+	assert_int_equal(s2_fault(t.vm, t.root, 2 * MiB + 12345, S2_PROT_W, &fi), S2_FAULT_MAPPED);
+	assert_int_equal(fi.level, 1);
+	for (unsigned blk = 1; blk < 4; blk++) {
+		uint64_t gpa = 2 * MiB + blk * 2 * MiB + 300 * 4096 + 8;
+		assert_int_equal(s2_fault(t.vm, t.root, gpa, S2_PROT_R, &fi), S2_FAULT_MAPPED);
+		assert_int_equal(fi.level, 0);
+		assert_int_equal(mmt_walk(&t, gpa).hpa, (pfn[blk * 512 + 300] << 12) + 8);
+	}
+	assert_int_equal(mmt_walk(&t, 2 * MiB + 511 * 4096).hpa, pfn[511] << 12);
+	struct s2_stats st;
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.leaves_mapped[1], 1);
+	assert_int_equal(st.leaves_mapped[0], 3);
+	assert_int_equal(s2_slot_move(t.vm, 0, 1, 64 * MiB), 0);
+	assert_false(mmt_walk(&t, 2 * MiB).mapped);
+	assert_int_equal(s2_fault(t.vm, t.root, 64 * MiB + 6 * MiB + 4096, S2_PROT_R, &fi),
+			 S2_FAULT_MAPPED);
+	assert_int_equal(mmt_walk(&t, 64 * MiB + 6 * MiB + 4096).hpa, pfn[1536 + 1] << 12);
+	// A backing with an hpa, or none, is refused.
+	assert_int_equal(s2_slot_add_backed(t.vm, 0, 2, 0, 1 * MiB, NULL, 0), S2_E_INVAL);
+	mmt_fini(&t);
+}
+
 static void test_readonly_slot(void **state)
 {
 	struct mmt t;
@@ -379,6 +443,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fault_maps_largest_leaf),
+	    cmocka_unit_test(test_backed_slot_leaves),
 	    cmocka_unit_test(test_readonly_slot),
 	    cmocka_unit_test(test_delete_zaps_only_slot),
 	    cmocka_unit_test(test_empty_slot_delete_no_flush),

@@ -28,6 +28,10 @@ struct host_guest {
 struct vcpu_arch {
 	const struct host_guest *guest; // set by the caller before vcpu_arch_run
 	uint64_t entries;		// guest entries made
+	// Secondary vCPUs (arch/host/hv_arch.c): the registers SET_REGS gave
+	// (the arm64 layout) and a page taken for them, as a VMCB would be.
+	uint64_t pc, x0, pstate;
+	uint64_t state_page;
 };
 
 struct vm_arch {

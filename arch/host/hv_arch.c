@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The hosted implementation of the secondary-VM contract (core/hv.h, core ->
+// arch): an NPT-format SLAT over the process's memory, vCPUs whose "guest" is
+// a function the test installs (host_hv_guest), and no broadcast
+// invalidation, so core's kick-and-wait path runs as on x86. A "physical CPU"
+// is a thread: host_hv_set_pcpu() names it.
+#include <sched.h>
+
+#include "arch/host/hv_host.h"
+#include "arch/x86/fmt_x86.h"
+#include "core/hv.h"
+#include "core/mem.h"
+
+host_hv_guest_fn host_hv_guest;
+uint64_t host_hv_kicks;
+static __thread unsigned this_pcpu;
+
+void host_hv_set_pcpu(unsigned cpu)
+{
+	this_pcpu = cpu;
+}
+
+void arch_hv_s2_config(struct s2_vm_config *cfg)
+{
+	cfg->fmt = &s2_fmt_npt4;
+	cfg->ia_bits = 48;
+	cfg->caps = s2_fmt_npt4.caps;
+}
+
+int arch_hv_vcpu_create(struct vcpu *v)
+{
+	uint64_t pa = hv_page_alloc(v->vm);
+
+	if (!pa)
+		return HC_E_NOMEM;
+	v->arch = (struct vcpu_arch){0};
+	v->arch.state_page = pa;
+	v->arch.pstate = 0x3c5; // EL1h, DAIF masked: the arm64 reset state
+	return HC_OK;
+}
+
+void arch_hv_vcpu_destroy(struct vcpu *v)
+{
+	hv_page_free(v->vm, v->arch.state_page);
+	v->arch.state_page = 0;
+}
+
+// The arm64 rule: AArch64 EL0t, EL1t or EL1h only.
+int arch_hv_set_regs(struct vcpu *v, const void *page)
+{
+	const struct hc_regs_arm64 *r = page;
+	uint64_t mode = r->pstate & 0x1f;
+
+	if (mode != 0x0 && mode != 0x4 && mode != 0x5)
+		return HC_E_INVAL;
+	v->arch.pc = r->pc;
+	v->arch.x0 = r->x[0];
+	v->arch.pstate = r->pstate;
+	return HC_OK;
+}
+
+void arch_hv_get_regs(struct vcpu *v, void *page)
+{
+	struct hc_regs_arm64 *r = page;
+
+	r->pc = v->arch.pc;
+	r->x[0] = v->arch.x0;
+	r->pstate = v->arch.pstate;
+	r->mpidr_el1 = v->index;
+}
+
+int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
+{
+	if (!host_hv_guest) {
+		run->reason = HC_EXIT_HALT;
+		return HC_OK;
+	}
+	return host_hv_guest(v, run);
+}
+
+bool arch_hv_flush_vm(struct vm *vm)
+{
+	return false;
+}
+
+void arch_hv_kick_pcpu(unsigned pcpu)
+{
+	__atomic_fetch_add(&host_hv_kicks, 1, __ATOMIC_RELAXED);
+}
+
+unsigned arch_hv_pcpu(void)
+{
+	return this_pcpu;
+}
+
+void arch_hv_relax(void)
+{
+	sched_yield();
+}
