@@ -86,9 +86,10 @@ static void find_slat(void)
 		sl_die("fuzz: no slat.region= on the kernel command line");
 }
 
-static uint64_t pick_page(void)
+/* A page no call may succeed with: Slat's, the victim's, or not a page of RAM. */
+static uint64_t pick_hostile_page(void)
 {
-	switch (rnd() % 10) {
+	switch (rnd() % 7) {
 	case 0:
 	case 1:
 		return slat_lo + (rnd() % ((slat_hi - slat_lo) / 4096)) * 4096;
@@ -96,18 +97,24 @@ static uint64_t pick_page(void)
 	case 3:
 		return victim_pa[rnd() % nvictim];
 	case 4:
-		return scratch_pa;
+		return (slat_lo + rnd() % (slat_hi - slat_lo)) | 1 << (rnd() % 12); /* unaligned */
 	case 5:
-		return (rnd() % ((slat_hi - slat_lo))) | 1; /* unaligned */
-	case 6:
-		return (1ull << 52) - 4096 * (rnd() % 4); /* at the top */
-	case 7:
-		return ~0ull << (rnd() % 13);
-	case 8:
-		return rnd() << 12;
+		return (1ull << 52) - 4096 * (rnd() % 4); /* at and below the top */
 	default:
-		return (rnd() % 64) * 4096; /* low pages (firmware, maybe not RAM) */
+		return rnd() % 2 ? ~0ull << (rnd() % 13) : (1ull << 44) + (rnd() % 4096) * 4096;
 	}
+}
+
+/* A page Slat writes (WITHDRAW list, run, regs and stats pages). */
+static uint64_t pick_out_page(void)
+{
+	return rnd() % 2 ? scratch_pa : pick_hostile_page();
+}
+
+/* A page Slat only reads (SET_REGS): low RAM of the primary is fine too. */
+static uint64_t pick_in_page(void)
+{
+	return rnd() % 3 ? pick_out_page() : (rnd() % 64) * 4096;
 }
 
 static uint64_t pick_count(void)
@@ -142,9 +149,9 @@ static uint64_t pick_list_entry(void)
 	case 1:
 		return victim_pa[rnd() % nvictim] >> 12;
 	case 2:
-		return (1ull << 40) + rnd() % 1000;
+		return (1ull << 40) + rnd() % 1000; /* beyond RAM */
 	default:
-		return rnd();
+		return rnd() | 1ull << 63; /* beyond 2^52 */
 	}
 }
 
@@ -174,23 +181,19 @@ static void make_args(uint64_t fn, uint64_t a[6])
 {
 	uint32_t n = fn & HC_FN_NUM_MASK;
 
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 6; i++) /* unused registers: mostly zero */
 		a[i] = rnd() % 4 ? 0 : pick_count();
 	switch (n) {
-	case HC_DEPOSIT: /* never a primary page (a success would take it) */
-		do
-			a[0] = pick_page();
-		while (a[0] == scratch_pa);
+	case HC_DEPOSIT: /* a success would take a page the primary uses */
+		a[0] = pick_hostile_page();
 		a[1] = pick_count();
 		break;
 	case HC_WITHDRAW:
+		a[0] = pick_out_page();
+		a[1] = pick_count();
+		break;
 	case HC_HV_STATS:
-		a[0] = rnd() % 2 ? scratch_pa : pick_page();
-		if (a[0] < slat_hi && a[0] + 4096 > slat_lo && a[0] != scratch_pa)
-			break;
-		if (a[0] != scratch_pa && a[0] < (1ull << 52) && !(a[0] & 4095))
-			a[0] = scratch_pa; /* Slat would write it */
-		a[1] = n == HC_WITHDRAW ? pick_count() : a[1];
+		a[0] = pick_out_page();
 		break;
 	case HC_VM_CREATE:
 		a[0] = rnd() % 4 == 0 ? rnd() : rnd() % 2;
@@ -200,19 +203,20 @@ static void make_args(uint64_t fn, uint64_t a[6])
 		a[0] = pick_vm();
 		a[1] = rnd() % 2 ? rnd() % 8 : pick_count();
 		a[2] = rnd() % 5;
-		a[3] = rnd() % 2 ? pick_page() : (rnd() % 64) << 21;
-		a[4] = scratch_pa;
+		a[3] = rnd() % 2 ? pick_hostile_page() : (rnd() % 64) << 21;
+		a[4] = rnd() % 4 ? scratch_pa : pick_hostile_page();
 		a[5] = pick_count();
 		for (int i = 0; i < (int)HC_LIST_MAX; i++)
 			scratch[i] = pick_list_entry();
 		break;
-	default:
+	case HC_VM_STATS:
+		a[0] = pick_vm();
+		a[1] = pick_out_page();
+		break;
+	default: /* VM_DESTROY, VCPU_CREATE, VCPU_RUN, SET_REGS, GET_REGS, unknown */
 		a[0] = pick_vm();
 		a[1] = rnd() % 2 ? rnd() % 4 : pick_count();
-		a[2] = rnd() % 2 ? scratch_pa : pick_page();
-		if (a[2] != scratch_pa && !(a[2] < slat_hi && a[2] + 4096 > slat_lo) &&
-		    a[2] < (1ull << 52) && !(a[2] & 4095))
-			a[2] = scratch_pa;
+		a[2] = n == HC_VCPU_SET_REGS ? pick_in_page() : pick_out_page();
 		if (n == HC_VCPU_SET_REGS)
 			for (int i = 0; i < (int)HC_LIST_MAX; i++)
 				scratch[i] = rnd() % 2 ? 0 : rnd();
