@@ -58,7 +58,8 @@ job:
 	mov	%eax, (%ebx,%ecx)
 3:	testl	$GJ_OP_CHECK, GJ_OPF(%ebp)
 	jz	4f
-	cmp	(%ebx,%ecx), %eax
+	mov	(%ebx,%ecx), %edx	/* a plain load: the form MMIO emulation decodes */
+	cmp	%edx, %eax
 	je	4f
 	cmpl	$0, GJ_ERRORS(%ebp)
 	jne	5f

@@ -181,8 +181,9 @@ static void make_args(uint64_t fn, uint64_t a[6])
 {
 	uint32_t n = fn & HC_FN_NUM_MASK;
 
-	for (int i = 0; i < 6; i++) /* unused registers: mostly zero */
-		a[i] = rnd() % 4 ? 0 : pick_count();
+	memset(a, 0, 6 * sizeof(*a));
+	if (rnd() % 8 == 0) /* a stray value in a register the call may not use */
+		a[rnd() % 6] = pick_count();
 	switch (n) {
 	case HC_DEPOSIT: /* a success would take a page the primary uses */
 		a[0] = pick_hostile_page();
