@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define KSLOTS	     8
-#define KSLOT_SZ     0x40000u
+#define KSLOT_SZ     0x200000u
 #define KSLOT_GPA(i) (0x1000000u * (i))
 #define MAX_JOBS     1000000
 
