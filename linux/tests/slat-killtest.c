@@ -28,7 +28,10 @@ struct kv {
 	int ready_fd;
 };
 
-/* MemFree may differ by per-CPU page lists and page cache; the slots are 16 MiB. */
+/*
+ * MemFree moves with per-CPU page lists and the page cache: mid-run it must be
+ * at least half the slots' 16 MiB below the start, afterwards within 4 MiB.
+ */
 #define MEMFREE_SLACK_KB 4096
 
 static long memfree_kb(void)
@@ -136,7 +139,7 @@ int main(void)
 	bool pool = hs.vms == 0 && hs.used == 0 && hs.free == 0 && hs.deposited == hs.withdrawn;
 
 	bool mem = free_after >= free_before - MEMFREE_SLACK_KB &&
-		   free_during < free_before - KSLOTS * KSLOT_SZ / 1024;
+		   free_during < free_before - KSLOTS * KSLOT_SZ / 1024 / 2;
 
 	fails += !was + !killed + !gone + !pool + !mem;
 	sl_say("killtest: mid-run: %llu VM, %llu pages pinned, %llu held by Slat: %s",
