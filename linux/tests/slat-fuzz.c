@@ -12,7 +12,9 @@
 // What it never passes (the primary's kernel is trusted with these, and a
 // success would take memory the primary is using): a primary page other than
 // the scratch page where Slat writes or takes pages (DEPOSIT, list, run, regs
-// and stats pages), primary frames in slot lists, PSCI / SMCCC-standard
+// and stats pages), primary frames in slot lists other than the fuzzer's own
+// donor pages (and those only into VMs that share rather than take them: a
+// donated page the primary later touched would fault), PSCI / SMCCC-standard
 // function ids (arm64: those would power the machine off), and the victim's
 // VM id in calls that change a VM (it is attacked through its frames).
 #include "slatlib.h"
@@ -50,7 +52,10 @@ static uint64_t scratch_pa;
 static uint64_t *scratch;
 static uint32_t victim_id;
 static uint64_t fuzz_vms[MAX_FUZZ_VMS];
+static bool fuzz_vm_shares[MAX_FUZZ_VMS]; /* not DONATE: donor frames may go in */
 static unsigned nfuzz_vms;
+#define NDONOR 64
+static uint64_t donor_pfn[NDONOR]; /* the fuzzer's own pages, never touched again */
 static uint64_t counts[NSTATUS];
 
 static uint64_t pagemap_pa(void *va)
@@ -177,6 +182,50 @@ static bool mutating(uint64_t fn)
 	return n != HC_VM_STATS && n != HC_VCPU_GET_REGS;
 }
 
+/* Is `vm` a fuzz VM that shares (may be given the fuzzer's donor frames)? */
+static bool shares(uint64_t vm)
+{
+	for (unsigned i = 0; i < nfuzz_vms; i++)
+		if (fuzz_vms[i] == vm)
+			return fuzz_vm_shares[i];
+	return false;
+}
+
+/*
+ * SLOT_SET, shaped by op half of the time so that DELETE and MOVE get past
+ * the decoder; ADDs into a sharing fuzz VM may list a run of donor frames
+ * (then they can succeed, and later DELETEs and MOVEs with them).
+ */
+static void slot_args(uint64_t a[6])
+{
+	bool shaped = rnd() % 2;
+
+	a[0] = pick_vm();
+	a[1] = rnd() % 2 ? rnd() % 8 : pick_count();
+	a[2] = rnd() % 5;
+	a[3] = rnd() % 2 ? pick_hostile_page() : (rnd() % 64) << 21;
+	a[4] = rnd() % 4 ? scratch_pa : pick_hostile_page();
+	a[5] = pick_count();
+	for (int i = 0; i < (int)HC_LIST_MAX; i++)
+		scratch[i] = pick_list_entry();
+	if (!shaped)
+		return;
+	if (a[2] == HC_SLOT_DELETE) {
+		a[3] = a[4] = a[5] = 0;
+	} else if (a[2] == HC_SLOT_MOVE) {
+		a[3] = (rnd() % 64) << 21;
+		a[4] = a[5] = 0;
+	} else if (a[2] == HC_SLOT_ADD && shares(a[0])) {
+		unsigned first = rnd() % NDONOR, n = 1 + rnd() % (NDONOR - first);
+
+		a[3] = (rnd() % 64) << 21;
+		a[4] = scratch_pa;
+		a[5] = n;
+		for (unsigned i = 0; i < n; i++)
+			scratch[i] = donor_pfn[first + i];
+	}
+}
+
 static void make_args(uint64_t fn, uint64_t a[6])
 {
 	uint32_t n = fn & HC_FN_NUM_MASK;
@@ -201,14 +250,7 @@ static void make_args(uint64_t fn, uint64_t a[6])
 		a[1] = rnd() % 3 ? 1 + rnd() % 4 : pick_count();
 		break;
 	case HC_SLOT_SET:
-		a[0] = pick_vm();
-		a[1] = rnd() % 2 ? rnd() % 8 : pick_count();
-		a[2] = rnd() % 5;
-		a[3] = rnd() % 2 ? pick_hostile_page() : (rnd() % 64) << 21;
-		a[4] = rnd() % 4 ? scratch_pa : pick_hostile_page();
-		a[5] = pick_count();
-		for (int i = 0; i < (int)HC_LIST_MAX; i++)
-			scratch[i] = pick_list_entry();
+		slot_args(a);
 		break;
 	case HC_VM_STATS:
 		a[0] = pick_vm();
@@ -252,9 +294,10 @@ static void fuzz_one(void)
 	make_args(fn, a);
 	st = raw(fn, a, r);
 	count(st);
-	if (st == HC_OK && fn == HC_FN(HC_VM_CREATE) && nfuzz_vms < MAX_FUZZ_VMS)
+	if (st == HC_OK && fn == HC_FN(HC_VM_CREATE) && nfuzz_vms < MAX_FUZZ_VMS) {
+		fuzz_vm_shares[nfuzz_vms] = !(a[0] & HC_VM_FLAG_DONATE);
 		fuzz_vms[nfuzz_vms++] = r[0];
-	if (st == HC_OK && fn == HC_FN(HC_VM_CREATE) && nfuzz_vms == MAX_FUZZ_VMS) {
+	} else if (st == HC_OK && fn == HC_FN(HC_VM_CREATE)) {
 		uint64_t d[6] = {r[0]};
 
 		raw(HC_FN(HC_VM_DESTROY), d, r); /* keep at most MAX_FUZZ_VMS */
@@ -294,6 +337,12 @@ int main(int argc, char **argv)
 	if (mlock(scratch, 4096))
 		sl_die("fuzz: mlock: %s", strerror(errno));
 	scratch_pa = pagemap_pa(scratch);
+	uint8_t *donor = sl_alloc(NDONOR * 4096);
+	memset(donor, 0x5a, NDONOR * 4096);
+	if (mlock(donor, NDONOR * 4096))
+		sl_die("fuzz: mlock: %s", strerror(errno));
+	for (unsigned i = 0; i < NDONOR; i++)
+		donor_pfn[i] = pagemap_pa(donor + i * 4096) >> 12;
 	/* The victim: its pattern written, its frames known. */
 	vm = sl_vm_create(sys);
 	if (vm < 0)
