@@ -30,6 +30,8 @@ packages=(
 	ca-certificates                     # apt-get download over https mirrors
 	python3 python3-matplotlib          # benchmark plots
 	util-linux                          # script, unshare (Bochs runs)
+	gcc libc6-dev                       # the primary's slat.ko and static test programs
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross # the same for arm64
 )
 # arm64 packages unpacked (never installed: they would replace the amd64 ones)
 # into build/deps/<name>-arm64, for arm64 guests and the arm64 EFI headers.

@@ -6,7 +6,10 @@
 #
 #   vmlinuz          the kernel (arm64: raw Image with EFI stub; amd64: bzImage)
 #   modules/         the kernel's modules tree (kept for tests that need one)
-#   initrd.img       gzip'd newc cpio: busybox, /init, tests/guest/*.sh
+#   slat/            slat.ko, the test programs and the secondary payload
+#                    (tools/linux-build.sh: linux/ against Debian's headers)
+#   initrd.img       gzip'd newc cpio: busybox, /init, tests/guest/*.sh,
+#                    /lib/modules/slat.ko, /slat/*
 #   kernel.version   the package resolved, e.g. linux-image-6.1.0-56-cloud-arm64
 #
 # The kernel is resolved through the metapackage (linux-image-cloud-ARCH), never a
@@ -73,7 +76,7 @@ fetch_kernel() {
 
 build_initramfs() {
 	local inputs stamp root
-	inputs=("$top/tools/guest-init.sh" "$top"/tests/guest/*.sh "$busybox")
+	inputs=("$top/tools/guest-init.sh" "$top"/tests/guest/*.sh "$busybox" "$out"/slat/*)
 	stamp="$out/initrd.img"
 	if [ -f "$stamp" ]; then
 		local newer=0 f
@@ -98,6 +101,10 @@ build_initramfs() {
 			cp "$out/modules/kernel/arch/x86/kernel/$m.ko" "$root/lib/modules/"
 		fi
 	done
+	# slat.ko and what runs over /dev/slat (tools/linux-build.sh).
+	mkdir -p "$root/lib/modules" "$root/slat"
+	cp "$out/slat/slat.ko" "$root/lib/modules/"
+	cp "$out/slat/guest.bin" "$out"/slat/slat-* "$root/slat/"
 	chmod 755 "$root/init" "$root"/tests/*.sh
 	# The busybox applets used by /init and the tests; the rest come from --install.
 	ln -s busybox "$root/bin/sh"
@@ -108,5 +115,6 @@ build_initramfs() {
 }
 
 fetch_kernel
+bash "$top/tools/linux-build.sh" "$arch"
 build_initramfs
 log "$arch ready: $(cat "$out/kernel.version"), $(du -h "$out/initrd.img" | cut -f1) initramfs"

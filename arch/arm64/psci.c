@@ -28,6 +28,13 @@
 #define PSCI_SYSTEM_SUSPEND    0x0eu
 #define PSCI_SYSTEM_RESET2     0x12u
 
+// SMCCC architecture calls (owner 0). Slat answers these itself: SMCCC 1.1
+// is what lets the primary's kernel use its conduit for the vendor-hypervisor
+// UID query (arm_smccc_1_1_invoke); no firmware workaround is offered.
+#define SMCCC_VERSION	    0x80000000u
+#define SMCCC_ARCH_FEATURES 0x80000001u
+#define SMCCC_VERSION_1_1   0x10001u
+
 #define PSCI_RET_NOT_SUPPORTED	  ((uint64_t)-1)
 #define PSCI_RET_INVALID_PARAMS	  ((uint64_t)-2)
 #define PSCI_RET_ALREADY_ON	  ((uint64_t)-4)
@@ -149,6 +156,8 @@ static uint64_t psci_features(const struct arm64_frame *f)
 {
 	unsigned n;
 
+	if ((uint32_t)f->x[1] == SMCCC_VERSION)
+		return 0;
 	if (!psci_decode((uint32_t)f->x[1], &n) || refused(n))
 		return PSCI_RET_NOT_SUPPORTED;
 	return forward(f);
@@ -159,7 +168,11 @@ void arm64_psci_call(struct vcpu *v, struct arm64_frame *f)
 	uint32_t fid = (uint32_t)f->x[0];
 	unsigned n;
 
-	if (!psci_decode(fid, &n)) {
+	if (fid == SMCCC_VERSION) {
+		f->x[0] = SMCCC_VERSION_1_1;
+		return;
+	}
+	if (!psci_decode(fid, &n)) {		  // also SMCCC_ARCH_FEATURES: no workaround offered
 		f->x[0] = PSCI_RET_NOT_SUPPORTED; // SMCCC: unknown function identifier
 		return;
 	}

@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# What runs in the primary's Linux, for one guest architecture (called by
+# tools/linux-build.sh with TOP, OUT, KDIR, KARCH, CROSS, GARCH):
+#   $(OUT)/slat.ko        linux/slat/ against Debian's headers in KDIR
+#   $(OUT)/guest.bin      the secondary payload (linux/guest/), flat binary
+#   $(OUT)/slat-*         static test programs (linux/tests/)
+L := $(TOP)/linux
+KO := $(OUT)/ko
+ABI := $(TOP)/core/hcall_abi.h
+
+ifeq ($(GARCH),aarch64)
+UCC := aarch64-linux-gnu-gcc
+GTARGET := aarch64-none-elf
+GSRC := $(L)/guest/arm64.S
+LIBARCH := $(L)/tests/slatlib_arm64.c
+else
+UCC := gcc
+GTARGET := i386-none-elf
+GSRC := $(L)/guest/x86.S
+LIBARCH := $(L)/tests/slatlib_x86.c
+endif
+
+PROGS := slat-vmtest slat-killtest slat-fuzz
+LIBSRC := $(L)/tests/slatlib.c $(LIBARCH)
+LIBHDR := $(L)/tests/slatlib.h $(L)/slat/slat_uapi.h $(ABI) $(L)/guest/job.h
+UCFLAGS := -static -O2 -Wall -Wextra -Werror -std=gnu11 -pthread -I$(TOP) -I$(L)/slat -I$(L)/guest
+
+all: $(OUT)/slat.ko $(OUT)/guest.bin $(addprefix $(OUT)/,$(PROGS))
+
+KSRC := $(wildcard $(L)/slat/*.c $(L)/slat/*.h) $(L)/slat/Kbuild $(ABI)
+$(OUT)/slat.ko: $(KSRC)
+	@rm -rf $(KO)/linux && mkdir -p $(KO)/linux/slat $(KO)/core
+	@cp $(L)/slat/*.c $(L)/slat/*.h $(L)/slat/Kbuild $(KO)/linux/slat/
+	@cp $(ABI) $(KO)/core/
+	$(MAKE) -s -C $(KDIR) M=$(KO)/linux/slat ARCH=$(KARCH) CROSS_COMPILE=$(CROSS) modules >$(KO)/build.log 2>&1 || { cat $(KO)/build.log; exit 1; }
+	@if grep -q 'warning:' $(KO)/build.log; then cat $(KO)/build.log; exit 1; fi
+	@cp $(KO)/linux/slat/slat.ko $@
+
+$(OUT)/guest.bin: $(GSRC) $(L)/guest/job.h
+	@mkdir -p $(OUT) $(KO)
+	clang --target=$(GTARGET) -c -I$(L)/guest -o $(KO)/guest.o $(GSRC)
+	ld.lld -static -nostdlib -Ttext=0 -e _start -o $(KO)/guest.elf $(KO)/guest.o
+	llvm-objcopy -O binary $(KO)/guest.elf $@
+
+$(OUT)/slat-%: $(L)/tests/slat-%.c $(LIBSRC) $(LIBHDR)
+	@mkdir -p $(OUT) $(KO)
+	$(UCC) $(UCFLAGS) -o $@ $< $(LIBSRC)

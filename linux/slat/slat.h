@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * slat.ko internals: the hypercall layer (slat_hcall_<arch>.c), the deposit
+ * pool (slat_pool.c), VMs and slots (slat_vm.c, slat_slot.c), vCPUs
+ * (slat_vcpu.c) and the /dev/slat device (slat_main.c).
+ */
+#ifndef SLAT_KO_H
+#define SLAT_KO_H
+
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/xarray.h>
+#include <linux/atomic.h>
+#include <linux/mm.h>
+#include <linux/pfn.h>
+
+#include "core/hcall_abi.h"
+#include "slat_uapi.h"
+
+/* The physical address Slat is given for a page of the primary. */
+static inline u64 slat_pa(struct page *pg)
+{
+	return PFN_PHYS(page_to_pfn(pg));
+}
+
+/* ---- per-arch (slat_hcall_x86.c / slat_hcall_arm64.c) ---- */
+/* 0 when Slat answers the discovery query; -ENODEV after one dmesg line. */
+int slat_arch_detect(void);
+/* One hypercall: status (x0 / RAX) returned, r[0..2] filled. */
+long slat_arch_hcall(u64 fn, const u64 a[6], u64 r[3]);
+/* Around VCPU_RUN: Slat does not keep the primary's FP/SIMD state. */
+void slat_arch_fpu_begin(void);
+void slat_arch_fpu_end(void);
+/* sizeof(struct hc_regs_x86) or sizeof(struct hc_regs_arm64) */
+extern const size_t slat_arch_regs_size;
+
+/* ---- calls (slat_main.c) ---- */
+/* HC_E_* -> -errno (docs/primary-module.md). */
+int slat_errno(long status);
+/* A call retried after a deposit while it answers HC_E_NOMEM. HC status. */
+long slat_call(u32 fn, u64 a0, u64 a1, u64 a2, u64 a3, u64 a4, u64 a5, u64 r[3]);
+/* HV_STATS (vm 0) or VM_STATS of vm, `size` bytes copied to user memory. */
+long slat_stats_ioctl(u32 vm, void __user *up, size_t size);
+
+/* ---- deposit pool (slat_pool.c) ---- */
+int slat_pool_deposit_chunk(void);			    /* 0 or -errno */
+void slat_pool_withdraw_all(void);			    /* every page Slat can give back */
+void slat_pool_take_back(const u64 *pfns, unsigned long n); /* withdrawn frames: free */
+void slat_pool_stats(struct slat_module_stats *s);
+void slat_pool_exit(void);
+
+extern atomic64_t slat_pinned_pages;
+extern atomic64_t slat_vms_alive;
+extern atomic64_t slat_nomem_retries;
+extern u64 slat_hv_version;
+
+/* ---- VMs and slots (slat_vm.c, slat_slot.c) ---- */
+struct slat_vm {
+	struct kref ref;
+	u32 id;		     /* Slat's VM id */
+	struct mutex lock;   /* slots and vCPU creation */
+	struct xarray slots; /* slot index -> struct slat_mslot */
+	struct xarray vcpus; /* index -> 1 once created */
+};
+
+struct slat_mslot {
+	u64 gpa, size, uaddr;
+	unsigned long npages;
+	struct page **pages; /* pinned, npages */
+};
+
+int slat_vm_create_fd(void);
+void slat_vm_put(struct slat_vm *vm);
+int slat_slot_set(struct slat_vm *vm, const struct slat_slot *s);
+void slat_slots_release(struct slat_vm *vm); /* after VM_DESTROY: unpin all */
+
+/* ---- vCPUs (slat_vcpu.c) ---- */
+int slat_vcpu_create_fd(struct slat_vm *vm, unsigned long index);
+
+#endif

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * VM fds. A VM lives while its fd or any of its vCPU fds is open (one kref
+ * each); the last close (which is what a dying process does) destroys it in
+ * Slat, unpins its slots' pages and withdraws every page Slat gives back.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/delay.h>
+#include <linux/module.h>
+
+#include "slat.h"
+
+static unsigned int max_vcpus = 64;
+module_param(max_vcpus, uint, 0444);
+MODULE_PARM_DESC(max_vcpus, "vCPU limit of each VM (1..1024)");
+
+atomic64_t slat_vms_alive;
+
+static void slat_vm_release(struct kref *ref)
+{
+	struct slat_vm *vm = container_of(ref, struct slat_vm, ref);
+	unsigned int tries;
+	u64 r[3];
+	long st;
+
+	/* No vCPU fd is open, so none runs; BUSY would be a Slat-side lag. */
+	for (tries = 0; tries < 100; tries++) {
+		st = slat_call(HC_VM_DESTROY, vm->id, 0, 0, 0, 0, 0, r);
+		if (st != HC_E_BUSY)
+			break;
+		msleep(10);
+	}
+	if (st != HC_OK) {
+		/* Slat may still map the slots' frames: keep them pinned. */
+		pr_err("slat: VM_DESTROY of VM %u failed (%ld); its pages stay pinned\n", vm->id,
+		       st);
+	} else {
+		slat_slots_release(vm);
+	}
+	xa_destroy(&vm->slots);
+	xa_destroy(&vm->vcpus);
+	kfree(vm);
+	slat_pool_withdraw_all();
+	atomic64_dec(&slat_vms_alive);
+}
+
+void slat_vm_put(struct slat_vm *vm)
+{
+	kref_put(&vm->ref, slat_vm_release);
+}
+
+static long slat_vm_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+	struct slat_vm *vm = f->private_data;
+	void __user *up = (void __user *)arg;
+	struct slat_slot s;
+
+	switch (cmd) {
+	case SLAT_SET_SLOT:
+		if (copy_from_user(&s, up, sizeof(s)))
+			return -EFAULT;
+		return slat_slot_set(vm, &s);
+	case SLAT_CREATE_VCPU:
+		return slat_vcpu_create_fd(vm, arg);
+	case SLAT_VM_STATS:
+		return slat_stats_ioctl(vm->id, up, sizeof(struct hc_vm_stats));
+	case SLAT_VM_ID:
+		return vm->id;
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int slat_vm_close(struct inode *inode, struct file *f)
+{
+	slat_vm_put(f->private_data);
+	return 0;
+}
+
+static const struct file_operations slat_vm_fops = {
+    .owner = THIS_MODULE,
+    .unlocked_ioctl = slat_vm_ioctl,
+    .compat_ioctl = compat_ptr_ioctl,
+    .release = slat_vm_close,
+    .llseek = noop_llseek,
+};
+
+int slat_vm_create_fd(void)
+{
+	struct slat_vm *vm;
+	u64 r[3];
+	long st;
+	int fd;
+
+	if (max_vcpus < 1 || max_vcpus > HC_MAX_VCPUS)
+		return -EINVAL;
+	vm = kzalloc(sizeof(*vm), GFP_KERNEL);
+	if (!vm)
+		return -ENOMEM;
+	st = slat_call(HC_VM_CREATE, 0, max_vcpus, 0, 0, 0, 0, r);
+	if (st != HC_OK) {
+		kfree(vm);
+		return slat_errno(st);
+	}
+	vm->id = (u32)r[0];
+	kref_init(&vm->ref);
+	mutex_init(&vm->lock);
+	xa_init(&vm->slots);
+	xa_init(&vm->vcpus);
+	atomic64_inc(&slat_vms_alive);
+	fd = anon_inode_getfd("slat-vm", &slat_vm_fops, vm, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		slat_vm_put(vm);
+	return fd;
+}
