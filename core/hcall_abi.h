@@ -36,15 +36,16 @@
 #define HC_UID_W3	0x76736263u
 // x86 discovery: CPUID 0x40000000 answers "SlatSlatSlat" in EBX, ECX, EDX.
 
-#define HC_NARGS	  6u
-#define HC_GPA_BITS	  52u
-#define HC_MAX_VCPUS	  1024u	 // vCPU index < HC_MAX_VCPUS
-#define HC_MAX_SLOTS	  32764u // slot index < HC_MAX_SLOTS (KVM_CAP_NR_MEMSLOTS)
-#define HC_LIST_MAX	  512u	 // frame numbers in one list page
-#define HC_SLOT_MAX_PAGES (HC_LIST_MAX * HC_LIST_MAX) // 1 GiB per slot
-#define HC_DEPOSIT_MAX	  65536u		      // pages in one DEPOSIT (256 MiB)
-#define HC_VM_MAX	  ((1u << 30) - 1)	      // VM ids 1..HC_VM_MAX
-#define HC_VM_FLAG_DONATE 1u			      // the VM's slots are donated, not shared
+#define HC_NARGS	   6u
+#define HC_GPA_BITS	   52u
+#define HC_MAX_VCPUS	   1024u  // vCPU index < HC_MAX_VCPUS
+#define HC_MAX_SLOTS	   32764u // slot index < HC_MAX_SLOTS (KVM_CAP_NR_MEMSLOTS)
+#define HC_LIST_MAX	   512u	  // frame numbers in one list page
+#define HC_SLOT_MAX_PAGES  (HC_LIST_MAX * HC_LIST_MAX) // 1 GiB per slot
+#define HC_DEPOSIT_MAX	   65536u		       // pages in one DEPOSIT (256 MiB)
+#define HC_VM_MAX	   ((1u << 30) - 1)	       // VM ids 1..HC_VM_MAX
+#define HC_VM_FLAG_DONATE  1u // the VM's slots are donated (refused in 1.0)
+#define HC_VM_FLAG_ZAP_ALL 2u // slot delete/move zaps everything (the old way: benchmarks)
 
 enum hc_fn {
 	HC_VERSION_FN = 0x00,

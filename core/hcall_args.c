@@ -126,7 +126,7 @@ static int hc_args(enum hc_fn fn, const uint64_t *a, struct hc_call *c)
 			return rc;
 		return hc_count(0, a[1], HC_LIST_MAX);
 	case HC_VM_CREATE:
-		if (a[0] & ~(uint64_t)HC_VM_FLAG_DONATE)
+		if (a[0] & ~(uint64_t)(HC_VM_FLAG_DONATE | HC_VM_FLAG_ZAP_ALL))
 			return HC_E_INVAL;
 		c->flags = (uint32_t)a[0];
 		if (a[1] == 0)

@@ -121,22 +121,39 @@ static int hv_deposit(uint64_t pa, uint64_t n, uint64_t *bad)
 	return HC_OK;
 }
 
+// The last pages: once nothing but the ownership table's own nodes is left
+// (no VM, nothing free), those nodes only record that they themselves are
+// Slat's. The table is emptied (every frame the primary's again) and the
+// nodes, now on the free list, go back without a release.
+static bool hv_only_nodes_left(uint64_t max)
+{
+	uint64_t nodes = own_nodes(&hv.own);
+	uint64_t held = hv.depot.deposited - hv.depot.withdrawn;
+
+	return nodes && nodes <= max && hv.vms_live == 0 && hv.depot.nfree == 0 && held == nodes;
+}
+
 static int hv_withdraw(uint64_t list_pa, uint64_t max, uint64_t *given)
 {
 	uint64_t *list;
 	uint64_t pfn[HC_LIST_MAX];
 	uint64_t n = 0, bad;
 	int r = hv_primary_page(list_pa, (void **)&list);
+	bool unclaimed = false;
 
 	if (r)
 		return r;
+	if (hv_only_nodes_left(max)) {
+		own_destroy(&hv.own); // no lookup runs: every caller holds hv.lock
+		unclaimed = true;
+	}
 	while (n < max) {
 		uint64_t pa = hv_depot_alloc(&hv.depot); // zeroed
 		if (!pa)
 			break;
 		pfn[n++] = pa >> OWN_FRAME_SHIFT;
 	}
-	r = n ? own_list_op(&hv.own, OWN_OP_RELEASE, 0, pfn, n, &bad) : HC_OK;
+	r = n && !unclaimed ? own_list_op(&hv.own, OWN_OP_RELEASE, 0, pfn, n, &bad) : HC_OK;
 	if (r) { // cannot happen: every page on the free list is claimed
 		log_err("hv: withdraw: release refused (%d)\n", r);
 		for (uint64_t i = 0; i < n; i++)

@@ -61,6 +61,8 @@ static void list_free(struct hv_vm *vm, struct hv_slot *s)
 {
 	uint64_t n = leaves_of(s->pages);
 
+	if (!s->list)
+		return;
 	if (n > 1)
 		for (uint64_t i = 0; i < n; i++)
 			if (((uint64_t *)(uintptr_t)s->list)[i])
@@ -93,7 +95,23 @@ static int list_alloc(struct hv_vm *vm, struct hv_slot *s)
 // Copies the primary's frame numbers (a list page, or a directory of list
 // pages for more than 512) into the slot's own list. *bad: the list index of
 // a refused frame, or the directory index of a refused list page.
-static int list_copy(struct hv_slot *s, uint64_t src_pa, uint64_t *bad)
+// A frame the VM may take: the primary's, with the precise refusal otherwise.
+static int frame_free_for(uint32_t vm_id, uint64_t pfn)
+{
+	enum own_state st;
+	uint32_t owner;
+	int r = own_get(&hv.own, pfn, &st, &owner);
+
+	if (r)
+		return r;
+	if (st == OWN_PRIMARY)
+		return HC_OK;
+	if (st == OWN_SLAT)
+		return HC_E_SLAT;
+	return owner == vm_id ? HC_E_ALREADY_SHARED : HC_E_OTHER_VM;
+}
+
+static int list_copy(struct hv_slot *s, uint32_t vm_id, uint64_t src_pa, uint64_t *bad)
 {
 	const uint64_t *dir = NULL, *src = NULL;
 	int r;
@@ -116,7 +134,7 @@ static int list_copy(struct hv_slot *s, uint64_t src_pa, uint64_t *bad)
 		*bad = i;
 		if (pfn >> OWN_PFN_BITS)
 			return HC_E_RANGE;
-		if ((r = hv_primary_page(pfn << OWN_FRAME_SHIFT, &(void *){0})))
+		if ((r = frame_free_for(vm_id, pfn)))
 			return r;
 		leaf_of(s, i)[s->pages <= HV_SLOT_INLINE ? i : k] = pfn;
 	}
@@ -144,31 +162,60 @@ static int frames_op(struct hv_vm *vm, struct hv_slot *s, enum own_op op, uint64
 }
 
 // ---- slot records -------------------------------------------------------------------
-static struct hv_slot **dir_entry(struct hv_vm *vm, uint32_t id, bool alloc)
+static struct hv_slot **dir_entry(struct hv_vm *vm, uint32_t id)
 {
-	uint64_t *d = &vm->slot_dir[id / HV_PTRS_PER_PAGE];
+	uint64_t d = vm->slot_dir[id / HV_PTRS_PER_PAGE];
 
-	if (!*d && alloc)
-		*d = hv_page_alloc(&vm->vm);
-	if (!*d)
-		return NULL;
-	return &((struct hv_slot **)(uintptr_t)*d)[id % HV_PTRS_PER_PAGE];
+	return d ? &((struct hv_slot **)(uintptr_t)d)[id % HV_PTRS_PER_PAGE] : NULL;
+}
+
+// Pages the VM's slot tables would need for one more slot `id`: its
+// directory page and a page of records, taken before anything else so that a
+// refused ADD can give exactly these back (nothing changes).
+struct slot_tables {
+	uint64_t dir, recs;
+};
+
+static int tables_prepare(struct hv_vm *vm, uint32_t id, struct slot_tables *t)
+{
+	*t = (struct slot_tables){0};
+	if (!vm->slot_dir[id / HV_PTRS_PER_PAGE] && !(t->dir = hv_page_alloc(&vm->vm)))
+		return HC_E_NOMEM;
+	if (!vm->slot_free && !(t->recs = hv_page_alloc(&vm->vm))) {
+		if (t->dir)
+			hv_page_free(&vm->vm, t->dir);
+		return HC_E_NOMEM;
+	}
+	return HC_OK;
+}
+
+// Puts a fresh page of records on the VM's free list.
+static void recs_add(struct hv_vm *vm, uint64_t pa)
+{
+	struct hv_slot *recs = (struct hv_slot *)(uintptr_t)pa;
+
+	for (unsigned i = 0; i < HV_SLOTS_PER_PAGE; i++) {
+		recs[i].list = (uint64_t)(uintptr_t)vm->slot_free; // free-list link
+		vm->slot_free = &recs[i];
+	}
+	*(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8) = vm->slot_pages;
+	vm->slot_pages = pa;
+}
+
+// Undoes recs_add when every record of the newest page is free again: they
+// are then exactly the first HV_SLOTS_PER_PAGE entries of the free list.
+static void recs_remove_newest(struct hv_vm *vm)
+{
+	uint64_t pa = vm->slot_pages;
+
+	for (unsigned i = 0; i < HV_SLOTS_PER_PAGE; i++)
+		vm->slot_free = (struct hv_slot *)(uintptr_t)vm->slot_free->list;
+	vm->slot_pages = *(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8);
+	hv_page_free(&vm->vm, pa);
 }
 
 static struct hv_slot *rec_alloc(struct hv_vm *vm)
 {
-	if (!vm->slot_free) {
-		uint64_t pa = hv_page_alloc(&vm->vm);
-		if (!pa)
-			return NULL;
-		struct hv_slot *recs = (struct hv_slot *)(uintptr_t)pa;
-		for (unsigned i = 0; i < HV_SLOTS_PER_PAGE; i++) {
-			recs[i].list = (uint64_t)(uintptr_t)vm->slot_free; // free-list link
-			vm->slot_free = &recs[i];
-		}
-		*(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8) = vm->slot_pages;
-		vm->slot_pages = pa;
-	}
 	struct hv_slot *s = vm->slot_free;
 	vm->slot_free = (struct hv_slot *)(uintptr_t)s->list;
 	memset(s, 0, sizeof(*s));
@@ -185,41 +232,60 @@ static void rec_free(struct hv_vm *vm, struct hv_slot *s)
 // ---- SLOT_SET --------------------------------------------------------------------------
 static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 {
-	struct hv_slot **e = dir_entry(vm, c->slot, true);
+	struct hv_slot **e = dir_entry(vm, c->slot);
+	struct slot_tables t;
 
-	if (!e)
-		return HC_E_NOMEM;
-	if (*e)
+	if (e && *e)
 		return HC_E_EXISTS;
-	struct hv_slot *s = rec_alloc(vm);
-	if (!s)
-		return HC_E_NOMEM;
+	int r = tables_prepare(vm, c->slot, &t);
+	if (r)
+		return r;
+	struct hv_slot s_local = {0}, *s = &s_local; // the record is taken at commit
 	s->b = (struct s2_backing){slot_page_hpa, slot_contiguous, 1};
 	s->gpa = c->gpa;
 	s->pages = c->count;
 	s->id = c->slot;
-	int r = list_alloc(vm, s);
+	r = list_alloc(vm, s);
 	if (!r)
-		r = list_copy(s, c->pa, bad);
+		r = list_copy(s, vm->vm.id, c->pa, bad);
 	if (!r)
 		r = frames_op(vm, s, OWN_OP_SHARE, bad);
 	if (r)
 		goto fail;
+	// Commit: the tables' pages join the VM, the record gets its place; the
+	// engine's add is the last step that can refuse (then all is undone).
+	if (t.dir)
+		vm->slot_dir[c->slot / HV_PTRS_PER_PAGE] = t.dir;
+	if (t.recs)
+		recs_add(vm, t.recs);
+	s = rec_alloc(vm);
+	*s = s_local;
 	r = hv_err_of_s2(
 	    s2_slot_add_backed(vm->s2, 0, c->slot, c->gpa, c->count * HV_PAGE, &s->b, 0));
 	if (r) {
 		uint64_t b;
 		frames_op(vm, s, OWN_OP_UNSHARE, &b);
-		goto fail;
+		list_free(vm, s);
+		rec_free(vm, s);
+		if (t.recs)
+			recs_remove_newest(vm);
+		if (t.dir) {
+			vm->slot_dir[c->slot / HV_PTRS_PER_PAGE] = 0;
+			hv_page_free(&vm->vm, t.dir);
+		}
+		return r;
 	}
 	s->used = 1;
-	*e = s;
+	*dir_entry(vm, c->slot) = s;
 	vm->nslots++;
 	vm->slot_frames += s->pages;
 	return HC_OK;
 fail:
 	list_free(vm, s);
-	rec_free(vm, s);
+	if (t.dir)
+		hv_page_free(&vm->vm, t.dir);
+	if (t.recs)
+		hv_page_free(&vm->vm, t.recs);
 	return r;
 }
 
@@ -245,7 +311,7 @@ int hv_slot_set(const struct hc_call *c, uint64_t *bad)
 		return HC_E_BAD_VM;
 	if (c->op == HC_SLOT_ADD)
 		return slot_add(vm, c, bad);
-	struct hv_slot **e = dir_entry(vm, c->slot, false);
+	struct hv_slot **e = dir_entry(vm, c->slot);
 	if (!e || !*e)
 		return HC_E_BAD_SLOT;
 	if (c->op == HC_SLOT_MOVE) {

@@ -49,7 +49,7 @@ int hv_vm_create(uint32_t flags, uint32_t vcpu_limit, uint64_t *id)
 	vm->token = hv.next_token;
 	struct s2_vm_config cfg = {0};
 	arch_hv_s2_config(&cfg);
-	cfg.zap_mode = S2_ZAP_SLOT;
+	cfg.zap_mode = flags & HC_VM_FLAG_ZAP_ALL ? S2_ZAP_ALL : S2_ZAP_SLOT;
 	cfg.be = &hv_s2_backend;
 	cfg.be_ctx = vm;
 	cfg.ncpus = hv.ncpus;

@@ -14,6 +14,8 @@
 
 host_hv_guest_fn host_hv_guest;
 uint64_t host_hv_kicks;
+uint32_t host_hv_kick_flag[64];
+_Static_assert(HV_MAX_PCPUS == 64, "one kick flag per physical CPU");
 static __thread unsigned this_pcpu;
 
 void host_hv_set_pcpu(unsigned cpu)
@@ -87,6 +89,7 @@ bool arch_hv_flush_vm(struct vm *vm)
 void arch_hv_kick_pcpu(unsigned pcpu)
 {
 	__atomic_fetch_add(&host_hv_kicks, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&host_hv_kick_flag[pcpu], 1, __ATOMIC_RELEASE);
 }
 
 unsigned arch_hv_pcpu(void)

@@ -16,6 +16,9 @@ struct vcpu;
 typedef int (*host_hv_guest_fn)(struct vcpu *v, struct hc_run *run);
 extern host_hv_guest_fn host_hv_guest;
 extern uint64_t host_hv_kicks; // arch_hv_kick_pcpu calls
+// Per physical CPU: set by arch_hv_kick_pcpu; a hosted guest in guest mode
+// polls it and exits (an interrupt would).
+extern uint32_t host_hv_kick_flag[64];
 void host_hv_set_pcpu(unsigned cpu);
 
 #endif

@@ -87,7 +87,8 @@ static void test_vm_calls(void **state)
 	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_VM_CREATE), HC_VM_FLAG_DONATE, 4), &c), HC_OK);
 	assert_int_equal(c.flags, HC_VM_FLAG_DONATE);
 	assert_int_equal(c.vcpu, 4);
-	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_VM_CREATE), 2, 4), &c), HC_E_INVAL);
+	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_VM_CREATE), HC_VM_FLAG_ZAP_ALL, 4), &c), HC_OK);
+	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_VM_CREATE), 4, 4), &c), HC_E_INVAL);
 	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_VM_CREATE), 0, 0), &c), HC_E_BAD_VCPU);
 	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_VM_CREATE), 0, HC_MAX_VCPUS), &c), HC_OK);
 	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_VM_CREATE), 0, HC_MAX_VCPUS + 1), &c),
@@ -215,7 +216,7 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 		assert_true(page_pa && c->count >= 1 && c->count <= HC_LIST_MAX && !a[2]);
 		break;
 	case HC_VM_CREATE:
-		assert_true(c->flags <= 1 && c->vcpu >= 1 && c->vcpu <= HC_MAX_VCPUS && !a[2]);
+		assert_true(c->flags <= 3 && c->vcpu >= 1 && c->vcpu <= HC_MAX_VCPUS && !a[2]);
 		break;
 	case HC_VM_DESTROY:
 		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->vm == a[0] && !a[1]);

@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The secondary-VM layer (core/hv*.c) through its only entry, hv_dispatch,
+// against the hosted back end: a 32 MiB buffer is the primary's RAM, its
+// last MiB Slat's region. Deposits, VM and vCPU records, memslots over frame lists
+// (ownership checked over the whole request before anything changes, exact
+// error codes), the lazily built SLAT seen from a hosted guest, slot delete
+// and move zapping exactly the slot, destroy returning every page, and a
+// fuzz of 10^5 hostile calls that leaves a victim VM intact.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "arch/host/hv_host.h"
+#include "core/hv_internal.h"
+
+#define RAM_SIZE  (32ull << 20)
+#define SLAT_SIZE (1ull << 20)
+#define PG	  4096ull
+
+static uint8_t *ram, *slat_mem;
+static uint64_t ram_pa, next_free;			// a bump allocator over the primary's RAM
+static uint64_t hv_stats_page, vm_stats_page, run_page; // primary pages, per test
+
+static uint64_t prim_page(void)
+{
+	uint64_t pa = next_free;
+
+	next_free += PG;
+	assert_true(next_free <= ram_pa + RAM_SIZE - SLAT_SIZE);
+	memset((void *)(uintptr_t)pa, 0, PG);
+	return pa;
+}
+
+static int64_t call(uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+		    uint64_t a5, uint64_t *res)
+{
+	struct hc_regs r = {HC_FN(fn), {a0, a1, a2, a3, a4, a5}};
+
+	hv_dispatch(NULL, &r);
+	if (res)
+		memcpy(res, r.a, 3 * sizeof(uint64_t));
+	return (int64_t)r.fn;
+}
+#define C(fn, ...) call(fn, __VA_ARGS__)
+
+static struct hc_hv_stats hv_stats_now(void)
+{
+	if (!hv_stats_page)
+		hv_stats_page = prim_page();
+	assert_int_equal(C(HC_HV_STATS, hv_stats_page, 0, 0, 0, 0, 0, NULL), HC_OK);
+	return *(struct hc_hv_stats *)(uintptr_t)hv_stats_page;
+}
+
+static struct hc_vm_stats vm_stats_now(uint64_t vm)
+{
+	if (!vm_stats_page)
+		vm_stats_page = prim_page();
+	assert_int_equal(C(HC_VM_STATS, vm, vm_stats_page, 0, 0, 0, 0, NULL), HC_OK);
+	return *(struct hc_vm_stats *)(uintptr_t)vm_stats_page;
+}
+
+static int setup(void **state)
+{
+	ram = aligned_alloc(2 << 20, RAM_SIZE);
+	assert_non_null(ram);
+	slat_mem = ram + RAM_SIZE - SLAT_SIZE;
+	ram_pa = (uint64_t)(uintptr_t)ram;
+	next_free = ram_pa;
+	hv_stats_page = vm_stats_page = run_page = 0;
+	const uint64_t r[1][2] = {{ram_pa, RAM_SIZE}};
+	const uint64_t s[1][2] = {{(uint64_t)(uintptr_t)slat_mem, SLAT_SIZE}};
+	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4};
+	host_hv_guest = NULL;
+	assert_int_equal(hv_init(&b), 0);
+	return 0;
+}
+
+// Withdraws everything and checks the pool is empty and every page came back.
+static int teardown(void **state)
+{
+	uint64_t list = prim_page(), got;
+
+	do {
+		assert_int_equal(C(HC_WITHDRAW, list, HC_LIST_MAX, 0, 0, 0, 0, &got), HC_OK);
+		for (uint64_t i = 0; i < got; i++) {
+			enum own_state st;
+			uint32_t vm;
+			uint64_t pfn = ((uint64_t *)(uintptr_t)list)[i];
+			assert_int_equal(own_get(&hv.own, pfn, &st, &vm), 0);
+			assert_int_equal(st, OWN_PRIMARY);
+			for (unsigned k = 0; k < PG / 8; k++) // zeroed
+				assert_int_equal(((uint64_t *)(uintptr_t)(pfn << 12))[k], 0);
+		}
+	} while (got);
+	struct hc_hv_stats s = hv_stats_now();
+	assert_int_equal(s.deposited, s.withdrawn);
+	assert_int_equal(s.free, 0);
+	assert_int_equal(s.used, 0);
+	assert_int_equal(s.own_nodes, 0);
+	free(ram);
+	return 0;
+}
+
+static uint64_t deposit(uint64_t pages)
+{
+	uint64_t pa = next_free;
+	next_free += pages * PG;
+	assert_int_equal(C(HC_DEPOSIT, pa, pages, 0, 0, 0, 0, NULL), HC_OK);
+	return pa;
+}
+
+static uint64_t vm_new(uint32_t vcpus)
+{
+	uint64_t id;
+	assert_int_equal(C(HC_VM_CREATE, 0, vcpus, 0, 0, 0, 0, &id), HC_OK);
+	return id;
+}
+
+// A list page naming `n` frames: `first` + i, or scattered when `stride` > 1.
+static uint64_t frames(uint64_t first, uint64_t n, uint64_t stride)
+{
+	uint64_t list = prim_page();
+	for (uint64_t i = 0; i < n; i++)
+		((uint64_t *)(uintptr_t)list)[i] = (first >> 12) + i * stride;
+	return list;
+}
+
+static enum own_state owner(uint64_t pa, uint32_t *vm)
+{
+	enum own_state st;
+	uint32_t dummy;
+	assert_int_equal(own_get(&hv.own, pa >> 12, &st, vm ? vm : &dummy), 0);
+	return st;
+}
+
+// ---- a hosted guest: touches the gpas it is given, exits MMIO on a hole ----
+static const uint64_t *guest_gpas;
+static unsigned guest_n;
+
+// Each access goes through the loaded root as hardware would: a mapped gpa
+// takes no exit; anything else is a SLAT fault handled by core.
+static int touch_guest(struct vcpu *v, struct hc_run *run)
+{
+	for (unsigned i = 0; i < guest_n; i++) {
+		struct hv_entry e;
+		struct s2_xlate x;
+		int r = hv_vcpu_enter(v, &e);
+		if (r)
+			return r;
+		s2_translate(hv_vm_of(v->vm)->s2, hv_vcpu_of(v)->root, guest_gpas[i], &x);
+		hv_vcpu_exited(v);
+		if (x.mapped)
+			continue;
+		r = hv_vcpu_fault(v, guest_gpas[i], true, false);
+		if (r == HC_E_NOMEM)
+			return r;
+		if (r == S2_FAULT_MMIO) {
+			run->reason = HC_EXIT_MMIO;
+			run->u.mmio.gpa = guest_gpas[i];
+			return HC_OK;
+		}
+		assert_int_equal(r, S2_FAULT_MAPPED);
+	}
+	run->reason = HC_EXIT_HALT;
+	return HC_OK;
+}
+
+static uint64_t run_touch(uint64_t vm, uint32_t vcpu, const uint64_t *gpas, unsigned n)
+{
+	uint64_t reason;
+	if (!run_page)
+		run_page = prim_page();
+	guest_gpas = gpas;
+	guest_n = n;
+	host_hv_guest = touch_guest;
+	assert_int_equal(C(HC_VCPU_RUN, vm, vcpu, run_page, 0, 0, 0, &reason), HC_OK);
+	assert_int_equal(reason, ((struct hc_run *)(uintptr_t)run_page)->reason);
+	return reason;
+}
+
+static struct s2_xlate xlate(uint64_t vm_id, uint64_t gpa)
+{
+	struct hv_vm *vm = hv_vm_find((uint32_t)vm_id);
+	struct hv_vcpu *v = hv_vcpu_find(vm, 0);
+	struct s2_xlate x;
+	s2_translate(vm->s2, v->root, gpa, &x);
+	return x;
+}
+
+// ---- tests -------------------------------------------------------------------------
+
+static void test_deposit_checks(void **state)
+{
+	uint64_t res[3];
+	uint64_t slat_pa = (uint64_t)(uintptr_t)slat_mem;
+
+	assert_int_equal(C(HC_VERSION_FN, 0, 0, 0, 0, 0, 0, res), HC_OK);
+	assert_int_equal(res[0], HC_VERSION);
+	assert_int_equal(C(HC_DEPOSIT, slat_pa, 2, 0, 0, 0, 0, res), HC_E_SLAT);
+	assert_int_equal(res[0], slat_pa);
+	// A range running into Slat's region, and one beyond RAM.
+	assert_int_equal(C(HC_DEPOSIT, slat_pa - PG, 2, 0, 0, 0, 0, res), HC_E_SLAT);
+	assert_int_equal(res[0], slat_pa);
+	assert_int_equal(owner(slat_pa - PG, NULL), OWN_PRIMARY);
+	assert_int_equal(C(HC_DEPOSIT, ram_pa + RAM_SIZE, 1, 0, 0, 0, 0, res), HC_E_RANGE);
+	uint64_t pa = deposit(8);
+	assert_int_equal(owner(pa, NULL), OWN_SLAT);
+	// Deposited twice: the pages are Slat's now; nothing changes.
+	assert_int_equal(C(HC_DEPOSIT, pa, 1, 0, 0, 0, 0, res), HC_E_SLAT);
+	struct hc_hv_stats s = hv_stats_now();
+	assert_int_equal(s.deposited, 8);
+	assert_int_equal(s.free + s.used, 8);
+	assert_int_equal(s.used, s.own_nodes);
+}
+
+static void test_vm_needs_memory(void **state)
+{
+	uint64_t id;
+
+	assert_int_equal(C(HC_VM_CREATE, 0, 2, 0, 0, 0, 0, &id), HC_E_NOMEM);
+	assert_int_equal(hv_stats_now().vms, 0);
+	// One page cannot hold the ownership records that claim it: refused,
+	// the page stays the primary's.
+	assert_int_equal(C(HC_DEPOSIT, next_free, 1, 0, 0, 0, 0, NULL), HC_E_NOMEM);
+	assert_int_equal(owner(next_free, NULL), OWN_PRIMARY);
+	assert_int_equal(hv_stats_now().deposited, 0);
+	deposit(4); // the deposit's own ownership records come from it
+	while (C(HC_VM_CREATE, 0, 2, 0, 0, 0, 0, &id) == HC_E_NOMEM)
+		deposit(1);
+	assert_int_equal(id, 1);
+	assert_int_equal(C(HC_VM_CREATE, HC_VM_FLAG_DONATE, 2, 0, 0, 0, 0, &id), HC_E_INVAL);
+	assert_int_equal(C(HC_VCPU_CREATE, 1, 2, 0, 0, 0, 0, NULL), HC_E_BAD_VCPU);
+	assert_int_equal(C(HC_VCPU_CREATE, 7, 0, 0, 0, 0, 0, NULL), HC_E_BAD_VM);
+	int r;
+	while ((r = C(HC_VCPU_CREATE, 1, 0, 0, 0, 0, 0, NULL)) == HC_E_NOMEM)
+		deposit(1);
+	assert_int_equal(r, HC_OK);
+	assert_int_equal(C(HC_VCPU_CREATE, 1, 0, 0, 0, 0, 0, NULL), HC_E_EXISTS);
+	assert_int_equal(vm_stats_now(1).vcpus, 1);
+	assert_int_equal(C(HC_VM_DESTROY, 1, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(C(HC_VM_DESTROY, 1, 0, 0, 0, 0, 0, NULL), HC_E_BAD_VM);
+	struct hc_hv_stats s = hv_stats_now();
+	assert_int_equal(s.vms, 0);
+	assert_int_equal(s.used, s.own_nodes); // the VM's pages are all back
+}
+
+static void test_slot_ownership(void **state)
+{
+	uint64_t res[3];
+
+	deposit(64);
+	uint64_t a = vm_new(1), b = vm_new(1);
+	assert_int_equal(C(HC_VCPU_CREATE, a, 0, 0, 0, 0, 0, NULL), HC_OK);
+	uint64_t mem = next_free;
+	next_free += 64 * PG;
+	// A frame of Slat's in the middle: refused with its index, nothing shared.
+	uint64_t l = frames(mem, 16, 1);
+	((uint64_t *)(uintptr_t)l)[9] = (uint64_t)(uintptr_t)slat_mem >> 12;
+	uint64_t used0 = hv_stats_now().used;
+	assert_int_equal(C(HC_SLOT_SET, a, 1, HC_SLOT_ADD, 0x100000, l, 16, res), HC_E_SLAT);
+	assert_int_equal(res[0], 9);
+	assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
+	assert_int_equal(hv_stats_now().used, used0);
+	// Beyond RAM, and a list page that is not the primary's.
+	((uint64_t *)(uintptr_t)l)[9] = (ram_pa + RAM_SIZE) >> 12;
+	assert_int_equal(C(HC_SLOT_SET, a, 1, HC_SLOT_ADD, 0x100000, l, 16, res), HC_E_RANGE);
+	assert_int_equal(
+	    C(HC_SLOT_SET, a, 1, HC_SLOT_ADD, 0x100000, (uint64_t)(uintptr_t)slat_mem, 16, res),
+	    HC_E_SLAT);
+	// Good slot; the same frames for VM b are another VM's.
+	l = frames(mem, 16, 1);
+	assert_int_equal(C(HC_SLOT_SET, a, 1, HC_SLOT_ADD, 0x100000, l, 16, NULL), HC_OK);
+	uint32_t who;
+	assert_int_equal(owner(mem + 5 * PG, &who), OWN_SHARED);
+	assert_int_equal(who, a);
+	uint64_t l2 = frames(mem + 15 * PG, 4, 1); // overlaps a's last frame
+	assert_int_equal(C(HC_SLOT_SET, b, 1, HC_SLOT_ADD, 0, l2, 4, res), HC_E_OTHER_VM);
+	assert_int_equal(res[0], 0);
+	assert_int_equal(owner(mem + 16 * PG, NULL), OWN_PRIMARY); // not left half-shared
+	// The same frame again for a: already shared with a.
+	assert_int_equal(C(HC_SLOT_SET, a, 2, HC_SLOT_ADD, 0x900000, l2, 4, res),
+			 HC_E_ALREADY_SHARED);
+	// Overlapping gpa, duplicate id, unknown slot.
+	uint64_t l3 = frames(mem + 32 * PG, 4, 1);
+	assert_int_equal(C(HC_SLOT_SET, a, 2, HC_SLOT_ADD, 0x10f000, l3, 4, NULL), HC_E_EXISTS);
+	assert_int_equal(owner(mem + 32 * PG, NULL), OWN_PRIMARY);
+	assert_int_equal(C(HC_SLOT_SET, a, 1, HC_SLOT_ADD, 0x800000, l3, 4, NULL), HC_E_EXISTS);
+	assert_int_equal(C(HC_SLOT_SET, a, 5, HC_SLOT_DELETE, 0, 0, 0, NULL), HC_E_BAD_SLOT);
+	assert_int_equal(C(HC_SLOT_SET, a, 5, HC_SLOT_MOVE, 0x800000, 0, 0, NULL), HC_E_BAD_SLOT);
+	struct hc_vm_stats vs = vm_stats_now(a);
+	assert_int_equal(vs.slots, 1);
+	assert_int_equal(vs.slot_pages, 16);
+	// Destroy gives the frames back.
+	assert_int_equal(C(HC_VM_DESTROY, a, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(owner(mem + 5 * PG, NULL), OWN_PRIMARY);
+	assert_int_equal(C(HC_VM_DESTROY, b, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
+// 2M-aligned contiguous frames give one 2M leaf; scattered ones 4K leaves; a
+// delete zaps exactly the slot's leaves and gives its frames back; a move
+// keeps the frames; the other slot's mappings are not touched.
+static void test_slot_fault_delete_move(void **state)
+{
+	deposit(128);
+	uint64_t vm = vm_new(1);
+	assert_int_equal(C(HC_VCPU_CREATE, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	next_free = (next_free + (2 << 20) - 1) & ~((2ull << 20) - 1);
+	uint64_t big = next_free;
+	next_free += 2 << 20;
+	uint64_t scat = next_free;
+	next_free += 64 * PG;
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD, 0x200000, frames(big, 512, 1), 512, NULL), HC_OK);
+	assert_int_equal(C(HC_SLOT_SET, vm, 2, HC_SLOT_ADD, 0x1000000, frames(scat, 8, 3), 8, NULL),
+			 HC_OK);
+	const uint64_t g1[] = {0x200000 + 0x1234, 0x3ff000, 0x1000000, 0x1003000, 0x1007008};
+	assert_int_equal(run_touch(vm, 0, g1, 5), HC_EXIT_HALT);
+	struct hc_vm_stats s = vm_stats_now(vm);
+	assert_int_equal(s.leaves_mapped[1], 1);
+	assert_int_equal(s.leaves_mapped[0], 3);
+	assert_int_equal(xlate(vm, 0x1003010).hpa, scat + 3 * 3 * PG + 0x10);
+	assert_int_equal(xlate(vm, 0x3ff008).hpa, big + 0x1ff008);
+	// A hole is an MMIO exit.
+	const uint64_t hole[] = {0x5000000};
+	assert_int_equal(run_touch(vm, 0, hole, 1), HC_EXIT_MMIO);
+	// Delete slot 2: its 3 leaves zapped, nothing else; frames back.
+	assert_int_equal(C(HC_SLOT_SET, vm, 2, HC_SLOT_DELETE, 0, 0, 0, NULL), HC_OK);
+	struct hc_vm_stats d = vm_stats_now(vm);
+	assert_int_equal(d.leaves_zapped - s.leaves_zapped, 3);
+	assert_false(xlate(vm, 0x1003000).mapped);
+	assert_true(xlate(vm, 0x3ff000).mapped);
+	assert_int_equal(owner(scat + 3 * PG, NULL), OWN_PRIMARY);
+	assert_int_equal(d.slots, 1);
+	// Re-touching slot 1 takes no fault: it was not disturbed.
+	const uint64_t g2[] = {0x200000, 0x3ff000, 0x2ab000};
+	uint64_t f0 = vm_stats_now(vm).faults;
+	assert_int_equal(run_touch(vm, 0, g2, 3), HC_EXIT_HALT);
+	assert_int_equal(vm_stats_now(vm).faults, f0);
+	// Move slot 1: same frames at the new gpa, the old range unmapped.
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_MOVE, 0x40000000, 0, 0, NULL), HC_OK);
+	assert_false(xlate(vm, 0x200000).mapped);
+	const uint64_t g3[] = {0x40000000 + 0x5008};
+	assert_int_equal(run_touch(vm, 0, g3, 1), HC_EXIT_HALT);
+	assert_int_equal(xlate(vm, 0x40005008).hpa, big + 0x5008);
+	assert_int_equal(vm_stats_now(vm).faults, f0 + 1);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(owner(big, NULL), OWN_PRIMARY);
+}
+
+// A VM made with ZAP_ALL (the old way, for benchmarks): a delete zaps every
+// slot's leaves, so the untouched slot refaults; the default VM above did not.
+static void test_zap_all_vm(void **state)
+{
+	uint64_t id;
+
+	deposit(64);
+	assert_int_equal(C(HC_VM_CREATE, HC_VM_FLAG_ZAP_ALL, 1, 0, 0, 0, 0, &id), HC_OK);
+	assert_int_equal(C(HC_VCPU_CREATE, id, 0, 0, 0, 0, 0, NULL), HC_OK);
+	uint64_t m = next_free;
+	next_free += 8 * PG;
+	assert_int_equal(C(HC_SLOT_SET, id, 1, HC_SLOT_ADD, 0, frames(m, 4, 1), 4, NULL), HC_OK);
+	assert_int_equal(
+	    C(HC_SLOT_SET, id, 2, HC_SLOT_ADD, 0x100000, frames(m + 4 * PG, 4, 1), 4, NULL), HC_OK);
+	const uint64_t g[] = {0, 0x1000, 0x100000};
+	assert_int_equal(run_touch(id, 0, g, 3), HC_EXIT_HALT);
+	uint64_t f0 = vm_stats_now(id).faults;
+	assert_int_equal(C(HC_SLOT_SET, id, 2, HC_SLOT_DELETE, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(vm_stats_now(id).zap_all, 1);
+	assert_int_equal(run_touch(id, 0, g, 2), HC_EXIT_HALT);
+	assert_int_equal(vm_stats_now(id).faults, f0 + 2); // slot 1 refaulted
+	assert_int_equal(C(HC_VM_DESTROY, id, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
+// A slot larger than one list page goes through a directory of list pages.
+static void test_slot_directory(void **state)
+{
+	deposit(64);
+	uint64_t vm = vm_new(1);
+	uint64_t mem = next_free;
+	next_free += 700 * PG;
+	uint64_t dir = prim_page();
+	((uint64_t *)(uintptr_t)dir)[0] = frames(mem, 512, 1) >> 12;
+	((uint64_t *)(uintptr_t)dir)[1] = frames(mem + 512 * PG, 188, 1) >> 12;
+	uint64_t res[3];
+	// A list page of Slat's in the directory: refused with its index.
+	uint64_t keep = ((uint64_t *)(uintptr_t)dir)[1];
+	((uint64_t *)(uintptr_t)dir)[1] = (uint64_t)(uintptr_t)slat_mem >> 12;
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_ADD, 0, dir, 700, res), HC_E_SLAT);
+	assert_int_equal(res[0], 1);
+	assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
+	((uint64_t *)(uintptr_t)dir)[1] = keep;
+	int r;
+	while ((r = C(HC_SLOT_SET, vm, 3, HC_SLOT_ADD, 0, dir, 700, NULL)) == HC_E_NOMEM)
+		deposit(1);
+	assert_int_equal(r, HC_OK);
+	assert_int_equal(owner(mem + 699 * PG, NULL), OWN_SHARED);
+	assert_int_equal(owner(mem + 700 * PG, NULL), OWN_PRIMARY);
+	assert_int_equal(vm_stats_now(vm).slot_pages, 700);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(owner(mem + 699 * PG, NULL), OWN_PRIMARY);
+}
+
+// Allocation failure at every point of a slot add leaves nothing changed.
+static void test_slot_nomem_all_or_nothing(void **state)
+{
+	deposit(8);
+	uint64_t vm = vm_new(1);
+	uint64_t dir = prim_page();
+	// The two list pages' frames lie 8 MiB apart, in different leaves of the
+	// ownership table: the second share can run out after the first one.
+	uint64_t mem = next_free, far = next_free + (8ull << 20);
+	next_free = far + (8ull << 20); // deposits come from elsewhere again
+	((uint64_t *)(uintptr_t)dir)[0] = frames(mem, 512, 1) >> 12;
+	((uint64_t *)(uintptr_t)dir)[1] = frames(far, 88, 1) >> 12;
+	unsigned nomem = 0;
+	int r;
+	for (;;) {
+		uint64_t used = hv_stats_now().used, meta = vm_stats_now(vm).meta_pages;
+		r = C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD, 0, dir, 600, NULL);
+		if (r != HC_E_NOMEM)
+			break;
+		nomem++;
+		assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
+		assert_int_equal(owner(mem + 511 * PG, NULL), OWN_PRIMARY);
+		assert_int_equal(owner(far + 87 * PG, NULL), OWN_PRIMARY);
+		assert_int_equal(vm_stats_now(vm).meta_pages, meta);
+		assert_int_equal(vm_stats_now(vm).slots, 0);
+		(void)used;
+		deposit(1);
+	}
+	assert_int_equal(r, HC_OK);
+	assert_true(nomem >= 2); // each page the add takes ran out once
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
+static void test_run_checks(void **state)
+{
+	uint64_t reason;
+
+	deposit(32);
+	uint64_t vm = vm_new(2);
+	assert_int_equal(C(HC_VCPU_CREATE, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	uint64_t run = prim_page();
+	assert_int_equal(C(HC_VCPU_RUN, vm, 1, run, 0, 0, 0, &reason), HC_E_BAD_VCPU);
+	assert_int_equal(C(HC_VCPU_RUN, vm + 1, 0, run, 0, 0, 0, &reason), HC_E_BAD_VM);
+	assert_int_equal(C(HC_VCPU_RUN, vm, 0, (uint64_t)(uintptr_t)slat_mem, 0, 0, 0, &reason),
+			 HC_E_SLAT);
+	host_hv_guest = NULL;
+	assert_int_equal(C(HC_VCPU_RUN, vm, 0, run, 0, 0, 0, &reason), HC_OK);
+	assert_int_equal(reason, HC_EXIT_HALT);
+	// A vCPU claimed by another CPU: BUSY for RUN, REGS and the VM's destroy.
+	struct hv_vcpu *v = hv_vcpu_find(hv_vm_find((uint32_t)vm), 0);
+	struct hv_vm *hvm = hv_vm_find((uint32_t)vm);
+	v->running_on = 2;
+	hvm->runs = 1;
+	assert_int_equal(C(HC_VCPU_RUN, vm, 0, run, 0, 0, 0, &reason), HC_E_BUSY);
+	assert_int_equal(C(HC_VCPU_GET_REGS, vm, 0, run, 0, 0, 0, NULL), HC_E_BUSY);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_E_BUSY);
+	v->running_on = 0;
+	hvm->runs = 0;
+	// Registers: an EL2 pstate is refused and changes nothing.
+	uint64_t regs = prim_page();
+	struct hc_regs_arm64 *ra = (struct hc_regs_arm64 *)(uintptr_t)regs;
+	ra->pc = 0x1000;
+	ra->pstate = 0x3c5;
+	assert_int_equal(C(HC_VCPU_SET_REGS, vm, 0, regs, 0, 0, 0, NULL), HC_OK);
+	ra->pc = 0x2000;
+	ra->pstate = 0x3c9; // EL2h
+	assert_int_equal(C(HC_VCPU_SET_REGS, vm, 0, regs, 0, 0, 0, NULL), HC_E_INVAL);
+	memset(ra, 0, sizeof(*ra));
+	assert_int_equal(C(HC_VCPU_GET_REGS, vm, 0, regs, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(ra->pc, 0x1000);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(C(HC_VCPU_RUN, vm, 0, run, 0, 0, 0, &reason), HC_E_BAD_VM);
+}
+
+// ---- fuzz ------------------------------------------------------------------------------
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+// 10^5 calls with random and hostile arguments (Slat's pages, the victim's
+// frames, pages of the pool, huge counts, bad ids) in random order with
+// valid ones; afterwards the victim's slot is mapped as before, its frames
+// are still shared with it, and the accounting holds.
+static void test_fuzz_calls(void **state)
+{
+	deposit(256);
+	uint64_t victim = vm_new(1);
+	assert_int_equal(C(HC_VCPU_CREATE, victim, 0, 0, 0, 0, 0, NULL), HC_OK);
+	uint64_t vmem = next_free;
+	next_free += 16 * PG;
+	for (unsigned i = 0; i < 16; i++)
+		memset((void *)(uintptr_t)(vmem + i * PG), 0x5a ^ i, PG);
+	assert_int_equal(
+	    C(HC_SLOT_SET, victim, 7, HC_SLOT_ADD, 0x100000, frames(vmem, 16, 1), 16, NULL), HC_OK);
+	const uint64_t gv[] = {0x100000, 0x10f000};
+	assert_int_equal(run_touch(victim, 0, gv, 2), HC_EXIT_HALT);
+	uint64_t pool = (uint64_t)(uintptr_t)hv.vms; // a page of Slat's deposit pool
+	uint64_t lists[4];
+	for (unsigned i = 0; i < 4; i++)
+		lists[i] = frames(vmem, 16, 1); // naming the victim's frames
+	uint64_t arena = next_free;
+	next_free += 256 * PG;
+	uint64_t good = frames(arena + 128 * PG, 64, 1); // frames free for the taking
+	const uint64_t hostile[] = {0,
+				    (uint64_t)(uintptr_t)slat_mem,
+				    pool,
+				    vmem,
+				    vmem + 5 * PG,
+				    lists[0],
+				    arena,
+				    good,
+				    arena + 17 * PG,
+				    ram_pa + RAM_SIZE,
+				    ~0ull,
+				    1ull << 52,
+				    0xfff,
+				    victim,
+				    1,
+				    2,
+				    3,
+				    HC_MAX_SLOTS,
+				    HC_MAX_SLOTS - 1,
+				    HC_LIST_MAX + 1,
+				    HC_DEPOSIT_MAX,
+				    1ull << 40};
+	const unsigned nh = sizeof(hostile) / sizeof(hostile[0]);
+	unsigned ok = 0, by_fn[HC_FN_COUNT] = {0}, slot_codes[17] = {0};
+	host_hv_guest = NULL;
+	for (unsigned n = 0; n < 100000; n++) {
+		static const unsigned nargs[HC_FN_COUNT] = {0, 2, 2, 2, 1, 2, 6, 3, 3, 3, 2, 1};
+		uint64_t fn = rnd() % HC_FN_COUNT, a[6];
+		if (fn == HC_WITHDRAW && rnd() % 16) // keep the pool from running dry
+			fn = HC_SLOT_SET;
+		for (unsigned i = 0; i < 6; i++)
+			a[i] = rnd() % 3 ? hostile[rnd() % nh] : (rnd() % 4 ? rnd() % 64 : rnd());
+		for (unsigned i = nargs[fn]; i < 6; i++) // mostly well-formed: unused zero
+			if (rnd() % 8)
+				a[i] = 0;
+		if (fn == HC_VM_DESTROY && a[0] == victim)
+			a[0] = victim + 1; // the victim must survive; its id is tried below
+		if (fn == HC_WITHDRAW)
+			a[0] = arena + (rnd() % 8) * PG; // (withdrawn pages go back: fine)
+		if (fn == HC_DEPOSIT && a[0] >= ram_pa && a[0] < ram_pa + RAM_SIZE)
+			a[1] = a[1] % 4 + 1; // keep the test's own later pages the primary's
+		if (fn == HC_SLOT_SET && rnd() % 2) { // reach the ownership checks often
+			a[0] = rnd() % 2 ? victim : rnd() % 8 + 1;
+			a[1] = rnd() % 16;
+			a[2] = rnd() % 4;
+			a[4] = rnd() % 2 ? good : lists[rnd() % 4];
+			a[5] = rnd() % 16 + 1;
+		}
+		if (fn == HC_SLOT_SET && a[0] == victim && a[1] == 7)
+			a[1] = 8; // the victim's own slot stays
+		int64_t r = call(fn, a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+		assert_true(r <= 0 && r >= -16);
+		if (fn == HC_SLOT_SET)
+			slot_codes[-r]++;
+		if (!r) {
+			ok++;
+			by_fn[fn]++;
+		}
+	}
+	print_message("fuzz: %u of 100000 calls accepted (deposit %u, vm_create %u, slot %u, "
+		      "withdraw %u, vcpu %u, stats %u)\n",
+		      ok, by_fn[HC_DEPOSIT], by_fn[HC_VM_CREATE], by_fn[HC_SLOT_SET],
+		      by_fn[HC_WITHDRAW], by_fn[HC_VCPU_CREATE], by_fn[HC_HV_STATS]);
+	// The ownership checks were reached with each refusal, and accept paths too.
+	assert_true(slot_codes[0] && slot_codes[-HC_E_SLAT] && slot_codes[-HC_E_OTHER_VM] &&
+		    slot_codes[-HC_E_ALREADY_SHARED] && slot_codes[-HC_E_RANGE]);
+	const enum hc_fn must[] = {HC_VERSION_FN,  HC_DEPOSIT,	HC_WITHDRAW, HC_VM_CREATE,
+				   HC_VCPU_CREATE, HC_SLOT_SET, HC_HV_STATS};
+	for (unsigned i = 0; i < sizeof(must) / sizeof(must[0]); i++)
+		assert_true(by_fn[must[i]] > 0);
+	// The victim: mapped as before, frames shared with it, contents intact.
+	uint32_t who;
+	assert_int_equal(owner(vmem + 3 * PG, &who), OWN_SHARED);
+	assert_int_equal(who, victim);
+	assert_int_equal(xlate(victim, 0x10f008).hpa, vmem + 15 * PG + 8);
+	for (unsigned i = 0; i < 16; i++)
+		assert_int_equal(((uint8_t *)(uintptr_t)(vmem + i * PG))[100], 0x5a ^ i);
+	// Accounting: everything deposited is free, used or withdrawn.
+	struct hc_hv_stats s = hv_stats_now();
+	assert_int_equal(s.deposited - s.withdrawn, s.free + s.used);
+	// Destroy every VM the fuzz made, then the victim.
+	for (struct hv_vm *v = hv.vms; v; v = hv.vms)
+		assert_int_equal(C(HC_VM_DESTROY, v->vm.id, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(hv_stats_now().vms, 0);
+	assert_int_equal(owner(vmem, NULL), OWN_PRIMARY);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_deposit_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_vm_needs_memory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_slot_ownership, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_slot_fault_delete_move, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_zap_all_vm, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_slot_directory, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_slot_nomem_all_or_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_run_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fuzz_calls, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
