@@ -294,10 +294,13 @@ static void fuzz_one(void)
 	make_args(fn, a);
 	st = raw(fn, a, r);
 	count(st);
-	if (st == HC_OK && fn == HC_FN(HC_VM_CREATE) && nfuzz_vms < MAX_FUZZ_VMS) {
+	/* Any accepted form (SVE hint, arm64's ignored upper half) made a VM. */
+	bool created = st == HC_OK && (fn & HC_FN_NUM_MASK) == HC_VM_CREATE;
+
+	if (created && nfuzz_vms < MAX_FUZZ_VMS) {
 		fuzz_vm_shares[nfuzz_vms] = !(a[0] & HC_VM_FLAG_DONATE);
 		fuzz_vms[nfuzz_vms++] = r[0];
-	} else if (st == HC_OK && fn == HC_FN(HC_VM_CREATE)) {
+	} else if (created) {
 		uint64_t d[6] = {r[0]};
 
 		raw(HC_FN(HC_VM_DESTROY), d, r); /* keep at most MAX_FUZZ_VMS */
