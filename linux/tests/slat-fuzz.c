@@ -57,6 +57,8 @@ static unsigned nfuzz_vms;
 #define NDONOR 64
 static uint64_t donor_pfn[NDONOR]; /* the fuzzer's own pages, never touched again */
 static uint64_t counts[NSTATUS];
+static uint64_t accepted[HC_FN_COUNT]; /* status 0, per function number */
+static uint64_t slot_ops_ok[HC_SLOT_OP_COUNT];
 
 static uint64_t pagemap_pa(void *va)
 {
@@ -294,6 +296,10 @@ static void fuzz_one(void)
 	make_args(fn, a);
 	st = raw(fn, a, r);
 	count(st);
+	if (st == HC_OK && (fn & HC_FN_NUM_MASK) < HC_FN_COUNT)
+		accepted[fn & HC_FN_NUM_MASK]++;
+	if (st == HC_OK && (fn & HC_FN_NUM_MASK) == HC_SLOT_SET)
+		slot_ops_ok[a[2] % HC_SLOT_OP_COUNT]++;
 	/* Any accepted form (SVE hint, arm64's ignored upper half) made a VM. */
 	bool created = st == HC_OK && (fn & HC_FN_NUM_MASK) == HC_VM_CREATE;
 
@@ -388,6 +394,14 @@ int main(int argc, char **argv)
 				      s == NSTATUS - 1 ? "other" : "", s == NSTATUS - 1 ? 0 : -s,
 				      (unsigned long long)counts[s]);
 	sl_say("%s", line);
+	o = snprintf(line, sizeof(line), "fuzz: accepted per function:");
+	for (int f = 0; f < HC_FN_COUNT; f++)
+		o += snprintf(line + o, sizeof(line) - o, " %d=%llu", f,
+			      (unsigned long long)accepted[f]);
+	sl_say("%s; slot ADD %llu, DELETE %llu, MOVE %llu", line,
+	       (unsigned long long)slot_ops_ok[HC_SLOT_ADD],
+	       (unsigned long long)slot_ops_ok[HC_SLOT_DELETE],
+	       (unsigned long long)slot_ops_ok[HC_SLOT_MOVE]);
 	long st = raw(HC_FN(HC_VERSION_FN), a, r);
 	bool ver = st == HC_OK && r[0] >> 16 == HC_ABI_MAJOR;
 	fails += !ver;
