@@ -113,11 +113,21 @@ static long slat_raw_call(void __user *up)
 
 	if (!allow_raw_calls)
 		return -EPERM;
+	unsigned int tries;
+
 	if (copy_from_user(&c, up, sizeof(c)))
 		return -EFAULT;
-	slat_arch_fpu_begin();
-	c.status = slat_arch_hcall(c.fn, c.a, c.r);
-	slat_arch_fpu_end();
+	if (c.flags & ~SLAT_RAW_DEPOSIT)
+		return -EINVAL;
+	for (tries = 0;; tries++) {
+		slat_arch_fpu_begin();
+		c.status = slat_arch_hcall(c.fn, c.a, c.r);
+		slat_arch_fpu_end();
+		if (c.status != HC_E_NOMEM || !(c.flags & SLAT_RAW_DEPOSIT) ||
+		    tries == SLAT_NOMEM_DEPOSITS || slat_pool_deposit_chunk())
+			break;
+		atomic64_inc(&slat_nomem_retries);
+	}
 	/*
 	 * A raw WITHDRAW gives back pool pages the module deposited: take them
 	 * back into its accounting so that they are freed, not leaked.

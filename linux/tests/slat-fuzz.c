@@ -274,7 +274,8 @@ static void make_args(uint64_t fn, uint64_t a[6])
 
 static long raw(uint64_t fn, const uint64_t a[6], uint64_t r[3])
 {
-	struct slat_raw_call c = {.fn = fn};
+	/* Half of the calls get deposits on HC_E_NOMEM (VMs, vCPUs, slots). */
+	struct slat_raw_call c = {.fn = fn, .flags = rnd() % 2 ? SLAT_RAW_DEPOSIT : 0};
 
 	memcpy(c.a, a, sizeof(c.a));
 	if (ioctl(sys, SLAT_RAW_CALL, &c) < 0)
