@@ -130,10 +130,11 @@ static long slat_raw_call(void __user *up)
 	}
 	/*
 	 * A raw WITHDRAW gives back pool pages the module deposited: take them
-	 * back into its accounting so that they are freed, not leaked.
+	 * back into its accounting so that they are freed, not leaked. Any form
+	 * Slat accepted counts (SVE hint; arm64 ignores x0's upper half).
 	 */
-	if (c.fn == HC_FN(HC_WITHDRAW) && c.status == HC_OK && c.r[0] && c.r[0] <= HC_LIST_MAX &&
-	    pfn_valid(c.a[0] >> PAGE_SHIFT)) {
+	if (((u32)c.fn & ~HC_FN_SVE_HINT) == HC_FN(HC_WITHDRAW) && c.status == HC_OK && c.r[0] &&
+	    c.r[0] <= HC_LIST_MAX && pfn_valid(c.a[0] >> PAGE_SHIFT)) {
 		u64 *list = kmap_local_page(pfn_to_page(c.a[0] >> PAGE_SHIFT));
 
 		slat_pool_take_back(list, c.r[0]);
