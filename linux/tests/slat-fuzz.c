@@ -265,6 +265,11 @@ static void make_args(uint64_t fn, uint64_t a[6])
 		if (n == HC_VCPU_SET_REGS)
 			for (int i = 0; i < (int)HC_LIST_MAX; i++)
 				scratch[i] = rnd() % 2 ? 0 : rnd();
+		/* Half of the time only the registers the call uses. */
+		if (n == HC_VM_DESTROY && rnd() % 2)
+			a[1] = a[2] = 0;
+		if (n == HC_VCPU_CREATE && rnd() % 2)
+			a[2] = 0;
 	}
 	/* The victim is attacked through its frames, never through its id. */
 	if (mutating(fn) && n != HC_DEPOSIT && n != HC_WITHDRAW && n != HC_HV_STATS &&
