@@ -21,7 +21,7 @@ GSRC := $(L)/guest/x86.S
 LIBARCH := $(L)/tests/slatlib_x86.c
 endif
 
-PROGS := slat-vmtest slat-killtest slat-fuzz
+PROGS := slat-vmtest slat-killtest slat-fuzz slat-bench
 LIBSRC := $(L)/tests/slatlib.c $(LIBARCH)
 LIBHDR := $(L)/tests/slatlib.h $(L)/slat/slat_uapi.h $(ABI) $(L)/guest/job.h
 UCFLAGS := -static -O2 -Wall -Wextra -Werror -std=gnu11 -pthread -I$(TOP) -I$(L)/slat -I$(L)/guest

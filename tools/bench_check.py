@@ -21,7 +21,7 @@ import os
 import sys
 
 SCENARIOS = ["b1_slot_perf", "b2_mod_stress", "b3_root_load", "b4_teardown",
-             "b5_nested_churn", "b6_delete_vs_size", "boot"]
+             "b5_nested_churn", "b6_delete_vs_size", "live_secondary", "boot"]
 STATUSES = {"ok", "unavailable", "skipped", "failed"}
 
 # For each scenario: keys every element of "results" must have (results is a
@@ -35,6 +35,8 @@ RESULT_KEYS = {
                     "cmos", "context_invalidations"],
     "b5_nested_churn": ["mode", "cycles", "per_cycle", "final_slot0_delete_ns"],
     "b6_delete_vs_size": ["mode", "vm_bytes", "delete"],
+    "live_secondary": ["bench", "arch", "mode", "slots", "vm_kib", "run", "delete_us", "zapped",
+                       "refaults", "destroy_us", "table_bytes", "zap_all"],
     "boot": ["bench", "mode", "run", "marker_s", "kernel_uptime_s", "exit_s", "status",
              "exits_total", "exits", "io_exits_by_port", "slat_uptime_s"],
 }
@@ -99,7 +101,7 @@ class Checker:
         if status == "failed":
             self.err(where, f"failed: {s.get('reason')}")
             return
-        if name != "boot" and not isinstance(s.get("params"), dict):
+        if name not in ("boot", "live_secondary") and not isinstance(s.get("params"), dict):
             self.err(where, "no params object")
         results = s.get("results")
         if not isinstance(results, list) or not results:
@@ -148,6 +150,15 @@ class Checker:
                     self.err(f"{where} results[{i}]", "per_cycle must have one entry per cycle")
         elif name == "boot":
             self.boot(s, res, where)
+        elif name == "live_secondary":
+            self.both_modes(res, where, "mode", {"slot", "all"})
+            for i, r in enumerate(res):
+                # The engine's promise, exact: a slot-scoped delete disturbs
+                # nothing else; zap-all zaps once per delete.
+                if r.get("mode") == "slot" and (r.get("refaults") != 0 or r.get("zap_all") != 0):
+                    self.err(f"{where} results[{i}]", "slot mode: refaults and zap_all must be 0")
+                if r.get("mode") == "all" and r.get("zap_all") != 1:
+                    self.err(f"{where} results[{i}]", "all mode: exactly one zap-all per delete")
         elif name == "b6_delete_vs_size":
             if len({r.get("vm_bytes") for r in res}) < 2:
                 self.err(where, "needs at least two VM sizes")

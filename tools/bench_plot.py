@@ -225,6 +225,43 @@ def plot_boot(doc, out):
     save(fig, doc, out, "boot.png", "Boot time under emulation: Slat vs hypervisor = off")
 
 
+def plot_live(doc, out):
+    s = ok(doc, "live_secondary")
+    if not s or not s.get("summary"):
+        return
+    rows = s["summary"]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.5))
+    for arch in dict.fromkeys(r["arch"] for r in rows):
+        for mode in dict.fromkeys(r["mode"] for r in rows):
+            rs = sorted((r for r in rows if r["arch"] == arch and r["mode"] == mode),
+                        key=lambda r: r["vm_kib"])
+            if not rs:
+                continue
+            style = "-" if arch == "aarch64" else "--"
+            label = f"{arch} {mode}"
+            xs = [r["vm_kib"] / 1024 for r in rs]
+            axes[0].plot(xs, [r["delete_us_median"] for r in rs], style, marker="o",
+                         label=label, color=MODE_COLOURS.get(mode))
+            axes[1].plot(xs, [max(r["refaults_median"], 0.5) for r in rs], style, marker="o",
+                         label=label, color=MODE_COLOURS.get(mode))
+            axes[2].plot([r["table_bytes_median"] / 1024 for r in rs],
+                         [r["destroy_us_median"] for r in rs], style, marker="o", label=label,
+                         color=MODE_COLOURS.get(mode))
+    axes[0].set_xlabel("VM memory in slots (MiB)")
+    axes[0].set_ylabel("one slot delete (us, median)")
+    axes[1].set_xlabel("VM memory in slots (MiB)")
+    axes[1].set_ylabel("refaults after the delete (0 drawn at 0.5)")
+    axes[1].set_yscale("log")
+    axes[2].set_xlabel("SLAT table KiB at destroy")
+    axes[2].set_ylabel("VM_DESTROY (us, median)")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    save(fig, doc, out, "live_secondary.png",
+         "Secondary VMs live (TCG): slot delete, refaults, destroy")
+
+
 def main(argv):
     args = [a for a in argv[1:]]
     out = None
@@ -239,7 +276,7 @@ def main(argv):
         doc = json.load(f)
     out = out or os.path.dirname(os.path.abspath(args[0]))
     os.makedirs(out, exist_ok=True)
-    for fn in (plot_b1, plot_b2, plot_b3, plot_b4, plot_b5, plot_b6, plot_boot):
+    for fn in (plot_b1, plot_b2, plot_b3, plot_b4, plot_b5, plot_b6, plot_live, plot_boot):
         fn(doc, out)
     return 0
 

@@ -52,6 +52,9 @@ REQUIRES = {
                         "shsim_delete_slot0"],
     "b6_delete_vs_size": COMMON + ["s2_map"],
 }
+LIVE = ("live_secondary", "Secondary VMs live in the emulator: one slot delete's latency and the "
+        "vCPU's refaults vs VM size, slot-scoped vs zap-all; VM destroy time vs SLAT table "
+        "bytes (tools/bench-live-secondary.sh)")
 BOOT = ("boot", "Boot time to the guest marker and exits per reason, under Slat vs the same "
         "firmware and loader with hypervisor = off (emulated)")
 
@@ -251,6 +254,49 @@ def run_boot(quick, runs):
     return entry
 
 
+def median_of(rows, key):
+    xs = sorted(r[key] for r in rows)
+    return xs[len(xs) // 2] if xs else None
+
+
+def run_live(quick, runs):
+    """tools/bench-live-secondary.sh: the guest's SLAT-BENCH lines, medians per point."""
+    entry = {"scenario": LIVE[0], "title": LIVE[1]}
+    script = os.path.join(TOP, "tools", "bench-live-secondary.sh")
+    args = ["1", "2", "aarch64"] if quick else [str(runs), "4"]
+    print(f"[live] {os.path.relpath(script, TOP)} {' '.join(args)} (emulated, slow)",
+          file=sys.stderr, flush=True)
+    try:
+        p = subprocess.run(["bash", script] + args, cwd=TOP, stdout=subprocess.PIPE, text=True,
+                           timeout=3600)
+    except subprocess.TimeoutExpired:
+        entry.update(status="failed", reason="timed out")
+        return entry
+    raw = []
+    for line in p.stdout.splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and obj.get("bench") == "live_secondary":
+            raw.append(obj)
+    summary = []
+    for key in dict.fromkeys((r["arch"], r["mode"], r["slots"]) for r in raw):
+        rows = [r for r in raw if (r["arch"], r["mode"], r["slots"]) == key]
+        summary.append({"arch": key[0], "mode": key[1], "slots": key[2],
+                        "vm_kib": rows[0]["vm_kib"], "runs": len(rows),
+                        **{f"{k}_median": median_of(rows, k)
+                           for k in ("delete_us", "refaults", "zapped", "destroy_us",
+                                     "table_bytes")}})
+    entry.update(status="ok" if raw and p.returncode == 0 else "failed",
+                 baseline="zap-all: the same VM made with VM_CREATE flag ZAP_ALL (every slot "
+                          "delete zaps the whole SLAT, as before slot-scoped invalidation)",
+                 results=raw, summary=summary)
+    if p.returncode != 0:
+        entry["reason"] = f"exit status {p.returncode}, {len(raw)} result line(s)"
+    return entry
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bindir", required=True)
@@ -282,7 +328,7 @@ def main():
     syms, lib_err = defined_symbols(args.make, args.lib)
     if syms is None:
         sys.stderr.write(lib_err)
-    todo = SCENARIOS + [BOOT]
+    todo = SCENARIOS + [LIVE, BOOT]
     for i, (name, title) in enumerate(todo, 1):
         if not wanted(name):
             doc["scenarios"].append({"scenario": name, "title": title, "status": "skipped",
@@ -291,6 +337,8 @@ def main():
         print(f"[bench] {i}/{len(todo)} {name}: {title}", file=sys.stderr, flush=True)
         if name == BOOT[0]:
             entry = run_boot(args.quick, args.boot_runs)
+        elif name == LIVE[0]:
+            entry = run_live(args.quick, args.boot_runs)
         elif syms is None:
             entry = {"scenario": name, "title": title, "status": "failed",
                      "reason": f"{args.lib} does not build"}

@@ -51,6 +51,7 @@ void slat_pool_exit(void);
 
 extern atomic64_t slat_pinned_pages;
 extern atomic64_t slat_vms_alive;
+extern atomic64_t slat_last_destroy_ns;
 extern atomic64_t slat_nomem_retries;
 extern u64 slat_hv_version;
 
@@ -69,7 +70,7 @@ struct slat_mslot {
 	struct page **pages; /* pinned, npages */
 };
 
-int slat_vm_create_fd(void);
+int slat_vm_create_fd(u32 flags);
 void slat_vm_put(struct slat_vm *vm);
 int slat_slot_set(struct slat_vm *vm, const struct slat_slot *s);
 void slat_slots_release(struct slat_vm *vm); /* after VM_DESTROY: unpin all */

@@ -150,7 +150,9 @@ static long slat_dev_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 
 	switch (cmd) {
 	case SLAT_CREATE_VM:
-		return arg ? -EINVAL : slat_vm_create_fd();
+		/* ZAP_ALL: the pre-slot-scoped invalidation, for benchmarks only. */
+		return arg & ~(unsigned long)HC_VM_FLAG_ZAP_ALL ? -EINVAL
+								: slat_vm_create_fd((u32)arg);
 	case SLAT_HV_STATS:
 		return slat_stats_ioctl(0, up, sizeof(struct hc_hv_stats));
 	case SLAT_RAW_CALL:

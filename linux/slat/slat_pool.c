@@ -104,6 +104,7 @@ void slat_pool_stats(struct slat_module_stats *s)
 	s->withdrawn = atomic64_read(&slat_withdrawn);
 	s->nomem_retries = atomic64_read(&slat_nomem_retries);
 	s->hv_version = slat_hv_version;
+	s->last_destroy_ns = atomic64_read(&slat_last_destroy_ns);
 }
 
 void slat_pool_exit(void)

@@ -43,10 +43,11 @@ struct slat_module_stats {
 	__u64 withdrawn;     /* pages taken back and freed */
 	__u64 nomem_retries; /* calls retried after an HC_E_NOMEM */
 	__u64 hv_version;    /* VERSION's answer */
+	__u64 last_destroy_ns; /* the last VM_DESTROY hypercall, as the module timed it */
 };
 
 /* /dev/slat */
-#define SLAT_CREATE_VM	  _IO(SLATIO, 0x01)			    /* -> VM fd */
+#define SLAT_CREATE_VM	  _IO(SLATIO, 0x01) /* arg: 0 or HC_VM_FLAG_ZAP_ALL -> VM fd */
 #define SLAT_HV_STATS	  _IOR(SLATIO, 0x02, struct hc_hv_stats)    /* Slat's pool */
 #define SLAT_RAW_CALL	  _IOWR(SLATIO, 0x03, struct slat_raw_call) /* fuzzing only */
 #define SLAT_MODULE_STATS _IOR(SLATIO, 0x04, struct slat_module_stats)

@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/delay.h>
+#include <linux/ktime.h>
 #include <linux/module.h>
 
 #include "slat.h"
@@ -19,6 +20,7 @@ module_param(max_vcpus, uint, 0444);
 MODULE_PARM_DESC(max_vcpus, "vCPU limit of each VM (1..1024)");
 
 atomic64_t slat_vms_alive;
+atomic64_t slat_last_destroy_ns;
 
 static void slat_vm_release(struct kref *ref)
 {
@@ -29,7 +31,10 @@ static void slat_vm_release(struct kref *ref)
 
 	/* No vCPU fd is open, so none runs; BUSY would be a Slat-side lag. */
 	for (tries = 0; tries < 100; tries++) {
+		u64 t0 = ktime_get_ns();
+
 		st = slat_call(HC_VM_DESTROY, vm->id, 0, 0, 0, 0, 0, r);
+		atomic64_set(&slat_last_destroy_ns, ktime_get_ns() - t0);
 		if (st != HC_E_BUSY)
 			break;
 		msleep(10);
@@ -89,7 +94,7 @@ static const struct file_operations slat_vm_fops = {
     .llseek = noop_llseek,
 };
 
-int slat_vm_create_fd(void)
+int slat_vm_create_fd(u32 flags)
 {
 	struct slat_vm *vm;
 	u64 r[3];
@@ -101,7 +106,7 @@ int slat_vm_create_fd(void)
 	vm = kzalloc(sizeof(*vm), GFP_KERNEL);
 	if (!vm)
 		return -ENOMEM;
-	st = slat_call(HC_VM_CREATE, 0, max_vcpus, 0, 0, 0, 0, r);
+	st = slat_call(HC_VM_CREATE, flags, max_vcpus, 0, 0, 0, 0, r);
 	if (st != HC_OK) {
 		kfree(vm);
 		return slat_errno(st);

@@ -60,6 +60,11 @@ int sl_vm_create(int sys)
 	return sl_ioctl(sys, SLAT_CREATE_VM, 0);
 }
 
+int sl_vm_create_flags(int sys, uint32_t flags)
+{
+	return sl_ioctl(sys, SLAT_CREATE_VM, flags);
+}
+
 int sl_slot(int vm, uint32_t slot, uint64_t gpa, uint64_t size, void *mem)
 {
 	struct slat_slot s = {.slot = slot,

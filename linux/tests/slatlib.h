@@ -42,6 +42,7 @@ void sl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
 
 int sl_open(void);	   /* /dev/slat, or exit 2 after saying why */
 int sl_vm_create(int sys); /* VM fd, or -errno */
+int sl_vm_create_flags(int sys, uint32_t flags); /* HC_VM_FLAG_ZAP_ALL: benchmarks */
 int sl_slot(int vm, uint32_t slot, uint64_t gpa, uint64_t size, void *mem); /* 0 / -errno */
 void *sl_alloc(uint64_t size);	/* zeroed anonymous memory, or exit */
 uint8_t *sl_ctrl_setup(int vm); /* control slot 0 at gpa 0 with the payload */
