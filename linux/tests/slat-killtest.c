@@ -158,7 +158,11 @@ int main(void)
 	bool mem = free_after >= free_before - MEMFREE_SLACK_KB &&
 		   free_during < free_before - KSLOTS * KSLOT_SZ / 1024 / 4;
 
-	fails += !was + !killed + !gone + !pool + !mem;
+	// MemFree is reported, not judged: under emulation its counters lag
+	// (Bochs: no drop mid-run at all) and the page cache moves it by more
+	// than a leak of the slots would; the module's pin count and Slat's pool
+	// are the checks.
+	fails += !was + !killed + !gone + !pool;
 	sl_say("killtest: mid-run: %llu VM, %llu pages pinned, %llu held by Slat: %s",
 	       (unsigned long long)during.vms, (unsigned long long)during.pinned_pages,
 	       (unsigned long long)during.deposited_now, was ? "ok" : "FAILED");
@@ -172,8 +176,8 @@ int main(void)
 	       (unsigned long long)hs.deposited, (unsigned long long)hs.withdrawn,
 	       pool ? "ok" : "FAILED");
 	sl_say("killtest: MemFree before the child %ld kB, mid-run %ld kB, after %ld kB (slack %d "
-	       "kB): %s",
-	       free_before, free_during, free_after, MEMFREE_SLACK_KB, mem ? "ok" : "FAILED");
+	       "kB): %s (informational)",
+	       free_before, free_during, free_after, MEMFREE_SLACK_KB, mem ? "within" : "outside");
 	sl_say("killtest: %s", fails ? "FAIL" : "PASS");
 	return fails ? 1 : 0;
 }
