@@ -202,8 +202,12 @@ static int hv_withdraw(uint64_t list_pa, uint64_t max, uint64_t *given)
 	r = n && !unclaimed ? own_list_op(&hv.own, OWN_OP_RELEASE, 0, pfn, n, &bad) : HC_OK;
 	if (r) { // cannot happen: every page on the free list is claimed
 		log_err("hv: withdraw: release refused (%d)\n", r);
-		for (uint64_t i = 0; i < n; i++)
+		for (uint64_t i = 0; i < n; i++) { // Slat's again: out of the primary's map
+			if (arch_hv_primary_unmap(pfn[i] << OWN_FRAME_SHIFT, 1))
+				log_err("hv: withdraw: %#llx stays in the primary's map\n",
+					(unsigned long long)(pfn[i] << OWN_FRAME_SHIFT));
 			hv_depot_free(&hv.depot, pfn[i] << OWN_FRAME_SHIFT);
+		}
 		return HC_E_INVAL;
 	}
 	for (uint64_t i = 0; i < n; i++)
