@@ -113,17 +113,28 @@ static long slat_raw_call(void __user *up)
 
 	if (!allow_raw_calls)
 		return -EPERM;
+	unsigned int tries;
+
 	if (copy_from_user(&c, up, sizeof(c)))
 		return -EFAULT;
-	slat_arch_fpu_begin();
-	c.status = slat_arch_hcall(c.fn, c.a, c.r);
-	slat_arch_fpu_end();
+	if (c.flags & ~SLAT_RAW_DEPOSIT)
+		return -EINVAL;
+	for (tries = 0;; tries++) {
+		slat_arch_fpu_begin();
+		c.status = slat_arch_hcall(c.fn, c.a, c.r);
+		slat_arch_fpu_end();
+		if (c.status != HC_E_NOMEM || !(c.flags & SLAT_RAW_DEPOSIT) ||
+		    tries == SLAT_NOMEM_DEPOSITS || slat_pool_deposit_chunk())
+			break;
+		atomic64_inc(&slat_nomem_retries);
+	}
 	/*
 	 * A raw WITHDRAW gives back pool pages the module deposited: take them
-	 * back into its accounting so that they are freed, not leaked.
+	 * back into its accounting so that they are freed, not leaked. Any form
+	 * Slat accepted counts (SVE hint; arm64 ignores x0's upper half).
 	 */
-	if (c.fn == HC_FN(HC_WITHDRAW) && c.status == HC_OK && c.r[0] && c.r[0] <= HC_LIST_MAX &&
-	    pfn_valid(c.a[0] >> PAGE_SHIFT)) {
+	if (((u32)c.fn & ~HC_FN_SVE_HINT) == HC_FN(HC_WITHDRAW) && c.status == HC_OK && c.r[0] &&
+	    c.r[0] <= HC_LIST_MAX && pfn_valid(c.a[0] >> PAGE_SHIFT)) {
 		u64 *list = kmap_local_page(pfn_to_page(c.a[0] >> PAGE_SHIFT));
 
 		slat_pool_take_back(list, c.r[0]);

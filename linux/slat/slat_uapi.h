@@ -29,7 +29,10 @@ struct slat_raw_call {
 	__u64 a[6];
 	__s64 status; /* x0 / RAX */
 	__u64 r[3];   /* x1..x3 / RBX, RCX, RDX */
+	__u64 flags;  /* SLAT_RAW_DEPOSIT */
 };
+/* On HC_E_NOMEM, deposit module pages and retry, as the module's own calls do. */
+#define SLAT_RAW_DEPOSIT 1ull
 
 /* The module's own accounting (MODULE_STATS). */
 struct slat_module_stats {

@@ -57,6 +57,8 @@ static unsigned nfuzz_vms;
 #define NDONOR 64
 static uint64_t donor_pfn[NDONOR]; /* the fuzzer's own pages, never touched again */
 static uint64_t counts[NSTATUS];
+static uint64_t accepted[HC_FN_COUNT]; /* status 0, per function number */
+static uint64_t slot_ops_ok[HC_SLOT_OP_COUNT];
 
 static uint64_t pagemap_pa(void *va)
 {
@@ -263,6 +265,11 @@ static void make_args(uint64_t fn, uint64_t a[6])
 		if (n == HC_VCPU_SET_REGS)
 			for (int i = 0; i < (int)HC_LIST_MAX; i++)
 				scratch[i] = rnd() % 2 ? 0 : rnd();
+		/* Half of the time only the registers the call uses. */
+		if (n == HC_VM_DESTROY && rnd() % 2)
+			a[1] = a[2] = 0;
+		if (n == HC_VCPU_CREATE && rnd() % 2)
+			a[2] = 0;
 	}
 	/* The victim is attacked through its frames, never through its id. */
 	if (mutating(fn) && n != HC_DEPOSIT && n != HC_WITHDRAW && n != HC_HV_STATS &&
@@ -272,7 +279,8 @@ static void make_args(uint64_t fn, uint64_t a[6])
 
 static long raw(uint64_t fn, const uint64_t a[6], uint64_t r[3])
 {
-	struct slat_raw_call c = {.fn = fn};
+	/* Half of the calls get deposits on HC_E_NOMEM (VMs, vCPUs, slots). */
+	struct slat_raw_call c = {.fn = fn, .flags = rnd() % 2 ? SLAT_RAW_DEPOSIT : 0};
 
 	memcpy(c.a, a, sizeof(c.a));
 	if (ioctl(sys, SLAT_RAW_CALL, &c) < 0)
@@ -294,10 +302,17 @@ static void fuzz_one(void)
 	make_args(fn, a);
 	st = raw(fn, a, r);
 	count(st);
-	if (st == HC_OK && fn == HC_FN(HC_VM_CREATE) && nfuzz_vms < MAX_FUZZ_VMS) {
+	if (st == HC_OK && (fn & HC_FN_NUM_MASK) < HC_FN_COUNT)
+		accepted[fn & HC_FN_NUM_MASK]++;
+	if (st == HC_OK && (fn & HC_FN_NUM_MASK) == HC_SLOT_SET)
+		slot_ops_ok[a[2] % HC_SLOT_OP_COUNT]++;
+	/* Any accepted form (SVE hint, arm64's ignored upper half) made a VM. */
+	bool created = st == HC_OK && (fn & HC_FN_NUM_MASK) == HC_VM_CREATE;
+
+	if (created && nfuzz_vms < MAX_FUZZ_VMS) {
 		fuzz_vm_shares[nfuzz_vms] = !(a[0] & HC_VM_FLAG_DONATE);
 		fuzz_vms[nfuzz_vms++] = r[0];
-	} else if (st == HC_OK && fn == HC_FN(HC_VM_CREATE)) {
+	} else if (created) {
 		uint64_t d[6] = {r[0]};
 
 		raw(HC_FN(HC_VM_DESTROY), d, r); /* keep at most MAX_FUZZ_VMS */
@@ -385,6 +400,14 @@ int main(int argc, char **argv)
 				      s == NSTATUS - 1 ? "other" : "", s == NSTATUS - 1 ? 0 : -s,
 				      (unsigned long long)counts[s]);
 	sl_say("%s", line);
+	o = snprintf(line, sizeof(line), "fuzz: accepted per function:");
+	for (int f = 0; f < HC_FN_COUNT; f++)
+		o += snprintf(line + o, sizeof(line) - o, " %d=%llu", f,
+			      (unsigned long long)accepted[f]);
+	sl_say("%s; slot ADD %llu, DELETE %llu, MOVE %llu", line,
+	       (unsigned long long)slot_ops_ok[HC_SLOT_ADD],
+	       (unsigned long long)slot_ops_ok[HC_SLOT_DELETE],
+	       (unsigned long long)slot_ops_ok[HC_SLOT_MOVE]);
 	long st = raw(HC_FN(HC_VERSION_FN), a, r);
 	bool ver = st == HC_OK && r[0] >> 16 == HC_ABI_MAJOR;
 	fails += !ver;

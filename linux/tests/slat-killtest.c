@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,15 +31,23 @@ struct kv {
 
 /*
  * MemFree moves with per-CPU page lists and the page cache: mid-run it must be
- * at least half the slots' 16 MiB below the start, afterwards within 4 MiB.
+ * at least a quarter of the slots' 16 MiB below the start, afterwards within 8 MiB (a leak of the
+ * slots is 16 MiB).
  */
-#define MEMFREE_SLACK_KB 4096
+#define MEMFREE_SLACK_KB 8192
 
+/* MemFree with the per-CPU counter deltas folded in first (vm.stat_refresh). */
 static long memfree_kb(void)
 {
 	char line[128];
 	long kb = -1;
-	FILE *f = fopen("/proc/meminfo", "r");
+	FILE *f = fopen("/proc/sys/vm/stat_refresh", "w");
+
+	if (f) {
+		fputs("1\n", f);
+		fclose(f);
+	}
+	f = fopen("/proc/meminfo", "r");
 
 	while (f && fgets(line, sizeof(line), f))
 		if (sscanf(line, "MemFree: %ld kB", &kb) == 1)
@@ -77,6 +86,8 @@ static void child(int ready_fd)
 		sl_die("killtest child: CREATE_VM: %s", strerror(-vm));
 	ctrl = sl_ctrl_setup(vm);
 	mem = sl_alloc((size_t)KSLOTS * KSLOT_SZ);
+	/* 4 KiB pages: freed huge pages can sit in per-CPU lists, out of MemFree. */
+	madvise(mem, (size_t)KSLOTS * KSLOT_SZ, MADV_NOHUGEPAGE);
 	for (unsigned i = 1; i <= KSLOTS; i++) {
 		rc = sl_slot(vm, i, KSLOT_GPA(i), KSLOT_SZ, mem + (size_t)(i - 1) * KSLOT_SZ);
 		if (rc)
@@ -130,7 +141,13 @@ int main(void)
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	sl_mod_stats(sys, &after);
-	free_after = memfree_kb();
+	/* Freed pages may sit in per-CPU lists a moment: up to 3 s. */
+	for (int i = 0; i < 30; i++) {
+		free_after = memfree_kb();
+		if (free_after >= free_before - MEMFREE_SLACK_KB)
+			break;
+		usleep(100000);
+	}
 	sl_hv_stats(sys, &hs);
 	bool was = during.vms == 1 &&
 		   during.pinned_pages == KSLOTS * KSLOT_SZ / 4096 + GJ_CTRL_SIZE / 4096;
@@ -139,7 +156,7 @@ int main(void)
 	bool pool = hs.vms == 0 && hs.used == 0 && hs.free == 0 && hs.deposited == hs.withdrawn;
 
 	bool mem = free_after >= free_before - MEMFREE_SLACK_KB &&
-		   free_during < free_before - KSLOTS * KSLOT_SZ / 1024 / 2;
+		   free_during < free_before - KSLOTS * KSLOT_SZ / 1024 / 4;
 
 	fails += !was + !killed + !gone + !pool + !mem;
 	sl_say("killtest: mid-run: %llu VM, %llu pages pinned, %llu held by Slat: %s",

@@ -59,7 +59,7 @@ secondary_expect_pass() {
 		'^SLAT-GUEST: slat-vmtest exit 0$' \
 		'^SLAT-GUEST: killtest: mid-run: 1 VM, 4112 pages pinned, [1-9][0-9]* held by Slat: ok$' \
 		'^SLAT-GUEST: killtest: after: 0 VMs, 0 pages pinned, 0 held by Slat: ok$' \
-		'^SLAT-GUEST: killtest: MemFree before the child [0-9]+ kB, mid-run [0-9]+ kB, after [0-9]+ kB \(slack 4096 kB\): ok$' \
+		'^SLAT-GUEST: killtest: MemFree before the child [0-9]+ kB, mid-run [0-9]+ kB, after [0-9]+ kB \(slack 8192 kB\): ok$' \
 		'^SLAT-GUEST: killtest: PASS$' \
 		'^SLAT-GUEST: raw calls without allow_raw_calls: refused$' \
 		'^SLAT-GUEST: rmmod slat status 0$' \

@@ -11,7 +11,8 @@ export EMU_SMP=2
 arch_diff_x86_qemu max smoke exc step crval loader nmi ioapic apictimer smp
 # The Slat run's exit summary (BOOT_LOG is the last run's log): the parked AP
 # halts natively (no HLT exits: an NMI to it is not held in the host), and
-# the payload's 32-bit accesses at 0xCF8 are counted by the I/O fast path.
-expect '^slat: io exits by port: .*0xcf8 2[0-9][0-9]'
+# the payload's 32-bit accesses at 0xCF8 are counted by the I/O fast path
+# (how many the firmware makes varies with slat.efi's layout: 202 or 394 seen).
+expect '^slat: io exits by port: .*0xcf8 [1-9][0-9]*'
 expect_absent '^slat: exits: wait ' 'host exception' '^error: (slat|svm|x86):'
 boot_done

@@ -14,4 +14,5 @@ printf 'loader  = \\arch\\hv.efi\ninitrd  =\ncmdline =\n' >"$cfg"
 boot_esp x86_64 "$cfg=slat.cfg" "$BOOT_TOP/build/x86_64/arch/hv.efi=arch/hv.efi"
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-420} boot_bochs corei7_skylake_x
 . "$(dirname "$0")/hv_x86_expect.sh"
+expect '^ARCHTEST hv-smp: 1 CPU, skipped$'
 boot_done

@@ -46,6 +46,7 @@ struct x86_hv_vcpu {
 	bool launched;	    // VT-x: VMLAUNCH done in this RUN (VMRESUME next)
 	bool fresh;	    // VT-x: no entry yet in this RUN (flush before the first)
 	bool cb_bad;	    // VT-x: its VMCS could not be made current in this RUN
+	bool caller_if;	    // SVM: the calling primary vCPU had RFLAGS.IF set (this RUN)
 	uint8_t pend_reg;   // MMIO read: destination register (enum x86_gpr)
 	uint8_t pend_size;  // bytes
 	uint64_t pend_rip;  // RIP after the instruction being completed

@@ -46,8 +46,8 @@ static struct {
 
 // svm_hv_run_once (hv_entry.S): VMLOAD, VMRUN, VMSAVE on `vmcb_pa` with the
 // guest's GPRs (but RAX, RSP) from and back to gprs[]; host callee-saved
-// registers preserved.
-void svm_hv_run_once(uint64_t vmcb_pa, uint64_t *gprs);
+// registers preserved; the host's IF set around VMRUN when `sti`.
+void svm_hv_run_once(uint64_t vmcb_pa, uint64_t *gprs, uint64_t sti);
 
 static void *vmcb_of(struct vcpu *v)
 {
@@ -201,6 +201,10 @@ static void op_begin(struct vcpu *caller, struct vcpu *v)
 	svm_vmcb_save_state(caller->arch.backend);
 	x86_hv_fpu_save(primary_fpu(caller));
 	x86_hv_fpu_load(v->arch.hv.fpu_pa);
+	// Physical interrupts exit the secondary only when the primary can take
+	// them: a caller with interrupts disabled is not preempted by them (it
+	// could not take them, and every RUN would answer PREEMPTED at once).
+	v->arch.hv.caller_if = caller->arch.ops->read_rflags(caller) & (1u << 9);
 	// Another VM may have used the shared ASID on this CPU.
 	*vmcb8(vmcb_of(v), VMCB_TLB_CONTROL) = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID)
 						   ? TLB_CONTROL_FLUSH_ASID
@@ -235,7 +239,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
 	*vmcb64(vmcb, VMCB_RIP) = v->arch.rip;
 
-	svm_hv_run_once(v->arch.hv.vmcb_pa, v->arch.gpr);
+	svm_hv_run_once(v->arch.hv.vmcb_pa, v->arch.gpr, v->arch.hv.caller_if);
 
 	const struct svm_exit_fields f = {
 	    .code = *vmcb64(vmcb, VMCB_EXITCODE),

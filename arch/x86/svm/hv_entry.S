@@ -6,10 +6,11 @@
 // GPRs (enum x86_gpr order; RAX and RSP live in the VMCB). RBX, RBP, RDI,
 // RSI, R12-R15 are the host's and are preserved; the rest is clobbered.
 //
-// GIF is clear in the host throughout. IF is set for the VMRUN only: with
-// V_INTR_MASKING the host's IF gates physical interrupts while the guest
-// runs, so they cause an INTR exit; GIF = 0 after #VMEXIT keeps them
-// pending until the primary runs again.
+// R8 != 0: set IF for the VMRUN (the calling primary vCPU has interrupts
+// enabled). GIF is clear in the host throughout. With V_INTR_MASKING the
+// host's IF gates physical interrupts while the guest runs: set, they cause
+// an INTR exit and GIF = 0 after #VMEXIT keeps them pending until the
+// primary runs again; clear, they wait until the primary enables them.
 
 	.text
 	.globl	svm_hv_run_once
@@ -22,8 +23,9 @@ svm_hv_run_once:
 	push	%r13
 	push	%r14
 	push	%r15
-	push	%rdx			// 8(%rsp): gprs
-	push	%rcx			// 0(%rsp): VMCB
+	push	%rdx			// 16(%rsp): gprs
+	push	%rcx			// 8(%rsp): VMCB
+	push	%r8			// (%rsp): set IF for the VMRUN?
 	mov	%rdx, %rax
 	mov	8*1(%rax), %rcx
 	mov	8*2(%rax), %rdx
@@ -39,14 +41,16 @@ svm_hv_run_once:
 	mov	8*13(%rax), %r13
 	mov	8*14(%rax), %r14
 	mov	8*15(%rax), %r15
-	mov	(%rsp), %rax
+	mov	8(%rsp), %rax
 	vmload	%rax
+	cmpq	$0, (%rsp)
+	je	5f
 	sti
-	vmrun	%rax
+5:	vmrun	%rax
 	cli
 	// #VMEXIT restored the host's RAX (the VMCB), RSP and RFLAGS.
 	vmsave	%rax
-	mov	8(%rsp), %rax
+	mov	16(%rsp), %rax
 	mov	%rcx, 8*1(%rax)
 	mov	%rdx, 8*2(%rax)
 	mov	%rbx, 8*3(%rax)
@@ -61,7 +65,7 @@ svm_hv_run_once:
 	mov	%r13, 8*13(%rax)
 	mov	%r14, 8*14(%rax)
 	mov	%r15, 8*15(%rax)
-	add	$16, %rsp
+	add	$24, %rsp
 	pop	%r15
 	pop	%r14
 	pop	%r13

@@ -30,7 +30,7 @@
  * 0xC0DE0000 + i at 0x1800, OUT 16 to TEST_PORT, HLT. vcpu1 from guest_b:
  * reads 0x10000, OUTs it, stores 0xBEEF at 0x10004, HLT. */
 extern const uint8_t guest_a[], guest_b[], guest_fpu[], guest_cpuid[], guest_call[], guest_in[],
-    guest_msr[], guest_gs[], guest_call_vmx[], guest_end[];
+    guest_msr[], guest_gs[], guest_call_vmx[], guest_spin[], guest_end[];
 __asm__(".section .rdata,\"dr\"\n"
 	".code32\n"
 	"guest_a:\n"
@@ -118,6 +118,10 @@ __asm__(".section .rdata,\"dr\"\n"
 	"  mov %ebx, %eax\n"
 	"  out %eax, %dx\n"
 	"  hlt\n"
+	/* reads the data slot forever: only Slat's kick or a fault stops it */
+	"guest_spin:\n"
+	"1: mov 0x10000, %eax\n"
+	"  jmp 1b\n"
 	"guest_end:\n"
 	".code64\n"
 	".text\n");
@@ -508,6 +512,83 @@ static void more_exits(void)
 	verdict_exit("hv-msr-unknown", 0);
 }
 
+/* ---- a vCPU on the other CPU while this one changes its VM ----------------
+ * EFI_MP_SERVICES_PROTOCOL (UEFI PI vol. 2, 13.4), the calls used here. */
+typedef void(EFIAPI *mp_proc)(void *arg);
+struct mp_services {
+	EFI_STATUS(EFIAPI *get_number_of_processors)(struct mp_services *, UINTN *, UINTN *);
+	void *get_processor_info, *startup_all_aps;
+	EFI_STATUS(EFIAPI *startup_this_ap)
+	(struct mp_services *, mp_proc, UINTN cpu, EFI_EVENT wait, UINTN timeout_us, void *arg,
+	 BOOLEAN *finished);
+};
+
+static volatile unsigned ap_state; /* 1: running the vCPU, 2: its RUN returned */
+static volatile int64_t ap_st;
+static volatile uint32_t ap_reason;
+static volatile uint64_t ap_gpa, ap_preempted;
+static uint64_t ap_run_pa, ap_rflags;
+
+static void EFIAPI ap_proc(void *arg)
+{
+	struct hc_res r = {0};
+
+	ap_rflags = read_rflags();
+	ap_state = 1;
+	for (unsigned i = 0; i < 100000; i++) {
+		r = HC3(HC_VCPU_RUN, vm, 1, ap_run_pa);
+		if (r.st || r.r0 != HC_EXIT_PREEMPTED)
+			break;
+		ap_preempted++;
+	}
+	ap_st = r.st;
+	ap_reason = (uint32_t)r.r0;
+	ap_gpa = ((struct hc_run *)(uintptr_t)ap_run_pa)->u.mmio.gpa;
+	__atomic_store_n(&ap_state, 2, __ATOMIC_RELEASE);
+}
+
+/* vCPU 1 spins on the data slot on the AP; the BSP deletes the slot. The AP
+ * never exits by itself (no interrupts there), so the DELETE returns only if
+ * Slat's kick made it leave guest mode and flush; its next access is MMIO. */
+static void smp_kick(uint64_t data_pa)
+{
+	EFI_GUID guid = {
+	    0x3fdda605, 0xa76e, 0x4f46, {0xad, 0x29, 0x12, 0xf4, 0x53, 0x1b, 0x3d, 0x08}};
+	struct mp_services *mp = NULL;
+	UINTN n = 1, enabled = 1;
+	EFI_EVENT ev;
+
+	if (EFI_ERROR(ta_bs()->LocateProtocol(&guid, NULL, (void **)&mp)) ||
+	    EFI_ERROR(mp->get_number_of_processors(mp, &n, &enabled)) || enabled < 2) {
+		ta_verdict("hv-smp", "1 CPU, skipped");
+		return;
+	}
+	ta_verdict("hv-smp", "%u CPUs", (unsigned)enabled);
+	ap_run_pa = alloc_pages(1);
+	ta_verdict("hv-smp-slot-add", "%lld", (long long)slot_add(vm, 1, GUEST_DATA, &data_pa, 1));
+	struct hc_regs_x86 regs;
+	flat32(&regs, guest_rip(guest_spin));
+	ta_verdict("hv-smp-regs", "%lld", (long long)set_regs(1, &regs));
+	if (EFI_ERROR(ta_bs()->CreateEvent(0, 0, NULL, NULL, &ev)) ||
+	    EFI_ERROR(mp->startup_this_ap(mp, ap_proc, 1, ev, 0, NULL, NULL))) {
+		ta_verdict("hv-smp-start", "failed");
+		return;
+	}
+	for (unsigned i = 0; i < 5000 && ap_state != 1; i++)
+		ta_bs()->Stall(1000);
+	ta_bs()->Stall(100000); /* the guest is spinning by now */
+	ta_verdict("hv-smp-ap-running", "%s", ap_state == 1 ? "yes" : "no");
+	ta_verdict("hv-smp-delete", "%lld", (long long)HC3(HC_SLOT_SET, vm, 1, HC_SLOT_DELETE).st);
+	for (unsigned i = 0; i < 10000 && __atomic_load_n(&ap_state, __ATOMIC_ACQUIRE) != 2; i++)
+		ta_bs()->Stall(1000);
+	ta_verdict("hv-smp-ap-exit", "%s gpa 0x%llx",
+		   ap_state == 2 ? exit_name(ap_st, ap_reason) : "none",
+		   (unsigned long long)ap_gpa);
+	ta_info("AP RUN calls preempted: %llu, AP RFLAGS 0x%llx", (unsigned long long)ap_preempted,
+		(unsigned long long)ap_rflags);
+	ta_bs()->CloseEvent(ev);
+}
+
 static void complete_mmio_read(uint64_t data)
 {
 	run_page()->u.mmio.data = data;
@@ -631,6 +712,7 @@ void ta_main(void)
 	nomem_run();
 	hostile(pool, code_pa);
 
+	smp_kick(data_pa);
 	ta_verdict("hv-vm-destroy", "%lld", (long long)HC1(HC_VM_DESTROY, vm).st);
 	ta_verdict("hv-run-after-destroy", "%lld", (long long)HC3(HC_VCPU_RUN, vm, 0, run_pa).st);
 	uint64_t back = 0;
