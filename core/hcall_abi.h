@@ -194,6 +194,9 @@ struct hc_hv_stats {
 	uint64_t vms, vms_created, vms_destroyed;
 	uint64_t shared_frames, donated_frames; // primary frames in slots now
 	uint64_t calls, calls_failed;
+	// Table pages the primary's own SLAT gained by unmapping deposited
+	// pages (splits of large leaves; from Slat's region, not the deposit).
+	uint64_t primary_tables;
 };
 
 #endif

@@ -95,9 +95,12 @@ struct hv_vm *hv_vm_find(uint32_t id)
 
 // ---- DEPOSIT / WITHDRAW ------------------------------------------------------------------
 // Every page must be the primary's RAM (checked first: nothing changes on a
-// refusal). The pages go on the free list before the claim so that the
-// ownership records of the claim itself can come from them; a claim that
-// still runs out takes them back (their contents may then have been zeroed).
+// refusal). The pages leave the primary's own SLAT before Slat writes a byte
+// of them (the claim below may already put ownership records there): from
+// then on only Slat reaches them. They go on the free list before the claim
+// so that the ownership records of the claim itself can come from them; a
+// claim that still runs out takes them back (their contents may then have
+// been zeroed) and the primary gets its mapping back.
 static int hv_deposit(uint64_t pa, uint64_t n, uint64_t *bad)
 {
 	for (uint64_t i = 0; i < n; i++) {
@@ -108,16 +111,48 @@ static int hv_deposit(uint64_t pa, uint64_t n, uint64_t *bad)
 			return r;
 		}
 	}
+	int r = arch_hv_primary_unmap(pa, n);
+	if (r)
+		return r; // HC_E_NOMEM: the primary's table pool; nothing changed
 	hv_depot_add(&hv.depot, pa, n);
-	int r = own_range_op(&hv.own, OWN_OP_CLAIM, 0, pa, n * HV_PAGE, bad);
+	r = own_range_op(&hv.own, OWN_OP_CLAIM, 0, pa, n * HV_PAGE, bad);
 	if (r) {
 		uint64_t back = hv_depot_remove_range(&hv.depot, pa, n);
 		if (back != n)
 			log_err("hv: deposit rollback found %llu of %llu pages\n",
 				(unsigned long long)back, (unsigned long long)n);
+		// The unmap just freed (or kept) the tables this needs.
+		if (arch_hv_primary_map(pa, n))
+			log_err("hv: deposit rollback cannot map %llu pages at %#llx back into "
+				"the primary\n",
+				(unsigned long long)n, (unsigned long long)pa);
 		return r;
 	}
 	__atomic_fetch_add(&hv.depot.deposited, n, __ATOMIC_RELAXED);
+	return HC_OK;
+}
+
+// Maps the n frames of pfn[] back into the primary, run by run; all or
+// nothing (a failed run unmaps the runs before it: 4 KiB leaves and whole
+// blocks, no split, no table needed).
+static int hv_remap(const uint64_t *pfn, uint64_t n)
+{
+	uint64_t i = 0;
+
+	while (i < n) {
+		uint64_t len = 1;
+		while (i + len < n && pfn[i + len] == pfn[i] + len)
+			len++;
+		int r = arch_hv_primary_map(pfn[i] << OWN_FRAME_SHIFT, len);
+		if (r) {
+			for (uint64_t j = 0; j < i; j++)
+				if (arch_hv_primary_unmap(pfn[j] << OWN_FRAME_SHIFT, 1))
+					log_err("hv: withdraw rollback cannot unmap %#llx\n",
+						(unsigned long long)(pfn[j] << OWN_FRAME_SHIFT));
+			return r;
+		}
+		i += len;
+	}
 	return HC_OK;
 }
 
@@ -153,11 +188,26 @@ static int hv_withdraw(uint64_t list_pa, uint64_t max, uint64_t *given)
 			break;
 		pfn[n++] = pa >> OWN_FRAME_SHIFT;
 	}
+	// Zeroed and mapped back before the primary owns them (and before any
+	// other CPU may reach them through the primary's SLAT).
+	r = hv_remap(pfn, n);
+	if (r && unclaimed) // the table is gone: the frames are the primary's anyway
+		log_err("hv: withdraw: %llu last pages stay out of the primary's map (%d)\n",
+			(unsigned long long)n, r);
+	else if (r) {
+		for (uint64_t i = 0; i < n; i++)
+			hv_depot_free(&hv.depot, pfn[i] << OWN_FRAME_SHIFT);
+		return r;
+	}
 	r = n && !unclaimed ? own_list_op(&hv.own, OWN_OP_RELEASE, 0, pfn, n, &bad) : HC_OK;
 	if (r) { // cannot happen: every page on the free list is claimed
 		log_err("hv: withdraw: release refused (%d)\n", r);
-		for (uint64_t i = 0; i < n; i++)
+		for (uint64_t i = 0; i < n; i++) { // Slat's again: out of the primary's map
+			if (arch_hv_primary_unmap(pfn[i] << OWN_FRAME_SHIFT, 1))
+				log_err("hv: withdraw: %#llx stays in the primary's map\n",
+					(unsigned long long)(pfn[i] << OWN_FRAME_SHIFT));
 			hv_depot_free(&hv.depot, pfn[i] << OWN_FRAME_SHIFT);
+		}
 		return HC_E_INVAL;
 	}
 	for (uint64_t i = 0; i < n; i++)
@@ -187,6 +237,7 @@ static void hv_stats(struct hc_hv_stats *s)
 	}
 	s->calls = __atomic_load_n(&hv.calls, __ATOMIC_RELAXED);
 	s->calls_failed = __atomic_load_n(&hv.calls_failed, __ATOMIC_RELAXED);
+	s->primary_tables = arch_hv_primary_tables();
 }
 
 static int hv_stats_call(const struct hc_call *c)

@@ -106,5 +106,19 @@ void arch_hv_kick_pcpu(unsigned pcpu);
 unsigned arch_hv_pcpu(void);
 // Spin-wait hint.
 void arch_hv_relax(void);
+// The primary's own SLAT (its identity map, mm/ident.c) over deposited pages:
+// DEPOSIT takes [pa, pa + pages * 4 KiB) out of it before Slat uses the pages,
+// WITHDRAW puts pages back (write-back, RWX, as the identity map maps RAM)
+// before the primary owns them again. Unmap returns only when no CPU can
+// still use a translation of the range (arm64: broadcast TLBI; x86: every CPU
+// in the primary's guest mode kicked and acknowledged). Both split large
+// leaves with table pages from the primary's pool in Slat's region;
+// all-or-nothing: HC_OK, or HC_E_NOMEM (that pool is empty) with nothing
+// changed, or HC_E_INVAL (the engine refused; logged).
+int arch_hv_primary_unmap(uint64_t pa, uint64_t pages);
+int arch_hv_primary_map(uint64_t pa, uint64_t pages);
+// Table pages the primary's SLAT holds beyond its boot-time build (the splits
+// of the two calls above; HV_STATS primary_tables).
+uint64_t arch_hv_primary_tables(void);
 
 #endif

@@ -23,6 +23,7 @@ extern const struct s2_backend arm64_mm_backend;
 
 static struct s2_vm *s2_vm;
 static struct s2_root *s2_root;
+static uint64_t s2_tables_built; // table pages after the build (splits come on top)
 
 // The plan's ranges in the engine's terms (built once, on the boot CPU).
 static struct s2_ident_range s2_mem[PLAN_MAX_RANGES];
@@ -97,6 +98,7 @@ bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, stru
 		log_err("arm64: cannot build the stage-2 (%d; out of table pages?)\n", err);
 		return false;
 	}
+	s2_tables_built = st.tables_live;
 	*s2 = (struct arm64_s2){
 	    .root = s2_root_pa(s2_root),
 	    .ipa_bits = ipa_bits,
@@ -128,4 +130,29 @@ void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *inv
 void arm64_s2_mm_counts(struct slat_mm_counts *out)
 {
 	*out = slat_mm_counts_of(s2_vm);
+}
+
+// Deposited pages leave the map and come back (core/hv.h,
+// arch_hv_primary_unmap): the engine splits blocks with pages of the pool
+// the build used, all-or-nothing, and ends with the back end's broadcast
+// TLBI VMALLS12E1IS + DSB ISH of the current VMID, the primary's (these run
+// in the primary's HVC, VTTBR_EL2 on its stage-2).
+int arm64_s2_primary_unmap(uint64_t pa, uint64_t size)
+{
+	return s2_vm ? s2_unmap(s2_vm, s2_root, pa, size) : S2_E_INVAL;
+}
+
+int arm64_s2_primary_map(uint64_t pa, uint64_t size)
+{
+	return s2_vm ? s2_map(s2_vm, s2_root, pa, size, pa, S2_PROT_RWX, S2_MT_WB) : S2_E_INVAL;
+}
+
+uint64_t arm64_s2_primary_tables(void)
+{
+	struct s2_stats st;
+
+	if (!s2_vm)
+		return 0;
+	s2_vm_stats(s2_vm, &st);
+	return st.tables_live > s2_tables_built ? st.tables_live - s2_tables_built : 0;
 }

@@ -101,3 +101,46 @@ void arch_hv_relax(void)
 {
 	sched_yield();
 }
+
+// ---- the primary's SLAT: recorded, not built --------------------------------------
+struct host_hv_range host_hv_ranges[HOST_HV_RANGES];
+unsigned host_hv_nranges;
+unsigned host_hv_primary_fail;
+
+static int host_primary_op(uint64_t pa, uint64_t pages, int unmap)
+{
+	if (host_hv_primary_fail) {
+		host_hv_primary_fail--;
+		return HC_E_NOMEM;
+	}
+	if (host_hv_nranges < HOST_HV_RANGES)
+		host_hv_ranges[host_hv_nranges++] = (struct host_hv_range){pa, pages, unmap};
+	return HC_OK;
+}
+
+int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
+{
+	return host_primary_op(pa, pages, 1);
+}
+
+int arch_hv_primary_map(uint64_t pa, uint64_t pages)
+{
+	return host_primary_op(pa, pages, 0);
+}
+
+uint64_t arch_hv_primary_tables(void)
+{
+	return 0;
+}
+
+int host_hv_primary_unmapped(uint64_t pa)
+{
+	int state = 0;
+
+	for (unsigned i = 0; i < host_hv_nranges; i++) {
+		const struct host_hv_range *r = &host_hv_ranges[i];
+		if (pa >= r->pa && pa < r->pa + r->pages * 4096)
+			state = r->unmap;
+	}
+	return state;
+}

@@ -21,4 +21,19 @@ extern uint64_t host_hv_kicks; // arch_hv_kick_pcpu calls
 extern uint32_t host_hv_kick_flag[64];
 void host_hv_set_pcpu(unsigned cpu);
 
+// The primary's SLAT hooks (arch_hv_primary_unmap / _map): every call is
+// recorded in order; `host_hv_primary_fail` > 0 makes that many next calls
+// (of either kind) answer HC_E_NOMEM and record nothing.
+struct host_hv_range {
+	uint64_t pa, pages;
+	int unmap; // 1: unmap, 0: map
+};
+#define HOST_HV_RANGES 4096
+extern struct host_hv_range host_hv_ranges[HOST_HV_RANGES];
+extern unsigned host_hv_nranges;
+extern unsigned host_hv_primary_fail;
+// Net state of a page in the primary's (simulated) map: 1 when the recorded
+// calls leave it unmapped.
+int host_hv_primary_unmapped(uint64_t pa);
+
 #endif

@@ -8,6 +8,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/hv.h"
+#include "arch/x86/slat.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -175,6 +176,33 @@ void x86_hv_kick_primary(unsigned pcpu)
 	struct vcpu *t = &x86_primary.vcpus[pcpu];
 	__atomic_store_n(&t->arch.kicks, 1, __ATOMIC_RELEASE);
 	x86_kick_nmi(t);
+}
+
+// ---- deposited pages out of the primary's SLAT (arch/x86/slat.c) -------------------
+static int hv_primary_result(int err, const char *what, uint64_t pa, uint64_t pages)
+{
+	if (!err)
+		return HC_OK;
+	if (err == S2_E_NOMEM)
+		return HC_E_NOMEM;
+	log_err("x86: cannot %s %llu pages at %#llx in the primary's SLAT (%d)\n", what,
+		(unsigned long long)pages, (unsigned long long)pa, err);
+	return HC_E_INVAL;
+}
+
+int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
+{
+	return hv_primary_result(x86_slat_primary_unmap(pa, pages * 4096), "unmap", pa, pages);
+}
+
+int arch_hv_primary_map(uint64_t pa, uint64_t pages)
+{
+	return hv_primary_result(x86_slat_primary_map(pa, pages * 4096), "map", pa, pages);
+}
+
+uint64_t arch_hv_primary_tables(void)
+{
+	return x86_slat_primary_tables();
 }
 
 // ---- guest memory of a secondary ------------------------------------------------

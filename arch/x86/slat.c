@@ -2,6 +2,7 @@
 //
 // The x86 primary VM's identity SLAT through the mm/ engine (see slat.h).
 #include "arch/x86/slat.h"
+#include "arch/x86/hv.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/page_pool.h"
@@ -41,6 +42,8 @@ static const struct s2_backend x86_slat_backend = {
     .yield = be_relax,
     .cpu_relax = be_relax,
 };
+
+static struct x86_slat *slat_primary; // the map x86_slat_build made last
 
 // The plan's ranges in the engine's terms (built once, on the boot CPU).
 static struct s2_ident_range slat_mem[PLAN_MAX_RANGES];
@@ -102,6 +105,8 @@ bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
 	s->leaves_1g = st.leaves_mapped[2];
 	s->leaves_2m = st.leaves_mapped[1];
 	s->leaves_4k = st.leaves_mapped[0];
+	s->tables_built = st.tables_live;
+	slat_primary = s;
 	return true;
 }
 
@@ -111,4 +116,110 @@ uint64_t x86_slat_teardown(struct x86_slat *s, struct s2_stats *work)
 	if (!s->vm || !s->root)
 		return 0;
 	return s2_root_teardown(s->vm, s->root, work);
+}
+
+// ---- deposited pages out of the primary's map, and the shootdown -----------------
+// A generation per synchronous invalidation; each CPU records, in host mode
+// just before it enters the primary, the generation its entry flushes for.
+// The store of in_guest precedes the load of the generation (both seq_cst),
+// so a CPU the shooter sees outside guest mode enters with the new
+// generation and flushes: the shooter waits only for CPUs in guest mode that
+// have not acknowledged, after kicking them out (their exit clears in_guest).
+#define SLAT_SHOOT_SPINS (1u << 26) // pause loops before giving up on a CPU
+#define SLAT_REKICK	 (1u << 20) // a merged or lost NMI: kick again
+
+static uint64_t slat_gen;
+static struct {
+	uint64_t acked;
+	uint32_t in_guest;
+} __attribute__((aligned(64))) slat_cpu[X86_MAX_CPUS];
+static uint64_t slat_shoot_timeouts;
+static bool slat_shoot_waited;
+
+void x86_slat_cpu_exit(unsigned cpu)
+{
+	if (cpu < X86_MAX_CPUS)
+		__atomic_store_n(&slat_cpu[cpu].in_guest, 0, __ATOMIC_SEQ_CST);
+}
+
+bool x86_slat_cpu_enter(unsigned cpu)
+{
+	if (cpu >= X86_MAX_CPUS)
+		return false;
+	__atomic_store_n(&slat_cpu[cpu].in_guest, 1, __ATOMIC_SEQ_CST);
+	uint64_t g = __atomic_load_n(&slat_gen, __ATOMIC_SEQ_CST);
+	if (g == __atomic_load_n(&slat_cpu[cpu].acked, __ATOMIC_RELAXED))
+		return false;
+	__atomic_store_n(&slat_cpu[cpu].acked, g, __ATOMIC_RELEASE);
+	return true;
+}
+
+static bool slat_cpu_stale(unsigned cpu, uint64_t g)
+{
+	return __atomic_load_n(&slat_cpu[cpu].in_guest, __ATOMIC_SEQ_CST) &&
+	       __atomic_load_n(&slat_cpu[cpu].acked, __ATOMIC_ACQUIRE) < g;
+}
+
+// After the engine's invalidation (every CPU flagged to flush at its next
+// entry): returns once no other CPU can still run the primary on a stale
+// translation, or after logging the CPUs that never answered.
+static void slat_shootdown(void)
+{
+	unsigned self = arch_hv_pcpu();
+	uint64_t g = __atomic_add_fetch(&slat_gen, 1, __ATOMIC_SEQ_CST);
+
+	for (unsigned i = 0; i < X86_MAX_CPUS; i++)
+		if (i != self && slat_cpu_stale(i, g))
+			x86_hv_kick_primary(i);
+	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
+		uint32_t spins = 0;
+		while (i != self && slat_cpu_stale(i, g) && spins < SLAT_SHOOT_SPINS) {
+			if (++spins % SLAT_REKICK == 0)
+				x86_hv_kick_primary(i);
+			__asm__ volatile("pause");
+		}
+		if (spins && !slat_shoot_waited &&
+		    !slat_cpu_stale(i, g)) { // once: the wait works on this machine
+			slat_shoot_waited = true;
+			log_info(
+			    "x86: primary SLAT shootdown: CPU %u acknowledged (generation %llu, "
+			    "%u spins)\n",
+			    i, (unsigned long long)g, spins);
+		}
+		if (i != self && slat_cpu_stale(i, g)) {
+			slat_shoot_timeouts++;
+			log_err("x86: CPU %u never left the primary to flush its SLAT (generation "
+				"%llu): it may still reach unmapped pages\n",
+				i, (unsigned long long)g);
+		}
+	}
+}
+
+int x86_slat_primary_unmap(uint64_t pa, uint64_t size)
+{
+	if (!slat_primary)
+		return S2_E_INVAL;
+	int r = s2_unmap(slat_primary->vm, slat_primary->root, pa, size);
+	if (!r)
+		slat_shootdown();
+	return r;
+}
+
+int x86_slat_primary_map(uint64_t pa, uint64_t size)
+{
+	if (!slat_primary)
+		return S2_E_INVAL;
+	return s2_map(slat_primary->vm, slat_primary->root, pa, size, pa, S2_PROT_RWX, S2_MT_WB);
+}
+
+uint64_t x86_slat_primary_tables(void)
+{
+	struct s2_stats st;
+
+	if (!slat_primary)
+		return 0;
+	s2_vm_stats(slat_primary->vm, &st);
+	return st.tables_live > slat_primary->tables_built
+		   ? st.tables_live - slat_primary->tables_built
+		   : 0;
 }

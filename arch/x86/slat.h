@@ -57,6 +57,7 @@ struct x86_slat {
 	struct s2_root *root;
 	uint64_t top; // mapped guest-physical space: [0, top)
 	uint64_t leaves_1g, leaves_2m, leaves_4k;
+	uint64_t tables_built; // table pages after the build
 };
 
 // Builds the identity map of `plan` (minus Slat's region) into `s`. False,
@@ -70,5 +71,20 @@ bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
 // freed; 0 when nothing was built. `work`: the engine's figures of this
 // teardown (s2_root_teardown).
 uint64_t x86_slat_teardown(struct x86_slat *s, struct s2_stats *work);
+
+// Deposited pages (core/hv.h arch_hv_primary_*) in the map x86_slat_build
+// made: S2_E_* of the engine. Unmap returns only when no other CPU can use a
+// stale translation: the engine's invalidation flags every CPU, then each CPU
+// in the primary's guest mode is kicked (NMI) and waited for (bounded; a CPU
+// that never answers is logged).
+int x86_slat_primary_unmap(uint64_t pa, uint64_t size);
+int x86_slat_primary_map(uint64_t pa, uint64_t size);
+uint64_t x86_slat_primary_tables(void);
+// The acknowledgement of both back ends: x86_slat_cpu_exit first thing on
+// every exit of the primary's vCPU `cpu`, x86_slat_cpu_enter last thing
+// before its entry; true: flush the primary's translations in this entry
+// (SVM: TLB_CONTROL; VT-x: INVEPT).
+void x86_slat_cpu_exit(unsigned cpu);
+bool x86_slat_cpu_enter(unsigned cpu);
 
 #endif

@@ -2,7 +2,11 @@
 # The verdicts of tests/arch/x86/hv.c that every x86 back end must give
 # (sourced by t_hv_x86_svm.sh and t_hv_x86_vmx.sh after the boot).
 expect '^slat: firmware continues as the primary VM on [0-9]+ CPU'
-expect_absent '^ARCHTEST-ABORT' 'X64 Exception Type' '^slat: .*fault on'
+expect_absent '^ARCHTEST-ABORT' 'X64 Exception Type' 'slat: .*fault on Slat memory'
+# The probes of the deposited pool (first and last page; a fault is reported
+# once per page): the only faults of the run.
+expect_count 2 '^(warning: )?slat: (NPT|EPT) fault on an unmapped address at GPA 0x[0-9a-f]+ \(read at CPL 0'
+expect_count 2 'slat: .*fault on'
 expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-version: st 0 version 0x10000$' \
 	'^ARCHTEST hv-stats-boot: st 0 deposited-as-counted 1 held-beyond-own_nodes 0 free 0 used-by-vms 0 vms 0 balanced 1$' \
@@ -12,6 +16,11 @@ expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-vm-create: st 0 id-nonzero 1$' \
 	'^ARCHTEST hv-vcpu0-create: 0$' \
 	'^ARCHTEST hv-vcpu1-create: 0$' \
+	'^ARCHTEST hv-deposited-first-read: #GP\(0\) rip\+0$' \
+	'^ARCHTEST hv-deposited-first-write: #GP\(0\) rip\+0$' \
+	'^ARCHTEST hv-deposited-last-read: #GP\(0\) rip\+0$' \
+	'^ARCHTEST hv-deposited-last-write: #GP\(0\) rip\+0$' \
+	'^ARCHTEST hv-primary-tables: st 0 [0-2]$' \
 	'^ARCHTEST hv-slot0-add: 0$' \
 	'^ARCHTEST hv-slot1-add: 0$' \
 	'^ARCHTEST hv-regs-pg-without-pe: -12$' \
@@ -79,5 +88,9 @@ expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-vm-destroy: 0$' \
 	'^ARCHTEST hv-run-after-destroy: -10$' \
 	'^ARCHTEST hv-withdraw: st 0 pages [0-9]+$' \
+	'^ARCHTEST hv-withdrawn-first-read: none rip\+0$' \
+	'^ARCHTEST hv-withdrawn-first-write: none rip\+0$' \
+	'^ARCHTEST hv-withdrawn-last-read: none rip\+0$' \
+	'^ARCHTEST hv-withdrawn-last-write: none rip\+0$' \
 	'^ARCHTEST hv-stats-end: st 0 deposited-as-counted 1 held-beyond-own_nodes 0 free 0 used-by-vms 0 vms 0 balanced 1$' \
 	'^ARCHTEST-END [0-9]+ verdicts'

@@ -33,6 +33,11 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST vcpu-create-1: OK$' \
 	'^ARCHTEST vcpu-create-again: E_EXISTS$' \
 	'^ARCHTEST vcpu-create-over-limit: E_BAD_VCPU$' \
+	'^ARCHTEST deposited-first-read: abort EC 0x25 FSC 0x10 WnR 0 far the page$' \
+	'^ARCHTEST deposited-first-write: abort EC 0x25 FSC 0x10 WnR 1 far the page$' \
+	'^ARCHTEST deposited-last-read: abort EC 0x25 FSC 0x10 WnR 0 far the page$' \
+	'^ARCHTEST deposited-last-write: abort EC 0x25 FSC 0x10 WnR 1 far the page$' \
+	'^ARCHTEST primary-tables: OK [12]$' \
 	'^ARCHTEST get-regs-1: OK$' \
 	'^ARCHTEST reset-state-1: pc 0x0 pstate 0x3c5 mpidr 0x80000001 sctlr.M 0$' \
 	'^ARCHTEST slot-add-code: OK$' \
@@ -87,10 +92,14 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST vm-destroy: OK$' \
 	'^ARCHTEST run-after-destroy: E_BAD_VM$' \
 	'^ARCHTEST withdrawn: 64 of 64 pages$' \
+	'^ARCHTEST withdrawn-first-read: read ok$' \
+	'^ARCHTEST withdrawn-first-write: write ok$' \
+	'^ARCHTEST withdrawn-last-read: read ok$' \
+	'^ARCHTEST withdrawn-last-write: write ok$' \
 	'^ARCHTEST hv-stats: OK$' \
 	'^ARCHTEST hv-stats: deposited 64 withdrawn 64 free 0 used 0 own_nodes 0 vms 0$' \
 	'^ARCHTEST hv-stats-vms: created 2 destroyed 2$' \
-	'^ARCHTEST-END 69 verdicts$' \
+	'^ARCHTEST-END 78 verdicts$' \
 	'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive; [0-9]+ calls \(20 refused\)$' \
 	'^slat: deposited pages: 64 in, 64 withdrawn, 0 held = 0 free \+ 0 used \(0 ownership nodes\)$' \
 	'^slat: powering off$'

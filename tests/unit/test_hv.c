@@ -76,6 +76,8 @@ static int setup(void **state)
 	const uint64_t s[1][2] = {{(uint64_t)(uintptr_t)slat_mem, SLAT_SIZE}};
 	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4};
 	host_hv_guest = NULL;
+	host_hv_nranges = 0;
+	host_hv_primary_fail = 0;
 	assert_int_equal(hv_init(&b), 0);
 	return 0;
 }
@@ -93,10 +95,14 @@ static int teardown(void **state)
 			uint64_t pfn = ((uint64_t *)(uintptr_t)list)[i];
 			assert_int_equal(own_get(&hv.own, pfn, &st, &vm), 0);
 			assert_int_equal(st, OWN_PRIMARY);
-			for (unsigned k = 0; k < PG / 8; k++) // zeroed
+			assert_false(host_hv_primary_unmapped(pfn << 12)); // mapped back
+			for (unsigned k = 0; k < PG / 8; k++)		   // zeroed
 				assert_int_equal(((uint64_t *)(uintptr_t)(pfn << 12))[k], 0);
 		}
 	} while (got);
+	// Every page the primary ever had is in its map again.
+	for (uint64_t pa = ram_pa; pa < next_free; pa += PG)
+		assert_false(host_hv_primary_unmapped(pa));
 	struct hc_hv_stats s = hv_stats_now();
 	assert_int_equal(s.deposited, s.withdrawn);
 	assert_int_equal(s.free, 0);
@@ -208,10 +214,19 @@ static void test_deposit_checks(void **state)
 	assert_int_equal(res[0], slat_pa);
 	assert_int_equal(owner(slat_pa - PG, NULL), OWN_PRIMARY);
 	assert_int_equal(C(HC_DEPOSIT, ram_pa + RAM_SIZE, 1, 0, 0, 0, 0, res), HC_E_RANGE);
+	assert_int_equal(host_hv_nranges, 0); // refusals touch no map
 	uint64_t pa = deposit(8);
 	assert_int_equal(owner(pa, NULL), OWN_SLAT);
+	// Exactly the deposit left the primary's map, once.
+	assert_int_equal(host_hv_nranges, 1);
+	assert_int_equal(host_hv_ranges[0].unmap, 1);
+	assert_int_equal(host_hv_ranges[0].pa, pa);
+	assert_int_equal(host_hv_ranges[0].pages, 8);
+	assert_true(host_hv_primary_unmapped(pa + 7 * PG));
+	assert_false(host_hv_primary_unmapped(pa + 8 * PG));
 	// Deposited twice: the pages are Slat's now; nothing changes.
 	assert_int_equal(C(HC_DEPOSIT, pa, 1, 0, 0, 0, 0, res), HC_E_SLAT);
+	assert_int_equal(host_hv_nranges, 1);
 	struct hc_hv_stats s = hv_stats_now();
 	assert_int_equal(s.deposited, 8);
 	assert_int_equal(s.free + s.used, 8);
@@ -229,6 +244,15 @@ static void test_vm_needs_memory(void **state)
 	assert_int_equal(C(HC_DEPOSIT, next_free, 1, 0, 0, 0, 0, NULL), HC_E_NOMEM);
 	assert_int_equal(owner(next_free, NULL), OWN_PRIMARY);
 	assert_int_equal(hv_stats_now().deposited, 0);
+	// It left the primary's map before the claim wrote into it, and came back.
+	assert_int_equal(host_hv_nranges, 2);
+	assert_int_equal(host_hv_ranges[0].unmap, 1);
+	assert_int_equal(host_hv_ranges[0].pa, next_free);
+	assert_int_equal(host_hv_ranges[0].pages, 1);
+	assert_int_equal(host_hv_ranges[1].unmap, 0);
+	assert_int_equal(host_hv_ranges[1].pa, next_free);
+	assert_int_equal(host_hv_ranges[1].pages, 1);
+	assert_false(host_hv_primary_unmapped(next_free));
 	deposit(4); // the deposit's own ownership records come from it
 	while (C(HC_VM_CREATE, 0, 2, 0, 0, 0, 0, &id) == HC_E_NOMEM)
 		deposit(1);
@@ -600,6 +624,38 @@ static void test_fuzz_calls(void **state)
 	assert_int_equal(owner(vmem, NULL), OWN_PRIMARY);
 }
 
+// The primary's table pool runs dry: DEPOSIT and WITHDRAW answer NOMEM and
+// change nothing (ownership, pool, the primary's map).
+static void test_primary_map_nomem(void **state)
+{
+	uint64_t got, list = prim_page();
+
+	host_hv_primary_fail = 1;
+	assert_int_equal(C(HC_DEPOSIT, next_free, 8, 0, 0, 0, 0, NULL), HC_E_NOMEM);
+	assert_int_equal(owner(next_free, NULL), OWN_PRIMARY);
+	assert_int_equal(hv_stats_now().deposited, 0);
+	assert_int_equal(host_hv_nranges, 0);
+	uint64_t pa = deposit(8);
+	struct hc_hv_stats before = hv_stats_now();
+	host_hv_primary_fail = 1;
+	assert_int_equal(C(HC_WITHDRAW, list, 2, 0, 0, 0, 0, &got), HC_E_NOMEM);
+	struct hc_hv_stats after = hv_stats_now();
+	assert_int_equal(after.free, before.free);
+	assert_int_equal(after.withdrawn, 0);
+	for (uint64_t i = 0; i < 8; i++) {
+		assert_int_equal(owner(pa + i * PG, NULL), OWN_SLAT);
+		assert_true(host_hv_primary_unmapped(pa + i * PG));
+	}
+	// Then it works: two pages back, mapped before they are released.
+	assert_int_equal(C(HC_WITHDRAW, list, 2, 0, 0, 0, 0, &got), HC_OK);
+	assert_int_equal(got, 2);
+	for (uint64_t i = 0; i < got; i++) {
+		uint64_t p = ((uint64_t *)(uintptr_t)list)[i] << 12;
+		assert_int_equal(owner(p, NULL), OWN_PRIMARY);
+		assert_false(host_hv_primary_unmapped(p));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +668,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_slot_nomem_all_or_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fuzz_calls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_primary_map_nomem, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 // layout mirrors vmx/exit.c.
 #include "arch/x86/caps.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/slat.h"
 #include "arch/x86/svm/svm.h"
 #include "core/log.h"
 
@@ -260,8 +261,8 @@ static bool svm_io_fast(struct svm_cpu *c, void *vmcb, const struct x86_exit *e,
 	return true;
 }
 
-// The exit entry: decode, the shared policy, apply.
-void svm_handle_exit(struct svm_cpu *c)
+// Decode, the shared policy, apply.
+static void svm_exit_body(struct svm_cpu *c)
 {
 	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
 	struct vcpu *v = c->vcpu;
@@ -322,3 +323,17 @@ const struct x86_vcpu_ops svm_vcpu_ops = {
     .cr_access = op_cr_access,
     .cpl = op_cpl,
 };
+
+// The exit entry. The primary's SLAT shootdown (arch/x86/slat.h) sees this
+// CPU out of guest mode for the whole exit; the entry that follows flushes
+// the ASID when a shootdown came meanwhile (the body may have cleared
+// TLB_CONTROL: "the last VMRUN flushed").
+void svm_handle_exit(struct svm_cpu *c)
+{
+	unsigned cpu = c->vcpu->index;
+
+	x86_slat_cpu_exit(cpu);
+	svm_exit_body(c);
+	if (x86_slat_cpu_enter(cpu))
+		svm_mm_flush_here((void *)(uintptr_t)c->vmcb_pa);
+}

@@ -11,7 +11,8 @@
 // flush-by-ASID) so each CPU flushes on its next VMRUN; one call counts as
 // one invalidation. A CPU that stays in the guest keeps stale entries until
 // it exits, which is enough for a map that only grows and for the batched
-// teardown at power-off (no CPU runs the guest again).
+// teardown at power-off (no CPU runs the guest again); the unmap of
+// deposited pages kicks and waits (arch/x86/slat.c, x86_slat_cpu_enter).
 #include "arch/x86/caps.h"
 #include "arch/x86/svm/svm.h"
 #include "core/page_pool.h"
@@ -34,10 +35,20 @@ void svm_mm_page_free(uint64_t pa)
 	page_pool_free(&mm_pool, pa, 1);
 }
 
+static uint8_t flush_how(void)
+{
+	return (svm_host.features & SVM_FEAT_FLUSH_BY_ASID) ? TLB_CONTROL_FLUSH_ASID
+							    : TLB_CONTROL_FLUSH_ALL;
+}
+
+void svm_mm_flush_here(void *vmcb)
+{
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = flush_how();
+}
+
 void svm_mm_flush_all_cpus(void)
 {
-	uint8_t how = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID) ? TLB_CONTROL_FLUSH_ASID
-								   : TLB_CONTROL_FLUSH_ALL;
+	uint8_t how = flush_how();
 
 	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
 		const struct svm_cpu *c = &svm_host.cpus[i];

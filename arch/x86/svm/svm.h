@@ -265,6 +265,7 @@ void svm_mm_init(struct region *r);
 uint64_t svm_mm_page_alloc(void); // one zeroed 4K page or 0
 void svm_mm_page_free(uint64_t pa);
 void svm_mm_flush_all_cpus(void); // every vCPU's next VMRUN flushes the primary's ASID
+void svm_mm_flush_here(void *vmcb); // this VMCB's next VMRUN flushes the primary's ASID
 // The same for the mm/ engine (mm/s2_backend.h), once it is in slat.efi.
 struct x86_slat_ops;
 extern const struct x86_slat_ops svm_slat_ops;

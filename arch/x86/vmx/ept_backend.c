@@ -59,9 +59,13 @@ void vmx_ept_invalidate(void)
 	}
 }
 
+// Last thing before the entry: also the acknowledgement of the primary's
+// SLAT shootdown (arch/x86/slat.h), which waits for it.
 void vmx_ept_sync(unsigned cpu)
 {
-	if (cpu < X86_MAX_CPUS && __atomic_load_n(&mm_stale[cpu], __ATOMIC_ACQUIRE)) {
+	bool ack = x86_slat_cpu_enter(cpu);
+
+	if (cpu < X86_MAX_CPUS && (__atomic_load_n(&mm_stale[cpu], __ATOMIC_ACQUIRE) || ack)) {
 		__atomic_store_n(&mm_stale[cpu], 0, __ATOMIC_RELEASE);
 		invept_here();
 	}

@@ -8,6 +8,7 @@
 // a failed VM entry.
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
+#include "arch/x86/slat.h"
 #include "arch/x86/vmx/vmx.h"
 #include "core/log.h"
 
@@ -448,6 +449,7 @@ void vmx_handle_exit(struct vmx_gprs *g)
 	// HOST_RSP pointed at the slot holding this CPU's record (vmx_entry.S).
 	struct vmx_pcpu *pc = *(struct vmx_pcpu **)(g + 1);
 	struct vcpu *v = pc->vcpu;
+	x86_slat_cpu_exit(pc->index); // out of guest mode until vmx_ept_sync
 	const struct vmx_exit_fields f = {
 	    .reason = (uint32_t)vmread(VMCS_EXIT_REASON),
 	    .qual = vmread(VMCS_EXIT_QUAL),

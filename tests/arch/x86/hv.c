@@ -11,9 +11,12 @@
  * to 0x20000, then deleted: the guest's accesses to 0x10000 then come back
  * as MMIO exits).
  */
+#include <stdbool.h>
+
 #include "core/hcall_abi.h"
 #include "tests/arch/lib/ta.h"
 #include "tests/arch/lib/ta_efi.h"
+#include "tests/arch/x86/lib/exc.h"
 #include "tests/arch/x86/lib/x86.h"
 
 #define PAGE	    4096ull
@@ -591,6 +594,34 @@ static void complete_mmio_read(uint64_t data)
 	run_page()->u.mmio.data = data;
 }
 
+/* Deposited pages are Slat's: the primary's SLAT no longer maps them, so a
+ * read or write takes the #GP(0) Slat gives for its own region; withdrawn,
+ * they read and write as before. The first and last page of the pool. */
+static void probe_pool(uint64_t pool, bool deposited)
+{
+	static const char *const name[2][4] = {
+	    {"hv-withdrawn-first-read", "hv-withdrawn-first-write", "hv-withdrawn-last-read",
+	     "hv-withdrawn-last-write"},
+	    {"hv-deposited-first-read", "hv-deposited-first-write", "hv-deposited-last-read",
+	     "hv-deposited-last-write"},
+	};
+	struct exc_record r;
+	char buf[32];
+
+	exc_install();
+	for (unsigned i = 0; i < 4; i++) {
+		uint64_t pa = pool + (i / 2) * (POOL_PAGES - 1) * PAGE;
+		if (i & 1)
+			EXC_TRY("movq %0, %%rbx", "movq %%rbx, (%%rbx)", &r, "r"(pa));
+		else
+			EXC_TRY("movq %0, %%rbx", "movq (%%rbx), %%rax", &r, "r"(pa));
+		bool kept = !(i & 1) || r.count || page_u64(pa)[0] == pa;
+		ta_verdict(name[deposited][i], "%s rip+%llu%s", exc_name(&r, buf, sizeof(buf)),
+			   r.count ? (unsigned long long)r.rip : 0ull, kept ? "" : " (value lost)");
+	}
+	exc_restore();
+}
+
 void ta_main(void)
 {
 	uint32_t id[4];
@@ -624,6 +655,9 @@ void ta_main(void)
 	ta_verdict("hv-vm-create", "st %lld id-nonzero %u", (long long)r.st, vm != 0);
 	ta_verdict("hv-vcpu0-create", "%lld", (long long)HC2(HC_VCPU_CREATE, vm, 0).st);
 	ta_verdict("hv-vcpu1-create", "%lld", (long long)HC2(HC_VCPU_CREATE, vm, 1).st);
+	probe_pool(pool, true);
+	ta_verdict("hv-primary-tables", "st %lld %llu", (long long)HC1(HC_HV_STATS, stats_pa).st,
+		   (unsigned long long)((struct hc_hv_stats *)(uintptr_t)stats_pa)->primary_tables);
 
 	/* Guest code at gpa 0x1000 (the second page of slot 0). */
 	ta_memcpy((void *)(uintptr_t)(code_pa + PAGE), guest_a, (size_t)(guest_end - guest_a));
@@ -689,5 +723,6 @@ void ta_main(void)
 		back += r.r0;
 	}
 	ta_verdict("hv-withdraw", "st %lld pages %llu", (long long)r.st, (unsigned long long)back);
+	probe_pool(pool, false);
 	stats("hv-stats-end");
 }
