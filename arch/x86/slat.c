@@ -2,6 +2,7 @@
 //
 // The x86 primary VM's identity SLAT through the mm/ engine (see slat.h).
 #include "arch/x86/slat.h"
+#include "arch/x86/cpu.h"
 #include "arch/x86/hv.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -125,8 +126,11 @@ uint64_t x86_slat_teardown(struct x86_slat *s, struct s2_stats *work)
 // so a CPU the shooter sees outside guest mode enters with the new
 // generation and flushes: the shooter waits only for CPUs in guest mode that
 // have not acknowledged, after kicking them out (their exit clears in_guest).
-#define SLAT_SHOOT_SPINS (1u << 26) // pause loops before giving up on a CPU
-#define SLAT_REKICK	 (1u << 20) // a merged or lost NMI: kick again
+// A CPU gets SLAT_SHOOT_SECONDS of TSC time to answer (an emulator's vCPU
+// thread on a loaded host can be off its core for seconds; a pause-loop count
+// was too short there), with a new kick every SLAT_REKICK pauses.
+#define SLAT_SHOOT_SECONDS 20u
+#define SLAT_REKICK	   (1u << 20) // a merged or lost NMI: kick again
 
 static uint64_t slat_gen;
 static struct {
@@ -171,9 +175,11 @@ static void slat_shootdown(void)
 	for (unsigned i = 0; i < X86_MAX_CPUS; i++)
 		if (i != self && slat_cpu_stale(i, g))
 			x86_hv_kick_primary(i);
+	uint64_t hz = x86_primary.arch.tsc_hz ? x86_primary.arch.tsc_hz : 1000000000ull;
+	uint64_t deadline = rdtsc() + SLAT_SHOOT_SECONDS * hz;
 	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
 		uint32_t spins = 0;
-		while (i != self && slat_cpu_stale(i, g) && spins < SLAT_SHOOT_SPINS) {
+		while (i != self && slat_cpu_stale(i, g) && rdtsc() < deadline) {
 			if (++spins % SLAT_REKICK == 0)
 				x86_hv_kick_primary(i);
 			__asm__ volatile("pause");
