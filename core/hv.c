@@ -93,6 +93,28 @@ struct hv_vm *hv_vm_find(uint32_t id)
 	return NULL;
 }
 
+// ---- the primary's own SLAT over deposited pages (arch_hv_primary_*) ------------------
+static int hv_primary_result(int s2_err, const char *what, uint64_t pa, uint64_t pages)
+{
+	if (s2_err == S2_OK)
+		return HC_OK;
+	if (s2_err == S2_E_NOMEM)
+		return HC_E_NOMEM;
+	log_err("hv: cannot %s %llu pages at %#llx in the primary's SLAT (%d)\n", what,
+		(unsigned long long)pages, (unsigned long long)pa, s2_err);
+	return HC_E_INVAL;
+}
+
+static int hv_primary_unmap(uint64_t pa, uint64_t pages)
+{
+	return hv_primary_result(arch_hv_primary_unmap(pa, pages), "unmap", pa, pages);
+}
+
+static int hv_primary_map(uint64_t pa, uint64_t pages)
+{
+	return hv_primary_result(arch_hv_primary_map(pa, pages), "map", pa, pages);
+}
+
 // ---- DEPOSIT / WITHDRAW ------------------------------------------------------------------
 // Every page must be the primary's RAM (checked first: nothing changes on a
 // refusal). The pages leave the primary's own SLAT before Slat writes a byte
@@ -111,7 +133,7 @@ static int hv_deposit(uint64_t pa, uint64_t n, uint64_t *bad)
 			return r;
 		}
 	}
-	int r = arch_hv_primary_unmap(pa, n);
+	int r = hv_primary_unmap(pa, n);
 	if (r)
 		return r; // HC_E_NOMEM: the primary's table pool; nothing changed
 	hv_depot_add(&hv.depot, pa, n);
@@ -122,7 +144,7 @@ static int hv_deposit(uint64_t pa, uint64_t n, uint64_t *bad)
 			log_err("hv: deposit rollback found %llu of %llu pages\n",
 				(unsigned long long)back, (unsigned long long)n);
 		// The unmap just freed (or kept) the tables this needs.
-		if (arch_hv_primary_map(pa, n))
+		if (hv_primary_map(pa, n))
 			log_err("hv: deposit rollback cannot map %llu pages at %#llx back into "
 				"the primary\n",
 				(unsigned long long)n, (unsigned long long)pa);
@@ -143,10 +165,10 @@ static int hv_remap(const uint64_t *pfn, uint64_t n)
 		uint64_t len = 1;
 		while (i + len < n && pfn[i + len] == pfn[i] + len)
 			len++;
-		int r = arch_hv_primary_map(pfn[i] << OWN_FRAME_SHIFT, len);
+		int r = hv_primary_map(pfn[i] << OWN_FRAME_SHIFT, len);
 		if (r) {
 			for (uint64_t j = 0; j < i; j++)
-				if (arch_hv_primary_unmap(pfn[j] << OWN_FRAME_SHIFT, 1))
+				if (hv_primary_unmap(pfn[j] << OWN_FRAME_SHIFT, 1))
 					log_err("hv: withdraw rollback cannot unmap %#llx\n",
 						(unsigned long long)(pfn[j] << OWN_FRAME_SHIFT));
 			return r;
@@ -203,7 +225,7 @@ static int hv_withdraw(uint64_t list_pa, uint64_t max, uint64_t *given)
 	if (r) { // cannot happen: every page on the free list is claimed
 		log_err("hv: withdraw: release refused (%d)\n", r);
 		for (uint64_t i = 0; i < n; i++) { // Slat's again: out of the primary's map
-			if (arch_hv_primary_unmap(pfn[i] << OWN_FRAME_SHIFT, 1))
+			if (hv_primary_unmap(pfn[i] << OWN_FRAME_SHIFT, 1))
 				log_err("hv: withdraw: %#llx stays in the primary's map\n",
 					(unsigned long long)(pfn[i] << OWN_FRAME_SHIFT));
 			hv_depot_free(&hv.depot, pfn[i] << OWN_FRAME_SHIFT);

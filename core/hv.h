@@ -113,8 +113,8 @@ void arch_hv_relax(void);
 // still use a translation of the range (arm64: broadcast TLBI; x86: every CPU
 // in the primary's guest mode kicked and acknowledged). Both split large
 // leaves with table pages from the primary's pool in Slat's region;
-// all-or-nothing: HC_OK, or HC_E_NOMEM (that pool is empty) with nothing
-// changed, or HC_E_INVAL (the engine refused; logged).
+// all-or-nothing: the engine's S2_OK, or S2_E_NOMEM (that pool is empty)
+// with nothing changed, or another S2_E_* (core logs it).
 int arch_hv_primary_unmap(uint64_t pa, uint64_t pages);
 int arch_hv_primary_map(uint64_t pa, uint64_t pages);
 // Table pages the primary's SLAT holds beyond its boot-time build (the splits

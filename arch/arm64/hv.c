@@ -108,25 +108,14 @@ bool arch_hv_flush_vm(struct vm *vm)
 }
 
 // The primary's own stage-2 over deposited pages (s2.c).
-static int hv_primary_result(int err, const char *what, uint64_t pa, uint64_t pages)
-{
-	if (!err)
-		return HC_OK;
-	if (err == S2_E_NOMEM)
-		return HC_E_NOMEM;
-	log_err("arm64: cannot %s %llu pages at %#llx in the primary's stage-2 (%d)\n", what,
-		(unsigned long long)pages, (unsigned long long)pa, err);
-	return HC_E_INVAL;
-}
-
 int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
 {
-	return hv_primary_result(arm64_s2_primary_unmap(pa, pages * 4096), "unmap", pa, pages);
+	return arm64_s2_primary_unmap(pa, pages * 4096);
 }
 
 int arch_hv_primary_map(uint64_t pa, uint64_t pages)
 {
-	return hv_primary_result(arm64_s2_primary_map(pa, pages * 4096), "map", pa, pages);
+	return arm64_s2_primary_map(pa, pages * 4096);
 }
 
 uint64_t arch_hv_primary_tables(void)

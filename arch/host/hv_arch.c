@@ -111,11 +111,11 @@ static int host_primary_op(uint64_t pa, uint64_t pages, int unmap)
 {
 	if (host_hv_primary_fail) {
 		host_hv_primary_fail--;
-		return HC_E_NOMEM;
+		return S2_E_NOMEM;
 	}
 	if (host_hv_nranges < HOST_HV_RANGES)
 		host_hv_ranges[host_hv_nranges++] = (struct host_hv_range){pa, pages, unmap};
-	return HC_OK;
+	return S2_OK;
 }
 
 int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)

@@ -2,7 +2,7 @@
 //
 // core/hv.h's arch_hv_* on x86, shared by the back ends (hv.h): the entry
 // loop of VCPU_RUN and the calls that only forward to the back end. Until a
-// back end installs its operations (x86_hv_setup, before hv_init) core never
+// back end installs its operations (x86_hv_start, which starts hv_init) core never
 // calls in here: hv_init was not called and every hypercall answers
 // HC_E_UNKNOWN.
 #include "arch/x86/cpu.h"
@@ -10,13 +10,52 @@
 #include "arch/x86/hv.h"
 #include "arch/x86/slat.h"
 #include "core/log.h"
+#include "core/plan.h"
 #include "core/mem.h"
 
 static const struct x86_hv_ops *hv_ops;
 
-void x86_hv_setup(const struct x86_hv_ops *ops)
+bool x86_hv_start(const struct x86_hv_ops *ops, const struct slat_plan *plan)
 {
+	static uint64_t ram[PLAN_MAX_RANGES][2], slat[1][2];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < plan->n_ranges; i++) {
+		if (plan->ranges[i].kind != PLAN_MEM_NORMAL)
+			continue;
+		ram[n][0] = plan->ranges[i].base;
+		ram[n][1] = plan->ranges[i].size;
+		n++;
+	}
+	slat[0][0] = plan->region.base;
+	slat[0][1] = plan->region.size;
 	hv_ops = ops;
+	const struct hv_boot b = {.ram = ram,
+				  .nram = n,
+				  .slat = slat,
+				  .nslat = 1,
+				  .abi = HC_ABI_X86,
+				  .ncpus = X86_MAX_CPUS};
+	return hv_init(&b) == 0;
+}
+
+bool x86_hv_read_phys(struct vcpu *v, uint64_t gpa, void *buf, unsigned len)
+{
+	uint8_t *dst = buf;
+
+	while (len) {
+		unsigned chunk = 4096 - (unsigned)(gpa & 0xfff);
+		uint64_t hpa;
+		if (chunk > len)
+			chunk = len;
+		if (!x86_hv_gpa_to_hpa(v->arch.hv.root_pa, gpa, false, &hpa) ||
+		    region_overlaps(&x86_primary.hidden, hpa, chunk) ||
+		    hpa + chunk > x86_primary.arch.host_map_top)
+			return false;
+		memcpy(dst, (const void *)(uintptr_t)hpa, chunk);
+		gpa += chunk, dst += chunk, len -= chunk;
+	}
+	return true;
 }
 
 const struct x86_hv_ops *x86_hv_ops_of(void)
@@ -179,25 +218,14 @@ void x86_hv_kick_primary(unsigned pcpu)
 }
 
 // ---- deposited pages out of the primary's SLAT (arch/x86/slat.c) -------------------
-static int hv_primary_result(int err, const char *what, uint64_t pa, uint64_t pages)
-{
-	if (!err)
-		return HC_OK;
-	if (err == S2_E_NOMEM)
-		return HC_E_NOMEM;
-	log_err("x86: cannot %s %llu pages at %#llx in the primary's SLAT (%d)\n", what,
-		(unsigned long long)pages, (unsigned long long)pa, err);
-	return HC_E_INVAL;
-}
-
 int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
 {
-	return hv_primary_result(x86_slat_primary_unmap(pa, pages * 4096), "unmap", pa, pages);
+	return x86_slat_primary_unmap(pa, pages * 4096);
 }
 
 int arch_hv_primary_map(uint64_t pa, uint64_t pages)
 {
-	return hv_primary_result(x86_slat_primary_map(pa, pages * 4096), "map", pa, pages);
+	return x86_slat_primary_map(pa, pages * 4096);
 }
 
 uint64_t arch_hv_primary_tables(void)

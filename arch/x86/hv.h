@@ -39,8 +39,10 @@ struct x86_hv_ops {
 	void (*kick)(unsigned pcpu);
 };
 
-// Installed by the back end at boot, before hv_init (svm.c).
-void x86_hv_setup(const struct x86_hv_ops *ops);
+// The back end's start at boot: installs its operations and starts core's
+// secondary-VM layer with the plan's RAM (Normal ranges) and Slat's region.
+struct slat_plan;
+bool x86_hv_start(const struct x86_hv_ops *ops, const struct slat_plan *plan);
 const struct x86_hv_ops *x86_hv_ops_of(void);
 
 // What the exit policy decided.
@@ -75,5 +77,9 @@ void x86_hv_kick_primary(unsigned pcpu);
 // Guest-physical -> host-physical through the vCPU's SLAT root (the pages
 // the guest reached before: its code and page tables). False when unmapped.
 bool x86_hv_gpa_to_hpa(uint64_t root, uint64_t gpa, bool write, uint64_t *hpa);
+// x86_vcpu_ops.read_phys of both back ends: guest-physical memory through the
+// vCPU's SLAT (EPT's R/W bits sit where NPT's P/RW do, so one walker reads
+// both), never Slat's region nor beyond the host's map.
+bool x86_hv_read_phys(struct vcpu *v, uint64_t gpa, void *buf, unsigned len);
 
 #endif

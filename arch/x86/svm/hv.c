@@ -402,27 +402,6 @@ static void op_complete_insn(struct vcpu *v, bool single_step)
 	*vmcb64(vmcb_of(v), VMCB_INT_SHADOW) &= ~1ull;
 }
 
-// Guest-physical memory through the vCPU's NPT (the pages its last entry
-// could reach); never Slat's region.
-static bool op_read_phys(struct vcpu *v, uint64_t gpa, void *buf, unsigned len)
-{
-	uint8_t *dst = buf;
-
-	while (len) {
-		unsigned chunk = 4096 - (unsigned)(gpa & 0xfff);
-		uint64_t hpa;
-		if (chunk > len)
-			chunk = len;
-		if (!x86_hv_gpa_to_hpa(v->arch.hv.root_pa, gpa, false, &hpa) ||
-		    region_overlaps(&x86_primary.hidden, hpa, chunk) ||
-		    hpa + chunk > x86_primary.arch.host_map_top)
-			return false;
-		memcpy(dst, (const void *)(uintptr_t)hpa, chunk);
-		gpa += chunk, dst += chunk, len -= chunk;
-	}
-	return true;
-}
-
 static const struct x86_vcpu_ops svm_hv_vcpu_ops = {
     .read_cr = op_read_cr,
     .read_efer = op_read_efer,
@@ -432,7 +411,7 @@ static const struct x86_vcpu_ops svm_hv_vcpu_ops = {
     .inject = op_inject,
     .insn_len = op_insn_len,
     .complete_insn = op_complete_insn,
-    .read_phys = op_read_phys,
+    .read_phys = x86_hv_read_phys,
 };
 
 static const struct x86_hv_ops svm_hv_ops = {
@@ -452,9 +431,6 @@ static const struct x86_hv_ops svm_hv_ops = {
 // ---- boot -----------------------------------------------------------------------------
 bool svm_hv_init(struct region *r, const struct slat_plan *plan)
 {
-	static uint64_t ram[PLAN_MAX_RANGES][2], slat[1][2];
-	unsigned n = 0;
-
 	if (!x86_hv_fpu_setup(svm_host.xsave))
 		return false;
 	svm_hv.iopm_pa = region_alloc(r, 3, 4096);
@@ -466,21 +442,5 @@ bool svm_hv_init(struct region *r, const struct slat_plan *plan)
 	}
 	memset((void *)(uintptr_t)svm_hv.iopm_pa, 0xff, 3 * 4096);
 	memset((void *)(uintptr_t)svm_hv.msrpm_pa, 0xff, 2 * 4096);
-	for (unsigned i = 0; i < plan->n_ranges; i++) {
-		if (plan->ranges[i].kind != PLAN_MEM_NORMAL)
-			continue;
-		ram[n][0] = plan->ranges[i].base;
-		ram[n][1] = plan->ranges[i].size;
-		n++;
-	}
-	slat[0][0] = plan->region.base;
-	slat[0][1] = plan->region.size;
-	x86_hv_setup(&svm_hv_ops);
-	const struct hv_boot b = {.ram = ram,
-				  .nram = n,
-				  .slat = slat,
-				  .nslat = 1,
-				  .abi = HC_ABI_X86,
-				  .ncpus = X86_MAX_CPUS};
-	return hv_init(&b) == 0;
+	return x86_hv_start(&svm_hv_ops, plan);
 }
