@@ -12,6 +12,8 @@
 // an INTR exit and GIF = 0 after #VMEXIT keeps them pending until the
 // primary runs again; clear, they wait until the primary enables them.
 
+#include "arch/x86/gprs.S.h"
+
 	.text
 	.globl	svm_hv_run_once
 svm_hv_run_once:
@@ -27,20 +29,7 @@ svm_hv_run_once:
 	push	%rcx			// 8(%rsp): VMCB
 	push	%r8			// (%rsp): set IF for the VMRUN?
 	mov	%rdx, %rax
-	mov	8*1(%rax), %rcx
-	mov	8*2(%rax), %rdx
-	mov	8*3(%rax), %rbx
-	mov	8*5(%rax), %rbp
-	mov	8*6(%rax), %rsi
-	mov	8*7(%rax), %rdi
-	mov	8*8(%rax), %r8
-	mov	8*9(%rax), %r9
-	mov	8*10(%rax), %r10
-	mov	8*11(%rax), %r11
-	mov	8*12(%rax), %r12
-	mov	8*13(%rax), %r13
-	mov	8*14(%rax), %r14
-	mov	8*15(%rax), %r15
+	GUEST_GPRS_LOAD %rax
 	mov	8(%rsp), %rax
 	vmload	%rax
 	cmpq	$0, (%rsp)
@@ -51,20 +40,7 @@ svm_hv_run_once:
 	// #VMEXIT restored the host's RAX (the VMCB), RSP and RFLAGS.
 	vmsave	%rax
 	mov	16(%rsp), %rax
-	mov	%rcx, 8*1(%rax)
-	mov	%rdx, 8*2(%rax)
-	mov	%rbx, 8*3(%rax)
-	mov	%rbp, 8*5(%rax)
-	mov	%rsi, 8*6(%rax)
-	mov	%rdi, 8*7(%rax)
-	mov	%r8, 8*8(%rax)
-	mov	%r9, 8*9(%rax)
-	mov	%r10, 8*10(%rax)
-	mov	%r11, 8*11(%rax)
-	mov	%r12, 8*12(%rax)
-	mov	%r13, 8*13(%rax)
-	mov	%r14, 8*14(%rax)
-	mov	%r15, 8*15(%rax)
+	GUEST_GPRS_STORE %rax
 	add	$24, %rsp
 	pop	%r15
 	pop	%r14

@@ -5,6 +5,8 @@
 // Microsoft x64 calling convention (slat.efi is a PE image): first argument
 // in RCX; RBX, RBP, RDI, RSI, R12-R15 are callee-saved.
 
+#include "arch/x86/gprs.S.h"
+
 // struct svm_cpu offsets (svm.h)
 #define C_VMCB_PA    0
 #define C_GPRS	     8
@@ -112,40 +114,14 @@ svm_run:
 	vmload	%rax
 1:	mov	(%rsp), %rax
 	mov	C_GPRS(%rax), %rax
-	mov	8*1(%rax), %rcx
-	mov	8*2(%rax), %rdx
-	mov	8*3(%rax), %rbx
-	mov	8*5(%rax), %rbp
-	mov	8*6(%rax), %rsi
-	mov	8*7(%rax), %rdi
-	mov	8*8(%rax), %r8
-	mov	8*9(%rax), %r9
-	mov	8*10(%rax), %r10
-	mov	8*11(%rax), %r11
-	mov	8*12(%rax), %r12
-	mov	8*13(%rax), %r13
-	mov	8*14(%rax), %r14
-	mov	8*15(%rax), %r15
+	GUEST_GPRS_LOAD %rax
 	mov	(%rsp), %rax
 	mov	C_VMCB_PA(%rax), %rax
 	vmrun	%rax
 	push	%rax
 	mov	8(%rsp), %rax
 	mov	C_GPRS(%rax), %rax
-	mov	%rcx, 8*1(%rax)
-	mov	%rdx, 8*2(%rax)
-	mov	%rbx, 8*3(%rax)
-	mov	%rbp, 8*5(%rax)
-	mov	%rsi, 8*6(%rax)
-	mov	%rdi, 8*7(%rax)
-	mov	%r8, 8*8(%rax)
-	mov	%r9, 8*9(%rax)
-	mov	%r10, 8*10(%rax)
-	mov	%r11, 8*11(%rax)
-	mov	%r12, 8*12(%rax)
-	mov	%r13, 8*13(%rax)
-	mov	%r14, 8*14(%rax)
-	mov	%r15, 8*15(%rax)
+	GUEST_GPRS_STORE %rax
 	pop	%rax
 	mov	(%rsp), %rcx
 	sub	$32, %rsp

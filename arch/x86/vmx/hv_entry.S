@@ -8,6 +8,8 @@
 // (VMfailValid / VMfailInvalid: the error is in the VMCS or there is none).
 // RBX, RBP, RDI, RSI, R12-R15 are preserved.
 
+#include "arch/x86/gprs.S.h"
+
 #define VMCS_HOST_RSP 0x6c14
 #define VMCS_HOST_RIP 0x6c16
 
@@ -28,23 +30,9 @@ vmx_hv_run_once:
 	lea	1f(%rip), %rbx
 	mov	$VMCS_HOST_RIP, %rax
 	vmwrite	%rbx, %rax
-	mov	%rdx, %r8		// launched?
 	mov	%rcx, %rax
-	mov	8*1(%rax), %rcx
-	mov	8*2(%rax), %rdx
-	mov	8*3(%rax), %rbx
-	mov	8*5(%rax), %rbp
-	mov	8*6(%rax), %rsi
-	mov	8*7(%rax), %rdi
-	mov	8*9(%rax), %r9
-	mov	8*10(%rax), %r10
-	mov	8*11(%rax), %r11
-	mov	8*12(%rax), %r12
-	mov	8*13(%rax), %r13
-	mov	8*14(%rax), %r14
-	mov	8*15(%rax), %r15
-	test	%r8, %r8
-	mov	8*8(%rax), %r8		// flags unchanged by MOV
+	test	%rdx, %rdx		// launched? (the loads below leave the flags alone)
+	GUEST_GPRS_LOAD %rax
 	mov	(%rax), %rax
 	jnz	2f
 	vmlaunch
@@ -56,20 +44,7 @@ vmx_hv_run_once:
 1:	// VM exit: RSP is the host RSP written above.
 	push	%rax
 	mov	8(%rsp), %rax
-	mov	%rcx, 8*1(%rax)
-	mov	%rdx, 8*2(%rax)
-	mov	%rbx, 8*3(%rax)
-	mov	%rbp, 8*5(%rax)
-	mov	%rsi, 8*6(%rax)
-	mov	%rdi, 8*7(%rax)
-	mov	%r8, 8*8(%rax)
-	mov	%r9, 8*9(%rax)
-	mov	%r10, 8*10(%rax)
-	mov	%r11, 8*11(%rax)
-	mov	%r12, 8*12(%rax)
-	mov	%r13, 8*13(%rax)
-	mov	%r14, 8*14(%rax)
-	mov	%r15, 8*15(%rax)
+	GUEST_GPRS_STORE %rax
 	pop	%rcx
 	mov	%rcx, (%rax)
 	xor	%eax, %eax

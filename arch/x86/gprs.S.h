@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The guest GPR moves every x86 entry path shares (svm/svm_entry.S,
+// svm/hv_entry.S, vmx/hv_entry.S): the guest's registers in memory at \base
+// in enum x86_gpr order (8 bytes each: RAX, RCX, RDX, RBX, RSP, RBP, RSI,
+// RDI, R8..R15). RAX and RSP are not moved (the VMCB / VMCS and the caller
+// hold them); \base must be neither of the registers moved, so use %rax.
+// MOVs only: the flags are unchanged.
+
+.macro GUEST_GPRS_LOAD base
+	mov	8*1(\base), %rcx
+	mov	8*2(\base), %rdx
+	mov	8*3(\base), %rbx
+	mov	8*5(\base), %rbp
+	mov	8*6(\base), %rsi
+	mov	8*7(\base), %rdi
+	mov	8*8(\base), %r8
+	mov	8*9(\base), %r9
+	mov	8*10(\base), %r10
+	mov	8*11(\base), %r11
+	mov	8*12(\base), %r12
+	mov	8*13(\base), %r13
+	mov	8*14(\base), %r14
+	mov	8*15(\base), %r15
+.endm
+
+.macro GUEST_GPRS_STORE base
+	mov	%rcx, 8*1(\base)
+	mov	%rdx, 8*2(\base)
+	mov	%rbx, 8*3(\base)
+	mov	%rbp, 8*5(\base)
+	mov	%rsi, 8*6(\base)
+	mov	%rdi, 8*7(\base)
+	mov	%r8, 8*8(\base)
+	mov	%r9, 8*9(\base)
+	mov	%r10, 8*10(\base)
+	mov	%r11, 8*11(\base)
+	mov	%r12, 8*12(\base)
+	mov	%r13, 8*13(\base)
+	mov	%r14, 8*14(\base)
+	mov	%r15, 8*15(\base)
+.endm
