@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Slat's hypercall ABI, version 1.1 (docs/hypercalls.md): the numbers and
+// Slat's hypercall ABI, version 1.0 (docs/hypercalls.md): the numbers and
 // layouts shared by Slat and by the primary's Linux module (linux/slat/),
 // which includes this file as it is. Only fixed-width types; no functions.
 //
@@ -17,7 +17,7 @@
 #endif
 
 #define HC_ABI_MAJOR 1u
-#define HC_ABI_MINOR 1u // 1.1: lazy slots, CPUID/MSR calls (additions only)
+#define HC_ABI_MINOR 0u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -46,12 +46,6 @@
 #define HC_VM_MAX	   ((1u << 30) - 1)	       // VM ids 1..HC_VM_MAX
 #define HC_VM_FLAG_DONATE  1u // the VM's slots are donated (refused in 1.0)
 #define HC_VM_FLAG_ZAP_ALL 2u // slot delete/move zaps everything (the old way: benchmarks)
-// 1.1, x86 only: the guest's CPUID exits to the VMM (HC_EXIT_CPUID) instead of
-// being answered by Slat's policy, so a VMM can give each vCPU its own table
-// (KVM_SET_CPUID2). Refused (HC_E_INVAL) on arm64.
-#define HC_VM_FLAG_CPUID_EXIT 4u
-#define HC_VM_FLAGS_ALL	      7u
-#define HC_FILL_MAX	      HC_LIST_MAX // frames in one SLOT_SET FILL
 
 enum hc_fn {
 	HC_VERSION_FN = 0x00,
@@ -66,12 +60,6 @@ enum hc_fn {
 	HC_VCPU_GET_REGS = 0x09, // same; Slat writes the page
 	HC_VM_STATS = 0x0a,	 // a0 = VM, a1 = page: struct hc_vm_stats
 	HC_HV_STATS = 0x0b,	 // a0 = page: struct hc_hv_stats
-	// 1.1, x86 only (HC_E_UNKNOWN on arm64):
-	HC_CPUID = 0x0c,    // a0 = leaf, a1 = subleaf: what Slat's policy answers a
-			    // secondary; r0 = eax | ebx << 32, r1 = ecx | edx << 32
-	HC_VCPU_MSR = 0x0d, // a0 = VM, a1 = vCPU, a2 = MSR index, a3 = 0 read / 1 write,
-			    // a4 = value (write); r0 = value (read). HC_E_INVAL: an MSR
-			    // Slat does not keep, or a value the guest's WRMSR would #GP on
 	HC_FN_COUNT,
 };
 
@@ -79,19 +67,7 @@ enum hc_slot_op {
 	HC_SLOT_ADD = 0,    // new slot at gpa backed by `count` listed frames
 	HC_SLOT_DELETE = 2, // slot-scoped zap, flush, frames back to the primary
 	HC_SLOT_MOVE = 3,   // same frames at a new gpa
-	// 1.1: lazy slots (KVM's model: the VMM pins a page when the guest first
-	// touches it and unpins it when its own mapping changes).
-	HC_SLOT_ADD_EMPTY = 4, // a3 = gpa, a4 = 0, a5 = pages (1..HC_SLOT_MAX_PAGES):
-			       // a slot whose frames are all absent; a guest access to an
-			       // absent frame exits HC_EXIT_MEMFAULT
-	HC_SLOT_FILL = 5,      // a3 = first page index in the slot, a4 = list page,
-			       // a5 = count (1..HC_FILL_MAX): frames for absent pages
-			       // (HC_E_EXISTS if one is present; ownership as ADD)
-	HC_SLOT_DROP = 6,      // a3 = first page index, a4 = 0, a5 = count: present
-			       // frames in the range become absent (slot-scoped zap of
-			       // the range, flush), then go back to the primary; r0 =
-			       // frames dropped. Absent pages in the range are skipped.
-	HC_SLOT_OP_COUNT = 7,
+	HC_SLOT_OP_COUNT = 4,
 };
 
 // Status in x0 / RAX: 0 or one of these.
@@ -124,9 +100,6 @@ enum hc_exit {
 	HC_EXIT_PREEMPTED = 6, // a physical interrupt for the primary: run again
 	HC_EXIT_FAIL_ENTRY = 7,
 	HC_EXIT_INTERNAL = 8, // Slat could not handle the exit (hw_reason says what)
-	HC_EXIT_MEMFAULT = 9, // 1.1: an access to an absent frame of a lazy slot
-	HC_EXIT_CPUID = 10,   // 1.1: x86 CPUID with HC_VM_FLAG_CPUID_EXIT; the VMM
-			      // fills u.cpuid.out, the next RUN completes it
 };
 
 // The run page of VCPU_RUN (a primary page): Slat writes the exit's details
@@ -159,17 +132,6 @@ struct hc_run {
 			uint64_t hw_reason; // the hardware's own exit code, for diagnostics
 			uint64_t info[2];
 		} fail;
-		struct {
-			uint64_t gpa;	 // the faulting guest-physical address
-			uint32_t slot;	 // the lazy slot holding it
-			uint32_t index;	 // page index of gpa in the slot
-			uint8_t is_write; // 1: write (or unknown), 0: read or fetch
-			uint8_t pad[7];
-		} memfault;
-		struct {
-			uint32_t leaf, subleaf; // EAX, ECX at the CPUID
-			uint32_t out[4];	// EAX, EBX, ECX, EDX: the VMM fills them
-		} cpuid;
 	} u;
 };
 
@@ -235,8 +197,6 @@ struct hc_hv_stats {
 	// Table pages the primary's own SLAT gained by unmapping deposited
 	// pages (splits of large leaves; from Slat's region, not the deposit).
 	uint64_t primary_tables;
-	// 1.1: the guest-physical width a secondary gets (its SLAT's input size).
-	uint64_t gpa_bits;
 };
 
 #endif
