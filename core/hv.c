@@ -85,6 +85,22 @@ int hv_primary_page(uint64_t pa, void **out)
 	return HC_OK;
 }
 
+bool hv_primary_fault_retry(struct vcpu *v, uint64_t pa)
+{
+	uint64_t pfn = pa >> OWN_FRAME_SHIFT;
+	enum own_state st;
+	uint32_t vm;
+
+	if (!__atomic_load_n(&hv.ready, __ATOMIC_ACQUIRE) ||
+	    own_get(&hv.own, pfn, &st, &vm) != OWN_OK || st != OWN_PRIMARY)
+		return false;
+	if (v->fault_retry_pfn != pfn + 1) {
+		v->fault_retry_pfn = pfn + 1; // + 1: frame 0 is a frame too
+		v->fault_retries = 0;
+	}
+	return ++v->fault_retries <= HV_FAULT_RETRIES;
+}
+
 struct hv_vm *hv_vm_find(uint32_t id)
 {
 	for (struct hv_vm *v = hv.vms; v; v = v->next)

@@ -78,6 +78,15 @@ void hv_page_free(struct vm *vm, uint64_t pa);
 // Printed with the primary's exit summary: where every deposited page is.
 void hv_print_summary(void);
 
+// A fault of the primary on its own SLAT at `pa` (arch -> core): true when
+// the ownership table gives the frame to the primary, so the SLAT must map
+// it and the fault is the window of a concurrent DEPOSIT / WITHDRAW changing
+// the primary's SLAT (break-before-make of a split block on another CPU): the
+// caller lets the access retry. Bounded per vCPU: after HV_FAULT_RETRIES
+// consecutive faults on the same frame it answers false (report and inject).
+#define HV_FAULT_RETRIES (1u << 16)
+bool hv_primary_fault_retry(struct vcpu *v, uint64_t pa);
+
 // ---- core -> arch ----------------------------------------------------------------
 
 // Fills fmt, ia_bits and caps of a secondary VM's SLAT (the rest is core's).

@@ -70,6 +70,9 @@ struct vcpu {
 	int state;	// enum vcpu_state (atomic)
 	bool entered;	// has entered the guest at least once (atomic)
 	uint64_t exits[EXIT_REASONS];
+	// hv_primary_fault_retry(): the frame (+ 1) faulted on last, and how often
+	uint64_t fault_retry_pfn;
+	uint32_t fault_retries;
 	struct vcpu_arch arch;
 };
 

@@ -9,6 +9,7 @@
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/exit_reason.h"
 #include "arch/arm64/hyp.h"
+#include "core/hv.h"
 #include "core/log.h"
 
 // Vector offsets of VBAR_EL1 (Arm ARM D1.10.2) for a synchronous exception.
@@ -70,6 +71,8 @@ static void handle_stage2_fault(struct vcpu *v, struct arm64_frame *f, uint64_t 
 
 	if (vm_is_shutting_down(v->vm))
 		arm64_park(); // the stage-2 is gone: this CPU has nothing left to run
+	if (hv_primary_fault_retry(v, ipa))
+		return; // another CPU is changing this entry (break-before-make): retry
 	if (vm_fault_first_report(ipa >> 12)) {
 		bool ours = region_overlaps(&v->vm->hidden, ipa, 1);
 		log_warn("slat: stage-2 fault on %s at IPA 0x%llx (VA 0x%llx, %s %s at EL%u, ESR "

@@ -259,6 +259,8 @@ enum x86_action x86_handle_io(struct vcpu *v, const struct x86_io *io)
 // ---- second-level violations ------------------------------------------------------
 enum x86_action x86_handle_slat_violation(struct vcpu *v, uint64_t gpa, bool write, bool fetch)
 {
+	if (hv_primary_fault_retry(v, gpa))
+		return X86_CONTINUE; // another CPU is changing this entry: retry the access
 	if (vm_fault_first_report(gpa >> 12)) {
 		bool ours = region_overlaps(&v->vm->hidden, gpa, 1);
 		log_warn("slat: %s fault on %s at GPA 0x%llx (%s at CPL %u, RIP 0x%llx, vcpu%u): "

@@ -656,6 +656,28 @@ static void test_primary_map_nomem(void **state)
 	}
 }
 
+// A primary fault on its own SLAT: retried (a concurrent break-before-make)
+// exactly HV_FAULT_RETRIES times in a row on a frame the primary owns; never
+// on a deposited frame, Slat's region or beyond RAM; the count restarts on
+// another frame.
+static void test_primary_fault_retry(void **state)
+{
+	struct vcpu v = {0};
+	uint64_t own = prim_page(), own2 = prim_page(), dep = deposit(8);
+	unsigned n = 0;
+
+	while (hv_primary_fault_retry(&v, own + 0x18))
+		assert_true(++n <= HV_FAULT_RETRIES);
+	assert_int_equal(n, HV_FAULT_RETRIES);
+	assert_true(hv_primary_fault_retry(&v, own2)); // another frame: counted anew
+	assert_true(hv_primary_fault_retry(&v, own));
+	assert_false(hv_primary_fault_retry(&v, dep));		      // deposited: Slat's
+	assert_false(hv_primary_fault_retry(&v, dep + 7 * PG));	      // the last one too
+	assert_false(hv_primary_fault_retry(&v, (uint64_t)(uintptr_t)slat_mem)); // Slat's region
+	assert_false(hv_primary_fault_retry(&v, ram_pa + RAM_SIZE));   // beyond RAM
+	assert_false(hv_primary_fault_retry(&v, 0));		      // not RAM
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -669,6 +691,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_run_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fuzz_calls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_primary_map_nomem, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_primary_fault_retry, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
