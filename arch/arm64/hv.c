@@ -17,9 +17,16 @@
 #include "core/hv.h"
 #include "core/log.h"
 
-#define HV_IPA_BITS 39 // a one-page level-1 root (core's pages come one at a time)
+// A secondary's IPA width. Core's pages come one at a time, so the stage-2
+// root must be one page: 44 bits (a level-0 root of 32 entries) where the
+// CPU's PA range reaches 44 bits, which covers KVM's default 40-bit IPA (VM
+// type 0 of the KVM API); 39 bits (a full level-1 root) otherwise.
+#define HV_IPA_BITS_WIDE   44u
+#define HV_IPA_BITS_NARROW 39u
+#define HV_PARANGE_44	   4u // ID_AA64MMFR0_EL1.PARange encoding of 44 bits
 
-static uint64_t hv_vtcr; // VTCR_EL2 of every secondary (arm64_hv_boot)
+static uint64_t hv_vtcr;	 // VTCR_EL2 of every secondary (arm64_hv_boot)
+static unsigned hv_ipa_bits = HV_IPA_BITS_NARROW;
 
 // ---- boot and small contract pieces -------------------------------------------------
 
@@ -43,9 +50,10 @@ void arm64_hv_boot_ranges(const uint64_t (*ram)[2], unsigned nram)
 	static uint64_t slat[1][2];
 	struct s2_geom g;
 
-	if (!s2_fmt_geom(&s2_fmt_arm64_4k, HV_IPA_BITS, &g) || g.root_pages != 1) {
+	hv_ipa_bits = hv_ps() >= HV_PARANGE_44 ? HV_IPA_BITS_WIDE : HV_IPA_BITS_NARROW;
+	if (!s2_fmt_geom(&s2_fmt_arm64_4k, hv_ipa_bits, &g) || g.root_pages != 1) {
 		log_err("arm64: no one-page stage-2 root for %u-bit IPAs; no secondary VMs\n",
-			HV_IPA_BITS);
+			hv_ipa_bits);
 		return;
 	}
 	hv_vtcr = arm64_s2_vtcr(&g, hv_ps());
@@ -67,7 +75,7 @@ void arm64_hv_boot_ranges(const uint64_t (*ram)[2], unsigned nram)
 void arch_hv_s2_config(struct s2_vm_config *cfg)
 {
 	cfg->fmt = &s2_fmt_arm64_4k;
-	cfg->ia_bits = HV_IPA_BITS;
+	cfg->ia_bits = hv_ipa_bits;
 	cfg->caps = S2_CAP_BBM; // no FWB, no range TLBI (as the primary's)
 }
 
