@@ -22,6 +22,9 @@ LIBARCH := $(L)/tests/slatlib_x86.c
 endif
 
 PROGS := slat-vmtest slat-killtest slat-fuzz slat-bench
+ifeq ($(GARCH),aarch64)
+PROGS += slat-kvm-check # /dev/kvm is offered on arm64 only (docs/kvm-api.md)
+endif
 LIBSRC := $(L)/tests/slatlib.c $(LIBARCH)
 LIBHDR := $(L)/tests/slatlib.h $(L)/slat/slat_uapi.h $(ABI) $(L)/guest/job.h
 UCFLAGS := -static -O2 -Wall -Wextra -Werror -std=gnu11 -pthread -I$(TOP) -I$(L)/slat -I$(L)/guest

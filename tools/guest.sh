@@ -76,7 +76,8 @@ fetch_kernel() {
 
 build_initramfs() {
 	local inputs stamp root
-	inputs=("$top/tools/guest-init.sh" "$top"/tests/guest/*.sh "$busybox" "$out"/slat/*)
+	inputs=("$top/tools/guest-init.sh" "$top"/tests/guest/*.sh "$busybox" "$out"/slat/*
+		"$out"/kvm-selftests/*)
 	stamp="$out/initrd.img"
 	if [ -f "$stamp" ]; then
 		local newer=0 f
@@ -105,6 +106,9 @@ build_initramfs() {
 	mkdir -p "$root/lib/modules" "$root/slat"
 	cp "$out/slat/slat.ko" "$root/lib/modules/"
 	cp "$out/slat/guest.bin" "$out"/slat/slat-* "$root/slat/"
+	# Linux's KVM selftests, built from Debian's linux-source (tools/kvm-selftests.sh)
+	mkdir -p "$root/kvm"
+	cp "$out"/kvm-selftests/* "$root/kvm/"
 	chmod 755 "$root/init" "$root"/tests/*.sh
 	# The busybox applets used by /init and the tests; the rest come from --install.
 	ln -s busybox "$root/bin/sh"
@@ -116,5 +120,6 @@ build_initramfs() {
 
 fetch_kernel
 bash "$top/tools/linux-build.sh" "$arch"
+bash "$top/tools/kvm-selftests.sh" "$arch"
 build_initramfs
 log "$arch ready: $(cat "$out/kernel.version"), $(du -h "$out/initrd.img" | cut -f1) initramfs"

@@ -25,7 +25,7 @@
 #define HV_IPA_BITS_NARROW 39u
 #define HV_PARANGE_44	   4u // ID_AA64MMFR0_EL1.PARange encoding of 44 bits
 
-static uint64_t hv_vtcr;	 // VTCR_EL2 of every secondary (arm64_hv_boot)
+static uint64_t hv_vtcr; // VTCR_EL2 of every secondary (arm64_hv_boot)
 static unsigned hv_ipa_bits = HV_IPA_BITS_NARROW;
 
 // ---- boot and small contract pieces -------------------------------------------------

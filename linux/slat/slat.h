@@ -59,6 +59,7 @@ extern u64 slat_hv_version;
 struct slat_vm {
 	struct kref ref;
 	u32 id;		     /* Slat's VM id */
+	u64 gpa_limit;	     /* /dev/kvm: slots must end at or below (0: Slat's own check) */
 	struct mutex lock;   /* slots and vCPU creation */
 	struct xarray slots; /* slot index -> struct slat_mslot */
 	struct xarray vcpus; /* index -> 1 once created */
@@ -71,11 +72,31 @@ struct slat_mslot {
 };
 
 int slat_vm_create_fd(u32 flags);
+/* A VM in Slat and its record (one reference), or an ERR_PTR. */
+struct slat_vm *slat_vm_new(u32 flags, u32 vcpu_limit);
 void slat_vm_put(struct slat_vm *vm);
 int slat_slot_set(struct slat_vm *vm, const struct slat_slot *s);
 void slat_slots_release(struct slat_vm *vm); /* after VM_DESTROY: unpin all */
 
 /* ---- vCPUs (slat_vcpu.c) ---- */
+struct slat_vcpu {
+	struct slat_vm *vm;
+	u32 index;
+	struct page *run;  /* struct hc_run, shared with Slat */
+	struct mutex lock; /* one RUN / REGS call at a time */
+};
+
 int slat_vcpu_create_fd(struct slat_vm *vm, unsigned long index);
+/* A vCPU in Slat and its record (holding a VM reference), or an ERR_PTR. */
+struct slat_vcpu *slat_vcpu_new(struct slat_vm *vm, unsigned long index);
+void slat_vcpu_free(struct slat_vcpu *vc);
+/* VCPU_RUN until an exit for the VMM (hc_run.reason); -EINTR on a signal. */
+long slat_vcpu_run(struct slat_vcpu *vc);
+/* VCPU_SET_REGS / GET_REGS with a kernel buffer of slat_arch_regs_size. */
+int slat_vcpu_regs_k(struct slat_vcpu *vc, void *regs, bool set);
+
+/* ---- /dev/kvm (slat_kvm*.c) ---- */
+int slat_kvm_init(void);
+void slat_kvm_exit(void);
 
 #endif

@@ -200,6 +200,11 @@ static int __init slat_init(void)
 	rc = misc_register(&slat_misc);
 	if (rc)
 		return rc;
+	rc = slat_kvm_init();
+	if (rc) {
+		misc_deregister(&slat_misc);
+		return rc;
+	}
 	pr_info("slat: Slat ABI %llu.%llu, /dev/slat ready%s\n", r[0] >> 16, r[0] & 0xffff,
 		allow_raw_calls ? " (raw calls allowed)" : "");
 	return 0;
@@ -207,6 +212,7 @@ static int __init slat_init(void)
 
 static void __exit slat_exit(void)
 {
+	slat_kvm_exit();
 	misc_deregister(&slat_misc);
 	/* Every VM fd is closed (module references): withdraw the rest. */
 	slat_pool_withdraw_all();

@@ -15,15 +15,8 @@
 
 #include "slat.h"
 
-struct slat_vcpu {
-	struct slat_vm *vm;
-	u32 index;
-	struct page *run;  /* struct hc_run */
-	struct mutex lock; /* one RUN / REGS call at a time */
-};
-
 /* VCPU_RUN until an exit for the VMM; PREEMPTED: reschedule and go again. */
-static long slat_vcpu_run(struct slat_vcpu *vc)
+long slat_vcpu_run(struct slat_vcpu *vc)
 {
 	struct hc_run *run = page_address(vc->run);
 	u64 a[6] = {vc->vm->id, vc->index, slat_pa(vc->run)}, r[3];
@@ -51,26 +44,39 @@ static long slat_vcpu_run(struct slat_vcpu *vc)
 	}
 }
 
-static long slat_vcpu_regs(struct slat_vcpu *vc, void __user *up, bool set)
+/* Slat reads (SET) or writes (GET) the register page; `regs` is ours. */
+int slat_vcpu_regs_k(struct slat_vcpu *vc, void *regs, bool set)
 {
 	struct page *pg = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	u64 r[3];
 	long st;
-	int rc = 0;
 
 	if (!pg)
 		return -ENOMEM;
-	if (set && copy_from_user(page_address(pg), up, slat_arch_regs_size)) {
-		rc = -EFAULT;
-		goto out;
-	}
+	if (set)
+		memcpy(page_address(pg), regs, slat_arch_regs_size);
 	st = slat_call(set ? HC_VCPU_SET_REGS : HC_VCPU_GET_REGS, vc->vm->id, vc->index,
 		       slat_pa(pg), 0, 0, 0, r);
-	rc = slat_errno(st);
-	if (!rc && !set && copy_to_user(up, page_address(pg), slat_arch_regs_size))
-		rc = -EFAULT;
-out:
+	if (st == HC_OK && !set)
+		memcpy(regs, page_address(pg), slat_arch_regs_size);
 	__free_page(pg);
+	return slat_errno(st);
+}
+
+static long slat_vcpu_regs(struct slat_vcpu *vc, void __user *up, bool set)
+{
+	void *k = kzalloc(slat_arch_regs_size, GFP_KERNEL);
+	int rc = 0;
+
+	if (!k)
+		return -ENOMEM;
+	if (set && copy_from_user(k, up, slat_arch_regs_size))
+		rc = -EFAULT;
+	if (!rc)
+		rc = slat_vcpu_regs_k(vc, k, set);
+	if (!rc && !set && copy_to_user(up, k, slat_arch_regs_size))
+		rc = -EFAULT;
+	kfree(k);
 	return rc;
 }
 
@@ -101,14 +107,20 @@ static int slat_vcpu_mmap(struct file *f, struct vm_area_struct *vma)
 	return vm_insert_page(vma, vma->vm_start, vc->run);
 }
 
-static int slat_vcpu_close(struct inode *inode, struct file *f)
+/* The vCPU stays in Slat until VM_DESTROY; only the module's record goes. */
+void slat_vcpu_free(struct slat_vcpu *vc)
 {
-	struct slat_vcpu *vc = f->private_data;
+	struct slat_vm *vm = vc->vm;
 
 	/* Slat keeps no pointer to the run page between RUN calls. */
 	__free_page(vc->run);
-	slat_vm_put(vc->vm);
 	kfree(vc);
+	slat_vm_put(vm);
+}
+
+static int slat_vcpu_close(struct inode *inode, struct file *f)
+{
+	slat_vcpu_free(f->private_data);
 	return 0;
 }
 
@@ -121,22 +133,21 @@ static const struct file_operations slat_vcpu_fops = {
     .llseek = noop_llseek,
 };
 
-int slat_vcpu_create_fd(struct slat_vm *vm, unsigned long index)
+struct slat_vcpu *slat_vcpu_new(struct slat_vm *vm, unsigned long index)
 {
 	struct slat_vcpu *vc;
 	u64 r[3];
 	long st;
-	int fd;
 
 	if (index >= HC_MAX_VCPUS)
-		return -EINVAL;
+		return ERR_PTR(-EINVAL);
 	vc = kzalloc(sizeof(*vc), GFP_KERNEL);
 	if (!vc)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	vc->run = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	if (!vc->run) {
 		kfree(vc);
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	}
 	mutex_lock(&vm->lock);
 	st = slat_call(HC_VCPU_CREATE, vm->id, index, 0, 0, 0, 0, r);
@@ -144,18 +155,24 @@ int slat_vcpu_create_fd(struct slat_vm *vm, unsigned long index)
 	if (st != HC_OK) {
 		__free_page(vc->run);
 		kfree(vc);
-		return slat_errno(st);
+		return ERR_PTR(slat_errno(st));
 	}
 	vc->vm = vm;
 	vc->index = index;
 	mutex_init(&vc->lock);
 	kref_get(&vm->ref);
+	return vc;
+}
+
+int slat_vcpu_create_fd(struct slat_vm *vm, unsigned long index)
+{
+	struct slat_vcpu *vc = slat_vcpu_new(vm, index);
+	int fd;
+
+	if (IS_ERR(vc))
+		return PTR_ERR(vc);
 	fd = anon_inode_getfd("slat-vcpu", &slat_vcpu_fops, vc, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		/* The vCPU stays in Slat until VM_DESTROY; only our record goes. */
-		__free_page(vc->run);
-		kfree(vc);
-		slat_vm_put(vm);
-	}
+	if (fd < 0)
+		slat_vcpu_free(vc);
 	return fd;
 }

@@ -94,22 +94,21 @@ static const struct file_operations slat_vm_fops = {
     .llseek = noop_llseek,
 };
 
-int slat_vm_create_fd(u32 flags)
+struct slat_vm *slat_vm_new(u32 flags, u32 vcpu_limit)
 {
 	struct slat_vm *vm;
 	u64 r[3];
 	long st;
-	int fd;
 
-	if (max_vcpus < 1 || max_vcpus > HC_MAX_VCPUS)
-		return -EINVAL;
+	if (vcpu_limit < 1 || vcpu_limit > HC_MAX_VCPUS)
+		return ERR_PTR(-EINVAL);
 	vm = kzalloc(sizeof(*vm), GFP_KERNEL);
 	if (!vm)
-		return -ENOMEM;
-	st = slat_call(HC_VM_CREATE, flags, max_vcpus, 0, 0, 0, 0, r);
+		return ERR_PTR(-ENOMEM);
+	st = slat_call(HC_VM_CREATE, flags, vcpu_limit, 0, 0, 0, 0, r);
 	if (st != HC_OK) {
 		kfree(vm);
-		return slat_errno(st);
+		return ERR_PTR(slat_errno(st));
 	}
 	vm->id = (u32)r[0];
 	kref_init(&vm->ref);
@@ -117,6 +116,16 @@ int slat_vm_create_fd(u32 flags)
 	xa_init(&vm->slots);
 	xa_init(&vm->vcpus);
 	atomic64_inc(&slat_vms_alive);
+	return vm;
+}
+
+int slat_vm_create_fd(u32 flags)
+{
+	struct slat_vm *vm = slat_vm_new(flags, max_vcpus);
+	int fd;
+
+	if (IS_ERR(vm))
+		return PTR_ERR(vm);
 	fd = anon_inode_getfd("slat-vm", &slat_vm_fops, vm, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		slat_vm_put(vm);

@@ -671,11 +671,11 @@ static void test_primary_fault_retry(void **state)
 	assert_int_equal(n, HV_FAULT_RETRIES);
 	assert_true(hv_primary_fault_retry(&v, own2)); // another frame: counted anew
 	assert_true(hv_primary_fault_retry(&v, own));
-	assert_false(hv_primary_fault_retry(&v, dep));		      // deposited: Slat's
-	assert_false(hv_primary_fault_retry(&v, dep + 7 * PG));	      // the last one too
+	assert_false(hv_primary_fault_retry(&v, dep));		// deposited: Slat's
+	assert_false(hv_primary_fault_retry(&v, dep + 7 * PG)); // the last one too
 	assert_false(hv_primary_fault_retry(&v, (uint64_t)(uintptr_t)slat_mem)); // Slat's region
-	assert_false(hv_primary_fault_retry(&v, ram_pa + RAM_SIZE));   // beyond RAM
-	assert_false(hv_primary_fault_retry(&v, 0));		      // not RAM
+	assert_false(hv_primary_fault_retry(&v, ram_pa + RAM_SIZE));		 // beyond RAM
+	assert_false(hv_primary_fault_retry(&v, 0));				 // not RAM
 }
 
 int main(void)

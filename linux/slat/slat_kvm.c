@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/kvm over Slat (docs/kvm-api.md): the subset of the KVM API
+ * (Documentation/virt/kvm/api.rst, Linux 6.1) that KVM's selftests framework
+ * and small VMMs use, answered with Slat's secondary VMs. A KVM VM is a
+ * slat_vm, a KVM vCPU a slat_vcpu plus the struct kvm_run page the VMM
+ * mmaps; KVM_SET_USER_MEMORY_REGION is the module's memslots (slat_slot.c:
+ * the VMM's pages pinned and shared with the VM, the VMM keeps access).
+ * Capabilities Slat does not implement answer 0, ioctls it does not know
+ * -ENOTTY (system fd) or -EINVAL / -ENOTTY as KVM does, so a program skips
+ * what Slat lacks.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "slat_kvm.h"
+
+#define SLAT_KVM_API_VERSION 12 /* KVM_GET_API_VERSION: the only one there is */
+
+static unsigned int kvm_max_vcpus = 256;
+module_param(kvm_max_vcpus, uint, 0444);
+MODULE_PARM_DESC(kvm_max_vcpus, "/dev/kvm: KVM_CAP_MAX_VCPUS and MAX_VCPU_ID (1..1024)");
+
+static bool kvm_dev = true;
+module_param(kvm_dev, bool, 0444);
+MODULE_PARM_DESC(kvm_dev, "offer the KVM API on /dev/kvm (default on)");
+
+static long slat_kvm_check_extension(long cap)
+{
+	switch (cap) {
+	case KVM_CAP_USER_MEMORY:
+	case KVM_CAP_IMMEDIATE_EXIT:
+	case KVM_CAP_CHECK_EXTENSION_VM:
+		return 1;
+	case KVM_CAP_NR_MEMSLOTS:
+		return HC_MAX_SLOTS;
+	case KVM_CAP_MAX_VCPUS:
+	case KVM_CAP_MAX_VCPU_ID:
+		return kvm_max_vcpus;
+	case KVM_CAP_NR_VCPUS:
+		return min_t(long, num_online_cpus(), kvm_max_vcpus);
+	default:
+		return max(slat_kvm_arch_cap(cap), 0L);
+	}
+}
+
+/* ---- memory regions ---- */
+
+/* KVM's checks on kvm_userspace_memory_region (virt/kvm/kvm_main.c). */
+static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspace_memory_region *m)
+{
+	struct slat_slot s = {
+	    .slot = m->slot,
+	    .guest_phys_addr = m->guest_phys_addr,
+	    .memory_size = m->memory_size,
+	    .userspace_addr = m->userspace_addr,
+	};
+
+	/* Dirty logging and read-only slots are not implemented (caps 0). */
+	if (m->flags)
+		return -EINVAL;
+	/* Bits 31:16 are the address space: only x86's SMM has a second one. */
+	if (m->slot >> 16 || m->slot >= HC_MAX_SLOTS)
+		return -EINVAL;
+	if ((m->memory_size | m->guest_phys_addr | m->userspace_addr) & (PAGE_SIZE - 1))
+		return -EINVAL;
+	if (m->guest_phys_addr + m->memory_size < m->guest_phys_addr)
+		return -EINVAL;
+	if (m->memory_size &&
+	    !access_ok((void __user *)(unsigned long)m->userspace_addr, m->memory_size))
+		return -EINVAL;
+	/* arm64: a slot beyond the VM type's IPA size is -EFAULT, as in KVM. */
+	if (kvm->vm->gpa_limit && m->guest_phys_addr + m->memory_size > kvm->vm->gpa_limit)
+		return -EFAULT;
+	return slat_slot_set(kvm->vm, &s);
+}
+
+/* ---- vCPU fds ---- */
+
+/* The VMM's answer to the last exit goes into Slat's run page. */
+static void slat_kvm_pass_answer(struct slat_kvm_vcpu *v, struct hc_run *hr,
+				 const struct kvm_run *kr)
+{
+	u64 data = 0;
+
+	if (v->pending == HC_EXIT_MMIO && !hr->u.mmio.is_write) {
+		memcpy(&data, kr->mmio.data, min_t(u32, hr->u.mmio.len, sizeof(data)));
+		hr->u.mmio.data = data;
+	} else if (v->pending == HC_EXIT_IO && !hr->u.io.is_out) {
+		memcpy(&data, (const u8 *)kr + SLAT_KVM_PIO_OFFSET,
+		       min_t(u32, hr->u.io.size, sizeof(data)));
+		hr->u.io.data = data;
+	}
+}
+
+static void slat_kvm_internal(struct kvm_run *kr, const struct hc_run *hr)
+{
+	kr->exit_reason = KVM_EXIT_INTERNAL_ERROR;
+	kr->internal.suberror = KVM_INTERNAL_ERROR_EMULATION;
+	kr->internal.ndata = 3;
+	kr->internal.data[0] = hr->u.fail.hw_reason;
+	kr->internal.data[1] = hr->u.fail.info[0];
+	kr->internal.data[2] = hr->u.fail.info[1];
+}
+
+/* Slat's exit as KVM reports it: 1 the module answered it, run again; 0 to the VMM. */
+static int slat_kvm_translate(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
+{
+	int rc = slat_kvm_arch_exit(v, hr, kr);
+
+	if (rc < 0)
+		return rc;
+	if (rc == SLAT_KVM_REENTER)
+		return 1;
+	if (rc == SLAT_KVM_TO_VMM)
+		return 0;
+	v->pending = hr->reason;
+	switch (hr->reason) {
+	case HC_EXIT_MMIO:
+		kr->exit_reason = KVM_EXIT_MMIO;
+		kr->mmio.phys_addr = hr->u.mmio.gpa;
+		kr->mmio.len = hr->u.mmio.len;
+		kr->mmio.is_write = hr->u.mmio.is_write;
+		memset(kr->mmio.data, 0, sizeof(kr->mmio.data));
+		if (hr->u.mmio.is_write)
+			memcpy(kr->mmio.data, &hr->u.mmio.data,
+			       min_t(u32, hr->u.mmio.len, sizeof(kr->mmio.data)));
+		return 0;
+	case HC_EXIT_IO:
+		if (hr->u.io.count != 1 || hr->u.io.size > sizeof(hr->u.io.data))
+			break; /* string I/O: Slat gives no exit for it (docs) */
+		kr->exit_reason = KVM_EXIT_IO;
+		kr->io.direction = hr->u.io.is_out ? KVM_EXIT_IO_OUT : KVM_EXIT_IO_IN;
+		kr->io.size = hr->u.io.size;
+		kr->io.port = hr->u.io.port;
+		kr->io.count = 1;
+		kr->io.data_offset = SLAT_KVM_PIO_OFFSET;
+		if (hr->u.io.is_out)
+			memcpy((u8 *)kr + SLAT_KVM_PIO_OFFSET, &hr->u.io.data, hr->u.io.size);
+		return 0;
+	case HC_EXIT_HALT:
+		kr->exit_reason = KVM_EXIT_HLT;
+		return 0;
+	case HC_EXIT_SHUTDOWN:
+		kr->exit_reason = KVM_EXIT_SHUTDOWN;
+		return 0;
+	case HC_EXIT_FAIL_ENTRY:
+		kr->exit_reason = KVM_EXIT_FAIL_ENTRY;
+		kr->fail_entry.hardware_entry_failure_reason = hr->u.fail.hw_reason;
+		kr->fail_entry.cpu = raw_smp_processor_id();
+		return 0;
+	default:
+		break;
+	}
+	/* INTERNAL, or an exit this layer has no KVM form for. */
+	slat_kvm_internal(kr, hr);
+	return 0;
+}
+
+static long slat_kvm_run(struct slat_kvm_vcpu *v)
+{
+	struct kvm_run *kr = page_address(v->run);
+	struct hc_run *hr = page_address(v->vc->run);
+	long rc;
+
+	if (!v->inited)
+		return -ENOEXEC; /* arm64: KVM_ARM_VCPU_INIT first, as KVM says */
+	/*
+	 * KVM completes the last exit here and leaves exit_reason and its
+	 * fields as they were (the selftests read them again afterwards). The
+	 * answer is in hr already; Slat completes the access at the next
+	 * VCPU_RUN, so registers read in between show it not yet completed.
+	 */
+	slat_kvm_pass_answer(v, hr, kr);
+	if (READ_ONCE(kr->immediate_exit))
+		return -EINTR;
+	for (;;) {
+		rc = slat_vcpu_run(v->vc);
+		if (rc == -EINTR)
+			kr->exit_reason = KVM_EXIT_INTR;
+		if (rc)
+			return rc;
+		v->pending = 0;
+		rc = slat_kvm_translate(v, hr, kr);
+		if (rc <= 0)
+			return rc;
+	}
+}
+
+static long slat_kvm_vcpu_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+	struct slat_kvm_vcpu *v = f->private_data;
+	long rc;
+
+	if (mutex_lock_killable(&v->vc->lock))
+		return -EINTR;
+	if (cmd == KVM_RUN)
+		rc = arg ? -EINVAL : slat_kvm_run(v);
+	else
+		rc = slat_kvm_arch_vcpu_ioctl(v, cmd, (void __user *)arg);
+	mutex_unlock(&v->vc->lock);
+	return rc;
+}
+
+static int slat_kvm_vcpu_mmap(struct file *f, struct vm_area_struct *vma)
+{
+	struct slat_kvm_vcpu *v = f->private_data;
+
+	if (vma->vm_pgoff || vma->vm_end - vma->vm_start != SLAT_KVM_RUN_SIZE)
+		return -EINVAL;
+	vma->vm_flags |= VM_DONTEXPAND;
+	return vm_insert_page(vma, vma->vm_start, v->run);
+}
+
+static void slat_kvm_vcpu_free(struct slat_kvm_vcpu *v)
+{
+	slat_kvm_arch_vcpu_free(v);
+	__free_page(v->run);
+	slat_vcpu_free(v->vc);
+	kfree(v);
+}
+
+static int slat_kvm_vcpu_close(struct inode *inode, struct file *f)
+{
+	slat_kvm_vcpu_free(f->private_data);
+	return 0;
+}
+
+static const struct file_operations slat_kvm_vcpu_fops = {
+    .owner = THIS_MODULE,
+    .unlocked_ioctl = slat_kvm_vcpu_ioctl,
+    .mmap = slat_kvm_vcpu_mmap,
+    .release = slat_kvm_vcpu_close,
+    .llseek = noop_llseek,
+};
+
+static int slat_kvm_create_vcpu(struct slat_kvm_vm *kvm, unsigned long id)
+{
+	struct slat_kvm_vcpu *v;
+	int rc;
+
+	if (id >= kvm_max_vcpus)
+		return -EINVAL;
+	v = kzalloc(sizeof(*v), GFP_KERNEL);
+	if (!v)
+		return -ENOMEM;
+	v->run = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	v->vc = slat_vcpu_new(kvm->vm, id);
+	if (!v->run || IS_ERR(v->vc)) {
+		/* Slat's EXISTS for a second vCPU with this id is KVM's -EEXIST. */
+		rc = IS_ERR(v->vc) ? PTR_ERR(v->vc) : -ENOMEM;
+		if (!IS_ERR(v->vc))
+			slat_vcpu_free(v->vc);
+		if (v->run)
+			__free_page(v->run);
+		kfree(v);
+		return rc;
+	}
+	v->id = id;
+	rc = slat_kvm_arch_vcpu_create(v);
+	if (!rc)
+		rc = anon_inode_getfd("kvm-vcpu", &slat_kvm_vcpu_fops, v, O_RDWR | O_CLOEXEC);
+	if (rc < 0)
+		slat_kvm_vcpu_free(v);
+	return rc;
+}
+
+/* ---- VM fds ---- */
+
+static long slat_kvm_vm_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+	struct slat_kvm_vm *kvm = f->private_data;
+	void __user *up = (void __user *)arg;
+	struct kvm_userspace_memory_region m;
+	long rc;
+
+	switch (cmd) {
+	case KVM_SET_USER_MEMORY_REGION:
+		if (copy_from_user(&m, up, sizeof(m)))
+			return -EFAULT;
+		return slat_kvm_set_region(kvm, &m);
+	case KVM_CREATE_VCPU:
+		return slat_kvm_create_vcpu(kvm, arg);
+	case KVM_CHECK_EXTENSION:
+		return slat_kvm_check_extension(arg);
+	default:
+		rc = slat_kvm_arch_vm_ioctl(kvm, cmd, up);
+		/* KVM's VM fd answers an unknown ioctl with -ENOTTY too. */
+		return rc;
+	}
+}
+
+static int slat_kvm_vm_close(struct inode *inode, struct file *f)
+{
+	struct slat_kvm_vm *kvm = f->private_data;
+
+	slat_vm_put(kvm->vm);
+	kfree(kvm);
+	return 0;
+}
+
+static const struct file_operations slat_kvm_vm_fops = {
+    .owner = THIS_MODULE,
+    .unlocked_ioctl = slat_kvm_vm_ioctl,
+    .release = slat_kvm_vm_close,
+    .llseek = noop_llseek,
+};
+
+static int slat_kvm_create_vm(unsigned long type)
+{
+	struct slat_kvm_vm *kvm;
+	unsigned int ipa_bits = 0;
+	int rc = slat_kvm_arch_vm_type(type, &ipa_bits);
+
+	if (rc)
+		return rc;
+	kvm = kzalloc(sizeof(*kvm), GFP_KERNEL);
+	if (!kvm)
+		return -ENOMEM;
+	kvm->vm = slat_vm_new(0, kvm_max_vcpus);
+	if (IS_ERR(kvm->vm)) {
+		rc = PTR_ERR(kvm->vm);
+		kfree(kvm);
+		return rc;
+	}
+	kvm->ipa_bits = ipa_bits;
+	kvm->vm->gpa_limit = ipa_bits ? 1ull << ipa_bits : 0;
+	rc = anon_inode_getfd("kvm-vm", &slat_kvm_vm_fops, kvm, O_RDWR | O_CLOEXEC);
+	if (rc < 0) {
+		slat_vm_put(kvm->vm);
+		kfree(kvm);
+	}
+	return rc;
+}
+
+/* ---- /dev/kvm ---- */
+
+static long slat_kvm_dev_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+	switch (cmd) {
+	case KVM_GET_API_VERSION:
+		return arg ? -EINVAL : SLAT_KVM_API_VERSION;
+	case KVM_CHECK_EXTENSION:
+		return slat_kvm_check_extension(arg);
+	case KVM_GET_VCPU_MMAP_SIZE:
+		return arg ? -EINVAL : SLAT_KVM_RUN_SIZE;
+	case KVM_CREATE_VM:
+		return slat_kvm_create_vm(arg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations slat_kvm_dev_fops = {
+    .owner = THIS_MODULE,
+    .unlocked_ioctl = slat_kvm_dev_ioctl,
+    .llseek = noop_llseek,
+};
+
+static struct miscdevice slat_kvm_misc = {
+    .minor = KVM_MINOR,
+    .name = "kvm",
+    .fops = &slat_kvm_dev_fops,
+    .mode = 0666, /* as udev gives KVM's node to the kvm group; here no groups */
+};
+
+static bool slat_kvm_registered;
+
+int slat_kvm_init(void)
+{
+	int rc;
+
+	BUILD_BUG_ON(sizeof(struct kvm_run) > SLAT_KVM_PIO_OFFSET);
+	if (!kvm_dev)
+		return 0;
+	if (kvm_max_vcpus < 1 || kvm_max_vcpus > HC_MAX_VCPUS) {
+		pr_err("slat: kvm_max_vcpus=%u is not in 1..%u\n", kvm_max_vcpus, HC_MAX_VCPUS);
+		return -EINVAL;
+	}
+	if (!slat_kvm_arch_offered()) {
+		pr_info("slat: /dev/kvm is not offered on this architecture yet\n");
+		return 0;
+	}
+	rc = misc_register(&slat_kvm_misc);
+	if (rc) {
+		/* Linux's own KVM (a kernel booted at EL2 or with VMX/SVM) has it. */
+		pr_err("slat: /dev/kvm is taken (%d): KVM API not offered\n", rc);
+		return 0;
+	}
+	slat_kvm_registered = true;
+	pr_info("slat: /dev/kvm ready (KVM API %d, %u vCPUs, %u slots per VM)\n",
+		SLAT_KVM_API_VERSION, kvm_max_vcpus, HC_MAX_SLOTS);
+	return 0;
+}
+
+void slat_kvm_exit(void)
+{
+	if (slat_kvm_registered)
+		misc_deregister(&slat_kvm_misc);
+	slat_kvm_registered = false;
+}

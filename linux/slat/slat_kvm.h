@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * /dev/kvm over Slat (docs/kvm-api.md): the KVM API's system, VM and vCPU
+ * file descriptors as a layer over the module's Slat objects (slat_vm,
+ * slat_vcpu, the memslots of slat_slot.c). slat_kvm.c is the
+ * architecture-neutral part; slat_kvm_<arch>.c implements the contract below.
+ */
+#ifndef SLAT_KVM_H
+#define SLAT_KVM_H
+
+#include <linux/kvm.h>
+
+#include "slat.h"
+
+/* struct kvm_run and, from this offset, port I/O data: one page in all. */
+#define SLAT_KVM_RUN_SIZE   PAGE_SIZE
+#define SLAT_KVM_PIO_OFFSET (PAGE_SIZE - 64)
+
+struct slat_kvm_vm {
+	struct slat_vm *vm;    /* one reference, dropped when the VM fd closes */
+	unsigned int ipa_bits; /* arm64: the VM type's IPA size; x86: 0 */
+};
+
+struct slat_kvm_vcpu {
+	struct slat_vcpu *vc;	     /* holds a VM reference */
+	struct page *run;	     /* struct kvm_run, mmapped by the VMM */
+	u32 id;			     /* KVM's vcpu_id */
+	u32 pending;		     /* the hc_exit whose answer the next RUN passes on */
+	bool inited;		     /* arm64: KVM_ARM_VCPU_INIT done (x86: always) */
+	struct hc_regs_arm64 *reset; /* arm64: the state VCPU_INIT restores */
+};
+
+/* ---- the architecture's part (slat_kvm_arm64.c, slat_kvm_x86.c) ---- */
+/* Whether /dev/kvm is offered on this architecture yet (else one dmesg line). */
+bool slat_kvm_arch_offered(void);
+/* KVM_CHECK_EXTENSION for the architecture's capabilities: >= 0, or -1 unknown. */
+long slat_kvm_arch_cap(long cap);
+/* KVM_CREATE_VM's type: the VM's IPA size on arm64; -EINVAL for a bad type. */
+int slat_kvm_arch_vm_type(unsigned long type, unsigned int *ipa_bits);
+long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up);
+int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v);
+void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v);
+/* Called with the vCPU's lock held; -ENOTTY for an ioctl it does not know. */
+long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __user *up);
+/* What slat_kvm_arch_exit() made of an exit. */
+enum slat_kvm_exit_action {
+	SLAT_KVM_GENERIC = 0, /* not the architecture's: the generic translation */
+	SLAT_KVM_REENTER = 1, /* answered in the module, as KVM's kernel side would */
+	SLAT_KVM_TO_VMM = 2,  /* `kr` filled: KVM_RUN returns to the VMM */
+};
+/* An exit the module answers itself (arm64: SMCCC/PSCI calls, WFI), or -errno. */
+int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr);
+
+#endif

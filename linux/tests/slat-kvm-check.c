@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// slat-kvm-check: the KVM API on /dev/kvm as slat.ko answers it (arm64),
+// argument by argument: every bad ioctl argument gets the error KVM gives
+// (docs/kvm-api.md), a capability Slat lacks answers 0, and a small guest
+// shows the exits (MMIO write and read with the VMM's answer, an unknown
+// SMCCC call answered NOT_SUPPORTED in the kernel, WFI, PSCI SYSTEM_OFF as a
+// system event) and immediate_exit leaving the last exit as it was. Prints
+// one "SLAT-GUEST: kvmcheck: ..." line per check and a PASS/FAIL verdict.
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define PAGE	 4096ul
+#define MMIO_GPA 0x10000000ull
+#define CODE_GPA 0x0ull
+#define SLOT_SZ	 (64 * 1024ul)
+
+static unsigned failed, checks;
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("SLAT-GUEST: kvmcheck: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+// An ioctl that must fail with `err` (0: must succeed; returns its result).
+static long expect(const char *what, long ret, int err)
+{
+	int got = ret < 0 ? errno : 0;
+
+	checks++;
+	if (got != err) {
+		failed++;
+		say("%s: FAILED (errno %d %s, want %d %s)", what, got, strerror(got), err,
+		    strerror(err));
+	} else {
+		say("%s: ok (%s)", what, err ? strerror(err) : "accepted");
+	}
+	return ret;
+}
+
+static void check(const char *what, bool ok, unsigned long long got, unsigned long long want)
+{
+	checks++;
+	if (!ok)
+		failed++;
+	say("%s: %s (0x%llx, want 0x%llx)", what, ok ? "ok" : "FAILED", got, want);
+}
+
+static int region(int vm, uint32_t slot, uint32_t flags, uint64_t gpa, uint64_t size, void *mem)
+{
+	struct kvm_userspace_memory_region r = {
+	    .slot = slot,
+	    .flags = flags,
+	    .guest_phys_addr = gpa,
+	    .memory_size = size,
+	    .userspace_addr = (uint64_t)(uintptr_t)mem,
+	};
+
+	return ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r);
+}
+
+#define CORE(f)                                                                                    \
+	(KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE |                                     \
+	 (offsetof(struct kvm_regs, f) / sizeof(uint32_t)))
+
+static int one_reg(int vcpu, uint64_t id, uint64_t *val, bool set)
+{
+	struct kvm_one_reg r = {.id = id, .addr = (uint64_t)(uintptr_t)val};
+
+	return ioctl(vcpu, set ? KVM_SET_ONE_REG : KVM_GET_ONE_REG, &r);
+}
+
+static void check_system(int kvm)
+{
+	check("KVM_GET_API_VERSION", ioctl(kvm, KVM_GET_API_VERSION, 0) == 12,
+	      ioctl(kvm, KVM_GET_API_VERSION, 0), 12);
+	long n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_NR_MEMSLOTS);
+	check("KVM_CAP_NR_MEMSLOTS", n == 32764, n, 32764);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+	check("KVM_CAP_MAX_VCPUS >= 64", n >= 64, n, 64);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_IMMEDIATE_EXIT);
+	check("KVM_CAP_IMMEDIATE_EXIT", n == 1, n, 1);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_READONLY_MEM);
+	check("KVM_CAP_READONLY_MEM (not implemented)", n == 0, n, 0);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_ARM_PSCI_0_2);
+	check("KVM_CAP_ARM_PSCI_0_2 (not implemented)", n == 0, n, 0);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, 999999);
+	check("KVM_CHECK_EXTENSION 999999", n == 0, n, 0);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_ARM_VM_IPA_SIZE);
+	check("KVM_CAP_ARM_VM_IPA_SIZE >= 40", n >= 40, n, 40);
+	check("KVM_GET_VCPU_MMAP_SIZE",
+	      ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0) >= (long)sizeof(struct kvm_run),
+	      ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0), sizeof(struct kvm_run));
+	expect("unknown /dev/kvm ioctl", ioctl(kvm, _IO(KVMIO, 0xfe), 0), ENOTTY);
+	expect("KVM_CREATE_VM IPA 60 bits", ioctl(kvm, KVM_CREATE_VM, 60), EINVAL);
+	expect("KVM_CREATE_VM IPA 20 bits", ioctl(kvm, KVM_CREATE_VM, 20), EINVAL);
+	expect("KVM_CREATE_VM unknown type bits", ioctl(kvm, KVM_CREATE_VM, 0x1000), EINVAL);
+}
+
+static void check_regions(int vm, uint8_t *mem)
+{
+	uint8_t *none = mmap(NULL, SLOT_SZ, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	expect("region flags READONLY", region(vm, 1, KVM_MEM_READONLY, 0x100000, PAGE, mem),
+	       EINVAL);
+	expect("region flags LOG_DIRTY_PAGES",
+	       region(vm, 1, KVM_MEM_LOG_DIRTY_PAGES, 0x100000, PAGE, mem), EINVAL);
+	expect("region slot 32764", region(vm, 32764, 0, 0x100000, PAGE, mem), EINVAL);
+	expect("region address space 1", region(vm, 1 | 1u << 16, 0, 0x100000, PAGE, mem), EINVAL);
+	expect("region gpa unaligned", region(vm, 1, 0, 0x100800, PAGE, mem), EINVAL);
+	expect("region size unaligned", region(vm, 1, 0, 0x100000, 100, mem), EINVAL);
+	expect("region user address unaligned", region(vm, 1, 0, 0x100000, PAGE, mem + 8), EINVAL);
+	expect("region wrapping gpa", region(vm, 1, 0, ~0ull & ~(PAGE - 1), 2 * PAGE, mem), EINVAL);
+	expect("region kernel address",
+	       region(vm, 1, 0, 0x100000, PAGE, (void *)0xffff000000000000ull), EINVAL);
+	expect("region beyond the VM's 40-bit IPA", region(vm, 1, 0, 1ull << 40, PAGE, mem),
+	       EFAULT);
+	expect("region memory the VMM cannot write", region(vm, 1, 0, 0x100000, PAGE, none),
+	       EFAULT);
+	expect("delete of a slot that does not exist", region(vm, 9, 0, 0, 0, mem), EINVAL);
+	expect("region overlapping slot 0", region(vm, 1, 0, CODE_GPA + PAGE, PAGE, mem + SLOT_SZ),
+	       EEXIST);
+	expect("region slot 2 added", region(vm, 2, 0, 0x200000, PAGE, mem + SLOT_SZ), 0);
+	expect("region slot 2 with another size",
+	       region(vm, 2, 0, 0x200000, 2 * PAGE, mem + SLOT_SZ), EINVAL);
+	expect("region slot 2 moved", region(vm, 2, 0, 0x300000, PAGE, mem + SLOT_SZ), 0);
+	expect("region slot 2 moved onto slot 0", region(vm, 2, 0, CODE_GPA, PAGE, mem + SLOT_SZ),
+	       EEXIST);
+	expect("region slot 2 deleted", region(vm, 2, 0, 0, 0, mem + SLOT_SZ), 0);
+	expect("unknown VM ioctl", ioctl(vm, _IO(KVMIO, 0xfe), 0), ENOTTY);
+	munmap(none, SLOT_SZ);
+}
+
+// AArch64 encodings of the few instructions the guest needs.
+static uint32_t movz(unsigned rd, uint16_t imm, unsigned hw)
+{
+	return 0xD2800000u | hw << 21 | (uint32_t)imm << 5 | rd;
+}
+static uint32_t movk(unsigned rd, uint16_t imm, unsigned hw)
+{
+	return 0xF2800000u | hw << 21 | (uint32_t)imm << 5 | rd;
+}
+#define HVC0		   0xD4000002u
+#define WFI		   0xD503207Fu
+#define STR_X(rt, rn, off) (0xF9000000u | ((off) / 8) << 10 | (rn) << 5 | (rt))
+#define LDR_X(rt, rn, off) (0xF9400000u | ((off) / 8) << 10 | (rn) << 5 | (rt))
+
+static void write_guest(uint8_t *mem)
+{
+	const uint32_t code[] = {
+	    movz(0, 0x2345, 0),
+	    movk(0, 0x1, 1),
+	    HVC0,		// an SMCCC function nobody has
+	    movz(2, 0x1000, 1), // x2 = MMIO_GPA
+	    STR_X(0, 2, 0),	// MMIO write of the HVC's x0
+	    LDR_X(3, 2, 0),	// MMIO read: the VMM answers
+	    STR_X(3, 2, 8),	// ... and sees it back
+	    WFI,		// completes without an exit
+	    movz(0, 0x0008, 0),
+	    movk(0, 0x8400, 1),
+	    HVC0, // PSCI SYSTEM_OFF
+	};
+
+	memcpy(mem + CODE_GPA, code, sizeof(code));
+}
+
+static void check_vcpu_state(int vm, int vcpu)
+{
+	struct kvm_vcpu_init init;
+	uint64_t v = 0;
+
+	expect("KVM_RUN before KVM_ARM_VCPU_INIT", ioctl(vcpu, KVM_RUN, 0), ENOEXEC);
+	expect("KVM_GET_ONE_REG before KVM_ARM_VCPU_INIT", one_reg(vcpu, CORE(regs.pc), &v, false),
+	       ENOEXEC);
+	expect("KVM_ARM_PREFERRED_TARGET", ioctl(vm, KVM_ARM_PREFERRED_TARGET, &init), 0);
+	init.target ^= 1;
+	expect("KVM_ARM_VCPU_INIT other target", ioctl(vcpu, KVM_ARM_VCPU_INIT, &init), EINVAL);
+	init.target ^= 1;
+	init.features[0] = 1u << KVM_ARM_VCPU_PSCI_0_2;
+	expect("KVM_ARM_VCPU_INIT with PSCI 0.2 (not offered)",
+	       ioctl(vcpu, KVM_ARM_VCPU_INIT, &init), EINVAL);
+	init.features[0] = 0;
+	expect("KVM_ARM_VCPU_INIT", ioctl(vcpu, KVM_ARM_VCPU_INIT, &init), 0);
+	one_reg(vcpu, CORE(regs.pstate), &v, false);
+	check("reset pstate EL1h, DAIF masked", v == 0x3c5, v, 0x3c5);
+	v = 0x3c9; // EL2h
+	expect("SET pstate EL2h", one_reg(vcpu, CORE(regs.pstate), &v, true), EINVAL);
+	one_reg(vcpu, CORE(regs.pstate), &v, false);
+	check("pstate unchanged by the refusal", v == 0x3c5, v, 0x3c5);
+	expect("GET of a register Slat does not keep (V0)",
+	       one_reg(vcpu,
+		       KVM_REG_ARM64 | KVM_REG_SIZE_U128 | KVM_REG_ARM_CORE |
+			   (offsetof(struct kvm_regs, fp_regs.vregs[0]) / 4),
+		       &v, false),
+	       ENOENT);
+	expect("GET of an unknown system register",
+	       one_reg(vcpu, ARM64_SYS_REG(3, 0, 15, 15, 7), &v, false), ENOENT);
+	uint64_t mpidr = 0;
+	expect("GET MPIDR_EL1", one_reg(vcpu, ARM64_SYS_REG(3, 0, 0, 0, 5), &mpidr, false), 0);
+	v = mpidr ^ 1;
+	expect("SET MPIDR_EL1 to another value",
+	       one_reg(vcpu, ARM64_SYS_REG(3, 0, 0, 0, 5), &v, true), EINVAL);
+	uint64_t mmfr0 = 0;
+	expect("GET ID_AA64MMFR0_EL1", one_reg(vcpu, ARM64_SYS_REG(3, 0, 0, 7, 0), &mmfr0, false),
+	       0);
+	v = mmfr0 ^ 0xf;
+	expect("SET ID_AA64MMFR0_EL1 to another value",
+	       one_reg(vcpu, ARM64_SYS_REG(3, 0, 0, 7, 0), &v, true), EINVAL);
+	expect("SET ID_AA64MMFR0_EL1 to its value",
+	       one_reg(vcpu, ARM64_SYS_REG(3, 0, 0, 7, 0), &mmfr0, true), 0);
+	struct kvm_reg_list small = {.n = 0};
+	expect("KVM_GET_REG_LIST too small", ioctl(vcpu, KVM_GET_REG_LIST, &small), E2BIG);
+	check("KVM_GET_REG_LIST says how many", small.n > 31, small.n, 32);
+	v = 0x4000;
+	expect("SET sp_el1", one_reg(vcpu, CORE(sp_el1), &v, true), 0);
+	v = 0;
+	one_reg(vcpu, CORE(sp_el1), &v, false);
+	check("sp_el1 reads back", v == 0x4000, v, 0x4000);
+	expect("unknown vCPU ioctl", ioctl(vcpu, _IO(KVMIO, 0xfe), 0), ENOTTY);
+}
+
+static void check_run(int vcpu, struct kvm_run *run)
+{
+	uint64_t v;
+
+	v = CODE_GPA;
+	one_reg(vcpu, CORE(regs.pc), &v, true);
+	expect("KVM_RUN to the MMIO write", ioctl(vcpu, KVM_RUN, 0), 0);
+	memcpy(&v, run->mmio.data, 8);
+	check("exit MMIO write at 0x10000000",
+	      run->exit_reason == KVM_EXIT_MMIO && run->mmio.phys_addr == MMIO_GPA &&
+		  run->mmio.is_write && run->mmio.len == 8,
+	      run->exit_reason, KVM_EXIT_MMIO);
+	check("unknown SMCCC call answered NOT_SUPPORTED (-1)", v == ~0ull, v, ~0ull);
+	run->immediate_exit = 1;
+	expect("KVM_RUN with immediate_exit", ioctl(vcpu, KVM_RUN, 0), EINTR);
+	check("immediate_exit leaves the exit as it was",
+	      run->exit_reason == KVM_EXIT_MMIO && run->mmio.phys_addr == MMIO_GPA,
+	      run->exit_reason, KVM_EXIT_MMIO);
+	run->immediate_exit = 0;
+	expect("KVM_RUN to the MMIO read", ioctl(vcpu, KVM_RUN, 0), 0);
+	check("exit MMIO read at 0x10000000",
+	      run->exit_reason == KVM_EXIT_MMIO && !run->mmio.is_write && run->mmio.len == 8,
+	      run->exit_reason, KVM_EXIT_MMIO);
+	v = 0x1122334455667788ull;
+	memcpy(run->mmio.data, &v, 8);
+	expect("KVM_RUN with the read's answer", ioctl(vcpu, KVM_RUN, 0), 0);
+	memcpy(&v, run->mmio.data, 8);
+	check("the guest stores the answer at 0x10000008",
+	      run->exit_reason == KVM_EXIT_MMIO && run->mmio.phys_addr == MMIO_GPA + 8 &&
+		  v == 0x1122334455667788ull,
+	      v, 0x1122334455667788ull);
+	expect("KVM_RUN over WFI to SYSTEM_OFF", ioctl(vcpu, KVM_RUN, 0), 0);
+	if (run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
+		say("internal error: suberror %u, data 0x%llx 0x%llx 0x%llx",
+		    run->internal.suberror, (unsigned long long)run->internal.data[0],
+		    (unsigned long long)run->internal.data[1],
+		    (unsigned long long)run->internal.data[2]);
+	check("PSCI SYSTEM_OFF is KVM_EXIT_SYSTEM_EVENT shutdown",
+	      run->exit_reason == KVM_EXIT_SYSTEM_EVENT &&
+		  run->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN,
+	      run->exit_reason, KVM_EXIT_SYSTEM_EVENT);
+}
+
+int main(void)
+{
+	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+
+	if (kvm < 0) {
+		say("cannot open /dev/kvm: %s", strerror(errno));
+		return 2;
+	}
+	check_system(kvm);
+	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
+	if (vm < 0) {
+		say("KVM_CREATE_VM: %s", strerror(errno));
+		return 2;
+	}
+	uint8_t *mem =
+	    mmap(NULL, 2 * SLOT_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return 2;
+	write_guest(mem);
+	expect("region slot 0 (the guest's code)", region(vm, 0, 0, CODE_GPA, SLOT_SZ, mem), 0);
+	check_regions(vm, mem);
+	long max = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+	expect("KVM_CREATE_VCPU id = KVM_CAP_MAX_VCPUS", ioctl(vm, KVM_CREATE_VCPU, max), EINVAL);
+	int vcpu = expect("KVM_CREATE_VCPU 0", ioctl(vm, KVM_CREATE_VCPU, 0), 0);
+	expect("KVM_CREATE_VCPU 0 again", ioctl(vm, KVM_CREATE_VCPU, 0), EEXIST);
+	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	expect("mmap of kvm_run, twice the size",
+	       mmap(NULL, 2 * sz, PROT_READ, MAP_SHARED, vcpu, 0) == MAP_FAILED ? -1 : 0, EINVAL);
+	struct kvm_run *run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
+	if (run == MAP_FAILED) {
+		say("mmap of kvm_run: %s", strerror(errno));
+		return 2;
+	}
+	check_vcpu_state(vm, vcpu);
+	check_run(vcpu, run);
+	close(vcpu);
+	close(vm);
+	close(kvm);
+	say("%s (%u checks, %u failed)", failed ? "FAIL" : "PASS", checks, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: Apache-2.0
+#
+# Shared body of the KVM API boot tests (sourced after lib.sh): the primary's
+# Linux runs tests/guest/kvm.sh (slat.ko's /dev/kvm and Linux's KVM selftests).
+#
+#   kvm_expect_pass ARCH   every selftest passes under Slat by its own verdict;
+#                          the capability-missing runs skip or fail cleanly
+
+kvm_expect_pass() {
+	local t
+	expect_in_order '^SLAT-GUEST: kvm on ' \
+		'^SLAT-GUEST: dmesg: slat: /dev/kvm ready \(KVM API 12, 256 vCPUs, 32764 slots per VM\)$' \
+		'^SLAT-GUEST: kvmcheck: PASS \([0-9]+ checks, 0 failed\)$' \
+		'^SLAT-GUEST: slat-kvm-check exit 0$' \
+		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: Testing creating 256 vCPUs, with IDs 0\.\.\.255\.$' \
+		'^SLAT-GUEST: kvm: kvm_create_max_vcpus exit 0$' \
+		'^SLAT-GUEST: kvm: memslot_modification_stress_test: All vCPU threads joined$' \
+		'^SLAT-GUEST: kvm: memslot_modification_stress_test exit 0$' \
+		'^SLAT-GUEST: kvm: running memslot_perf_test -s 64 ' \
+		'^SLAT-GUEST: kvm: memslot_perf_test exit 0$' \
+		'^SLAT-GUEST: kvm: running memslot_perf_test -s -1 ' \
+		'^SLAT-GUEST: kvm: memslot_perf_test: Testing move inactive area performance with 1 runs' \
+		'^SLAT-GUEST: kvm: memslot_perf_test: Done [1-9][0-9]* iterations' \
+		'^SLAT-GUEST: kvm: memslot_perf_test exit 0$' \
+		'^SLAT-GUEST: rmmod slat status 0$' \
+		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: 1\.\.0 # SKIP - /dev/kvm not available' \
+		'^SLAT-GUEST: kvm: kvm_create_max_vcpus exit 4$' \
+		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: Testing creating 1 vCPUs, with IDs 0\.\.\.0\.$' \
+		'^SLAT-GUEST: kvm: kvm_create_max_vcpus exit 0$' \
+		'^SLAT-GUEST: kvm: memslot_modification_stress_test: .*Invalid number of vcpus, must be between 1 and 1$' \
+		'^SLAT-GUEST: kvm: memslot_modification_stress_test exit 254$' \
+		'^SLAT-GUEST: rmmod slat status 0$' \
+		'^SLAT-GUEST: MARKER kvm-done'
+	# Each of memslot_perf_test's six sub-tests ran its loop at least once.
+	for t in map unmap 'unmap chunked' 'move active area' 'move inactive area' RW; do
+		expect_in_order "^SLAT-GUEST: kvm: memslot_perf_test: Testing $t performance with 1 runs" \
+			'^SLAT-GUEST: kvm: memslot_perf_test: Done [1-9][0-9]* iterations'
+	done
+	expect_count 0 'FAILED'
+	expect_count 1 '^SLAT-GUEST: kvm: .*==== Test Assertion Failure ====' # the 1-vCPU limit's
+	expect_absent '^SLAT-GUEST: dmesg: .*(leak|never deposited|BUG|WARNING|Oops)' 'Kernel panic' \
+		'^error: ' 'Synchronous Exception' 'exception at EL2'
+	expect_exit
+}

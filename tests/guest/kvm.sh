@@ -1,0 +1,66 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The KVM API on Slat (slat.test=kvm): load slat.ko, which offers /dev/kvm,
+# and run Linux's own KVM selftests (built unmodified from Debian's
+# linux-source, /kvm/) with their own pass/fail verdicts; then the same
+# binaries where a capability is missing: no /dev/kvm (kvm_dev=0) and a
+# vCPU limit of 1 (kvm_max_vcpus=1), which must end in a skip or a clean
+# error, never a crash. Kernel argument slat.kvmquick=1: shorter runs.
+echo "SLAT-GUEST: kvm on $(uname -m), kernel $(uname -r)"
+dmesg -c >/dev/null
+ulimit -n 4096
+
+# run NAME ARGS...: one selftest with a time limit; prints its exit status.
+run() {
+	name=$1
+	shift
+	echo "SLAT-GUEST: kvm: running $name $*"
+	timeout -s KILL "${KVM_LIMIT:-300}" "/kvm/$name" "$@" >/tmp/out 2>&1
+	rc=$?
+	sed "s/^/SLAT-GUEST: kvm: $name: /" /tmp/out | tail -n "${KVM_TAIL:-80}"
+	echo "SLAT-GUEST: kvm: $name exit $rc"
+}
+
+if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
+	echo "SLAT-GUEST: slat.ko refused to load: $(cat /tmp/insmod.err)"
+	echo "SLAT-GUEST: MARKER kvm-refused"
+	exit 1
+fi
+dmesg | grep 'slat:' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
+echo "SLAT-GUEST: /dev/kvm $(ls -l /dev/kvm | cut -c1-10)"
+
+if [ -x /slat/slat-kvm-check ]; then
+	/slat/slat-kvm-check
+	echo "SLAT-GUEST: slat-kvm-check exit $?"
+fi
+run kvm_create_max_vcpus
+case $(uname -m) in
+aarch64) mode="-m 5" ;; # P40V48_4K: the default VM type
+*) mode= ;;
+esac
+run memslot_modification_stress_test $mode -i 20 -v 2 -b 8M
+case $(uname -m) in
+x86_64) run set_memory_region_test ;;
+esac
+# Every sub-test (map, unmap, unmap chunked, move active, move inactive, RW)
+# at 64 slots, one run of one second each (-l 1 -r 1), then the largest slot
+# count (-s -1: KVM_CAP_NR_MEMSLOTS) on the move test alone. The map and
+# unmap tests' MADV_DONTNEED is not seen by the VM (docs/kvm-api.md).
+run memslot_perf_test -s 64 -l 1 -r 1 -f 0 -e 5
+run memslot_perf_test -s -1 -l 1 -r 1 -f 4 -e 4
+rmmod slat
+echo "SLAT-GUEST: rmmod slat status $?"
+
+# The same binaries where Slat lacks what they need.
+insmod /lib/modules/slat.ko kvm_dev=0
+run kvm_create_max_vcpus
+rmmod slat
+insmod /lib/modules/slat.ko kvm_max_vcpus=1
+run kvm_create_max_vcpus
+run memslot_modification_stress_test $mode -i 2 -v 2 -b 1M
+rmmod slat
+echo "SLAT-GUEST: rmmod slat status $?"
+dmesg | grep -v 'module verification failed' |
+	grep -E 'slat: .*(leak|never deposited|failed|refused|stay pinned)|BUG|WARNING|Oops' |
+	sed 's/^/SLAT-GUEST: dmesg: /'
+echo "SLAT-GUEST: MARKER kvm-done uptime $(cut -d' ' -f1 /proc/uptime)"

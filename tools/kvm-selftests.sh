@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# tools/kvm-selftests.sh ARCH - build a few of Linux's KVM selftests for ARCH
+# (aarch64 or x86_64) as static binaries, from Debian's linux-source-6.1, into
+# build/guest/ARCH/kvm-selftests/:
+#
+#   kvm_create_max_vcpus  memslot_modification_stress_test  memslot_perf_test
+#   set_memory_region_test (x86_64 only)
+#
+# The linux-source-6.1 .deb is downloaded once (apt-get download, into the
+# build/guest/dl/ cache tools/guest.sh uses) and only the parts of its tarball
+# that the selftests and `make headers` need are unpacked into
+# build/kvm-selftests/src/ (stamped with the package version). Nothing from
+# Debian is vendored in the repository.
+#
+# UAPI headers come from the same tree: `make headers` with O= per ARCH
+# (build/kvm-selftests/ARCH/kbuild/usr/include), not linux-libc-dev, whose
+# arm64 cross flavour lags the 6.1 stable release by far. Objects go to
+# build/kvm-selftests/ARCH/obj/; make rebuilds only what changed, and the
+# stamps force a clean rebuild when the source version changes.
+#
+# The 6.1 memslot_perf_test and set_memory_region_test give the vCPU 2 s
+# (alarm(2), sem_timedwait +2 s) with no option to change it, far too little
+# under a software-emulated CPU: the unpacked copy is patched (never the
+# repository) to KVM_SELFTESTS_TIMEOUT seconds (default 300); the script logs
+# each change, and the original is kept as FILE.orig.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+arch=${1:?usage: tools/kvm-selftests.sh aarch64|x86_64}
+base="$top/build/kvm-selftests"
+src="$base/src"
+dl="$top/build/guest/dl"
+out="$top/build/guest/$arch/kvm-selftests"
+pkg=linux-source-6.1
+timeout=${KVM_SELFTESTS_TIMEOUT:-300}
+
+tests=(kvm_create_max_vcpus memslot_modification_stress_test memslot_perf_test)
+case "$arch" in
+aarch64)
+	karch=arm64 cross=aarch64-linux-gnu-
+	;;
+x86_64)
+	karch=x86_64 cross=
+	tests+=(set_memory_region_test)
+	;;
+*)
+	echo "kvm-selftests.sh: unknown arch '$arch' (aarch64 or x86_64)" >&2
+	exit 2
+	;;
+esac
+
+log() { printf 'kvm-selftests: %s\n' "$*"; }
+
+# What of the kernel tarball is unpacked: the selftests with their includes
+# and tools/lib/rbtree.c, and what `make headers` needs for both ARCHes (the
+# top Makefile and scripts/, the UAPI trees, the arch Makefiles, and x86's
+# syscall tables and relocs tool, which the headers target depends on).
+members=(
+	Makefile scripts include/uapi
+	tools/build tools/include tools/lib tools/arch/x86/include tools/arch/arm64/include
+	tools/testing/selftests/lib.mk tools/testing/selftests/kselftest.h
+	tools/testing/selftests/kselftest_harness.h tools/testing/selftests/kvm
+	arch/x86/Makefile arch/x86/Makefile_32.cpu arch/x86/include/uapi
+	arch/x86/entry/syscalls arch/x86/tools
+	arch/arm64/Makefile arch/arm64/include/uapi
+)
+
+# The candidate version of linux-source-6.1 ("" when apt knows none).
+candidate_version() {
+	apt-cache show --no-all-versions "$pkg" 2>/dev/null | awk '/^Version:/{print $2; exit}'
+}
+
+# Download (once) and unpack (once per version) the kernel source.
+fetch_source() {
+	local stamp="$base/src.stamp" ver deb tmp before
+	# apt-cache takes a second here (no pkgcache.bin): ask it only when
+	# apt's lists changed since the version was last checked.
+	if [ -f "$stamp" ] && [ -z "$(find /var/lib/apt/lists -maxdepth 1 -newer "$stamp" -name '*Packages*' 2>/dev/null | head -1)" ]; then
+		return 0
+	fi
+	ver=$(candidate_version)
+	if [ -z "$ver" ]; then
+		log "apt-cache does not know $pkg; apt-get update"
+		apt-get update -qq || true
+		ver=$(candidate_version)
+	fi
+	if [ -z "$ver" ]; then
+		if [ -f "$stamp" ]; then
+			log "$pkg not in apt's lists; keeping the unpacked $(cat "$stamp")"
+			return 0
+		fi
+		echo "kvm-selftests.sh: cannot resolve $pkg (apt-get update failed?)" >&2
+		exit 1
+	fi
+	if [ "$(cat "$stamp" 2>/dev/null)" = "$ver" ]; then
+		touch "$stamp"
+		return 0
+	fi
+
+	mkdir -p "$dl" "$base"
+	deb="$dl/${pkg}_${ver//:/%3a}_all.deb"
+	if [ ! -f "$deb" ]; then
+		log "downloading $pkg $ver"
+		(cd "$dl" && apt-get download -q -o APT::Sandbox::User=root "$pkg=$ver" >/dev/null)
+		# One version is enough: drop the ones it replaces (139 MB each).
+		find "$dl" -maxdepth 1 -name "${pkg}_*_all.deb" ! -path "$deb" -delete
+	fi
+	log "unpacking $(basename "$deb") (selftests and headers subset)"
+	before=$(date +%s)
+	rm -f "$stamp"
+	rm -rf "$src" "$base"/src.tmp.*
+	tmp=$(mktemp -d "$base/src.tmp.XXXX")
+	chmod 755 "$tmp"
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$pkg.tar.xz" | xz -dc -T2 |
+		tar -x -C "$tmp" --strip-components=1 "${members[@]/#/$pkg/}"
+	mv "$tmp" "$src"
+	echo "$ver" >"$stamp"
+	log "unpacked $ver into ${src#"$top"/} in $(($(date +%s) - before)) s ($(du -sh "$src" | cut -f1))"
+}
+
+# Replace exactly one occurrence of $2 by $3 in selftests/kvm/$1, or fail.
+patch_one() {
+	local f="$src/tools/testing/selftests/kvm/$1" from=$2 to=$3 n
+	n=$(grep -cF -- "$from" "$f" || true)
+	if [ "$n" != 1 ]; then
+		echo "kvm-selftests.sh: $1: expected one '$from', found $n; the 6.1 source changed" >&2
+		exit 1
+	fi
+	sed -i "s/$(printf '%s' "$from" | sed 's/[][\.*^$/]/\\&/g')/$to/" "$f"
+	log "patched $1: '$from' -> '$to'"
+}
+
+# The fixed vCPU timeouts (see the header), applied to pristine copies so
+# that changing KVM_SELFTESTS_TIMEOUT re-patches without unpacking again.
+patch_timeouts() {
+	local stamp="$src/.slat-patch" want="timeout=$timeout" f
+	[ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && return 0
+	[[ "$timeout" =~ ^[1-9][0-9]*$ ]] || {
+		echo "kvm-selftests.sh: KVM_SELFTESTS_TIMEOUT must be a number of seconds" >&2
+		exit 2
+	}
+	for f in memslot_perf_test.c set_memory_region_test.c; do
+		f="$src/tools/testing/selftests/kvm/$f"
+		if [ -f "$f.orig" ]; then cp -p "$f.orig" "$f"; else cp -p "$f" "$f.orig"; fi
+	done
+	# host_perform_sync(): SIGALRM (kills the test) if the guest takes
+	# more than 2 s to reach its next sync point.
+	patch_one memslot_perf_test.c 'alarm(2);' "alarm($timeout);"
+	# wait_for_vcpu(): sem_timedwait() for the guest's first GUEST_SYNC.
+	patch_one memslot_perf_test.c 'ts.tv_sec += 2;' "ts.tv_sec += $timeout;"
+	patch_one set_memory_region_test.c 'ts.tv_sec += 2;' "ts.tv_sec += $timeout;"
+	echo "$want" >"$stamp"
+}
+
+# The ARCH's UAPI headers from the same tree, into kbuild/usr/include.
+build_headers() {
+	local kb="$base/$arch/kbuild" ver before
+	ver=$(cat "$base/src.stamp")
+	[ "$(cat "$kb/.slat-stamp" 2>/dev/null)" = "$ver" ] && return 0
+	log "make headers ARCH=$karch ($ver)"
+	before=$(date +%s)
+	rm -rf "$kb"
+	mkdir -p "$kb"
+	make -s -j2 -C "$src" O="$kb" ARCH="$karch" headers >/dev/null
+	echo "$ver" >"$kb/.slat-stamp"
+	log "headers for $karch in $(($(date +%s) - before)) s"
+}
+
+build_tests() {
+	local obj="$base/$arch/obj" hdr="$base/$arch/kbuild/usr" cfg t changed=0
+	[ -x "$(command -v "${cross}gcc")" ] || {
+		echo "kvm-selftests.sh: ${cross}gcc missing (run tools/deps.sh)" >&2
+		exit 1
+	}
+	# make does not track headers or flags: start over when they change.
+	cfg="$(cat "$base/src.stamp") ARCH=$karch CROSS_COMPILE=$cross USERLDFLAGS=-static"
+	if [ "$(cat "$obj/.slat-stamp" 2>/dev/null)" != "$cfg" ]; then
+		rm -rf "$obj"
+		mkdir -p "$obj"
+		echo "$cfg" >"$obj/.slat-stamp"
+	fi
+	# USERLDFLAGS is appended to the Makefile's LDFLAGS (-pthread -no-pie);
+	# LDFLAGS= on the command line would replace them. INSTALL_HDR_PATH and
+	# KHDR_INCLUDES point the -I and -isystem at this ARCH's headers.
+	make -s -j2 -C "$src/tools/testing/selftests/kvm" ARCH="$karch" CROSS_COMPILE="$cross" \
+		OUTPUT="$obj" INSTALL_HDR_PATH="$hdr" KHDR_INCLUDES="-isystem $hdr/include" \
+		USERLDFLAGS=-static "${tests[@]/#/$obj/}"
+	mkdir -p "$out"
+	for t in "${tests[@]}"; do
+		if ! cmp -s "$obj/$t" "$out/$t"; then
+			cp "$obj/$t" "$out/$t"
+			changed=$((changed + 1))
+		fi
+	done
+	log "$arch: ${#tests[@]} static tests in ${out#"$top"/} ($changed updated)"
+}
+
+mkdir -p "$base"
+# One run at a time: both ARCHes share the unpacked tree.
+exec 9>"$base/.lock"
+flock 9
+fetch_source
+patch_timeouts
+build_headers
+build_tests
