@@ -128,9 +128,13 @@ static int fault_slot(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsi
 		fw.mt = sl->flags & S2_SLOT_DEVICE ? S2_MT_DEVICE : S2_MT_WB;
 		fw.level = pick_level(vm, sl, gpa);
 		// One offset for the whole leaf: the leaf's pages are contiguous
-		// (pick_level), and so is every smaller block inside it.
-		uint64_t base = gpa & ~(s2_level_size(fw.level) - 1);
-		fw.delta = s2_slot_page_hpa(sl, base) - base;
+		// (pick_level), and so is every smaller block inside it. An absent
+		// page fits no block (its address is unaligned and breaks every
+		// run), so it is the 4 KiB leaf's own page that says absent.
+		uint64_t base = gpa & ~(s2_level_size(fw.level) - 1), hpa = s2_slot_page_hpa(sl, base);
+		if (hpa == S2_HPA_ABSENT)
+			return S2_FAULT_ABSENT;
+		fw.delta = hpa - base;
 	} else {
 		S2_STAT_ADD(vm, faults_mmio, 1);
 		// No marker is trusted or cached while a slot update is in progress.

@@ -155,7 +155,9 @@ enum {
 // VMM pinned) rather than one contiguous range. Owned by the caller; it must
 // stay valid and unchanged until the slot's delete has returned.
 struct s2_backing {
-	// Host-physical address of the slot's page `index` (< size / 4 KiB).
+	// Host-physical address of the slot's page `index` (< size / 4 KiB), or
+	// S2_HPA_ABSENT for a page that has no frame yet (a fault on it answers
+	// S2_FAULT_ABSENT: the owner fills it and the guest retries).
 	uint64_t (*page_hpa)(const struct s2_backing *b, uint64_t index);
 	// True when pages [index, index + n) are contiguous in host memory.
 	bool (*contiguous)(const struct s2_backing *b, uint64_t index, uint64_t n);
@@ -190,6 +192,13 @@ int s2_slot_add(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64
 // are contiguous and aligned in host memory.
 int s2_slot_add_backed(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64_t size,
 		       const struct s2_backing *b, unsigned flags);
+#define S2_HPA_ABSENT (~0ull)
+// Pages [first, first + n) of frame-list slot `id`, which the caller has just
+// made absent in its backing: returns once no fault that read their old
+// frames can still install them (the slot readers are drained) and no root
+// maps them (slot-scoped zap of the range, one flush). A leaf that covers
+// more than the range goes whole; the rest refaults. Zap-all mode zaps all.
+int s2_slot_zap_pages(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n);
 // Delete and move return only once no root maps the old range any more (and
 // the translation caches are flushed).
 int s2_slot_delete(struct s2_vm *vm, unsigned as, uint32_t id);
@@ -206,6 +215,7 @@ enum s2_fault_result {
 	S2_FAULT_MAPPED = 0, // a leaf now maps gpa (or already did)
 	S2_FAULT_MMIO = 1,   // no slot: emulate (a marker may have been cached)
 	S2_FAULT_RETRY = 2,  // raced with a concurrent change (frozen entry): re-enter the guest
+	S2_FAULT_ABSENT = 3, // the slot's page has no frame (S2_HPA_ABSENT): its owner fills it
 };
 struct s2_fault_info {
 	unsigned level;	  // leaf level mapped

@@ -450,6 +450,33 @@ int s2_slot_add_backed(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa,
 	return slot_update(vm, as, &rq);
 }
 
+int s2_slot_zap_pages(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n)
+{
+	if (!vm)
+		return S2_E_INVAL;
+	if (as >= S2_NR_AS)
+		return S2_E_AS;
+	mm_spin_lock(&vm->slots_lock);
+	struct s2_slot_rec *r = find_id(vm->active[as], id);
+	uint64_t pages = r ? r->slot.size >> S2_PAGE_SHIFT : 0;
+	int err = !r ? S2_E_NOENT : !r->slot.backing ? S2_E_INVAL : 0;
+	if (!err && (!n || first >= pages || n > pages - first))
+		err = S2_E_RANGE;
+	if (err) {
+		mm_spin_unlock(&vm->slots_lock);
+		return err;
+	}
+	uint64_t gpa = r->slot.gpa + (first << S2_PAGE_SHIFT);
+	// A fault that read a frame before the caller made it absent is inside
+	// a reader section of the active set: swapping the (unchanged) sets and
+	// draining waits for it, so its leaf exists before the zap below.
+	// No slot changes, so the generation (and every MMIO marker) stays.
+	apply(vm, as, NULL, NULL, vm->active[as]->generation);
+	zap_old(vm, as, gpa, n << S2_PAGE_SHIFT);
+	mm_spin_unlock(&vm->slots_lock);
+	return 0;
+}
+
 int s2_slot_delete(struct s2_vm *vm, unsigned as, uint32_t id)
 {
 	struct slot_req rq = {.op = SLOT_DELETE, .id = id};

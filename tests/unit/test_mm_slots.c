@@ -68,9 +68,13 @@ struct frames {
 	const uint64_t *pfn;
 };
 
+#define PFN_ABSENT (~0ull) // the test's mark for a page without a frame
+
 static uint64_t frames_hpa(const struct s2_backing *b, uint64_t i)
 {
-	return ((const struct frames *)b)->pfn[i] << 12;
+	uint64_t pfn = ((const struct frames *)b)->pfn[i];
+
+	return pfn == PFN_ABSENT ? S2_HPA_ABSENT : pfn << 12;
 }
 
 static bool frames_contig(const struct s2_backing *b, uint64_t i, uint64_t n)
@@ -148,6 +152,68 @@ static void snapshot(struct mmt *t, uint64_t gpa, uint64_t size, s2_pte_t *out)
 {
 	for (uint64_t i = 0; i < size / 4096; i++)
 		out[i] = mmt_walk(t, gpa + i * 4096).pte;
+}
+
+// Absent pages and the page-range zap: a fault on an absent page answers
+// ABSENT and maps nothing; a 2 MiB run with one absent page maps 4K leaves
+// around it; zapping three pages of a 2M leaf takes exactly that leaf (one
+// flush) and leaves the other slots' and the other block's leaves alone;
+// the pages refault as 4K leaves, the absent ones answer ABSENT; bad ranges
+// are refused with nothing zapped.
+static void test_absent_pages_and_page_zap(void **state)
+{
+	static uint64_t pfn[1024];
+	struct frames fr = {{frames_hpa, frames_contig, 1}, pfn};
+	struct s2_fault_info fi;
+	struct mmt t;
+	struct s2_stats st;
+
+	for (unsigned i = 0; i < 1024; i++)
+		pfn[i] = 0x400000 + i; // two aligned 2 MiB runs
+	pfn[512 + 7] = PFN_ABSENT;
+	two_slots(&t, &s2_fmt_arm64_4k); // slots 1 and 2, mapped (2M and 4K leaves)
+	assert_int_equal(s2_slot_add_backed(t.vm, 0, 3, 32 * MiB, 4 * MiB, &fr.b, 0), 0);
+	assert_int_equal(s2_fault(t.vm, t.root, 32 * MiB + 100, S2_PROT_W, &fi), S2_FAULT_MAPPED);
+	assert_int_equal(fi.level, 1);
+	assert_int_equal(s2_fault(t.vm, t.root, 34 * MiB + 7 * 4096, S2_PROT_R, &fi),
+			 S2_FAULT_ABSENT);
+	assert_false(mmt_walk(&t, 34 * MiB + 7 * 4096).mapped);
+	assert_int_equal(s2_fault(t.vm, t.root, 34 * MiB + 8 * 4096, S2_PROT_R, &fi),
+			 S2_FAULT_MAPPED);
+	assert_int_equal(fi.level, 0); // the run is broken: 4K
+	static s2_pte_t before[2048], after[2048];
+	snapshot(&t, 64 * MiB, 8 * MiB, before);
+	s2_vm_stats(t.vm, &st);
+	uint64_t zapped0 = st.leaves_zapped, f0 = flushes(&t);
+	// Pages 10..12 of the first block go absent, then the zap.
+	for (unsigned i = 10; i < 13; i++)
+		pfn[i] = PFN_ABSENT;
+	assert_int_equal(s2_slot_zap_pages(t.vm, 0, 3, 10, 3), 0);
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.leaves_zapped - zapped0, 1); // the 2M leaf, once
+	assert_int_equal(flushes(&t) - f0, 1);
+	assert_false(mmt_walk(&t, 32 * MiB).mapped);
+	assert_false(mmt_tlb(&t, 32 * MiB + 11 * 4096).mapped);
+	assert_true(mmt_walk(&t, 34 * MiB + 8 * 4096).mapped); // the other block stays
+	assert_true(mmt_walk(&t, 0).mapped);		       // slot 1 stays
+	snapshot(&t, 64 * MiB, 8 * MiB, after);
+	assert_memory_equal(before, after, sizeof(before)); // slot 2 bit-identical
+	assert_int_equal(s2_fault(t.vm, t.root, 32 * MiB + 11 * 4096, S2_PROT_R, &fi),
+			 S2_FAULT_ABSENT);
+	assert_int_equal(s2_fault(t.vm, t.root, 32 * MiB + 9 * 4096, S2_PROT_R, &fi),
+			 S2_FAULT_MAPPED);
+	assert_int_equal(fi.level, 0);
+	assert_int_equal(mmt_walk(&t, 32 * MiB + 9 * 4096).hpa, (0x400000ull + 9) << 12);
+	// Refusals change nothing.
+	f0 = flushes(&t);
+	assert_int_equal(s2_slot_zap_pages(t.vm, 0, 3, 1024, 1), S2_E_RANGE);
+	assert_int_equal(s2_slot_zap_pages(t.vm, 0, 3, 1000, 25), S2_E_RANGE);
+	assert_int_equal(s2_slot_zap_pages(t.vm, 0, 3, 0, 0), S2_E_RANGE);
+	assert_int_equal(s2_slot_zap_pages(t.vm, 0, 9, 0, 1), S2_E_NOENT);
+	assert_int_equal(s2_slot_zap_pages(t.vm, 0, 1, 0, 1), S2_E_INVAL); // not a frame list
+	assert_int_equal(flushes(&t), f0);
+	assert_true(mmt_walk(&t, 32 * MiB + 9 * 4096).mapped);
+	mmt_fini(&t);
 }
 
 static void test_delete_zaps_only_slot(void **state)
@@ -444,6 +510,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fault_maps_largest_leaf),
 	    cmocka_unit_test(test_backed_slot_leaves),
+	    cmocka_unit_test(test_absent_pages_and_page_zap),
 	    cmocka_unit_test(test_readonly_slot),
 	    cmocka_unit_test(test_delete_zaps_only_slot),
 	    cmocka_unit_test(test_empty_slot_delete_no_flush),
