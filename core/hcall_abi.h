@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Slat's hypercall ABI, version 1.0 (docs/hypercalls.md): the numbers and
+// Slat's hypercall ABI, version 1.1 (docs/hypercalls.md): the numbers and
 // layouts shared by Slat and by the primary's Linux module (linux/slat/),
 // which includes this file as it is. Only fixed-width types; no functions.
 //
@@ -17,7 +17,7 @@
 #endif
 
 #define HC_ABI_MAJOR 1u
-#define HC_ABI_MINOR 0u
+#define HC_ABI_MINOR 1u // 1.1: lazy slots (SLOT_SET ADD_EMPTY, FILL, DROP; MEMFAULT exits)
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -67,7 +67,17 @@ enum hc_slot_op {
 	HC_SLOT_ADD = 0,    // new slot at gpa backed by `count` listed frames
 	HC_SLOT_DELETE = 2, // slot-scoped zap, flush, frames back to the primary
 	HC_SLOT_MOVE = 3,   // same frames at a new gpa
-	HC_SLOT_OP_COUNT = 4,
+	// 1.1, lazy slots (KVM's model: the VMM gives a page a frame when the guest
+	// first touches it and takes it back when its own mapping changes):
+	HC_SLOT_ADD_EMPTY = 4, // a3 = gpa, a4 = 0, a5 = pages: a slot whose pages all
+			       // lack a frame; a guest access to one exits HC_EXIT_MEMFAULT
+	HC_SLOT_FILL = 5,      // a3 = first page index, a4 = list page, a5 = count (<=
+			       // HC_LIST_MAX): frames for pages that lack one (any slot)
+	HC_SLOT_DROP = 6,      // a3 = first page index, a4 = 0, a5 = count: the range's
+			       // frames go back to the primary after a zap of the range
+			       // and its flush; pages without a frame are skipped; r0 =
+			       // frames given back
+	HC_SLOT_OP_COUNT = 7,
 };
 
 // Status in x0 / RAX: 0 or one of these.
@@ -100,6 +110,7 @@ enum hc_exit {
 	HC_EXIT_PREEMPTED = 6, // a physical interrupt for the primary: run again
 	HC_EXIT_FAIL_ENTRY = 7,
 	HC_EXIT_INTERNAL = 8, // Slat could not handle the exit (hw_reason says what)
+	HC_EXIT_MEMFAULT = 9, // 1.1: an access to a slot page without a frame (FILL it)
 };
 
 // The run page of VCPU_RUN (a primary page): Slat writes the exit's details
@@ -132,6 +143,13 @@ struct hc_run {
 			uint64_t hw_reason; // the hardware's own exit code, for diagnostics
 			uint64_t info[2];
 		} fail;
+		struct {
+			uint64_t gpa;	  // the access's guest-physical address
+			uint32_t slot;	  // the slot holding it
+			uint32_t index;	  // the page's index in the slot
+			uint8_t is_write; // 1: a write (or not known), 0: a read or fetch
+			uint8_t pad[7];
+		} memfault;
 	} u;
 };
 

@@ -79,6 +79,18 @@ static int hc_count(uint64_t base, uint64_t count, uint64_t max)
 	return count <= (HC_GPA_END - base) / HC_PAGE ? HC_OK : HC_E_RANGE;
 }
 
+// Pages [first, first + count) of a slot: 1..max of them, inside the largest
+// slot (the slot's own size is checked by the handler).
+static int hc_pages_in_slot(uint64_t first, uint64_t count, uint64_t max)
+{
+	if (count == 0)
+		return HC_E_INVAL;
+	if (count > max)
+		return HC_E_TOO_MANY;
+	return first < HC_SLOT_MAX_PAGES && count <= HC_SLOT_MAX_PAGES - first ? HC_OK
+										: HC_E_RANGE;
+}
+
 static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 {
 	int rc;
@@ -101,6 +113,20 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 		if (a[4] || a[5])
 			return HC_E_INVAL;
 		return hc_page(a[3]);
+	case HC_SLOT_ADD_EMPTY:
+		if (a[4])
+			return HC_E_INVAL;
+		if ((rc = hc_page(a[3])))
+			return rc;
+		return hc_count(a[3], a[5], HC_SLOT_MAX_PAGES);
+	case HC_SLOT_FILL:
+		if ((rc = hc_page(a[4])))
+			return rc;
+		return hc_pages_in_slot(a[3], a[5], HC_LIST_MAX);
+	case HC_SLOT_DROP:
+		if (a[4])
+			return HC_E_INVAL;
+		return hc_pages_in_slot(a[3], a[5], HC_SLOT_MAX_PAGES);
 	default: // HC_SLOT_DELETE
 		return a[3] || a[4] || a[5] ? HC_E_INVAL : HC_OK;
 	}

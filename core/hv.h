@@ -66,9 +66,14 @@ int hv_vcpu_enter(struct vcpu *v, struct hv_entry *e);
 void hv_vcpu_exited(struct vcpu *v);
 // A SLAT fault of a secondary vCPU at `gpa`. S2_FAULT_MAPPED or
 // S2_FAULT_RETRY: re-enter. S2_FAULT_MMIO: no slot maps gpa (an MMIO exit for
-// the VMM, or a write to a read-only slot). HC_E_NOMEM, or HC_E_INTERNAL after
-// logging.
+// the VMM, or a write to a read-only slot). S2_FAULT_ABSENT: the slot's page
+// has no frame (hv_vcpu_memfault). HC_E_NOMEM, or HC_E_INTERNAL after logging.
 int hv_vcpu_fault(struct vcpu *v, uint64_t gpa, bool write, bool exec);
+// After hv_vcpu_fault() answered S2_FAULT_ABSENT: the run page says
+// HC_EXIT_MEMFAULT (slot, page index); true. False when the slot went away
+// meanwhile: re-enter, the access runs again. The guest's access is not
+// completed: it runs again on the next VCPU_RUN, once the VMM filled the page.
+bool hv_vcpu_memfault(struct vcpu *v, uint64_t gpa, bool write, struct hc_run *run);
 
 // Deposited pages for the arch's per-vCPU needs (zeroed; 0 when none left:
 // the caller answers HC_E_NOMEM). Counted in the VM's meta_pages.

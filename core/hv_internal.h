@@ -45,12 +45,20 @@ uint64_t hv_depot_remove_range(struct hv_depot *d, uint64_t pa, uint64_t n);
 // directory page of list pages, all deposited pages copied from the primary's.
 struct hv_slot {
 	struct s2_backing b; // first: the engine hands it back to the callbacks
-	uint64_t gpa, pages;
-	uint64_t list; // list page or directory page (pages > HV_SLOT_INLINE)
+	uint64_t gpa;
+	uint32_t pages;	  // <= HC_SLOT_MAX_PAGES
+	uint32_t present; // pages with a frame (ADD: all; ADD_EMPTY: none; FILL/DROP change it)
+	uint64_t list;	  // list page or directory page (pages > HV_SLOT_INLINE)
 	uint64_t inl[HV_SLOT_INLINE];
 	uint32_t id;
 	uint32_t used; // 1 while the record holds a slot
 };
+// The frame number of a slot page that has none (ADD_EMPTY, DROP), and the
+// mark DROP puts on a frame between making it absent and giving it back
+// (faults see the page absent; only DROP itself ever sees the mark).
+#define HV_PFN_ABSENT	(~0ull)
+#define HV_PFN_DROPPING (1ull << 63)
+_Static_assert(HC_SLOT_MAX_PAGES <= UINT32_MAX, "a slot's page count fits its record");
 
 struct hv_vm {
 	struct vm vm; // core's record (vcpus/max_vcpus unused: see vcpu_dir)

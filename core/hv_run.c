@@ -148,6 +148,7 @@ int hv_vcpu_fault(struct vcpu *vc, uint64_t gpa, bool write, bool exec)
 	case S2_FAULT_MAPPED:
 	case S2_FAULT_RETRY:
 	case S2_FAULT_MMIO:
+	case S2_FAULT_ABSENT:
 		return r;
 	case S2_E_PERM: // a write to a read-only slot: the VMM emulates it
 	case S2_E_RANGE:
@@ -160,6 +161,21 @@ int hv_vcpu_fault(struct vcpu *vc, uint64_t gpa, bool write, bool exec)
 				(unsigned long long)gpa, r);
 		return HC_E_INVAL;
 	}
+}
+
+bool hv_vcpu_memfault(struct vcpu *vc, uint64_t gpa, bool write, struct hc_run *run)
+{
+	struct hv_vm *vm = hv_vm_of(vc->vm);
+	struct s2_slot sl;
+
+	if (!s2_slot_find(vm->s2, 0, gpa, &sl))
+		return false; // the slot went away meanwhile: the access runs again
+	run->reason = HC_EXIT_MEMFAULT;
+	run->u.memfault.gpa = gpa;
+	run->u.memfault.slot = sl.id;
+	run->u.memfault.index = (uint32_t)((gpa - sl.gpa) >> S2_PAGE_SHIFT);
+	run->u.memfault.is_write = write;
+	return true;
 }
 
 // ---- VCPU_RUN ------------------------------------------------------------------------------

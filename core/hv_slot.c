@@ -32,12 +32,28 @@ static uint64_t *leaf_of(const struct hv_slot *s, uint64_t i)
 
 static uint64_t pfn_at(const struct hv_slot *s, uint64_t i)
 {
-	return leaf_of(s, i)[s->pages <= HV_SLOT_INLINE ? i : i % HV_LIST_PER_PAGE];
+	return __atomic_load_n(&leaf_of(s, i)[s->pages <= HV_SLOT_INLINE ? i : i % HV_LIST_PER_PAGE],
+			       __ATOMIC_ACQUIRE);
+}
+
+// The fault path reads a page's frame while FILL and DROP may change it:
+// every frame number is one atomic 8-byte word (a fault sees the old or the
+// new one; DROP's drain and zap make the old one harmless).
+static uint64_t *pfn_slot(const struct hv_slot *s, uint64_t i)
+{
+	return &leaf_of(s, i)[s->pages <= HV_SLOT_INLINE ? i : i % HV_LIST_PER_PAGE];
+}
+
+static void pfn_set(const struct hv_slot *s, uint64_t i, uint64_t pfn)
+{
+	__atomic_store_n(pfn_slot(s, i), pfn, __ATOMIC_RELEASE);
 }
 
 static uint64_t slot_page_hpa(const struct s2_backing *b, uint64_t i)
 {
-	return pfn_at((const struct hv_slot *)b, i) << OWN_FRAME_SHIFT;
+	uint64_t pfn = pfn_at((const struct hv_slot *)b, i);
+
+	return pfn & HV_PFN_DROPPING ? S2_HPA_ABSENT : pfn << OWN_FRAME_SHIFT;
 }
 
 static bool slot_contiguous(const struct s2_backing *b, uint64_t i, uint64_t n)
@@ -45,6 +61,8 @@ static bool slot_contiguous(const struct s2_backing *b, uint64_t i, uint64_t n)
 	const struct hv_slot *s = (const struct hv_slot *)b;
 	uint64_t first = pfn_at(s, i);
 
+	if (first & HV_PFN_DROPPING) // absent or being dropped
+		return false;
 	for (uint64_t k = 1; k < n; k++)
 		if (pfn_at(s, i + k) != first + k)
 			return false;
@@ -230,8 +248,10 @@ static void rec_free(struct hv_vm *vm, struct hv_slot *s)
 }
 
 // ---- SLOT_SET --------------------------------------------------------------------------
+// ADD (frames from the list) or ADD_EMPTY (every page absent, no frame taken).
 static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 {
+	bool empty = c->op == HC_SLOT_ADD_EMPTY;
 	struct hv_slot **e = dir_entry(vm, c->slot);
 	struct slot_tables t;
 
@@ -243,12 +263,15 @@ static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 	struct hv_slot s_local = {0}, *s = &s_local; // the record is taken at commit
 	s->b = (struct s2_backing){slot_page_hpa, slot_contiguous, 1};
 	s->gpa = c->gpa;
-	s->pages = c->count;
+	s->pages = (uint32_t)c->count;
 	s->id = c->slot;
+	s->present = empty ? 0 : (uint32_t)c->count;
 	r = list_alloc(vm, s);
-	if (!r)
+	for (uint64_t i = 0; !r && empty && i < s->pages; i++)
+		pfn_set(s, i, HV_PFN_ABSENT);
+	if (!r && !empty)
 		r = list_copy(s, vm->vm.id, c->pa, bad);
-	if (!r)
+	if (!r && !empty)
 		r = frames_op(vm, s, OWN_OP_SHARE, bad);
 	if (r)
 		goto fail;
@@ -264,7 +287,8 @@ static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 	    s2_slot_add_backed(vm->s2, 0, c->slot, c->gpa, c->count * HV_PAGE, &s->b, 0));
 	if (r) {
 		uint64_t b;
-		frames_op(vm, s, OWN_OP_UNSHARE, &b);
+		if (!empty)
+			frames_op(vm, s, OWN_OP_UNSHARE, &b);
 		list_free(vm, s);
 		rec_free(vm, s);
 		if (t.recs)
@@ -278,7 +302,7 @@ static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 	s->used = 1;
 	*dir_entry(vm, c->slot) = s;
 	vm->nslots++;
-	vm->slot_frames += s->pages;
+	vm->slot_frames += s->present;
 	return HC_OK;
 fail:
 	list_free(vm, s);
@@ -289,18 +313,123 @@ fail:
 	return r;
 }
 
+// Gives one frame of the slot back to the primary (after the zap and flush).
+static void frame_unshare(struct hv_vm *vm, const struct hv_slot *s, uint64_t pfn)
+{
+	uint64_t b;
+	int r = own_list_op(&hv.own, OWN_OP_UNSHARE, vm->vm.id, &pfn, 1, &b);
+
+	if (r) // the table said this frame was shared with this VM
+		log_err("hv: vm %u slot %u: unshare of frame 0x%llx refused (%d)\n", vm->vm.id,
+			s->id, (unsigned long long)pfn, r);
+}
+
 static void slot_drop(struct hv_vm *vm, struct hv_slot *s)
 {
 	uint64_t b;
-	int r = frames_op(vm, s, OWN_OP_UNSHARE, &b);
+	int r = 0;
 
+	if (s->present == s->pages) // every page has a frame: whole list pages at once
+		r = frames_op(vm, s, OWN_OP_UNSHARE, &b);
+	else
+		for (uint64_t i = 0; i < s->pages; i++)
+			if (pfn_at(s, i) != HV_PFN_ABSENT)
+				frame_unshare(vm, s, pfn_at(s, i));
 	if (r) // the table said these frames were shared with this VM
 		log_err("hv: vm %u slot %u: unshare refused (%d at %llu)\n", vm->vm.id, s->id, r,
 			(unsigned long long)b);
 	vm->nslots--;
-	vm->slot_frames -= s->pages;
+	vm->slot_frames -= s->present;
 	list_free(vm, s);
 	rec_free(vm, s);
+}
+
+// ---- lazy slots: FILL and DROP ----------------------------------------------------------
+// FILL: frames for pages [first, first + count) that have none. The list is
+// copied into a deposited page, then every frame and page is checked (the
+// primary's RAM, not twice in the list, the page without a frame), then the
+// frames are shared in one ownership request, then stored. *bad: the list
+// index of a refused frame or page.
+static int slot_fill(struct hv_vm *vm, struct hv_slot *s, const struct hc_call *c, uint64_t *bad)
+{
+	uint64_t first = c->gpa, n = c->count, *src, *list;
+	int r;
+
+	if (first >= s->pages || n > s->pages - first)
+		return HC_E_RANGE;
+	if ((r = hv_primary_page(c->pa, (void **)&src)))
+		return r;
+	uint64_t scratch = hv_page_alloc(&vm->vm);
+	if (!scratch)
+		return HC_E_NOMEM;
+	list = (uint64_t *)(uintptr_t)scratch;
+	for (uint64_t i = 0; i < n; i++)
+		list[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	for (uint64_t i = 0; !r && i < n; i++) {
+		*bad = i;
+		if (list[i] >> OWN_PFN_BITS)
+			r = HC_E_RANGE;
+		else if (pfn_at(s, first + i) != HV_PFN_ABSENT)
+			r = HC_E_EXISTS;
+		else if ((r = frame_free_for(vm->vm.id, list[i])) == HC_OK)
+			for (uint64_t k = 0; k < i && !r; k++)
+				if (list[k] == list[i])
+					r = HC_E_ALREADY_SHARED; // a frame backs one page
+	}
+	if (!r)
+		r = own_list_op(&hv.own, OWN_OP_SHARE, vm->vm.id, list, n, bad);
+	if (!r) {
+		for (uint64_t i = 0; i < n; i++)
+			pfn_set(s, first + i, list[i]);
+		s->present += n;
+		vm->slot_frames += n;
+	}
+	hv_page_free(&vm->vm, scratch);
+	return r;
+}
+
+// DROP: pages [first, first + count) lose their frames, 512 at a time: each
+// frame is marked (the fault path sees the page absent from then on), the
+// engine drains its faults and zaps the range (flushed), then the frames go
+// back to the primary and the pages become absent. Takes no memory, so it
+// cannot fail for want of it (the primary's MMU notifier calls it).
+// *dropped: how many frames went back.
+static int slot_drop_pages(struct hv_vm *vm, struct hv_slot *s, const struct hc_call *c,
+			   uint64_t *dropped)
+{
+	uint64_t first = c->gpa, n = c->count;
+
+	if (first >= s->pages || n > s->pages - first)
+		return HC_E_RANGE;
+	*dropped = 0;
+	for (uint64_t at = first; at < first + n; at += HV_LIST_PER_PAGE) {
+		uint64_t end = at + HV_LIST_PER_PAGE < first + n ? at + HV_LIST_PER_PAGE : first + n;
+		uint64_t k = 0;
+		for (uint64_t i = at; i < end; i++) {
+			uint64_t pfn = pfn_at(s, i);
+			if (pfn == HV_PFN_ABSENT)
+				continue;
+			pfn_set(s, i, pfn | HV_PFN_DROPPING);
+			k++;
+		}
+		if (!k)
+			continue;
+		int r = s2_slot_zap_pages(vm->s2, 0, s->id, at, end - at);
+		if (r) // the slot and range were checked: the engine agrees
+			log_err("hv: vm %u slot %u: zap of pages %llu+%llu failed (%d)\n", vm->vm.id,
+				s->id, (unsigned long long)at, (unsigned long long)(end - at), r);
+		for (uint64_t i = at; i < end; i++) {
+			uint64_t pfn = pfn_at(s, i);
+			if (pfn == HV_PFN_ABSENT)
+				continue;
+			frame_unshare(vm, s, pfn & ~HV_PFN_DROPPING);
+			pfn_set(s, i, HV_PFN_ABSENT);
+		}
+		s->present -= (uint32_t)k;
+		vm->slot_frames -= k;
+		*dropped += k;
+	}
+	return HC_OK;
 }
 
 int hv_slot_set(const struct hc_call *c, uint64_t *bad)
@@ -309,11 +438,15 @@ int hv_slot_set(const struct hc_call *c, uint64_t *bad)
 
 	if (!vm)
 		return HC_E_BAD_VM;
-	if (c->op == HC_SLOT_ADD)
+	if (c->op == HC_SLOT_ADD || c->op == HC_SLOT_ADD_EMPTY)
 		return slot_add(vm, c, bad);
 	struct hv_slot **e = dir_entry(vm, c->slot);
 	if (!e || !*e)
 		return HC_E_BAD_SLOT;
+	if (c->op == HC_SLOT_FILL)
+		return slot_fill(vm, *e, c, bad);
+	if (c->op == HC_SLOT_DROP)
+		return slot_drop_pages(vm, *e, c, bad);
 	if (c->op == HC_SLOT_MOVE) {
 		int r = hv_err_of_s2(s2_slot_move(vm->s2, 0, c->slot, c->gpa));
 		if (!r)

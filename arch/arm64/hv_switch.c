@@ -177,6 +177,10 @@ static enum hv_next exit_abort(struct vcpu *v, struct arm64_hv_vcpu *s, struct h
 		return HV_REENTER;
 	case S2_FAULT_MMIO:
 		return exit_mmio(s, run, esr, ipa, insn);
+	case S2_FAULT_ABSENT: // the VMM fills the page; the access runs again
+		return hv_vcpu_memfault(v, ipa, insn ? false : !!(esr & ISS_DABT_WNR), run)
+			   ? HV_TO_VMM
+			   : HV_REENTER;
 	case HC_E_NOMEM:
 		return HV_NOMEM;
 	default:

@@ -205,6 +205,8 @@ static enum x86_hv_step npf_exit(struct vcpu *v, const struct x86_exit *e, struc
 		return X86_HV_REENTER;
 	if (r == S2_FAULT_MMIO)
 		return mmio_exit(v, e, run);
+	if (r == S2_FAULT_ABSENT) // the VMM fills the page; the access runs again
+		return hv_vcpu_memfault(v, e->gpa, e->write, run) ? X86_HV_RETURN : X86_HV_REENTER;
 	if (r == HC_E_NOMEM) {
 		*rc = HC_E_NOMEM; // the access runs again after the VMM deposited
 		return X86_HV_RETURN;

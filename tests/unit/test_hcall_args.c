@@ -147,6 +147,43 @@ static void test_slot_set(void **state)
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, HC_SLOT_MOVE, 0x200000, 0x5000), &c),
 			 HC_E_INVAL);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, HC_SLOT_MOVE, GPA_END), &c), HC_E_RANGE);
+	// 1.1 lazy slots. ADD_EMPTY: gpa and pages, no list.
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0x100000, 0, 512), &c),
+			 HC_OK);
+	assert_int_equal(c.op, HC_SLOT_ADD_EMPTY);
+	assert_int_equal(c.gpa, 0x100000);
+	assert_int_equal(c.count, 512);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0x100000, 0x5000, 1), &c),
+			 HC_E_INVAL);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0x100800, 0, 1), &c),
+			 HC_E_ALIGN);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0, 0, 0), &c), HC_E_INVAL);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0, 0, HC_SLOT_MAX_PAGES + 1), &c),
+	    HC_E_TOO_MANY);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, GPA_END - 4096, 0, 2), &c),
+			 HC_E_RANGE);
+	// FILL: first index, list page, 1..512 frames inside the largest slot.
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, 7, 0x5000, 512), &c), HC_OK);
+	assert_int_equal(c.gpa, 7); // the first page index
+	assert_int_equal(c.pa, 0x5000);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, 7, 0x5000, 513), &c),
+			 HC_E_TOO_MANY);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, 7, 0x5000, 0), &c), HC_E_INVAL);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, 7, 0x5004, 1), &c), HC_E_ALIGN);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_MAX_PAGES - 1, 0x5000, 1),
+			     &c),
+			 HC_OK);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_MAX_PAGES - 1, 0x5000, 2), &c),
+	    HC_E_RANGE);
+	// DROP: first index and count, nothing else.
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 0, 0, HC_SLOT_MAX_PAGES), &c),
+			 HC_OK);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 1, 0, HC_SLOT_MAX_PAGES), &c),
+			 HC_E_RANGE);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 0, 0x5000, 1), &c), HC_E_INVAL);
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 0, 0, 0), &c), HC_E_INVAL);
 }
 
 // ---- fuzz -----------------------------------------------------------------------

@@ -170,6 +170,8 @@ static int touch_guest(struct vcpu *v, struct hc_run *run)
 			run->u.mmio.gpa = guest_gpas[i];
 			return HC_OK;
 		}
+		if (r == S2_FAULT_ABSENT && hv_vcpu_memfault(v, guest_gpas[i], true, run))
+			return HC_OK;
 		assert_int_equal(r, S2_FAULT_MAPPED);
 	}
 	run->reason = HC_EXIT_HALT;
@@ -374,6 +376,117 @@ static void test_slot_fault_delete_move(void **state)
 	assert_int_equal(vm_stats_now(vm).faults, f0 + 1);
 	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
 	assert_int_equal(owner(big, NULL), OWN_PRIMARY);
+}
+
+// Lazy slots (1.1): ADD_EMPTY shares nothing; a touch of a page without a
+// frame is a MEMFAULT exit naming the slot and page; FILL gives frames (each
+// refusal with its code and index, nothing changed), the touch then maps
+// them; DROP zaps exactly the dropped pages' leaves and gives their frames
+// back; DELETE of a half-filled slot gives back exactly the frames it had.
+static void test_lazy_slot(void **state)
+{
+	deposit(64);
+	uint64_t vm = vm_new(1), other = vm_new(1), got;
+	assert_int_equal(C(HC_VCPU_CREATE, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	uint64_t mem = next_free, taken = mem + 64 * PG;
+	next_free += 80 * PG;
+	assert_int_equal(C(HC_SLOT_SET, other, 1, HC_SLOT_ADD, 0, frames(taken, 1, 1), 1, NULL),
+			 HC_OK);
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_ADD_EMPTY, 0x100000, 0, 64, NULL), HC_OK);
+	struct hc_vm_stats s0 = vm_stats_now(vm);
+	assert_int_equal(s0.slots, 1);
+	assert_int_equal(s0.slot_pages, 0);
+	assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
+	const uint64_t t5[] = {0x100000 + 5 * PG + 0x18};
+	assert_int_equal(run_touch(vm, 0, t5, 1), HC_EXIT_MEMFAULT);
+	struct hc_run *run = (struct hc_run *)(uintptr_t)run_page;
+	assert_int_equal(run->u.memfault.gpa, t5[0]);
+	assert_int_equal(run->u.memfault.slot, 3);
+	assert_int_equal(run->u.memfault.index, 5);
+	assert_int_equal(run->u.memfault.is_write, 1);
+	assert_false(xlate(vm, t5[0]).mapped);
+	// Refusals: each names the list index, and nothing changes.
+	uint64_t l = frames(mem, 4, 1);
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_FILL, 62, l, 4, &got), HC_E_RANGE);
+	assert_int_equal(C(HC_SLOT_SET, vm, 4, HC_SLOT_FILL, 0, l, 4, &got), HC_E_BAD_SLOT);
+	((uint64_t *)(uintptr_t)l)[2] = taken >> 12;
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_FILL, 4, l, 4, &got), HC_E_OTHER_VM);
+	assert_int_equal(got, 2);
+	((uint64_t *)(uintptr_t)l)[2] = (uint64_t)(uintptr_t)slat_mem >> 12;
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_FILL, 4, l, 4, &got), HC_E_SLAT);
+	assert_int_equal(got, 2);
+	((uint64_t *)(uintptr_t)l)[2] = mem >> 12; // the same frame as index 0
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_FILL, 4, l, 4, &got), HC_E_ALREADY_SHARED);
+	assert_int_equal(got, 2);
+	assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
+	assert_int_equal(vm_stats_now(vm).slot_pages, 0);
+	// Pages 4..7 get frames mem+0..3; a second FILL of page 5 is EXISTS.
+	l = frames(mem, 4, 1);
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_FILL, 4, l, 4, &got), HC_OK);
+	uint32_t o;
+	assert_int_equal(owner(mem + 3 * PG, &o), OWN_SHARED);
+	assert_int_equal(o, vm);
+	assert_int_equal(vm_stats_now(vm).slot_pages, 4);
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_FILL, 5, frames(mem + 10 * PG, 1, 1), 1, &got),
+			 HC_E_EXISTS);
+	assert_int_equal(got, 0);
+	assert_int_equal(owner(mem + 10 * PG, NULL), OWN_PRIMARY);
+	const uint64_t t47[] = {0x100000 + 4 * PG, t5[0], 0x100000 + 7 * PG + 8};
+	assert_int_equal(run_touch(vm, 0, t47, 3), HC_EXIT_HALT);
+	assert_int_equal(xlate(vm, t5[0]).hpa, mem + PG + 0x18);
+	assert_int_equal(xlate(vm, 0x100000 + 7 * PG + 8).hpa, mem + 3 * PG + 8);
+	// DROP pages 5..9: two frames had pages mapped, two leaves go, page 4's stays.
+	struct hc_vm_stats s1 = vm_stats_now(vm);
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_DROP, 5, 0, 5, &got), HC_OK);
+	assert_int_equal(got, 3); // pages 5, 6, 7 had frames
+	struct hc_vm_stats s2 = vm_stats_now(vm);
+	assert_int_equal(s2.leaves_zapped - s1.leaves_zapped, 2); // 5 and 7 were mapped
+	assert_int_equal(s2.slot_pages, 1);
+	assert_false(xlate(vm, t5[0]).mapped);
+	assert_true(xlate(vm, 0x100000 + 4 * PG).mapped);
+	for (unsigned i = 1; i < 4; i++)
+		assert_int_equal(owner(mem + i * PG, NULL), OWN_PRIMARY);
+	assert_int_equal(owner(mem, NULL), OWN_SHARED);
+	assert_int_equal(run_touch(vm, 0, t5, 1), HC_EXIT_MEMFAULT); // absent again
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_DROP, 20, 0, 10, &got), HC_OK);
+	assert_int_equal(got, 0);
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_DROP, 60, 0, 5, &got), HC_E_RANGE);
+	// DELETE with one page filled gives back exactly that frame.
+	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_DELETE, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
+	assert_int_equal(vm_stats_now(vm).slot_pages, 0);
+	assert_int_equal(hv_stats_now().shared_frames, 1); // the other VM's frame
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(C(HC_VM_DESTROY, other, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
+// FILL takes one scratch page from the pool before changing anything: with
+// none, NOMEM and nothing changed; after a deposit, done. DROP takes none
+// (the primary's MMU notifier calls it): it works on an empty pool.
+static void test_lazy_slot_nomem(void **state)
+{
+	deposit(16);
+	uint64_t vm = vm_new(1), got, mem = next_free;
+	next_free += 4 * PG;
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD_EMPTY, 0, 0, 4, NULL), HC_OK);
+	uint64_t l = frames(mem, 2, 1), back = prim_page();
+	// The pool's free pages go back to the primary: it is empty now.
+	assert_int_equal(C(HC_WITHDRAW, back, HC_LIST_MAX, 0, 0, 0, 0, &got), HC_OK);
+	assert_int_equal(hv_stats_now().free, 0);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_FILL, 0, l, 2, &got), HC_E_NOMEM);
+	assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
+	assert_int_equal(vm_stats_now(vm).slot_pages, 0);
+	deposit(1);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_FILL, 0, l, 2, &got), HC_OK);
+	assert_int_equal(owner(mem + PG, NULL), OWN_SHARED);
+	assert_int_equal(C(HC_WITHDRAW, back, HC_LIST_MAX, 0, 0, 0, 0, &got), HC_OK);
+	assert_int_equal(hv_stats_now().free, 0);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DROP, 1, 0, 1, &got), HC_OK);
+	assert_int_equal(got, 1);
+	assert_int_equal(owner(mem + PG, NULL), OWN_PRIMARY);
+	assert_int_equal(owner(mem, NULL), OWN_SHARED);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(owner(mem + PG, NULL), OWN_PRIMARY);
 }
 
 // A VM made with ZAP_ALL (the old way, for benchmarks): a delete zaps every
@@ -692,6 +805,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fuzz_calls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_primary_map_nomem, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_primary_fault_retry, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lazy_slot, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lazy_slot_nomem, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
