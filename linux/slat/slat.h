@@ -58,11 +58,12 @@ extern u64 slat_hv_version;
 /* ---- VMs and slots (slat_vm.c, slat_slot.c) ---- */
 struct slat_vm {
 	struct kref ref;
-	u32 id;		     /* Slat's VM id */
-	u64 gpa_limit;	     /* /dev/kvm: slots must end at or below (0: Slat's own check) */
-	struct mutex lock;   /* slots and vCPU creation */
-	struct xarray slots; /* slot index -> struct slat_mslot */
-	struct xarray vcpus; /* index -> 1 once created */
+	u32 id;		      /* Slat's VM id */
+	u64 gpa_limit;	      /* /dev/kvm: slots must end at or below (0: Slat's own check) */
+	struct mutex lock;    /* slots and vCPU creation */
+	struct xarray slots;  /* slot index -> struct slat_mslot (/dev/slat) */
+	struct xarray kslots; /* slot index -> struct slat_kslot (/dev/kvm: lazy) */
+	struct xarray vcpus;  /* index -> 1 once created */
 };
 
 struct slat_mslot {
@@ -76,7 +77,8 @@ int slat_vm_create_fd(u32 flags);
 struct slat_vm *slat_vm_new(u32 flags, u32 vcpu_limit);
 void slat_vm_put(struct slat_vm *vm);
 int slat_slot_set(struct slat_vm *vm, const struct slat_slot *s);
-void slat_slots_release(struct slat_vm *vm); /* after VM_DESTROY: unpin all */
+void slat_slots_release(struct slat_vm *vm);  /* after VM_DESTROY: unpin all */
+void slat_kslots_release(struct slat_vm *vm); /* the same for /dev/kvm's regions */
 
 /* ---- vCPUs (slat_vcpu.c) ---- */
 struct slat_vcpu {

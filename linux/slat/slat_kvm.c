@@ -16,6 +16,7 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -38,6 +39,7 @@ static long slat_kvm_check_extension(long cap)
 	case KVM_CAP_USER_MEMORY:
 	case KVM_CAP_IMMEDIATE_EXIT:
 	case KVM_CAP_CHECK_EXTENSION_VM:
+	case KVM_CAP_SYNC_MMU: /* regions follow the VMM's mapping (slat_kslot.c) */
 		return 1;
 	case KVM_CAP_NR_MEMSLOTS:
 		return HC_MAX_SLOTS;
@@ -54,15 +56,9 @@ static long slat_kvm_check_extension(long cap)
 /* ---- memory regions ---- */
 
 /* KVM's checks on kvm_userspace_memory_region (virt/kvm/kvm_main.c). */
-static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspace_memory_region *m)
+static int slat_kvm_region_check(struct slat_kvm_vm *kvm,
+				 const struct kvm_userspace_memory_region *m)
 {
-	struct slat_slot s = {
-	    .slot = m->slot,
-	    .guest_phys_addr = m->guest_phys_addr,
-	    .memory_size = m->memory_size,
-	    .userspace_addr = m->userspace_addr,
-	};
-
 	/* Dirty logging and read-only slots are not implemented (caps 0). */
 	if (m->flags)
 		return -EINVAL;
@@ -76,10 +72,66 @@ static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspa
 	if (m->memory_size &&
 	    !access_ok((void __user *)(unsigned long)m->userspace_addr, m->memory_size))
 		return -EINVAL;
+	if (m->memory_size > (u64)HC_SLOT_MAX_PAGES << PAGE_SHIFT)
+		return -E2BIG; /* Slat's slot limit (1 GiB); KVM has none */
 	/* arm64: a slot beyond the VM type's IPA size is -EFAULT, as in KVM. */
 	if (kvm->vm->gpa_limit && m->guest_phys_addr + m->memory_size > kvm->vm->gpa_limit)
 		return -EFAULT;
-	return slat_slot_set(kvm->vm, &s);
+	return 0;
+}
+
+/*
+ * Add (a lazy slot: pages get frames when the guest touches them), delete
+ * (size 0), move (a new guest_phys_addr, the same frames); any other change
+ * of a live region is -EINVAL, as in KVM.
+ */
+static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspace_memory_region *m)
+{
+	struct slat_vm *vm = kvm->vm;
+	struct slat_kslot *ks;
+	u64 r[3];
+	int rc = slat_kvm_region_check(kvm, m);
+
+	if (rc)
+		return rc;
+	mutex_lock(&vm->lock);
+	ks = xa_load(&vm->kslots, m->slot);
+	if (!m->memory_size) {
+		rc = ks ? slat_kslot_delete(ks) : -EINVAL;
+		if (!rc)
+			xa_erase(&vm->kslots, m->slot);
+	} else if (!ks) {
+		ks = slat_kslot_add(vm, m->slot, m->guest_phys_addr, m->memory_size,
+				    m->userspace_addr);
+		rc = IS_ERR(ks) ? PTR_ERR(ks)
+				: xa_err(xa_store(&vm->kslots, m->slot, ks, GFP_KERNEL));
+		if (rc && !IS_ERR(ks))
+			slat_kslot_delete(ks);
+	} else if (ks->size != m->memory_size || ks->uaddr != m->userspace_addr) {
+		rc = -EINVAL;
+	} else if (ks->gpa != m->guest_phys_addr) {
+		rc = slat_errno(slat_call(HC_SLOT_SET, vm->id, m->slot, HC_SLOT_MOVE,
+					  m->guest_phys_addr, 0, 0, r));
+		if (!rc)
+			ks->gpa = m->guest_phys_addr;
+	}
+	mutex_unlock(&vm->lock);
+	return rc;
+}
+
+/* A MEMFAULT exit: the page gets the VMM's frame; 0 runs the vCPU again. */
+static int slat_kvm_memfault(struct slat_kvm_vcpu *v, const struct hc_run *hr)
+{
+	struct slat_vm *vm = v->vc->vm;
+	struct slat_kslot *ks;
+	int rc = 0;
+
+	mutex_lock(&vm->lock);
+	ks = xa_load(&vm->kslots, hr->u.memfault.slot);
+	if (ks) /* else the region went away meanwhile: the access runs again */
+		rc = slat_kslot_fault(ks, hr->u.memfault.index);
+	mutex_unlock(&vm->lock);
+	return rc;
 }
 
 /* ---- vCPU fds ---- */
@@ -121,6 +173,10 @@ static int slat_kvm_translate(struct slat_kvm_vcpu *v, struct hc_run *hr, struct
 		return 1;
 	if (rc == SLAT_KVM_TO_VMM)
 		return 0;
+	if (hr->reason == HC_EXIT_MEMFAULT) {
+		rc = slat_kvm_memfault(v, hr);
+		return rc ? rc : 1;
+	}
 	v->pending = hr->reason;
 	switch (hr->reason) {
 	case HC_EXIT_MMIO:
@@ -199,6 +255,8 @@ static long slat_kvm_vcpu_ioctl(struct file *f, unsigned int cmd, unsigned long 
 	struct slat_kvm_vcpu *v = f->private_data;
 	long rc;
 
+	if (v->mm != current->mm)
+		return -EIO;
 	if (mutex_lock_killable(&v->vc->lock))
 		return -EINTR;
 	if (cmd == KVM_RUN)
@@ -264,6 +322,7 @@ static int slat_kvm_create_vcpu(struct slat_kvm_vm *kvm, unsigned long id)
 		return rc;
 	}
 	v->id = id;
+	v->mm = kvm->mm; /* the VM fd's reference keeps it while the VM lives */
 	rc = slat_kvm_arch_vcpu_create(v);
 	if (!rc)
 		rc = anon_inode_getfd("kvm-vcpu", &slat_kvm_vcpu_fops, v, O_RDWR | O_CLOEXEC);
@@ -281,6 +340,9 @@ static long slat_kvm_vm_ioctl(struct file *f, unsigned int cmd, unsigned long ar
 	struct kvm_userspace_memory_region m;
 	long rc;
 
+	/* A VM belongs to the process that made it (its memory is that process's). */
+	if (kvm->mm != current->mm)
+		return -EIO;
 	switch (cmd) {
 	case KVM_SET_USER_MEMORY_REGION:
 		if (copy_from_user(&m, up, sizeof(m)))
@@ -301,6 +363,7 @@ static int slat_kvm_vm_close(struct inode *inode, struct file *f)
 {
 	struct slat_kvm_vm *kvm = f->private_data;
 
+	mmdrop(kvm->mm);
 	slat_vm_put(kvm->vm);
 	kfree(kvm);
 	return 0;
@@ -331,9 +394,12 @@ static int slat_kvm_create_vm(unsigned long type)
 		return rc;
 	}
 	kvm->ipa_bits = ipa_bits;
+	kvm->mm = current->mm;
+	mmgrab(kvm->mm);
 	kvm->vm->gpa_limit = ipa_bits ? 1ull << ipa_bits : 0;
 	rc = anon_inode_getfd("kvm-vm", &slat_kvm_vm_fops, kvm, O_RDWR | O_CLOEXEC);
 	if (rc < 0) {
+		mmdrop(kvm->mm);
 		slat_vm_put(kvm->vm);
 		kfree(kvm);
 	}

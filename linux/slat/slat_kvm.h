@@ -9,6 +9,7 @@
 #define SLAT_KVM_H
 
 #include <linux/kvm.h>
+#include <linux/mmu_notifier.h>
 
 #include "slat.h"
 
@@ -16,15 +17,34 @@
 #define SLAT_KVM_RUN_SIZE   PAGE_SIZE
 #define SLAT_KVM_PIO_OFFSET (PAGE_SIZE - 64)
 
+/* A KVM memory region: a lazy slot whose frames follow the VMM's mapping. */
+struct slat_kslot {
+	struct slat_vm *vm;
+	u32 slot;
+	u64 gpa, size, uaddr;
+	unsigned long npages;
+	struct mutex lock;		 /* pages[] and present; taken after vm->lock */
+	struct page **pages;		 /* pinned and given to Slat, or NULL */
+	unsigned long present;		 /* non-NULL entries */
+	struct mmu_interval_notifier mn; /* the VMM's [uaddr, uaddr + size) */
+};
+
+struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr);
+int slat_kslot_delete(struct slat_kslot *ks);
+void slat_kslot_release(struct slat_kslot *ks);
+int slat_kslot_fault(struct slat_kslot *ks, u32 index);
+
 struct slat_kvm_vm {
 	struct slat_vm *vm;    /* one reference, dropped when the VM fd closes */
 	unsigned int ipa_bits; /* arm64: the VM type's IPA size; x86: 0 */
+	struct mm_struct *mm;  /* the creator's: KVM answers other processes -EIO */
 };
 
 struct slat_kvm_vcpu {
 	struct slat_vcpu *vc;	     /* holds a VM reference */
 	struct page *run;	     /* struct kvm_run, mmapped by the VMM */
 	u32 id;			     /* KVM's vcpu_id */
+	struct mm_struct *mm;	     /* the VM\'s process: other processes get -EIO */
 	u32 pending;		     /* the hc_exit whose answer the next RUN passes on */
 	bool inited;		     /* arm64: KVM_ARM_VCPU_INIT done (x86: always) */
 	struct hc_regs_arm64 *reset; /* arm64: the state VCPU_INIT restores */

@@ -45,8 +45,10 @@ static void slat_vm_release(struct kref *ref)
 		       st);
 	} else {
 		slat_slots_release(vm);
+		slat_kslots_release(vm);
 	}
 	xa_destroy(&vm->slots);
+	xa_destroy(&vm->kslots);
 	xa_destroy(&vm->vcpus);
 	kfree(vm);
 	slat_pool_withdraw_all();
@@ -114,6 +116,7 @@ struct slat_vm *slat_vm_new(u32 flags, u32 vcpu_limit)
 	kref_init(&vm->ref);
 	mutex_init(&vm->lock);
 	xa_init(&vm->slots);
+	xa_init(&vm->kslots);
 	xa_init(&vm->vcpus);
 	atomic64_inc(&slat_vms_alive);
 	return vm;

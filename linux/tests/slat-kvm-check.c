@@ -25,6 +25,7 @@
 #define MMIO_GPA 0x10000000ull
 #define CODE_GPA 0x0ull
 #define SLOT_SZ	 (64 * 1024ul)
+#define DATA_OFF 0x8000u // a page of slot 0 the guest reads and the VMM replaces
 
 static unsigned failed, checks;
 
@@ -100,6 +101,8 @@ static void check_system(int kvm)
 	check("KVM_CAP_IMMEDIATE_EXIT", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_READONLY_MEM);
 	check("KVM_CAP_READONLY_MEM (not implemented)", n == 0, n, 0);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_MMU);
+	check("KVM_CAP_SYNC_MMU", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_ARM_PSCI_0_2);
 	check("KVM_CAP_ARM_PSCI_0_2 (not implemented)", n == 0, n, 0);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, 999999);
@@ -133,8 +136,10 @@ static void check_regions(int vm, uint8_t *mem)
 	       region(vm, 1, 0, 0x100000, PAGE, (void *)0xffff000000000000ull), EINVAL);
 	expect("region beyond the VM's 40-bit IPA", region(vm, 1, 0, 1ull << 40, PAGE, mem),
 	       EFAULT);
-	expect("region memory the VMM cannot write", region(vm, 1, 0, 0x100000, PAGE, none),
-	       EFAULT);
+	// KVM checks the memory at the guest's access, not here.
+	expect("region over memory the VMM cannot write", region(vm, 1, 0, 0x100000, PAGE, none),
+	       0);
+	expect("... deleted", region(vm, 1, 0, 0x100000, 0, none), 0);
 	expect("delete of a slot that does not exist", region(vm, 9, 0, 0, 0, mem), EINVAL);
 	expect("region overlapping slot 0", region(vm, 1, 0, CODE_GPA + PAGE, PAGE, mem + SLOT_SZ),
 	       EEXIST);
@@ -168,12 +173,17 @@ static void write_guest(uint8_t *mem)
 	const uint32_t code[] = {
 	    movz(0, 0x2345, 0),
 	    movk(0, 0x1, 1),
-	    HVC0,		// an SMCCC function nobody has
-	    movz(2, 0x1000, 1), // x2 = MMIO_GPA
-	    STR_X(0, 2, 0),	// MMIO write of the HVC's x0
-	    LDR_X(3, 2, 0),	// MMIO read: the VMM answers
-	    STR_X(3, 2, 8),	// ... and sees it back
-	    WFI,		// completes without an exit
+	    HVC0,		  // an SMCCC function nobody has
+	    movz(2, 0x1000, 1),	  // x2 = MMIO_GPA
+	    STR_X(0, 2, 0),	  // MMIO write of the HVC's x0
+	    LDR_X(3, 2, 0),	  // MMIO read: the VMM answers
+	    STR_X(3, 2, 8),	  // ... and sees it back
+	    WFI,		  // completes without an exit
+	    movz(4, DATA_OFF, 0), // the data page, read twice: the VMM replaces it in between
+	    LDR_X(5, 4, 0),
+	    STR_X(5, 2, 16),
+	    LDR_X(5, 4, 0),
+	    STR_X(5, 2, 24),
 	    movz(0, 0x0008, 0),
 	    movk(0, 0x8400, 1),
 	    HVC0, // PSCI SYSTEM_OFF
@@ -237,7 +247,7 @@ static void check_vcpu_state(int vm, int vcpu)
 	expect("unknown vCPU ioctl", ioctl(vcpu, _IO(KVMIO, 0xfe), 0), ENOTTY);
 }
 
-static void check_run(int vcpu, struct kvm_run *run)
+static void check_run(int vcpu, struct kvm_run *run, uint8_t *mem)
 {
 	uint64_t v;
 
@@ -268,7 +278,25 @@ static void check_run(int vcpu, struct kvm_run *run)
 	      run->exit_reason == KVM_EXIT_MMIO && run->mmio.phys_addr == MMIO_GPA + 8 &&
 		  v == 0x1122334455667788ull,
 	      v, 0x1122334455667788ull);
-	expect("KVM_RUN over WFI to SYSTEM_OFF", ioctl(vcpu, KVM_RUN, 0), 0);
+	*(volatile uint64_t *)(mem + DATA_OFF) = 0x1111;
+	expect("KVM_RUN over WFI to the data page's first read", ioctl(vcpu, KVM_RUN, 0), 0);
+	memcpy(&v, run->mmio.data, 8);
+	check("the guest reads the VMM's data page",
+	      run->exit_reason == KVM_EXIT_MMIO && run->mmio.phys_addr == MMIO_GPA + 16 &&
+		  v == 0x1111,
+	      v, 0x1111);
+	// The VMM drops its page and writes a new one: the VM must see the new
+	// page (KVM_CAP_SYNC_MMU), not the frame it had.
+	expect("madvise(MADV_DONTNEED) of the data page",
+	       madvise(mem + DATA_OFF, PAGE, MADV_DONTNEED), 0);
+	*(volatile uint64_t *)(mem + DATA_OFF) = 0x2222;
+	expect("KVM_RUN to the data page's second read", ioctl(vcpu, KVM_RUN, 0), 0);
+	memcpy(&v, run->mmio.data, 8);
+	check("the guest sees the VMM's new page",
+	      run->exit_reason == KVM_EXIT_MMIO && run->mmio.phys_addr == MMIO_GPA + 24 &&
+		  v == 0x2222,
+	      v, 0x2222);
+	expect("KVM_RUN to SYSTEM_OFF", ioctl(vcpu, KVM_RUN, 0), 0);
 	if (run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
 		say("internal error: suberror %u, data 0x%llx 0x%llx 0x%llx",
 		    run->internal.suberror, (unsigned long long)run->internal.data[0],
@@ -314,7 +342,7 @@ int main(void)
 		return 2;
 	}
 	check_vcpu_state(vm, vcpu);
-	check_run(vcpu, run);
+	check_run(vcpu, run, mem);
 	close(vcpu);
 	close(vm);
 	close(kvm);
