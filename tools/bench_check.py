@@ -21,7 +21,7 @@ import os
 import sys
 
 SCENARIOS = ["b1_slot_perf", "b2_mod_stress", "b3_root_load", "b4_teardown",
-             "b5_nested_churn", "b6_delete_vs_size", "live_secondary", "boot"]
+             "b5_nested_churn", "b6_delete_vs_size", "live_secondary", "kvm_api", "boot"]
 STATUSES = {"ok", "unavailable", "skipped", "failed"}
 
 # For each scenario: keys every element of "results" must have (results is a
@@ -37,6 +37,7 @@ RESULT_KEYS = {
     "b6_delete_vs_size": ["mode", "vm_bytes", "delete"],
     "live_secondary": ["bench", "arch", "mode", "slots", "vm_kib", "run", "delete_us", "zapped",
                        "refaults", "destroy_us", "table_bytes", "zap_all"],
+    "kvm_api": ["bench", "system", "test"],
     "boot": ["bench", "mode", "run", "marker_s", "kernel_uptime_s", "exit_s", "status",
              "exits_total", "exits", "io_exits_by_port", "slat_uptime_s"],
 }
@@ -101,7 +102,8 @@ class Checker:
         if status == "failed":
             self.err(where, f"failed: {s.get('reason')}")
             return
-        if name not in ("boot", "live_secondary") and not isinstance(s.get("params"), dict):
+        if name not in ("boot", "live_secondary", "kvm_api") and not isinstance(s.get("params"),
+                                                                                dict):
             self.err(where, "no params object")
         results = s.get("results")
         if not isinstance(results, list) or not results:
@@ -159,6 +161,15 @@ class Checker:
                     self.err(f"{where} results[{i}]", "slot mode: refaults and zap_all must be 0")
                 if r.get("mode") == "all" and r.get("zap_all") != 1:
                     self.err(f"{where} results[{i}]", "all mode: exactly one zap-all per delete")
+        elif name == "kvm_api":
+            self.both_modes(res, where, "system", {"slat", "kvm"})
+            tests = {r.get("test") for r in res}
+            want = {"map", "unmap", "unmap chunked", "move active area", "move inactive area",
+                    "RW", "memslot_modification_stress"}
+            if not want <= tests:
+                self.err(where, f"missing tests {sorted(want - tests)}")
+            if not isinstance(s.get("summary"), list) or not s["summary"]:
+                self.err(where, "no summary list")
         elif name == "b6_delete_vs_size":
             if len({r.get("vm_bytes") for r in res}) < 2:
                 self.err(where, "needs at least two VM sizes")

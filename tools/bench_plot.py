@@ -262,6 +262,38 @@ def plot_live(doc, out):
          "Secondary VMs live (TCG): slot delete, refaults, destroy")
 
 
+def plot_kvm_api(doc, out):
+    s = ok(doc, "kvm_api")
+    if not s or not s.get("summary"):
+        return
+    rows = [r for r in s["summary"] if r["slat"] and r["kvm"]]
+    if not rows:
+        return
+    labels = [r["test"] if r["slots_asked"] is None
+              else f"{r['test']}\n{'max' if r['slots_asked'] == -1 else r['slots_asked']} slots"
+              for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
+    xs = range(len(rows))
+    w = 0.4
+    axes[0].bar([x - w / 2 for x in xs], [r["slat"] for r in rows], w, label="Slat (slat.ko)",
+                color=MODE_COLOURS["slat"])
+    axes[0].bar([x + w / 2 for x in xs], [r["kvm"] for r in rows], w, label="Linux KVM",
+                color="tab:gray")
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("seconds (best per iteration; stress: wall)")
+    axes[1].bar(list(xs), [r["ratio_slat_over_kvm"] for r in rows], color=MODE_COLOURS["slat"])
+    axes[1].axhline(1.0, color="black", linewidth=0.8)
+    axes[1].set_ylabel("Slat / KVM (lower: Slat faster)")
+    axes[1].set_yscale("log")
+    for ax in axes:
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].legend(fontsize=8)
+    save(fig, doc, out, "kvm_api.png",
+         "KVM selftests on Slat's /dev/kvm vs Linux's KVM (arm64, TCG)")
+
+
 def main(argv):
     args = [a for a in argv[1:]]
     out = None
@@ -276,7 +308,7 @@ def main(argv):
         doc = json.load(f)
     out = out or os.path.dirname(os.path.abspath(args[0]))
     os.makedirs(out, exist_ok=True)
-    for fn in (plot_b1, plot_b2, plot_b3, plot_b4, plot_b5, plot_b6, plot_live, plot_boot):
+    for fn in (plot_b1, plot_b2, plot_b3, plot_b4, plot_b5, plot_b6, plot_live, plot_kvm_api, plot_boot):
         fn(doc, out)
     return 0
 

@@ -55,6 +55,10 @@ REQUIRES = {
 LIVE = ("live_secondary", "Secondary VMs live in the emulator: one slot delete's latency and the "
         "vCPU's refaults vs VM size, slot-scoped vs zap-all; VM destroy time vs SLAT table "
         "bytes (tools/bench-live-secondary.sh)")
+KVM_API = ("kvm_api", "The same Linux KVM selftest binaries on Slat's /dev/kvm (slat.ko, VMs as "
+           "Slat secondaries) and on Linux's own KVM (the same kernel booted at EL2), arm64 "
+           "in one emulator: memslot_perf_test's sub-tests at 64 and at the most slots, "
+           "memslot_modification_stress_test (tools/bench-kvm-api.sh)")
 BOOT = ("boot", "Boot time to the guest marker and exits per reason, under Slat vs the same "
         "firmware and loader with hypervisor = off (emulated)")
 
@@ -259,27 +263,35 @@ def median_of(rows, key):
     return xs[len(xs) // 2] if xs else None
 
 
-def run_live(quick, runs):
-    """tools/bench-live-secondary.sh: the guest's SLAT-BENCH lines, medians per point."""
-    entry = {"scenario": LIVE[0], "title": LIVE[1]}
-    script = os.path.join(TOP, "tools", "bench-live-secondary.sh")
-    args = ["1", "2", "aarch64"] if quick else [str(runs), "4"]
-    print(f"[live] {os.path.relpath(script, TOP)} {' '.join(args)} (emulated, slow)",
+def run_guest_script(tag, script, args, bench, timeout):
+    """Runs a tools/bench-*.sh emulator script; its JSON lines of `bench`, or None on timeout."""
+    print(f"[{tag}] {os.path.relpath(script, TOP)} {' '.join(args)} (emulated, slow)",
           file=sys.stderr, flush=True)
     try:
         p = subprocess.run(["bash", script] + args, cwd=TOP, stdout=subprocess.PIPE, text=True,
-                           timeout=3600)
+                           timeout=timeout)
     except subprocess.TimeoutExpired:
-        entry.update(status="failed", reason="timed out")
-        return entry
+        return None, None
     raw = []
     for line in p.stdout.splitlines():
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and obj.get("bench") == "live_secondary":
+        if isinstance(obj, dict) and obj.get("bench") == bench:
             raw.append(obj)
+    return p.returncode, raw
+
+
+def run_live(quick, runs):
+    """tools/bench-live-secondary.sh: the guest's SLAT-BENCH lines, medians per point."""
+    entry = {"scenario": LIVE[0], "title": LIVE[1]}
+    script = os.path.join(TOP, "tools", "bench-live-secondary.sh")
+    args = ["1", "2", "aarch64"] if quick else [str(runs), "4"]
+    rc, raw = run_guest_script("live", script, args, "live_secondary", 3600)
+    if rc is None:
+        entry.update(status="failed", reason="timed out")
+        return entry
     summary = []
     for key in dict.fromkeys((r["arch"], r["mode"], r["slots"]) for r in raw):
         rows = [r for r in raw if (r["arch"], r["mode"], r["slots"]) == key]
@@ -288,12 +300,51 @@ def run_live(quick, runs):
                         **{f"{k}_median": median_of(rows, k)
                            for k in ("delete_us", "refaults", "zapped", "destroy_us",
                                      "table_bytes")}})
-    entry.update(status="ok" if raw and p.returncode == 0 else "failed",
+    entry.update(status="ok" if raw and rc == 0 else "failed",
                  baseline="zap-all: the same VM made with VM_CREATE flag ZAP_ALL (every slot "
                           "delete zaps the whole SLAT, as before slot-scoped invalidation)",
                  results=raw, summary=summary)
-    if p.returncode != 0:
-        entry["reason"] = f"exit status {p.returncode}, {len(raw)} result line(s)"
+    if rc != 0:
+        entry["reason"] = f"exit status {rc}, {len(raw)} result line(s)"
+    return entry
+
+
+def run_kvm_api(quick, runs):
+    """tools/bench-kvm-api.sh: best times per sub-test on both systems and their ratio."""
+    entry = {"scenario": KVM_API[0], "title": KVM_API[1]}
+    script = os.path.join(TOP, "tools", "bench-kvm-api.sh")
+    args = ["1", "1", "0"] if quick else ["1", str(min(runs, 2)), "1"]
+    rc, raw = run_guest_script("kvm_api", script, args, "kvm_api", 5400)
+    if rc is None:
+        entry.update(status="failed", reason="timed out")
+        return entry
+    summary = []
+    keys = dict.fromkeys((r["test"], r.get("slots_asked")) for r in raw)
+    for test, slots in keys:
+        row = {"test": test, "slots_asked": slots}
+        for system in ("slat", "kvm"):
+            rs = [r for r in raw if r["system"] == system and r["test"] == test
+                  and r.get("slots_asked") == slots]
+            if test == "memslot_modification_stress":
+                ok_rs = [r for r in rs if r.get("exit") == 0]
+                row[system] = median_of(ok_rs, "wall_s") if ok_rs else None
+            else:
+                vals = [r["best_s"] for r in rs if r.get("best_s") is not None
+                        and r.get("exit") == 0]
+                row[system] = min(vals) if vals else None
+        row["ratio_slat_over_kvm"] = (round(row["slat"] / row["kvm"], 3)
+                                      if row["slat"] and row["kvm"] else None)
+        summary.append(row)
+    both = [r for r in raw if r["system"] in ("slat", "kvm")]
+    good = rc == 0 and {r["system"] for r in both} == {"slat", "kvm"}
+    entry.update(status="ok" if good else "failed",
+                 baseline="Linux's own KVM (nVHE, the same Debian kernel booted at EL2 in the "
+                          "same QEMU), running the same binaries",
+                 unit="seconds: memslot_perf_test's best time per loop iteration (lower is "
+                      "better); memslot_modification_stress_test's median wall time",
+                 results=raw, summary=summary)
+    if not good:
+        entry["reason"] = f"exit status {rc}, {len(raw)} result line(s)"
     return entry
 
 
@@ -328,7 +379,7 @@ def main():
     syms, lib_err = defined_symbols(args.make, args.lib)
     if syms is None:
         sys.stderr.write(lib_err)
-    todo = SCENARIOS + [LIVE, BOOT]
+    todo = SCENARIOS + [LIVE, KVM_API, BOOT]
     for i, (name, title) in enumerate(todo, 1):
         if not wanted(name):
             doc["scenarios"].append({"scenario": name, "title": title, "status": "skipped",
@@ -339,6 +390,8 @@ def main():
             entry = run_boot(args.quick, args.boot_runs)
         elif name == LIVE[0]:
             entry = run_live(args.quick, args.boot_runs)
+        elif name == KVM_API[0]:
+            entry = run_kvm_api(args.quick, args.boot_runs)
         elif syms is None:
             entry = {"scenario": name, "title": title, "status": "failed",
                      "reason": f"{args.lib} does not build"}

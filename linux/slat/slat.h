@@ -78,6 +78,7 @@ struct slat_vm *slat_vm_new(u32 flags, u32 vcpu_limit);
 void slat_vm_put(struct slat_vm *vm);
 int slat_slot_set(struct slat_vm *vm, const struct slat_slot *s);
 void slat_slots_release(struct slat_vm *vm);  /* after VM_DESTROY: unpin all */
+void slat_kslots_stop(struct slat_vm *vm);    /* before VM_DESTROY: notifiers off */
 void slat_kslots_release(struct slat_vm *vm); /* the same for /dev/kvm's regions */
 
 /* ---- vCPUs (slat_vcpu.c) ---- */

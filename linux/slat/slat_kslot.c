@@ -105,6 +105,7 @@ struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 siz
 		rc = slat_errno(st);
 		if (rc)
 			mmu_interval_notifier_remove(&ks->mn);
+		ks->mn_live = !rc;
 	}
 	if (rc) {
 		kvfree(ks->pages);
@@ -121,6 +122,7 @@ int slat_kslot_delete(struct slat_kslot *ks)
 	long st;
 
 	mmu_interval_notifier_remove(&ks->mn); /* no callback runs after this */
+	ks->mn_live = false;
 	st = slat_call(HC_SLOT_SET, ks->vm->id, ks->slot, HC_SLOT_DELETE, 0, 0, 0, r);
 	if (st != HC_OK) {
 		pr_err("slat: DELETE of slot %u failed (%ld); its pages stay pinned\n", ks->slot,
@@ -136,7 +138,8 @@ int slat_kslot_delete(struct slat_kslot *ks)
 /* After VM_DESTROY: Slat holds none of the frames any more. */
 void slat_kslot_release(struct slat_kslot *ks)
 {
-	mmu_interval_notifier_remove(&ks->mn);
+	if (ks->mn_live)
+		mmu_interval_notifier_remove(&ks->mn);
 	kslot_unpin(ks, 0, ks->npages);
 	kvfree(ks->pages);
 	kfree(ks);
@@ -209,6 +212,24 @@ int slat_kslot_fault(struct slat_kslot *ks, u32 index)
 	if (st == HC_E_EXISTS)
 		return 0; /* cannot happen under ks->lock; harmless: retry */
 	return slat_errno(st);
+}
+
+/*
+ * Before VM_DESTROY (slat_vm_release; no vCPU can run, no fd is left): the
+ * notifiers go, so none asks Slat about a VM being destroyed. The pages stay
+ * pinned until slat_kslots_release, after the destroy.
+ */
+void slat_kslots_stop(struct slat_vm *vm)
+{
+	struct slat_kslot *ks;
+	unsigned long i;
+
+	xa_for_each(&vm->kslots, i, ks)
+	{
+		if (ks->mn_live)
+			mmu_interval_notifier_remove(&ks->mn);
+		ks->mn_live = false;
+	}
 }
 
 /* After VM_DESTROY (slat_vm_release): every region's pins go. */

@@ -27,6 +27,7 @@ struct slat_kslot {
 	struct page **pages;		 /* pinned and given to Slat, or NULL */
 	unsigned long present;		 /* non-NULL entries */
 	struct mmu_interval_notifier mn; /* the VMM's [uaddr, uaddr + size) */
+	bool mn_live;			 /* mn is inserted */
 };
 
 struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr);

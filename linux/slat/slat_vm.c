@@ -29,6 +29,7 @@ static void slat_vm_release(struct kref *ref)
 	u64 r[3];
 	long st;
 
+	slat_kslots_stop(vm);
 	/* No vCPU fd is open, so none runs; BUSY would be a Slat-side lag. */
 	for (tries = 0; tries < 100; tries++) {
 		u64 t0 = ktime_get_ns();

@@ -1,0 +1,66 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# The KVM API benchmark (slat.test=kvm_bench, tools/bench-kvm-api.sh): the same
+# Linux KVM selftest binaries on whichever /dev/kvm this kernel has: Linux's
+# own KVM (the kernel booted at EL2 without Slat) or slat.ko's (the primary
+# under Slat). One "SLAT-BENCH {json}" line per figure. Kernel argument
+# slat.kvmbench=SECONDS,RUNS,MAX (default 2,3,1): memslot_perf_test's -l and
+# -r, and whether to run it at the largest slot count too (1) or not (0).
+arg=$(sed -n 's/.*slat\.kvmbench=\([0-9,]*\).*/\1/p' /proc/cmdline)
+IFS=, read -r secs runs max <<EOF_ARGS
+$arg
+EOF_ARGS
+secs=${secs:-2}
+runs=${runs:-3}
+max=${max:-1}
+ulimit -n 4096
+if [ -e /dev/kvm ]; then
+	system=kvm
+else
+	system=slat
+	if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
+		echo "SLAT-GUEST: slat.ko refused to load: $(cat /tmp/insmod.err)"
+		echo "SLAT-GUEST: bench done (failed)"
+		exit 1
+	fi
+fi
+echo "SLAT-GUEST: kvm_bench on $(uname -m), /dev/kvm from $system, -l $secs -r $runs"
+
+up() { cut -d' ' -f1 /proc/uptime; }
+
+# perf SLOTS: every memslot_perf_test sub-test at SLOTS (-1: the largest count).
+perf() {
+	/kvm/memslot_perf_test -s "$1" -l "$secs" -r "$runs" -f 0 -e 5 >/tmp/perf 2>&1
+	rc=$?
+	sed 's/^/SLAT-GUEST: perf: /' /tmp/perf | grep -E 'Testing|Best|Memslot|Assertion'
+	awk -v sys="$system" -v req="$1" -v rc="$rc" '
+	/^Testing .* performance with/ {
+		t = $0; sub(/^Testing /, "", t); sub(/ performance with.*/, "", t); setup = ""
+	}
+	/^Memslot count (may be )?too high/ {
+		printf "SLAT-BENCH {\"bench\":\"kvm_api\",\"system\":\"%s\",\"test\":\"%s\",", sys, t
+		printf "\"slots_asked\":%s,\"best_s\":null,\"skipped\":\"slot count too high for this test\"}\n", req
+	}
+	/Test took .* for slot setup/ { setup = $3; sub(/s$/, "", setup) }
+	/^Best runtime result was/ {
+		best = $5; sub(/s$/, "", best)
+		n = split($0, w, " ")
+		for (i = 1; i <= n; i++) if (w[i] == "(with") iters = w[i + 1]
+		printf "SLAT-BENCH {\"bench\":\"kvm_api\",\"system\":\"%s\",\"test\":\"%s\",", sys, t
+		printf "\"slots_asked\":%s,\"best_s\":%s,\"iterations\":%s,\"setup_s\":%s,\"exit\":%s}\n",
+			req, best, iters, setup == "" ? "null" : setup, rc
+	}' /tmp/perf
+}
+
+perf 64
+[ "$max" = 1 ] && perf -1
+
+# memslot_modification_stress_test: wall time of a fixed amount of work.
+for r in $(seq 1 "$runs"); do
+	t0=$(up)
+	/kvm/memslot_modification_stress_test -m 5 -i 100 -v 2 -b 8M >/tmp/mod 2>&1
+	rc=$?
+	t1=$(up)
+	echo "SLAT-BENCH {\"bench\":\"kvm_api\",\"system\":\"$system\",\"test\":\"memslot_modification_stress\",\"run\":$r,\"wall_s\":$(echo "$t1 $t0" | awk '{printf "%.2f", $1 - $2}'),\"exit\":$rc}"
+done
+echo "SLAT-GUEST: bench done"
