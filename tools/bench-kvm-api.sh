@@ -11,7 +11,7 @@
 #         firmware, no Slat): Linux's own KVM (nVHE) answers /dev/kvm.
 # The guest runs tests/guest/kvm_bench.sh: memslot_perf_test's six sub-tests
 # at 64 slots and (MAX=1, the default) at the largest count both accept
-# (-s -1), -l SECONDS -r RUNS (default 2 and 3), and RUNS timed
+# (-s 32764: Slat's KVM_CAP_NR_MEMSLOTS; arm64 KVM's is 32767), -l SECONDS -r RUNS (default 2 and 3), and RUNS timed
 # memslot_modification_stress_test
 # runs. One JSON object per figure on stdout. TCG wall time: the ratio shows
 # the two designs' costs as this emulator executes them, not hardware.
@@ -48,8 +48,9 @@ for sys in slat kvm; do
 	log="$out/serial-$sys.log"
 	n=$(tr -d '\r' <"$log" | sed -n 's/^SLAT-BENCH //p' | tee /dev/stderr | wc -l)
 	tr -d '\r' <"$log" | sed -n 's/^SLAT-BENCH //p'
-	if [ "$n" -eq 0 ] || ! grep -q "^SLAT-GUEST: kvm_bench on .*/dev/kvm from $sys" "$log" ||
-		! grep -q '^SLAT-GUEST: bench done$' "$log"; then
+	text=$(tr -d '\r' <"$log")
+	if [ "$n" -eq 0 ] || ! grep -q "^SLAT-GUEST: kvm_bench on .*/dev/kvm from $sys" <<<"$text" ||
+		! grep -q '^SLAT-GUEST: bench done$' <<<"$text"; then
 		echo "bench-kvm-api: $sys: $n results, no 'bench done' from /dev/kvm of $sys (see $log)" >&2
 		status=1
 	fi
