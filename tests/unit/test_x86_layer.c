@@ -46,6 +46,14 @@ void hv_dispatch(struct vcpu *caller, struct hc_regs *r)
 void hv_print_summary(void)
 {
 }
+// The ownership answer core gives for a primary SLAT fault (core/hv.c).
+static bool hv_retry_answer;
+static unsigned hv_retry_calls;
+bool hv_primary_fault_retry(struct vcpu *v, uint64_t pa)
+{
+	hv_retry_calls++;
+	return hv_retry_answer;
+}
 
 // ---- the fake back end -------------------------------------------------------
 struct fake {
@@ -929,6 +937,16 @@ static void test_vendors_slat_violation(void **state)
 	assert_int_equal(o.injected, X86_EXC_GP + 1);
 	assert_int_equal(o.rip_advance, 0);
 	only_exit(&o, EXIT_SLAT_FAULT);
+	// A frame core says is the primary's (another CPU's split in progress):
+	// the access runs again, nothing injected, on both vendors.
+	hv_retry_answer = true;
+	hv_retry_calls = 0;
+	o = both_vendors(&ev);
+	hv_retry_answer = false;
+	assert_int_equal(hv_retry_calls, 2);
+	assert_int_equal(o.action, X86_CONTINUE);
+	assert_int_equal(o.injected, 0);
+	assert_int_equal(o.rip_advance, 0);
 }
 
 static void test_vendors_triple_fault(void **state)
