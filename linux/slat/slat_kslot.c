@@ -209,8 +209,6 @@ int slat_kslot_fault(struct slat_kslot *ks, u32 index)
 	if (st != HC_OK)
 		n = 0;
 	unpin_user_pages(pins + n, got - n);
-	if (st == HC_E_EXISTS)
-		return 0; /* cannot happen under ks->lock; harmless: retry */
 	return slat_errno(st);
 }
 

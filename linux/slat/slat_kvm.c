@@ -393,7 +393,6 @@ static int slat_kvm_create_vm(unsigned long type)
 		kfree(kvm);
 		return rc;
 	}
-	kvm->ipa_bits = ipa_bits;
 	kvm->mm = current->mm;
 	mmgrab(kvm->mm);
 	kvm->vm->gpa_limit = ipa_bits ? 1ull << ipa_bits : 0;

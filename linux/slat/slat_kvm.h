@@ -36,9 +36,8 @@ void slat_kslot_release(struct slat_kslot *ks);
 int slat_kslot_fault(struct slat_kslot *ks, u32 index);
 
 struct slat_kvm_vm {
-	struct slat_vm *vm;    /* one reference, dropped when the VM fd closes */
-	unsigned int ipa_bits; /* arm64: the VM type's IPA size; x86: 0 */
-	struct mm_struct *mm;  /* the creator's: KVM answers other processes -EIO */
+	struct slat_vm *vm;   /* one reference, dropped when the VM fd closes */
+	struct mm_struct *mm; /* the creator's: KVM answers other processes -EIO */
 };
 
 struct slat_kvm_vcpu {
