@@ -4,6 +4,7 @@
 #include "arch/x86/slat.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/hv.h"
+#include "arch/x86/slat_shoot.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/page_pool.h"
@@ -120,48 +121,40 @@ uint64_t x86_slat_teardown(struct x86_slat *s, struct s2_stats *work)
 }
 
 // ---- deposited pages out of the primary's map, and the shootdown -----------------
-// A generation per synchronous invalidation; each CPU records, in host mode
-// just before it enters the primary, the generation its entry flushes for.
-// The store of in_guest precedes the load of the generation (both seq_cst),
-// so a CPU the shooter sees outside guest mode enters with the new
-// generation and flushes: the shooter waits only for CPUs in guest mode that
-// have not acknowledged, after kicking them out (their exit clears in_guest).
-// A CPU gets SLAT_SHOOT_SECONDS of TSC time to answer (an emulator's vCPU
-// thread on a loaded host can be off its core for seconds; a pause-loop count
-// was too short there), with a new kick every SLAT_REKICK pauses.
+// The protocol is arch/x86/slat_shoot.c. A CPU gets SLAT_SHOOT_SECONDS of TSC
+// time to answer (an emulator's vCPU thread on a loaded host can be off its
+// core for seconds; a pause-loop count was too short there), with a new kick
+// every SLAT_REKICK pauses.
 #define SLAT_SHOOT_SECONDS 20u
-#define SLAT_REKICK	   (1u << 20) // a merged or lost NMI: kick again
+#define SLAT_REKICK	   (1u << 20)
+_Static_assert(X86_MAX_CPUS <= X86_SHOOT_CPUS, "one shootdown record per CPU");
 
-static uint64_t slat_gen;
-static struct {
-	uint64_t acked;
-	uint32_t in_guest;
-} __attribute__((aligned(64))) slat_cpu[X86_MAX_CPUS];
-static uint64_t slat_shoot_timeouts;
+static struct x86_shoot slat_shoot;
 static bool slat_shoot_waited;
 
 void x86_slat_cpu_exit(unsigned cpu)
 {
-	if (cpu < X86_MAX_CPUS)
-		__atomic_store_n(&slat_cpu[cpu].in_guest, 0, __ATOMIC_SEQ_CST);
+	x86_shoot_exit(&slat_shoot, cpu);
 }
 
 bool x86_slat_cpu_enter(unsigned cpu)
 {
-	if (cpu >= X86_MAX_CPUS)
-		return false;
-	__atomic_store_n(&slat_cpu[cpu].in_guest, 1, __ATOMIC_SEQ_CST);
-	uint64_t g = __atomic_load_n(&slat_gen, __ATOMIC_SEQ_CST);
-	if (g == __atomic_load_n(&slat_cpu[cpu].acked, __ATOMIC_RELAXED))
-		return false;
-	__atomic_store_n(&slat_cpu[cpu].acked, g, __ATOMIC_RELEASE);
-	return true;
+	return x86_shoot_enter(&slat_shoot, cpu);
 }
 
-static bool slat_cpu_stale(unsigned cpu, uint64_t g)
+static uint64_t shoot_now(void *ctx)
 {
-	return __atomic_load_n(&slat_cpu[cpu].in_guest, __ATOMIC_SEQ_CST) &&
-	       __atomic_load_n(&slat_cpu[cpu].acked, __ATOMIC_ACQUIRE) < g;
+	return rdtsc();
+}
+
+static void shoot_kick(void *ctx, unsigned cpu)
+{
+	x86_hv_kick_primary(cpu);
+}
+
+static void shoot_relax(void *ctx)
+{
+	__asm__ volatile("pause");
 }
 
 // After the engine's invalidation (every CPU flagged to flush at its next
@@ -169,36 +162,28 @@ static bool slat_cpu_stale(unsigned cpu, uint64_t g)
 // translation, or after logging the CPUs that never answered.
 static void slat_shootdown(void)
 {
-	unsigned self = arch_hv_pcpu();
-	uint64_t g = __atomic_add_fetch(&slat_gen, 1, __ATOMIC_SEQ_CST);
-
-	for (unsigned i = 0; i < X86_MAX_CPUS; i++)
-		if (i != self && slat_cpu_stale(i, g))
-			x86_hv_kick_primary(i);
 	uint64_t hz = x86_primary.arch.tsc_hz ? x86_primary.arch.tsc_hz : 1000000000ull;
-	uint64_t deadline = rdtsc() + SLAT_SHOOT_SECONDS * hz;
-	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
-		uint32_t spins = 0;
-		while (i != self && slat_cpu_stale(i, g) && rdtsc() < deadline) {
-			if (++spins % SLAT_REKICK == 0)
-				x86_hv_kick_primary(i);
-			__asm__ volatile("pause");
-		}
-		if (spins && !slat_shoot_waited &&
-		    !slat_cpu_stale(i, g)) { // once: the wait works on this machine
-			slat_shoot_waited = true;
-			log_info(
-			    "x86: primary SLAT shootdown: CPU %u acknowledged (generation %llu, "
-			    "%u spins)\n",
-			    i, (unsigned long long)g, spins);
-		}
-		if (i != self && slat_cpu_stale(i, g)) {
-			slat_shoot_timeouts++;
-			log_err("x86: CPU %u never left the primary to flush its SLAT (generation "
-				"%llu): it may still reach unmapped pages\n",
-				i, (unsigned long long)g);
-		}
+	const struct x86_shoot_wait w = {
+	    .now = shoot_now,
+	    .kick = shoot_kick,
+	    .relax = shoot_relax,
+	    .ticks = SLAT_SHOOT_SECONDS * hz,
+	    .rekick = SLAT_REKICK,
+	};
+	struct x86_shoot_result r = x86_shoot_run(&slat_shoot, arch_hv_pcpu(), &w);
+
+	if (r.kicked_mask && !r.late_mask && !slat_shoot_waited) { // once: the wait works
+		slat_shoot_waited = true;
+		log_info("x86: primary SLAT shootdown: CPU %u acknowledged (generation %llu, "
+			 "%llu polls)\n",
+			 (unsigned)__builtin_ctz(r.kicked_mask), (unsigned long long)r.gen,
+			 (unsigned long long)r.polls);
 	}
+	for (unsigned i = 0; i < X86_SHOOT_CPUS; i++)
+		if (r.late_mask & (1u << i))
+			log_err("x86: CPU %u never left the primary to flush its SLAT "
+				"(generation %llu, %u s): it may still reach unmapped pages\n",
+				i, (unsigned long long)r.gen, SLAT_SHOOT_SECONDS);
 }
 
 int x86_slat_primary_unmap(uint64_t pa, uint64_t size)
