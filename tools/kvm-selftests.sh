@@ -6,7 +6,7 @@
 # build/guest/ARCH/kvm-selftests/:
 #
 #   kvm_create_max_vcpus  memslot_modification_stress_test  memslot_perf_test
-#   set_memory_region_test (x86_64 only)
+#   set_memory_region_test (x86_64 only)  aarch64/psci_test (aarch64 only)
 #
 # The linux-source-6.1 .deb is downloaded once (apt-get download, into the
 # build/guest/dl/ cache tools/guest.sh uses) and only the parts of its tarball
@@ -40,6 +40,7 @@ tests=(kvm_create_max_vcpus memslot_modification_stress_test memslot_perf_test)
 case "$arch" in
 aarch64)
 	karch=arm64 cross=aarch64-linux-gnu-
+	tests+=(aarch64/psci_test)
 	;;
 x86_64)
 	karch=x86_64 cross=
@@ -188,9 +189,9 @@ build_tests() {
 		OUTPUT="$obj" INSTALL_HDR_PATH="$hdr" KHDR_INCLUDES="-isystem $hdr/include" \
 		USERLDFLAGS=-static "${tests[@]/#/$obj/}"
 	mkdir -p "$out"
-	for t in "${tests[@]}"; do
-		if ! cmp -s "$obj/$t" "$out/$t"; then
-			cp "$obj/$t" "$out/$t"
+	for t in "${tests[@]}"; do # flat in the image: /kvm/NAME
+		if ! cmp -s "$obj/$t" "$out/${t##*/}"; then
+			cp "$obj/$t" "$out/${t##*/}"
 			changed=$((changed + 1))
 		fi
 	done

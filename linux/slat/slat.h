@@ -64,6 +64,10 @@ struct slat_vm {
 	struct xarray slots;  /* slot index -> struct slat_mslot (/dev/slat) */
 	struct xarray kslots; /* slot index -> struct slat_kslot (/dev/kvm: lazy) */
 	struct xarray vcpus;  /* index -> 1 once created */
+	/* /dev/kvm on arm64: vcpu id -> struct slat_kvm_vcpu, for PSCI (its lock
+	 * guards their power state: slat_kvm_psci.c) */
+	struct xarray kvcpus;
+	bool kvm_system_suspend; /* KVM_CAP_ARM_SYSTEM_SUSPEND enabled */
 };
 
 struct slat_mslot {

@@ -222,8 +222,7 @@ void slat_kslots_stop(struct slat_vm *vm)
 	struct slat_kslot *ks;
 	unsigned long i;
 
-	xa_for_each(&vm->kslots, i, ks)
-	{
+	xa_for_each (&vm->kslots, i, ks) {
 		if (ks->mn_live)
 			mmu_interval_notifier_remove(&ks->mn);
 		ks->mn_live = false;
@@ -236,8 +235,7 @@ void slat_kslots_release(struct slat_vm *vm)
 	struct slat_kslot *ks;
 	unsigned long i;
 
-	xa_for_each(&vm->kslots, i, ks)
-	{
+	xa_for_each (&vm->kslots, i, ks) {
 		xa_erase(&vm->kslots, i);
 		slat_kslot_release(ks);
 	}

@@ -238,7 +238,9 @@ static long slat_kvm_run(struct slat_kvm_vcpu *v)
 	if (READ_ONCE(kr->immediate_exit))
 		return -EINTR;
 	for (;;) {
-		rc = slat_vcpu_run(v->vc);
+		rc = slat_kvm_arch_vcpu_ready(v);
+		if (!rc)
+			rc = slat_vcpu_run(v->vc);
 		if (rc == -EINTR)
 			kr->exit_reason = KVM_EXIT_INTR;
 		if (rc)

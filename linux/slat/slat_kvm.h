@@ -10,6 +10,7 @@
 
 #include <linux/kvm.h>
 #include <linux/mmu_notifier.h>
+#include <linux/wait.h>
 
 #include "slat.h"
 
@@ -48,6 +49,13 @@ struct slat_kvm_vcpu {
 	u32 pending;		     /* the hc_exit whose answer the next RUN passes on */
 	bool inited;		     /* arm64: KVM_ARM_VCPU_INIT done (x86: always) */
 	struct hc_regs_arm64 *reset; /* arm64: the state VCPU_INIT restores */
+	/* arm64 PSCI (slat_kvm_psci.c); `off` and reset_* under vm->kvcpus' lock */
+	bool psci;		      /* made with KVM_ARM_VCPU_PSCI_0_2 */
+	bool off;		      /* KVM_MP_STATE_STOPPED: RUN waits for CPU_ON */
+	bool reset_pending, reset_be; /* CPU_ON's reset, applied by this vCPU */
+	u64 reset_pc, reset_x0;
+	u64 mpidr; /* as Slat placed the vCPU */
+	wait_queue_head_t psci_wq;
 };
 
 /* ---- the architecture's part (slat_kvm_arm64.c, slat_kvm_x86.c) ---- */
@@ -62,6 +70,8 @@ int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v);
 void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v);
 /* Called with the vCPU's lock held; -ENOTTY for an ioctl it does not know. */
 long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __user *up);
+/* Before each entry of KVM_RUN: 0, or -EINTR (a signal while the vCPU waits). */
+int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v);
 /* What slat_kvm_arch_exit() made of an exit. */
 enum slat_kvm_exit_action {
 	SLAT_KVM_GENERIC = 0, /* not the architecture's: the generic translation */
@@ -70,5 +80,15 @@ enum slat_kvm_exit_action {
 };
 /* An exit the module answers itself (arm64: SMCCC/PSCI calls, WFI), or -errno. */
 int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr);
+
+/* ---- arm64 PSCI (slat_kvm_psci.c) ---- */
+int slat_kvm_psci_register(struct slat_kvm_vcpu *v);
+void slat_kvm_psci_unregister(struct slat_kvm_vcpu *v);
+void slat_kvm_psci_init(struct slat_kvm_vcpu *v, bool psci, bool off);
+void slat_kvm_psci_set_off(struct slat_kvm_vcpu *v, bool off);
+bool slat_kvm_psci_is_off(struct slat_kvm_vcpu *v);
+int slat_kvm_psci_apply_reset(struct slat_kvm_vcpu *v);
+int slat_kvm_psci_wait_on(struct slat_kvm_vcpu *v);
+int slat_kvm_psci_call(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr);
 
 #endif

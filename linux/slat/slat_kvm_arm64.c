@@ -42,6 +42,9 @@ long slat_kvm_arch_cap(long cap)
 {
 	switch (cap) {
 	case KVM_CAP_ONE_REG:
+	case KVM_CAP_MP_STATE:
+	case KVM_CAP_ARM_PSCI_0_2:	 /* PSCI 1.0 with the vCPU feature */
+	case KVM_CAP_ARM_SYSTEM_SUSPEND: /* once enabled (KVM_ENABLE_CAP) */
 		return 1;
 	case KVM_CAP_ARM_VM_IPA_SIZE:
 		return a64_ipa_limit();
@@ -65,13 +68,31 @@ int slat_kvm_arch_vm_type(unsigned long type, unsigned int *ipa_bits)
 	return 0;
 }
 
+/* KVM_ENABLE_CAP on the VM: only KVM_CAP_ARM_SYSTEM_SUSPEND (no flags). */
+static long a64_enable_cap(struct slat_kvm_vm *kvm, void __user *up)
+{
+	struct kvm_enable_cap cap;
+
+	if (copy_from_user(&cap, up, sizeof(cap)))
+		return -EFAULT;
+	if (cap.flags || cap.cap != KVM_CAP_ARM_SYSTEM_SUSPEND)
+		return -EINVAL;
+	WRITE_ONCE(kvm->vm->kvm_system_suspend, true);
+	return 0;
+}
+
 long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up)
 {
 	struct kvm_vcpu_init init = {.target = KVM_ARM_TARGET_GENERIC_V8};
 
-	if (cmd != KVM_ARM_PREFERRED_TARGET)
+	switch (cmd) {
+	case KVM_ARM_PREFERRED_TARGET:
+		return copy_to_user(up, &init, sizeof(init)) ? -EFAULT : 0;
+	case KVM_ENABLE_CAP:
+		return a64_enable_cap(kvm, up);
+	default:
 		return -ENOTTY;
-	return copy_to_user(up, &init, sizeof(init)) ? -EFAULT : 0;
+	}
 }
 
 /* ---- registers ---- */
@@ -190,6 +211,9 @@ static long a64_one_reg(struct slat_kvm_vcpu *v, void __user *up, bool set)
 
 	if (copy_from_user(&r, up, sizeof(r)))
 		return -EFAULT;
+	rc = slat_kvm_psci_apply_reset(v); /* registers read after a CPU_ON see it */
+	if (rc)
+		return rc;
 	uaddr = (u64 __user *)(unsigned long)r.addr;
 	if ((r.id & KVM_REG_SIZE_MASK) != KVM_REG_SIZE_U64)
 		return -ENOENT;
@@ -252,19 +276,34 @@ static long a64_reg_list(void __user *up)
 
 int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 {
+	int rc;
+
 	/* Slat's reset state (EL1h, DAIF masked, pc 0, MMU off): VCPU_INIT's. */
 	v->reset = kzalloc(sizeof(*v->reset), GFP_KERNEL);
 	if (!v->reset)
 		return -ENOMEM;
-	return slat_vcpu_regs_k(v->vc, v->reset, false);
+	rc = slat_vcpu_regs_k(v->vc, v->reset, false);
+	if (rc)
+		return rc;
+	v->mpidr = v->reset->mpidr_el1;
+	return slat_kvm_psci_register(v);
 }
 
+/* Also after a failed create: unregistering an id not registered is a no-op. */
 void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v)
 {
+	if (xa_load(&v->vc->vm->kvcpus, v->id) == v)
+		slat_kvm_psci_unregister(v);
 	kfree(v->reset);
 }
 
-/* KVM_ARM_VCPU_INIT: the generic target, no optional features; resets. */
+#define A64_FEATURES (BIT(KVM_ARM_VCPU_POWER_OFF) | BIT(KVM_ARM_VCPU_PSCI_0_2))
+
+/*
+ * KVM_ARM_VCPU_INIT: the generic target; of the optional features only
+ * POWER_OFF (start off, until a CPU_ON) and PSCI_0_2 (slat_kvm_psci.c). PMU,
+ * SVE, pointer auth and 32-bit EL1 are not offered (their caps answer 0).
+ */
 static long a64_vcpu_init(struct slat_kvm_vcpu *v, void __user *up)
 {
 	struct kvm_vcpu_init init;
@@ -275,14 +314,36 @@ static long a64_vcpu_init(struct slat_kvm_vcpu *v, void __user *up)
 		return -EFAULT;
 	if (init.target != KVM_ARM_TARGET_GENERIC_V8)
 		return -EINVAL;
-	/* PSCI 0.2, PMU, SVE, pointer auth, 32-bit EL1: none offered (caps 0). */
-	for (i = 0; i < ARRAY_SIZE(init.features); i++)
+	if (init.features[0] & ~A64_FEATURES)
+		return -EINVAL;
+	for (i = 1; i < ARRAY_SIZE(init.features); i++)
 		if (init.features[i])
 			return -EINVAL;
 	rc = slat_vcpu_regs_k(v->vc, v->reset, true);
-	if (!rc)
-		v->inited = true;
-	return rc;
+	if (rc)
+		return rc;
+	slat_kvm_psci_init(v, init.features[0] & BIT(KVM_ARM_VCPU_PSCI_0_2),
+			   init.features[0] & BIT(KVM_ARM_VCPU_POWER_OFF));
+	v->inited = true;
+	return 0;
+}
+
+/* Only the two states KVM's arm64 side keeps besides SUSPENDED (not offered). */
+static long a64_mp_state(struct slat_kvm_vcpu *v, void __user *up, bool set)
+{
+	struct kvm_mp_state mp;
+
+	if (!set) {
+		mp.mp_state =
+		    slat_kvm_psci_is_off(v) ? KVM_MP_STATE_STOPPED : KVM_MP_STATE_RUNNABLE;
+		return copy_to_user(up, &mp, sizeof(mp)) ? -EFAULT : 0;
+	}
+	if (copy_from_user(&mp, up, sizeof(mp)))
+		return -EFAULT;
+	if (mp.mp_state != KVM_MP_STATE_RUNNABLE && mp.mp_state != KVM_MP_STATE_STOPPED)
+		return -EINVAL;
+	slat_kvm_psci_set_off(v, mp.mp_state == KVM_MP_STATE_STOPPED);
+	return 0;
 }
 
 long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __user *up)
@@ -299,17 +360,31 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 		if (!v->inited)
 			return -ENOEXEC;
 		return a64_reg_list(up);
+	case KVM_GET_MP_STATE:
+	case KVM_SET_MP_STATE:
+		return a64_mp_state(v, up, cmd == KVM_SET_MP_STATE);
 	default:
 		return -ENOTTY;
 	}
 }
 
 /*
- * KVM answers a guest's HVC in the kernel (SMCCC, PSCI), never as an exit;
- * without the PSCI feature every function is NOT_SUPPORTED except the two
- * that stop the VM. WFI: KVM blocks until an interrupt; a secondary has no
- * virtual interrupts yet, so WFI completes after one tick (WFI may complete
- * at any time) unless a signal ends the RUN.
+ * An off vCPU waits for CPU_ON (or a signal); one that CPU_ON reset while it
+ * was outside KVM_RUN takes that reset now.
+ */
+int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
+{
+	if (slat_kvm_psci_is_off(v))
+		return slat_kvm_psci_wait_on(v);
+	return slat_kvm_psci_apply_reset(v);
+}
+
+/*
+ * KVM answers a guest's HVC in the kernel (SMCCC, PSCI), never as an exit:
+ * slat_kvm_psci.c for a vCPU with the PSCI feature; without it every
+ * function is NOT_SUPPORTED except the two that stop the VM. WFI: KVM blocks until an interrupt; a
+ * secondary has no virtual interrupts yet, so WFI completes after one tick (WFI may complete at any
+ * time) unless a signal ends the RUN.
  */
 int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
 {
@@ -317,6 +392,8 @@ int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_ru
 
 	switch (hr->reason) {
 	case HC_EXIT_HYPERCALL:
+		if (v->psci)
+			return slat_kvm_psci_call(v, hr, kr);
 		memset(hr->u.hcall.ret, 0, sizeof(hr->u.hcall.ret));
 		hr->u.hcall.ret[0] = (u64)(s64)SMCCC_RET_NOT_SUPPORTED;
 		fn = (u32)hr->u.hcall.nr;

@@ -42,6 +42,11 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 	return -ENOTTY;
 }
 
+int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
+{
+	return 0;
+}
+
 int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
 {
 	return SLAT_KVM_GENERIC;

@@ -188,8 +188,7 @@ void slat_slots_release(struct slat_vm *vm)
 	struct slat_mslot *ms;
 	unsigned long i;
 
-	xa_for_each(&vm->slots, i, ms)
-	{
+	xa_for_each (&vm->slots, i, ms) {
 		xa_erase(&vm->slots, i);
 		slat_mslot_free(ms);
 	}

@@ -51,6 +51,7 @@ static void slat_vm_release(struct kref *ref)
 	xa_destroy(&vm->slots);
 	xa_destroy(&vm->kslots);
 	xa_destroy(&vm->vcpus);
+	xa_destroy(&vm->kvcpus);
 	kfree(vm);
 	slat_pool_withdraw_all();
 	atomic64_dec(&slat_vms_alive);
@@ -119,6 +120,7 @@ struct slat_vm *slat_vm_new(u32 flags, u32 vcpu_limit)
 	xa_init(&vm->slots);
 	xa_init(&vm->kslots);
 	xa_init(&vm->vcpus);
+	xa_init(&vm->kvcpus);
 	atomic64_inc(&slat_vms_alive);
 	return vm;
 }

@@ -7,7 +7,10 @@
 #                          the capability-missing runs skip or fail cleanly
 
 kvm_expect_pass() {
-	local t
+	local t psci=()
+	# arm64: PSCI in the module (CPU_ON, SYSTEM_SUSPEND) by psci_test's verdict.
+	[ "$1" = aarch64 ] && psci=('^SLAT-GUEST: kvm: running psci_test' \
+		'^SLAT-GUEST: kvm: psci_test exit 0$')
 	expect_in_order '^SLAT-GUEST: kvm on ' \
 		'^SLAT-GUEST: dmesg: slat: /dev/kvm ready \(KVM API 12, 256 vCPUs, 32764 slots per VM\)$' \
 		'^SLAT-GUEST: kvmcheck: PASS \([0-9]+ checks, 0 failed\)$' \
@@ -22,6 +25,7 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: memslot_perf_test: Testing move inactive area performance with 1 runs' \
 		'^SLAT-GUEST: kvm: memslot_perf_test: Done [1-9][0-9]* iterations' \
 		'^SLAT-GUEST: kvm: memslot_perf_test exit 0$' \
+		"${psci[@]}" \
 		'^SLAT-GUEST: rmmod slat status 0$' \
 		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: 1\.\.0 # SKIP - /dev/kvm not available' \
 		'^SLAT-GUEST: kvm: kvm_create_max_vcpus exit 4$' \

@@ -30,7 +30,7 @@ dmesg | grep 'slat:' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
 echo "SLAT-GUEST: /dev/kvm $(ls -l /dev/kvm | cut -c1-10)"
 
 if [ -x /slat/slat-kvm-check ]; then
-	/slat/slat-kvm-check
+	timeout -s KILL 300 /slat/slat-kvm-check # a hang is a failure (exit 137)
 	echo "SLAT-GUEST: slat-kvm-check exit $?"
 fi
 run kvm_create_max_vcpus
@@ -48,6 +48,9 @@ esac
 # largest slot count (-s -1: KVM_CAP_NR_MEMSLOTS - 1) on the move test alone.
 run memslot_perf_test -s 64 -l 1 -r 1 -f 0 -e 5 -d
 run memslot_perf_test -s -1 -l 1 -r 1 -f 4 -e 4
+case $(uname -m) in
+aarch64) run psci_test ;; # CPU_ON into a vCPU that never ran, SYSTEM_SUSPEND
+esac
 rmmod slat
 echo "SLAT-GUEST: rmmod slat status $?"
 
