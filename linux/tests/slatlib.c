@@ -178,8 +178,9 @@ static int sl_exit(struct sl_vcpu *vc, struct sl_result *res)
 			run->u.mmio.data = 0;
 		return 0;
 	}
-	snprintf(res->why, sizeof(res->why), "exit reason %u (hw %#llx)", run->reason,
-		 (unsigned long long)run->u.fail.hw_reason);
+	snprintf(res->why, sizeof(res->why), "exit reason %u (hw %#llx, info %#llx %#llx)",
+		 run->reason, (unsigned long long)run->u.fail.hw_reason,
+		 (unsigned long long)run->u.fail.info[0], (unsigned long long)run->u.fail.info[1]);
 	return -1;
 }
 
