@@ -17,7 +17,9 @@
 #endif
 
 #define HC_ABI_MAJOR 1u
-#define HC_ABI_MINOR 1u // 1.1: lazy slots (SLOT_SET ADD_EMPTY, FILL, DROP; MEMFAULT exits)
+// 1.1: lazy slots (SLOT_SET ADD_EMPTY, FILL, DROP; MEMFAULT exits).
+// 1.2: read-only slots (SLOT_SET's HC_SLOT_F_READONLY).
+#define HC_ABI_MINOR 2u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -79,6 +81,12 @@ enum hc_slot_op {
 			       // frames given back
 	HC_SLOT_OP_COUNT = 7,
 };
+// SLOT_SET's a2: the op in bits 7:0, flags above. 1.2: HC_SLOT_F_READONLY with
+// ADD or ADD_EMPTY makes the slot read-only for the guest: reads and fetches
+// map its frames, a write exits as an MMIO write (HC_EXIT_MMIO) and leaves the
+// memory unchanged. Any other flag, or a flag with another op: HC_E_INVAL.
+#define HC_SLOT_OP_MASK	   0xffull
+#define HC_SLOT_F_READONLY (1ull << 8)
 
 // Status in x0 / RAX: 0 or one of these.
 enum hc_err {

@@ -87,8 +87,7 @@ static int hc_pages_in_slot(uint64_t first, uint64_t count, uint64_t max)
 		return HC_E_INVAL;
 	if (count > max)
 		return HC_E_TOO_MANY;
-	return first < HC_SLOT_MAX_PAGES && count <= HC_SLOT_MAX_PAGES - first ? HC_OK
-										: HC_E_RANGE;
+	return first < HC_SLOT_MAX_PAGES && count <= HC_SLOT_MAX_PAGES - first ? HC_OK : HC_E_RANGE;
 }
 
 static int hc_slot_set(const uint64_t *a, struct hc_call *c)
@@ -98,9 +97,15 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 	if ((rc = hc_vm(a[0], &c->vm)) ||
 	    (rc = hc_index(a[1], HC_MAX_SLOTS, HC_E_BAD_SLOT, &c->slot)))
 		return rc;
-	if (a[2] >= HC_SLOT_OP_COUNT || a[2] == 1) // 1: APPEND of the 0.1 draft, gone
+	uint64_t op = a[2] & HC_SLOT_OP_MASK, flags = a[2] & ~HC_SLOT_OP_MASK;
+
+	if (op >= HC_SLOT_OP_COUNT || op == 1) // 1: APPEND of the 0.1 draft, gone
 		return HC_E_INVAL;
-	c->op = (enum hc_slot_op)a[2];
+	if ((flags & ~HC_SLOT_F_READONLY) ||
+	    (flags && op != HC_SLOT_ADD && op != HC_SLOT_ADD_EMPTY))
+		return HC_E_INVAL;
+	c->op = (enum hc_slot_op)op;
+	c->flags = (uint32_t)flags;
 	c->gpa = a[3];
 	c->pa = a[4];
 	c->count = a[5];

@@ -32,8 +32,9 @@ static uint64_t *leaf_of(const struct hv_slot *s, uint64_t i)
 
 static uint64_t pfn_at(const struct hv_slot *s, uint64_t i)
 {
-	return __atomic_load_n(&leaf_of(s, i)[s->pages <= HV_SLOT_INLINE ? i : i % HV_LIST_PER_PAGE],
-			       __ATOMIC_ACQUIRE);
+	return __atomic_load_n(
+	    &leaf_of(s, i)[s->pages <= HV_SLOT_INLINE ? i : i % HV_LIST_PER_PAGE],
+	    __ATOMIC_ACQUIRE);
 }
 
 // The fault path reads a page's frame while FILL and DROP may change it:
@@ -283,8 +284,9 @@ static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 		recs_add(vm, t.recs);
 	s = rec_alloc(vm);
 	*s = s_local;
+	unsigned flags = (c->flags & HC_SLOT_F_READONLY) ? S2_SLOT_READONLY : 0;
 	r = hv_err_of_s2(
-	    s2_slot_add_backed(vm->s2, 0, c->slot, c->gpa, c->count * HV_PAGE, &s->b, 0));
+	    s2_slot_add_backed(vm->s2, 0, c->slot, c->gpa, c->count * HV_PAGE, &s->b, flags));
 	if (r) {
 		uint64_t b;
 		if (!empty)
@@ -403,7 +405,8 @@ static int slot_drop_pages(struct hv_vm *vm, struct hv_slot *s, const struct hc_
 		return HC_E_RANGE;
 	*dropped = 0;
 	for (uint64_t at = first; at < first + n; at += HV_LIST_PER_PAGE) {
-		uint64_t end = at + HV_LIST_PER_PAGE < first + n ? at + HV_LIST_PER_PAGE : first + n;
+		uint64_t end =
+		    at + HV_LIST_PER_PAGE < first + n ? at + HV_LIST_PER_PAGE : first + n;
 		uint64_t k = 0;
 		for (uint64_t i = at; i < end; i++) {
 			uint64_t pfn = pfn_at(s, i);
@@ -416,8 +419,9 @@ static int slot_drop_pages(struct hv_vm *vm, struct hv_slot *s, const struct hc_
 			continue;
 		int r = s2_slot_zap_pages(vm->s2, 0, s->id, at, end - at);
 		if (r) // the slot and range were checked: the engine agrees
-			log_err("hv: vm %u slot %u: zap of pages %llu+%llu failed (%d)\n", vm->vm.id,
-				s->id, (unsigned long long)at, (unsigned long long)(end - at), r);
+			log_err("hv: vm %u slot %u: zap of pages %llu+%llu failed (%d)\n",
+				vm->vm.id, s->id, (unsigned long long)at,
+				(unsigned long long)(end - at), r);
 		for (uint64_t i = at; i < end; i++) {
 			uint64_t pfn = pfn_at(s, i);
 			if (pfn == HV_PFN_ABSENT)

@@ -32,7 +32,8 @@ static void kslot_unpin(struct slat_kslot *ks, unsigned long first, unsigned lon
 	for (i = first; i < first + n; i++) {
 		if (!ks->pages[i])
 			continue;
-		unpin_user_pages_dirty_lock(&ks->pages[i], 1, true);
+		/* The guest cannot have written a read-only region's pages. */
+		unpin_user_pages_dirty_lock(&ks->pages[i], 1, !ks->readonly);
 		ks->pages[i] = NULL;
 		atomic64_dec(&slat_pinned_pages);
 	}
@@ -78,8 +79,10 @@ static const struct mmu_interval_notifier_ops kslot_mn_ops = {
     .invalidate = kslot_invalidate,
 };
 
-struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr)
+struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
+				  bool readonly)
 {
+	u64 op = HC_SLOT_ADD_EMPTY | (readonly ? HC_SLOT_F_READONLY : 0);
 	struct slat_kslot *ks = kzalloc(sizeof(*ks), GFP_KERNEL);
 	u64 r[3];
 	long st;
@@ -93,6 +96,7 @@ struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 siz
 	ks->size = size;
 	ks->uaddr = uaddr;
 	ks->npages = size >> PAGE_SHIFT;
+	ks->readonly = readonly;
 	mutex_init(&ks->lock);
 	ks->pages = kvcalloc(ks->npages, sizeof(*ks->pages), GFP_KERNEL);
 	if (!ks->pages) {
@@ -101,7 +105,7 @@ struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 siz
 	}
 	rc = mmu_interval_notifier_insert(&ks->mn, current->mm, uaddr, size, &kslot_mn_ops);
 	if (!rc) {
-		st = slat_call(HC_SLOT_SET, vm->id, slot, HC_SLOT_ADD_EMPTY, gpa, 0, ks->npages, r);
+		st = slat_call(HC_SLOT_SET, vm->id, slot, op, gpa, 0, ks->npages, r);
 		rc = slat_errno(st);
 		if (rc)
 			mmu_interval_notifier_remove(&ks->mn);
@@ -189,6 +193,15 @@ int slat_kslot_fault(struct slat_kslot *ks, u32 index)
 	seq = mmu_interval_read_begin(&ks->mn);
 	got = pin_user_pages_fast(ks->uaddr + ((u64)index << PAGE_SHIFT), want,
 				  FOLL_WRITE | FOLL_LONGTERM, pins);
+	/*
+	 * A read-only region may be a read-only mapping (a ROM image): pinned
+	 * for reading then. Writable memory is pinned for writing even so, so
+	 * that an untouched page is the VMM's own and not the shared zero page
+	 * (a frame backs one page of one slot in Slat).
+	 */
+	if (got <= 0 && ks->readonly)
+		got = pin_user_pages_fast(ks->uaddr + ((u64)index << PAGE_SHIFT), want,
+					  FOLL_LONGTERM, pins);
 	if (got <= 0)
 		return -EFAULT;
 	mutex_lock(&ks->lock);

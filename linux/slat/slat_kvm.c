@@ -41,6 +41,8 @@ static long slat_kvm_check_extension(long cap)
 	case KVM_CAP_CHECK_EXTENSION_VM:
 	case KVM_CAP_SYNC_MMU: /* regions follow the VMM's mapping (slat_kslot.c) */
 		return 1;
+	case KVM_CAP_READONLY_MEM: /* guest writes to such a region exit as MMIO */
+		return slat_kvm_readonly_ok();
 	case KVM_CAP_NR_MEMSLOTS:
 		return HC_MAX_SLOTS;
 	case KVM_CAP_MAX_VCPUS:
@@ -55,12 +57,19 @@ static long slat_kvm_check_extension(long cap)
 
 /* ---- memory regions ---- */
 
+bool slat_kvm_readonly_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 2; /* ABI 1.2: read-only slots */
+}
+
 /* KVM's checks on kvm_userspace_memory_region (virt/kvm/kvm_main.c). */
 static int slat_kvm_region_check(struct slat_kvm_vm *kvm,
 				 const struct kvm_userspace_memory_region *m)
 {
-	/* Dirty logging and read-only slots are not implemented (caps 0). */
-	if (m->flags)
+	u32 ok = slat_kvm_readonly_ok() ? KVM_MEM_READONLY : 0;
+
+	/* Dirty logging is not implemented (its capability answers 0). */
+	if (m->flags & ~ok)
 		return -EINVAL;
 	/* Bits 31:16 are the address space: only x86's SMM has a second one. */
 	if (m->slot >> 16 || m->slot >= HC_MAX_SLOTS)
@@ -102,12 +111,14 @@ static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspa
 			xa_erase(&vm->kslots, m->slot);
 	} else if (!ks) {
 		ks = slat_kslot_add(vm, m->slot, m->guest_phys_addr, m->memory_size,
-				    m->userspace_addr);
+				    m->userspace_addr, m->flags & KVM_MEM_READONLY);
 		rc = IS_ERR(ks) ? PTR_ERR(ks)
 				: xa_err(xa_store(&vm->kslots, m->slot, ks, GFP_KERNEL));
 		if (rc && !IS_ERR(ks))
 			slat_kslot_delete(ks);
-	} else if (ks->size != m->memory_size || ks->uaddr != m->userspace_addr) {
+	} else if (ks->size != m->memory_size || ks->uaddr != m->userspace_addr ||
+		   ks->readonly != !!(m->flags & KVM_MEM_READONLY)) {
+		/* KVM_MEM_READONLY cannot change on a live region either. */
 		rc = -EINVAL;
 	} else if (ks->gpa != m->guest_phys_addr) {
 		rc = slat_errno(slat_call(HC_SLOT_SET, vm->id, m->slot, HC_SLOT_MOVE,

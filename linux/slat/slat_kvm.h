@@ -29,9 +29,13 @@ struct slat_kslot {
 	unsigned long present;		 /* non-NULL entries */
 	struct mmu_interval_notifier mn; /* the VMM's [uaddr, uaddr + size) */
 	bool mn_live;			 /* mn is inserted */
+	bool readonly;			 /* KVM_MEM_READONLY: guest writes exit as MMIO */
 };
 
-struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr);
+struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
+				  bool readonly);
+/* Slat answers read-only slots (ABI 1.2) */
+bool slat_kvm_readonly_ok(void);
 int slat_kslot_delete(struct slat_kslot *ks);
 void slat_kslot_release(struct slat_kslot *ks);
 int slat_kslot_fault(struct slat_kslot *ks, u32 index);

@@ -106,7 +106,9 @@ static void check_system(int kvm)
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_IMMEDIATE_EXIT);
 	check("KVM_CAP_IMMEDIATE_EXIT", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_READONLY_MEM);
-	check("KVM_CAP_READONLY_MEM (not implemented)", n == 0, n, 0);
+	check("KVM_CAP_READONLY_MEM", n == 1, n, 1);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_DIRTY_LOG_RING);
+	check("KVM_CAP_DIRTY_LOG_RING (not implemented)", n == 0, n, 0);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_MMU);
 	check("KVM_CAP_SYNC_MMU", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_ARM_PSCI_0_2);
@@ -134,8 +136,10 @@ static void check_regions(int vm, uint8_t *mem)
 {
 	uint8_t *none = mmap(NULL, SLOT_SZ, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	expect("region flags READONLY", region(vm, 1, KVM_MEM_READONLY, 0x100000, PAGE, mem),
+	expect("region flags READONLY | LOG_DIRTY_PAGES",
+	       region(vm, 1, KVM_MEM_READONLY | KVM_MEM_LOG_DIRTY_PAGES, 0x100000, PAGE, mem),
 	       EINVAL);
+	expect("region flags bit 2", region(vm, 1, 1u << 2, 0x100000, PAGE, mem), EINVAL);
 	expect("region flags LOG_DIRTY_PAGES",
 	       region(vm, 1, KVM_MEM_LOG_DIRTY_PAGES, 0x100000, PAGE, mem), EINVAL);
 	expect("region slot 32764", region(vm, 32764, 0, 0x100000, PAGE, mem), EINVAL);
@@ -161,6 +165,8 @@ static void check_regions(int vm, uint8_t *mem)
 	expect("region slot 2 moved", region(vm, 2, 0, 0x300000, PAGE, mem + SLOT_SZ), 0);
 	expect("region slot 2 moved onto slot 0", region(vm, 2, 0, CODE_GPA, PAGE, mem + SLOT_SZ),
 	       EEXIST);
+	expect("region slot 2 made read-only while it lives",
+	       region(vm, 2, KVM_MEM_READONLY, 0x300000, PAGE, mem + SLOT_SZ), EINVAL);
 	expect("region slot 2 deleted", region(vm, 2, 0, 0, 0, mem + SLOT_SZ), 0);
 	expect("unknown VM ioctl", ioctl(vm, _IO(KVMIO, 0xfe), 0), ENOTTY);
 	munmap(none, SLOT_SZ);
@@ -627,6 +633,78 @@ static void check_psci(int kvm)
 	munmap(mem, SLOT_SZ);
 }
 
+// ---- a read-only region (KVM_MEM_READONLY) -----------------------------------------
+// The guest reads the region (its value reaches the VMM through an MMIO
+// write), writes it (an MMIO write exit at the region's address: KVM's way),
+// reads it again (unchanged) and powers off.
+
+#define RO_GPA	0x100000u
+#define RO_WORD 0xabcd1234ull
+
+static void write_ro_guest(uint8_t *mem)
+{
+	struct code c = {(uint32_t *)mem, 0};
+
+	mov64(&c, 1, RO_GPA);
+	mov64(&c, 3, MMIO_GPA);
+	mov64(&c, 4, 0x5555);
+	emit(&c, LDR_X(2, 1, 0));
+	emit(&c, STR_X(2, 3, 0)); // the value read
+	emit(&c, STR_X(4, 1, 0)); // the write to the read-only page
+	emit(&c, LDR_X(2, 1, 0));
+	emit(&c, STR_X(2, 3, 8)); // read again
+	call(&c, FN_SYSTEM_OFF, 0, 0, 0);
+}
+
+static bool mmio_write_exit(const struct kvm_run *run, uint64_t gpa, uint64_t *val)
+{
+	memcpy(val, run->mmio.data, 8);
+	return run->exit_reason == KVM_EXIT_MMIO && run->mmio.is_write &&
+	       run->mmio.phys_addr == gpa && run->mmio.len == 8;
+}
+
+static void check_readonly(int kvm)
+{
+	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	struct kvm_run *run;
+	uint64_t v = 0;
+	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
+	uint8_t *mem =
+	    mmap(NULL, 2 * SLOT_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (vm < 0 || mem == MAP_FAILED) {
+		check("read-only VM set up", false, errno, 0);
+		return;
+	}
+	write_ro_guest(mem);
+	*(volatile uint64_t *)(mem + SLOT_SZ) = RO_WORD;
+	region(vm, 0, 0, 0, SLOT_SZ, mem);
+	expect("region KVM_MEM_READONLY",
+	       region(vm, 1, KVM_MEM_READONLY, RO_GPA, SLOT_SZ, mem + SLOT_SZ), 0);
+	int vcpu = psci_vcpu(vm, 0, 0, &run, sz);
+	if (vcpu < 0) {
+		check("read-only VM's vCPU", false, errno, 0);
+		return;
+	}
+	expect("KVM_RUN to the guest's report of its read", ioctl(vcpu, KVM_RUN, 0), 0);
+	check("the guest reads the read-only region's word",
+	      mmio_write_exit(run, MMIO_GPA, &v) && v == RO_WORD, v, RO_WORD);
+	expect("KVM_RUN to the guest's write", ioctl(vcpu, KVM_RUN, 0), 0);
+	check("its write is an MMIO write exit at the region's address",
+	      mmio_write_exit(run, RO_GPA, &v) && v == 0x5555, run->exit_reason, KVM_EXIT_MMIO);
+	expect("KVM_RUN to the guest's second read", ioctl(vcpu, KVM_RUN, 0), 0);
+	check("the word is unchanged for the guest",
+	      mmio_write_exit(run, MMIO_GPA + 8, &v) && v == RO_WORD, v, RO_WORD);
+	memcpy(&v, mem + SLOT_SZ, 8);
+	check("... and for the VMM", v == RO_WORD, v, RO_WORD);
+	expect("KVM_RUN to SYSTEM_OFF", ioctl(vcpu, KVM_RUN, 0), 0);
+	check("read-only VM powers off", run->exit_reason == KVM_EXIT_SYSTEM_EVENT,
+	      run->exit_reason, KVM_EXIT_SYSTEM_EVENT);
+	close(vcpu);
+	close(vm);
+	munmap(mem, 2 * SLOT_SZ);
+}
+
 int main(void)
 {
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
@@ -665,6 +743,7 @@ int main(void)
 	close(vcpu);
 	close(vm);
 	check_psci(kvm);
+	check_readonly(kvm);
 	close(kvm);
 	say("%s (%u checks, %u failed)", failed ? "FAIL" : "PASS", checks, failed);
 	return failed ? 1 : 0;

@@ -147,6 +147,7 @@ static enum own_state owner(uint64_t pa, uint32_t *vm)
 // ---- a hosted guest: touches the gpas it is given, exits MMIO on a hole ----
 static const uint64_t *guest_gpas;
 static unsigned guest_n;
+static bool guest_reads; // the guest's accesses are reads (else writes)
 
 // Each access goes through the loaded root as hardware would: a mapped gpa
 // takes no exit; anything else is a SLAT fault handled by core.
@@ -160,9 +161,9 @@ static int touch_guest(struct vcpu *v, struct hc_run *run)
 			return r;
 		s2_translate(hv_vm_of(v->vm)->s2, hv_vcpu_of(v)->root, guest_gpas[i], &x);
 		hv_vcpu_exited(v);
-		if (x.mapped)
+		if (x.mapped && (guest_reads || (x.prot & S2_PROT_W)))
 			continue;
-		r = hv_vcpu_fault(v, guest_gpas[i], true, false);
+		r = hv_vcpu_fault(v, guest_gpas[i], !guest_reads, false);
 		if (r == HC_E_NOMEM)
 			return r;
 		if (r == S2_FAULT_MMIO) {
@@ -427,8 +428,9 @@ static void test_lazy_slot(void **state)
 	assert_int_equal(owner(mem + 3 * PG, &o), OWN_SHARED);
 	assert_int_equal(o, vm);
 	assert_int_equal(vm_stats_now(vm).slot_pages, 4);
-	assert_int_equal(C(HC_SLOT_SET, vm, 3, HC_SLOT_FILL, 5, frames(mem + 10 * PG, 1, 1), 1, &got),
-			 HC_E_EXISTS);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 3, HC_SLOT_FILL, 5, frames(mem + 10 * PG, 1, 1), 1, &got),
+	    HC_E_EXISTS);
 	assert_int_equal(got, 0);
 	assert_int_equal(owner(mem + 10 * PG, NULL), OWN_PRIMARY);
 	const uint64_t t47[] = {0x100000 + 4 * PG, t5[0], 0x100000 + 7 * PG + 8};
@@ -458,6 +460,80 @@ static void test_lazy_slot(void **state)
 	assert_int_equal(hv_stats_now().shared_frames, 1); // the other VM's frame
 	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
 	assert_int_equal(C(HC_VM_DESTROY, other, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
+// Read-only slots (1.2): HC_SLOT_F_READONLY with ADD or ADD_EMPTY maps the
+// slot's frames for reads only; a write is an MMIO exit at its gpa and maps
+// nothing writable; a writable slot beside it maps writes (two-sided). The
+// flag with another op, and unknown flag bits, are refused with nothing done.
+static void test_readonly_slot(void **state)
+{
+	deposit(64);
+	uint64_t vm = vm_new(1), mem = next_free, got;
+	next_free += 8 * PG;
+	assert_int_equal(C(HC_VCPU_CREATE, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD | HC_SLOT_F_READONLY, 0x100000,
+			   frames(mem, 4, 1), 4, NULL),
+			 HC_OK);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 2, HC_SLOT_ADD_EMPTY | HC_SLOT_F_READONLY, 0x200000, 0, 4, NULL),
+	    HC_OK);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 3, HC_SLOT_ADD, 0x300000, frames(mem + 4 * PG, 2, 1), 2, NULL),
+	    HC_OK);
+	assert_int_equal(C(HC_SLOT_SET, vm, 4, HC_SLOT_ADD | (1ull << 9), 0x400000,
+			   frames(mem + 6 * PG, 1, 1), 1, NULL),
+			 HC_E_INVAL);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DELETE | HC_SLOT_F_READONLY, 0, 0, 0, NULL),
+			 HC_E_INVAL);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 1, HC_SLOT_MOVE | HC_SLOT_F_READONLY, 0x500000, 0, 0, NULL),
+	    HC_E_INVAL);
+	assert_int_equal(C(HC_SLOT_SET, vm, 2, HC_SLOT_FILL | HC_SLOT_F_READONLY, 0,
+			   frames(mem + 6 * PG, 1, 1), 1, &got),
+			 HC_E_INVAL);
+	struct hc_vm_stats s0 = vm_stats_now(vm);
+	assert_int_equal(s0.slots, 3);
+	assert_int_equal(s0.slot_pages, 6);
+	assert_int_equal(owner(mem + 6 * PG, NULL), OWN_PRIMARY);
+	// A read maps the frame without write permission.
+	const uint64_t rd[] = {0x100000 + PG + 8};
+	guest_reads = true;
+	assert_int_equal(run_touch(vm, 0, rd, 1), HC_EXIT_HALT);
+	struct s2_xlate x = xlate(vm, rd[0]);
+	assert_true(x.mapped);
+	assert_int_equal(x.hpa, mem + PG + 8);
+	assert_int_equal(x.prot & S2_PROT_W, 0);
+	assert_true(x.prot & S2_PROT_R);
+	// A write, mapped or not yet, is an MMIO exit at its address.
+	guest_reads = false;
+	struct hc_run *run = (struct hc_run *)(uintptr_t)run_page;
+	assert_int_equal(run_touch(vm, 0, rd, 1), HC_EXIT_MMIO);
+	assert_int_equal(run->u.mmio.gpa, rd[0]);
+	const uint64_t wr2[] = {0x100000 + 3 * PG};
+	assert_int_equal(run_touch(vm, 0, wr2, 1), HC_EXIT_MMIO);
+	assert_false(xlate(vm, wr2[0]).mapped);
+	assert_int_equal(xlate(vm, rd[0]).prot & S2_PROT_W, 0);
+	// The lazy read-only slot: a write never needs the frame (an MMIO exit
+	// as KVM's), a read of a page without one exits MEMFAULT; filled, the
+	// read maps it and a write is still an MMIO exit.
+	const uint64_t lz[] = {0x200000 + 2 * PG};
+	assert_int_equal(run_touch(vm, 0, lz, 1), HC_EXIT_MMIO);
+	guest_reads = true;
+	assert_int_equal(run_touch(vm, 0, lz, 1), HC_EXIT_MEMFAULT);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 2, HC_SLOT_FILL, 2, frames(mem + 6 * PG, 1, 1), 1, &got), HC_OK);
+	assert_int_equal(run_touch(vm, 0, lz, 1), HC_EXIT_HALT);
+	assert_int_equal(xlate(vm, lz[0]).hpa, mem + 6 * PG);
+	guest_reads = false;
+	assert_int_equal(run_touch(vm, 0, lz, 1), HC_EXIT_MMIO);
+	// The writable slot maps a write.
+	guest_reads = false;
+	const uint64_t w3[] = {0x300000 + PG};
+	assert_int_equal(run_touch(vm, 0, w3, 1), HC_EXIT_HALT);
+	assert_true(xlate(vm, w3[0]).prot & S2_PROT_W);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
 }
 
 // FILL takes one scratch page from the pool before changing anything: with
@@ -806,6 +882,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_primary_map_nomem, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_primary_fault_retry, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lazy_slot, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_readonly_slot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lazy_slot_nomem, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
