@@ -220,6 +220,21 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 	c->vmload = 1; // the primary's FS, GS, TR, ... were saved by op_begin
 }
 
+// A secondary's state replaced by the host's at its #VMEXIT (see
+// svm_vmcb_holds_host_state); logged once per exit code.
+static struct log_once hv_host_state_logged;
+
+static void hv_check_guest_state(struct vcpu *v, const struct svm_exit_fields *f)
+{
+	if (!svm_vmcb_holds_host_state(vmcb_of(v)) ||
+	    !log_once_first(&hv_host_state_logged, f->code))
+		return;
+	log_err("svm: a secondary's VMCB holds Slat's own state (RIP 0x%llx) after exit 0x%llx "
+		"(info 0x%llx 0x%llx): its state was lost at that #VMEXIT\n",
+		(unsigned long long)v->arch.rip, (unsigned long long)f->code,
+		(unsigned long long)f->info1, (unsigned long long)f->info2);
+}
+
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
 {
 	void *vmcb = vmcb_of(v);
@@ -252,6 +267,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
 	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
 	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
+	hv_check_guest_state(v, &f);
 	v->arch.hv.next_rip = e->next_rip;
 	v->arch.hv.intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;

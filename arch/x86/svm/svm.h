@@ -254,6 +254,11 @@ void svm_vmcb_control(struct svm_cpu *c, void *vmcb);
 void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb);
 // The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
 void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector);
+// True when the guest state of `vmcb` is this host's own: RIP in Slat's
+// region, CS = X86_HOST_CS and CR3 = the live CR3 (called in host mode). No
+// guest can be there (Slat's region is in no VM's SLAT and its CR3 is
+// Slat's secret), so a #VMEXIT saved the host's state as the guest's.
+bool svm_vmcb_holds_host_state(const void *vmcb);
 
 // ---- host.c: permission maps, host exceptions ----------------------------------------------
 void svm_iopm_build(uint8_t *iopm);

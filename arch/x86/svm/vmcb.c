@@ -4,6 +4,7 @@
 // guest state copied from the running CPU, and the state a STARTUP IPI
 // gives. Offsets: AMD APM vol. 2, appendix B. The layout mirrors vmx/vmcs.c.
 #include "arch/x86/cpu.h"
+#include "arch/x86/host_env.h"
 #include "arch/x86/svm/svm.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -140,4 +141,13 @@ void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
 	v->arch.rip = 0;
 	log_debug("svm: vcpu%u starts at %04x:0000 (SIPI)\n", v->index, (unsigned)vector << 8);
+}
+
+bool svm_vmcb_holds_host_state(const void *vmcb)
+{
+	uint64_t rip = *vmcb64((void *)vmcb, VMCB_RIP);
+
+	return region_overlaps(&x86_primary.hidden, rip, 1) &&
+	       *vmcb16((void *)vmcb, VMCB_CS) == X86_HOST_CS &&
+	       *vmcb64((void *)vmcb, VMCB_CR3) == read_cr3();
 }
