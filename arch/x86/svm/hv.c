@@ -229,10 +229,19 @@ static void hv_check_guest_state(struct vcpu *v, const struct svm_exit_fields *f
 	if (!svm_vmcb_holds_host_state(vmcb_of(v)) ||
 	    !log_once_first(&hv_host_state_logged, f->code))
 		return;
+	const struct svm_cpu *c = &svm_host.cpus[arch_hv_pcpu() % X86_MAX_CPUS];
+	void *hsave = (void *)(uintptr_t)c->hsave_pa;
+
 	log_err("svm: a secondary's VMCB holds Slat's own state (RIP 0x%llx) after exit 0x%llx "
-		"(info 0x%llx 0x%llx): its state was lost at that #VMEXIT\n",
+		"(info 0x%llx 0x%llx): its state was lost at that #VMEXIT (VMCB 0x%llx, "
+		"VM_HSAVE_PA 0x%llx, this CPU's 0x%llx with RIP 0x%llx RSP 0x%llx; VMCB RSP "
+		"0x%llx)\n",
 		(unsigned long long)v->arch.rip, (unsigned long long)f->code,
-		(unsigned long long)f->info1, (unsigned long long)f->info2);
+		(unsigned long long)f->info1, (unsigned long long)f->info2,
+		(unsigned long long)v->arch.hv.vmcb_pa, (unsigned long long)rdmsr(MSR_VM_HSAVE_PA),
+		(unsigned long long)c->hsave_pa, (unsigned long long)*vmcb64(hsave, VMCB_RIP),
+		(unsigned long long)*vmcb64(hsave, VMCB_RSP),
+		(unsigned long long)*vmcb64(vmcb_of(v), VMCB_RSP));
 }
 
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
