@@ -344,11 +344,13 @@ static void svm_check_guest_state(struct svm_cpu *c)
 		return;
 	log_err("svm: vcpu%u's VMCB holds Slat's own state (RIP 0x%llx) after exit 0x%llx "
 		"(info 0x%llx 0x%llx, intinfo 0x%llx; previous exit 0x%llx): the guest's state was "
-		"lost at that #VMEXIT\n",
+		"lost at that #VMEXIT (VMCB 0x%llx, VM_HSAVE_PA 0x%llx, as set 0x%llx)\n",
 		cpu, (unsigned long long)*vmcb64(vmcb, VMCB_RIP), (unsigned long long)code,
 		(unsigned long long)*vmcb64(vmcb, VMCB_EXITINFO1),
 		(unsigned long long)*vmcb64(vmcb, VMCB_EXITINFO2),
-		(unsigned long long)*vmcb64(vmcb, VMCB_EXITINTINFO), (unsigned long long)prev);
+		(unsigned long long)*vmcb64(vmcb, VMCB_EXITINTINFO), (unsigned long long)prev,
+		(unsigned long long)c->vmcb_pa, (unsigned long long)rdmsr(MSR_VM_HSAVE_PA),
+		(unsigned long long)c->hsave_pa);
 }
 
 // The exit entry. The primary's SLAT shootdown (arch/x86/slat.h) sees this
