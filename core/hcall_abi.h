@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Slat's hypercall ABI, version 1.1 (docs/hypercalls.md): the numbers and
+// Slat's hypercall ABI, version 1.3 (docs/hypercalls.md): the numbers and
 // layouts shared by Slat and by the primary's Linux module (linux/slat/),
 // which includes this file as it is. Only fixed-width types; no functions.
 //
@@ -19,7 +19,9 @@
 #define HC_ABI_MAJOR 1u
 // 1.1: lazy slots (SLOT_SET ADD_EMPTY, FILL, DROP; MEMFAULT exits).
 // 1.2: read-only slots (SLOT_SET's HC_SLOT_F_READONLY).
-#define HC_ABI_MINOR 2u
+// 1.3: x86 vCPU configuration: the VMM's CPUID table (VCPU_SET_CPUID, checked
+//      against CPUID_SUPPORTED) and the MSRs Slat keeps per vCPU (VCPU_MSRS).
+#define HC_ABI_MINOR 3u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -62,6 +64,13 @@ enum hc_fn {
 	HC_VCPU_GET_REGS = 0x09, // same; Slat writes the page
 	HC_VM_STATS = 0x0a,	 // a0 = VM, a1 = page: struct hc_vm_stats
 	HC_HV_STATS = 0x0b,	 // a0 = page: struct hc_hv_stats
+	// 1.3, x86 only (HC_E_UNKNOWN on arm64):
+	HC_VCPU_SET_CPUID = 0x0c,  // a0 = VM, a1 = vCPU, a2 = page of struct hc_cpuid_entry,
+				   // a3 = entries (<= HC_CPUID_MAX; 0: Slat's default again)
+	HC_CPUID_SUPPORTED = 0x0d, // a0 = page: Slat writes its table; r0 = entries
+	HC_VCPU_MSRS = 0x0e,	   // a0 = VM, a1 = vCPU, a2 = page of struct hc_msr_entry,
+				   // a3 = entries (<= HC_MSR_MAX), a4 = 0 read / 1 write;
+				   // r0 = entries done (stops at the first refused one)
 	HC_FN_COUNT,
 };
 
@@ -180,6 +189,27 @@ struct hc_regs_x86 {
 	struct hc_x86_seg es, cs, ss, ds, fs, gs, ldtr, tr;
 	uint64_t gdt_base, idt_base;
 	uint32_t gdt_limit, idt_limit;
+};
+
+// One CPUID leaf of VCPU_SET_CPUID / CPUID_SUPPORTED (KVM's kvm_cpuid_entry2
+// without its padding). HC_CPUID_F_INDEXED: `index` (ECX) selects the entry;
+// otherwise it matches every ECX. A leaf the table lacks reads as zeros.
+// The feature registers (docs/hypercalls.md) must be subsets of
+// CPUID_SUPPORTED's for the same leaf, or SET_CPUID answers HC_E_INVAL.
+#define HC_CPUID_MAX	   128u
+#define HC_CPUID_F_INDEXED 1u
+struct hc_cpuid_entry {
+	uint32_t function, index, flags;
+	uint32_t eax, ebx, ecx, edx;
+	uint32_t pad; // zero
+};
+
+// One MSR of VCPU_MSRS.
+#define HC_MSR_MAX 256u
+struct hc_msr_entry {
+	uint32_t index;
+	uint32_t pad; // zero
+	uint64_t data;
 };
 
 // SET_REGS / GET_REGS page on arm64. pstate's mode must be EL1h, EL1t or EL0t

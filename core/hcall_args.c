@@ -17,11 +17,18 @@ _Static_assert(HC_DEPOSIT_MAX <= OWN_RANGE_MAX, "a deposit is one ownership requ
 
 // Which argument registers each call uses (bit i: a[i]).
 static const uint8_t hc_used[HC_FN_COUNT] = {
-    [HC_VERSION_FN] = 0x00,    [HC_DEPOSIT] = 0x03,    [HC_WITHDRAW] = 0x03,
-    [HC_VM_CREATE] = 0x03,     [HC_VM_DESTROY] = 0x01, [HC_VCPU_CREATE] = 0x03,
-    [HC_SLOT_SET] = 0x3f,      [HC_VCPU_RUN] = 0x07,   [HC_VCPU_SET_REGS] = 0x07,
-    [HC_VCPU_GET_REGS] = 0x07, [HC_VM_STATS] = 0x03,   [HC_HV_STATS] = 0x01,
+    [HC_VERSION_FN] = 0x00,	[HC_DEPOSIT] = 0x03,	     [HC_WITHDRAW] = 0x03,
+    [HC_VM_CREATE] = 0x03,	[HC_VM_DESTROY] = 0x01,	     [HC_VCPU_CREATE] = 0x03,
+    [HC_SLOT_SET] = 0x3f,	[HC_VCPU_RUN] = 0x07,	     [HC_VCPU_SET_REGS] = 0x07,
+    [HC_VCPU_GET_REGS] = 0x07,	[HC_VM_STATS] = 0x03,	     [HC_HV_STATS] = 0x01,
+    [HC_VCPU_SET_CPUID] = 0x0f, [HC_CPUID_SUPPORTED] = 0x01, [HC_VCPU_MSRS] = 0x1f,
 };
+
+// The x86-only calls: unknown functions of the arm64 ABI.
+static bool hc_x86_only(enum hc_fn fn)
+{
+	return fn == HC_VCPU_SET_CPUID || fn == HC_CPUID_SUPPORTED || fn == HC_VCPU_MSRS;
+}
 
 static int hc_fn_of(enum hc_abi abi, uint64_t raw, enum hc_fn *fn)
 {
@@ -34,6 +41,8 @@ static int hc_fn_of(enum hc_abi abi, uint64_t raw, enum hc_fn *fn)
 	if ((w & ~HC_FN_NUM_MASK) != HC_FN_BASE || (w & HC_FN_NUM_MASK) >= HC_FN_COUNT)
 		return HC_E_UNKNOWN;
 	*fn = (enum hc_fn)(w & HC_FN_NUM_MASK);
+	if (abi == HC_ABI_ARM64 && hc_x86_only(*fn))
+		return HC_E_UNKNOWN;
 	return HC_OK;
 }
 
@@ -180,8 +189,23 @@ static int hc_args(enum hc_fn fn, const uint64_t *a, struct hc_call *c)
 		c->pa = a[1];
 		return hc_page(a[1]);
 	case HC_HV_STATS:
+	case HC_CPUID_SUPPORTED:
 		c->pa = a[0];
 		return hc_page(a[0]);
+	case HC_VCPU_SET_CPUID:
+	case HC_VCPU_MSRS:
+		if ((rc = hc_vm(a[0], &c->vm)) ||
+		    (rc = hc_index(a[1], HC_MAX_VCPUS, HC_E_BAD_VCPU, &c->vcpu)) ||
+		    (rc = hc_page(a[2])))
+			return rc;
+		c->pa = a[2];
+		c->count = a[3];
+		if (a[3] > (fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX))
+			return HC_E_TOO_MANY;
+		if (fn == HC_VCPU_MSRS && a[4] > 1)
+			return HC_E_INVAL;
+		c->flags = (uint32_t)a[4]; // VCPU_MSRS: 1 = write
+		return HC_OK;
 	default: // HC_SLOT_SET (hc_fn_of admits nothing else)
 		return hc_slot_set(a, c);
 	}

@@ -352,6 +352,35 @@ static int hv_regs_call(const struct hc_call *c)
 	return arch_hv_set_regs(&v->vcpu, &buf);
 }
 
+// VCPU_SET_CPUID and VCPU_MSRS: a stopped vCPU's configuration.
+static int hv_vcpu_config_call(const struct hc_call *c, uint64_t *res)
+{
+	void *page;
+	int r = hv_primary_page(c->pa, &page);
+
+	if (r)
+		return r;
+	struct hv_vm *vm = hv_vm_find(c->vm);
+	if (!vm)
+		return HC_E_BAD_VM;
+	struct hv_vcpu *v = hv_vcpu_find(vm, c->vcpu);
+	if (!v)
+		return HC_E_BAD_VCPU;
+	if (__atomic_load_n(&v->running_on, __ATOMIC_ACQUIRE))
+		return HC_E_BUSY;
+	if (c->fn == HC_VCPU_SET_CPUID)
+		return arch_hv_set_cpuid(&v->vcpu, page, (uint32_t)c->count);
+	return arch_hv_msrs(&v->vcpu, page, (uint32_t)c->count, c->flags & 1, &res[0]);
+}
+
+static int hv_cpuid_supported_call(const struct hc_call *c, uint64_t *res)
+{
+	void *page;
+	int r = hv_primary_page(c->pa, &page);
+
+	return r ? r : arch_hv_cpuid_supported(page, &res[0]);
+}
+
 // Management calls, under hv.lock.
 static int hv_call_locked(const struct hc_call *c, uint64_t *res)
 {
@@ -377,6 +406,11 @@ static int hv_call_locked(const struct hc_call *c, uint64_t *res)
 	case HC_VM_STATS:
 	case HC_HV_STATS:
 		return hv_stats_call(c);
+	case HC_VCPU_SET_CPUID:
+	case HC_VCPU_MSRS:
+		return hv_vcpu_config_call(c, res);
+	case HC_CPUID_SUPPORTED:
+		return hv_cpuid_supported_call(c, res);
 	default:
 		return HC_E_UNKNOWN;
 	}

@@ -105,6 +105,17 @@ void arch_hv_vcpu_destroy(struct vcpu *v);
 // HC_E_INVAL (an illegal state; the vCPU keeps its old one).
 int arch_hv_set_regs(struct vcpu *v, const void *page);
 void arch_hv_get_regs(struct vcpu *v, void *page);
+// ABI 1.3's x86 vCPU configuration (HC_E_UNKNOWN on arm64, where the
+// decoder already refuses the calls). `page` is the primary's page; each
+// reads it once. set_cpuid: `count` struct hc_cpuid_entry (0: Slat's default
+// policy again); HC_OK, HC_E_INVAL (a feature Slat does not give a
+// secondary; the old table stays) or HC_E_NOMEM. msrs: `count` struct
+// hc_msr_entry read or written in order up to the first MSR Slat does not
+// keep or an illegal value; *done = entries done. cpuid_supported: Slat's
+// table into `page`, *count = entries.
+int arch_hv_set_cpuid(struct vcpu *v, const void *page, uint32_t count);
+int arch_hv_msrs(struct vcpu *v, void *page, uint32_t count, bool write, uint64_t *done);
+int arch_hv_cpuid_supported(void *page, uint64_t *count);
 // Runs `v` on this CPU until an exit for the VMM (written to *run) or a
 // physical interrupt for the primary (HC_EXIT_PREEMPTED). On entry, *run holds
 // the VMM's answer to the previous exit (applied first). HC_OK, or HC_E_NOMEM.

@@ -35,6 +35,13 @@ static void set_bit32(uint32_t *r, unsigned bit, bool on)
 
 void x86_cpuid_policy(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
 {
+	bool cr4_bits = leaf == 1 || (leaf == 7 && subleaf == 0);
+
+	x86_cpuid_policy_cr4(cr4_bits ? v->arch.ops->read_cr(v, 4) : 0, leaf, subleaf, out);
+}
+
+void x86_cpuid_policy_cr4(uint64_t cr4, uint32_t leaf, uint32_t subleaf, uint32_t out[4])
+{
 	if (leaf >= 0x40000000u && leaf <= 0x400000ffu) {
 		out[0] = out[1] = out[2] = out[3] = 0;
 		if (leaf == 0x40000000u) {
@@ -45,11 +52,9 @@ void x86_cpuid_policy(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t 
 	}
 	struct cpuid_regs r = cpuid(leaf, subleaf);
 	out[0] = r.eax, out[1] = r.ebx, out[2] = r.ecx, out[3] = r.edx;
-	uint64_t cr4;
 
 	switch (leaf) {
 	case 1:
-		cr4 = v->arch.ops->read_cr(v, 4);
 		set_bit32(&out[2], 31, true);  // hypervisor present
 		set_bit32(&out[2], 5, false);  // VMX
 		set_bit32(&out[2], 21, false); // x2APIC
@@ -57,10 +62,8 @@ void x86_cpuid_policy(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t 
 		set_bit32(&out[2], 27, (out[2] & (1u << 26)) && (cr4 & CR4_OSXSAVE));
 		break;
 	case 7:
-		if (subleaf == 0) {
-			cr4 = v->arch.ops->read_cr(v, 4);
+		if (subleaf == 0)
 			set_bit32(&out[2], 4, (out[2] & (1u << 3)) && (cr4 & CR4_PKE));
-		}
 		break;
 	case 0x80000001u:
 		set_bit32(&out[2], 2, false); // SVM

@@ -8,6 +8,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/hv.h"
+#include "arch/x86/hv_cpuid.h"
 #include "arch/x86/slat.h"
 #include "core/log.h"
 #include "core/plan.h"
@@ -80,6 +81,65 @@ int arch_hv_vcpu_create(struct vcpu *v)
 void arch_hv_vcpu_destroy(struct vcpu *v)
 {
 	hv_ops->vcpu_destroy(v);
+	if (v->arch.hv.cpuid_pa)
+		hv_page_free(v->vm, v->arch.hv.cpuid_pa);
+	v->arch.hv.cpuid_pa = 0;
+	v->arch.hv.cpuid_n = 0;
+}
+
+_Static_assert(HC_CPUID_MAX * sizeof(struct hc_cpuid_entry) <= 4096, "a table is one page");
+_Static_assert(HC_MSR_MAX * sizeof(struct hc_msr_entry) <= 4096, "a list is one page");
+
+// Prepare, check, commit: the table goes to a new page and is checked there
+// (the primary cannot change it any more), so a refused or failed call leaves
+// the vCPU with its old table.
+int arch_hv_set_cpuid(struct vcpu *v, const void *page, uint32_t count)
+{
+	struct x86_hv_vcpu *h = &v->arch.hv;
+	uint64_t pa = 0;
+	unsigned bad;
+
+	if (count) {
+		pa = hv_page_alloc(v->vm);
+		if (!pa)
+			return HC_E_NOMEM;
+		memcpy((void *)(uintptr_t)pa, page, count * sizeof(struct hc_cpuid_entry));
+		if (!x86_cpuid_table_ok(x86_hv_supported,
+					(const struct hc_cpuid_entry *)(uintptr_t)pa, count,
+					&bad)) {
+			hv_page_free(v->vm, pa);
+			return HC_E_INVAL;
+		}
+	}
+	if (h->cpuid_pa)
+		hv_page_free(v->vm, h->cpuid_pa);
+	h->cpuid_pa = pa;
+	h->cpuid_n = count;
+	return HC_OK;
+}
+
+// Each entry is read once and its data written back once (reads).
+int arch_hv_msrs(struct vcpu *v, void *page, uint32_t count, bool write, uint64_t *done)
+{
+	struct hc_msr_entry *list = page;
+	uint32_t i;
+
+	for (i = 0; i < count; i++) {
+		struct hc_msr_entry e;
+		memcpy(&e, &list[i], sizeof(e));
+		if (e.pad || !x86_hv_msr(v, e.index, write, &e.data))
+			break;
+		if (!write)
+			memcpy(&list[i].data, &e.data, sizeof(e.data));
+	}
+	*done = i;
+	return HC_OK;
+}
+
+int arch_hv_cpuid_supported(void *page, uint64_t *count)
+{
+	*count = x86_cpuid_enumerate(x86_hv_supported, page, HC_CPUID_MAX);
+	return HC_OK;
 }
 
 int arch_hv_set_regs(struct vcpu *v, const void *page)

@@ -61,9 +61,16 @@ void x86_hv_complete(struct vcpu *v, const struct hc_run *run);
 // The consistency checks of SET_REGS (hv_regs.c): true when VMRUN / VM entry
 // would accept the state (with EFER.SVME added by the back end).
 bool x86_hv_regs_ok(struct vcpu *v, const struct hc_regs_x86 *r);
-// The CPUID a secondary sees (hv_exit.c): the primary's policy, minus
-// XSAVE and what Slat does not emulate for a secondary.
+// The CPUID a secondary sees (hv_exit.c): the VMM's table (VCPU_SET_CPUID),
+// else the default: the primary's policy minus XSAVE and what Slat does not
+// emulate for a secondary (with the guest's CR4 for OSXSAVE / OSPKE).
 void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
+void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4]);
+// The bound of a VMM's table: the default with CR4 = 0 (x86_cpuid_source).
+void x86_hv_supported(uint32_t leaf, uint32_t sub, uint32_t out[4]);
+// ABI 1.3's VCPU_MSRS for one MSR (hv_exit.c): the MSR policy of a secondary's
+// RDMSR / WRMSR (the TSC read-only). false: not kept or an illegal value.
+bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
 
 // The extended state of one world in a page (hv.c): x87/SSE by FXSAVE, the
 // rest by XSAVE when `xsave` (x86_hv_fpu_setup, false: no secondary VMs).

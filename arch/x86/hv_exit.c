@@ -9,14 +9,15 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/cr_check.h"
 #include "arch/x86/hv.h"
+#include "arch/x86/hv_cpuid.h"
 #include "core/log.h"
 
 #define MSR_TSC 0x10u
 
 // ---- CPUID ----------------------------------------------------------------------
-void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
+void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
-	x86_cpuid_policy(v, leaf, sub, out);
+	x86_cpuid_policy_cr4(cr4, leaf, sub, out);
 	switch (leaf) {
 	case 1:
 		// The extended state is not switched for XSAVE's sake (only
@@ -39,6 +40,29 @@ void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
 	default:
 		break;
 	}
+}
+
+// The VMM's table once it set one (its feature bits are a subset of
+// x86_hv_supported's, checked at VCPU_SET_CPUID; no XSAVE or PKU there, so no
+// bit follows CR4), else the default policy.
+void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+	const struct x86_hv_vcpu *h = &v->arch.hv;
+
+	if (h->cpuid_n) {
+		x86_cpuid_lookup((const struct hc_cpuid_entry *)(uintptr_t)h->cpuid_pa, h->cpuid_n,
+				 leaf, sub, out);
+		return;
+	}
+	bool cr4_bits = leaf == 1 || (leaf == 7 && sub == 0);
+	x86_hv_cpuid_default(cr4_bits ? v->arch.ops->read_cr(v, 4) : 0, leaf, sub, out);
+}
+
+// What a VMM may give a secondary: the default policy of a guest with CR4 = 0
+// (no OS-enabled bits), CPUID_SUPPORTED's table and VCPU_SET_CPUID's bound.
+void x86_hv_supported(uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+	x86_hv_cpuid_default(0, leaf, sub, out);
 }
 
 static enum x86_hv_step cpuid_exit(struct vcpu *v)
@@ -66,21 +90,23 @@ static bool efer_write_ok(struct vcpu *v, uint64_t val)
 	return x86_efer_ok(&st, &caps, val);
 }
 
-static enum x86_hv_step msr_exit(struct vcpu *v, bool write, const struct x86_hv_ops *ops)
+bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
+{
+	if (msr == MSR_TSC && !write) {
+		*val = rdtsc();
+		return true;
+	}
+	if (write && msr == MSR_EFER && !efer_write_ok(v, *val))
+		return false;
+	return x86_hv_ops_of()->msr(v, msr, write, val);
+}
+
+static enum x86_hv_step msr_exit(struct vcpu *v, bool write)
 {
 	uint32_t msr = (uint32_t)v->arch.gpr[X86_RCX];
 	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
-	bool ok;
 
-	if (msr == MSR_TSC && !write) {
-		val = rdtsc();
-		ok = true;
-	} else if (write && msr == MSR_EFER && !efer_write_ok(v, val)) {
-		ok = false;
-	} else {
-		ok = ops->msr(v, msr, write, &val);
-	}
-	if (!ok) {
+	if (!x86_hv_msr(v, msr, write, &val)) {
 		x86_inject_gp0(v);
 		return X86_HV_REENTER;
 	}
@@ -272,8 +298,6 @@ static enum exit_reason hv_exit_class(enum x86_exit_kind k)
 enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x86_exit *e,
 			     struct hc_run *run, int *rc)
 {
-	const struct x86_hv_ops *ops = x86_hv_ops_of();
-
 	vcpu_count_exit(v, hv_exit_class(e->kind));
 	switch (e->kind) {
 	case X86_EXIT_INTR:
@@ -286,7 +310,7 @@ enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x
 		return cpuid_exit(v);
 	case X86_EXIT_RDMSR:
 	case X86_EXIT_WRMSR:
-		return msr_exit(v, e->kind == X86_EXIT_WRMSR, ops);
+		return msr_exit(v, e->kind == X86_EXIT_WRMSR);
 	case X86_EXIT_IO:
 		return io_exit(v, e, run);
 	case X86_EXIT_SLAT_VIOLATION:

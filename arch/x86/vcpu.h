@@ -204,6 +204,8 @@ __attribute__((noreturn)) void x86_park(void);
 // ---- exits handled by the shared layer -----------------------------------
 // CPUID (cpuid.c): the policy applied to the real CPUID of this CPU.
 void x86_cpuid_policy(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+// The same for a guest whose CR4 is `cr4` (OSXSAVE and OSPKE follow it).
+void x86_cpuid_policy_cr4(uint64_t cr4, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
 enum x86_action x86_handle_cpuid(struct vcpu *v);
 
 // RDMSR / WRMSR (msr.c) for the MSRs the back end intercepts.

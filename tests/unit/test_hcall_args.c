@@ -171,9 +171,8 @@ static void test_slot_set(void **state)
 			 HC_E_TOO_MANY);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, 7, 0x5000, 0), &c), HC_E_INVAL);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, 7, 0x5004, 1), &c), HC_E_ALIGN);
-	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_MAX_PAGES - 1, 0x5000, 1),
-			     &c),
-			 HC_OK);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_MAX_PAGES - 1, 0x5000, 1), &c), HC_OK);
 	assert_int_equal(
 	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_MAX_PAGES - 1, 0x5000, 2), &c),
 	    HC_E_RANGE);
@@ -270,7 +269,15 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->vm == a[0] && page_pa && !a[2]);
 		break;
 	case HC_HV_STATS:
+	case HC_CPUID_SUPPORTED:
 		assert_true(page_pa && c->pa == a[0] && !a[1]);
+		break;
+	case HC_VCPU_SET_CPUID:
+	case HC_VCPU_MSRS:
+		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->vcpu < HC_MAX_VCPUS && page_pa);
+		assert_true(c->count == a[3] && c->flags == a[4] && c->flags <= 1);
+		assert_true(c->count <= (c->fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX));
+		assert_true(c->fn == HC_VCPU_MSRS || !a[4]);
 		break;
 	case HC_SLOT_SET:
 		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->slot < HC_MAX_SLOTS);
@@ -290,6 +297,49 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 	default:
 		fail_msg("accepted unknown function %u", c->fn);
 	}
+}
+
+// ABI 1.3's x86 vCPU configuration: unknown to the arm64 ABI, bounded counts,
+// a page, VCPU_MSRS's direction 0 or 1.
+static void test_x86_config_calls(void **state)
+{
+	struct hc_call c;
+
+	for (unsigned fn = HC_VCPU_SET_CPUID; fn <= HC_VCPU_MSRS; fn++)
+		assert_int_equal(dec(HC_ABI_ARM64, R(FN(fn), 1, 0, 0x42000, 1), &c), HC_E_UNKNOWN);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, HC_CPUID_MAX), &c),
+			 HC_OK);
+	assert_int_equal(c.fn, HC_VCPU_SET_CPUID);
+	assert_int_equal(c.vm, 3);
+	assert_int_equal(c.vcpu, 2);
+	assert_int_equal(c.pa, 0x42000);
+	assert_int_equal(c.count, HC_CPUID_MAX);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, 0), &c), HC_OK);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, HC_CPUID_MAX + 1), &c),
+	    HC_E_TOO_MANY);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, 1, 1), &c),
+			 HC_E_INVAL); // a4 unused
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42010, 1), &c),
+			 HC_E_ALIGN);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 0, 2, 0x42000, 1), &c),
+			 HC_E_BAD_VM);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, HC_MAX_VCPUS, 0x42000, 1), &c),
+			 HC_E_BAD_VCPU);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, HC_MSR_MAX, 1), &c),
+			 HC_OK);
+	assert_int_equal(c.flags, 1);
+	assert_int_equal(c.count, HC_MSR_MAX);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 0), &c), HC_OK);
+	assert_int_equal(c.flags, 0);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, HC_MSR_MAX + 1, 0), &c),
+			 HC_E_TOO_MANY);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 2), &c), HC_E_INVAL);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, GPA_END, 4, 0), &c), HC_E_RANGE);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_CPUID_SUPPORTED), 0x42000), &c), HC_OK);
+	assert_int_equal(c.pa, 0x42000);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_CPUID_SUPPORTED), 0x42001), &c), HC_E_ALIGN);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_CPUID_SUPPORTED), 0x42000, 1), &c), HC_E_INVAL);
 }
 
 static void test_fuzz_registers(void **state)
@@ -336,9 +386,9 @@ static void test_fuzz_registers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_function_ids),   cmocka_unit_test(test_memory_calls),
-	    cmocka_unit_test(test_vm_calls),	   cmocka_unit_test(test_slot_set),
-	    cmocka_unit_test(test_fuzz_registers),
+	    cmocka_unit_test(test_function_ids),     cmocka_unit_test(test_memory_calls),
+	    cmocka_unit_test(test_vm_calls),	     cmocka_unit_test(test_slot_set),
+	    cmocka_unit_test(test_x86_config_calls), cmocka_unit_test(test_fuzz_registers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
