@@ -21,10 +21,7 @@ GSRC := $(L)/guest/x86.S
 LIBARCH := $(L)/tests/slatlib_x86.c
 endif
 
-PROGS := slat-vmtest slat-killtest slat-fuzz slat-bench
-ifeq ($(GARCH),aarch64)
-PROGS += slat-kvm-check # /dev/kvm is offered on arm64 only (docs/kvm-api.md)
-endif
+PROGS := slat-vmtest slat-killtest slat-fuzz slat-bench slat-kvm-check
 LIBSRC := $(L)/tests/slatlib.c $(LIBARCH)
 LIBHDR := $(L)/tests/slatlib.h $(L)/slat/slat_uapi.h $(ABI) $(L)/guest/job.h
 UCFLAGS := -static -O2 -Wall -Wextra -Werror -std=gnu11 -pthread -I$(TOP) -I$(L)/slat -I$(L)/guest
@@ -46,6 +43,13 @@ $(OUT)/guest.bin: $(GSRC) $(L)/guest/job.h
 	ld.lld -static -nostdlib -Ttext=0 -e _start -o $(KO)/guest.elf $(KO)/guest.o
 	llvm-objcopy -O binary $(KO)/guest.elf $@
 
-$(OUT)/slat-%: $(L)/tests/slat-%.c $(LIBSRC) $(LIBHDR)
+# slat-kvm-check: one program per architecture (the guests differ).
+ifneq ($(GARCH),aarch64)
+$(OUT)/slat-kvm-check: $(L)/tests/slat-kvm-check-x86.c $(L)/tests/kvmcheck.h
+	@mkdir -p $(OUT) $(KO)
+	$(UCC) $(UCFLAGS) -o $@ $<
+endif
+
+$(OUT)/slat-%: $(L)/tests/slat-%.c $(LIBSRC) $(LIBHDR) $(L)/tests/kvmcheck.h
 	@mkdir -p $(OUT) $(KO)
 	$(UCC) $(UCFLAGS) -o $@ $< $(LIBSRC)

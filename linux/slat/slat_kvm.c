@@ -432,7 +432,7 @@ static long slat_kvm_dev_ioctl(struct file *f, unsigned int cmd, unsigned long a
 	case KVM_CREATE_VM:
 		return slat_kvm_create_vm(arg);
 	default:
-		return -ENOTTY;
+		return slat_kvm_arch_dev_ioctl(cmd, (void __user *)arg);
 	}
 }
 
@@ -463,7 +463,9 @@ int slat_kvm_init(void)
 		return -EINVAL;
 	}
 	if (!slat_kvm_arch_offered()) {
-		pr_info("slat: /dev/kvm is not offered on this architecture yet\n");
+		pr_info("slat: /dev/kvm is not offered: Slat's ABI %llu.%llu lacks what this "
+			"architecture needs\n",
+			slat_hv_version >> 16, slat_hv_version & 0xffff);
 		return 0;
 	}
 	rc = misc_register(&slat_kvm_misc);

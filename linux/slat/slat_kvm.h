@@ -60,16 +60,19 @@ struct slat_kvm_vcpu {
 	u64 reset_pc, reset_x0;
 	u64 mpidr; /* as Slat placed the vCPU */
 	wait_queue_head_t psci_wq;
+	void *arch; /* x86: struct slat_kvm_x86 (slat_kvm_x86.c) */
 };
 
 /* ---- the architecture's part (slat_kvm_arm64.c, slat_kvm_x86.c) ---- */
-/* Whether /dev/kvm is offered on this architecture yet (else one dmesg line). */
+/* Whether Slat's ABI has what /dev/kvm needs here (else one dmesg line). */
 bool slat_kvm_arch_offered(void);
 /* KVM_CHECK_EXTENSION for the architecture's capabilities: >= 0, or -1 unknown. */
 long slat_kvm_arch_cap(long cap);
 /* KVM_CREATE_VM's type: the VM's IPA size on arm64; -EINVAL for a bad type. */
 int slat_kvm_arch_vm_type(unsigned long type, unsigned int *ipa_bits);
 long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up);
+/* /dev/kvm's own ioctls of the architecture (x86: KVM_GET_SUPPORTED_CPUID, ...). */
+long slat_kvm_arch_dev_ioctl(unsigned int cmd, void __user *up);
 int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v);
 void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v);
 /* Called with the vCPU's lock held; -ENOTTY for an ioctl it does not know. */

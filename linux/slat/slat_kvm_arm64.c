@@ -81,6 +81,11 @@ static long a64_enable_cap(struct slat_kvm_vm *kvm, void __user *up)
 	return 0;
 }
 
+long slat_kvm_arch_dev_ioctl(unsigned int cmd, void __user *up)
+{
+	return -ENOTTY;
+}
+
 long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up)
 {
 	struct kvm_vcpu_init init = {.target = KVM_ARM_TARGET_GENERIC_V8};

@@ -1,45 +1,482 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * /dev/kvm on x86: not offered yet (docs/kvm-api.md). The KVM API's x86
- * vCPU state (KVM_SET_SREGS, MSRs, KVM_SET_CPUID2 with what Slat's policy
- * gives a secondary) needs more than ABI 1.0's register page, so the module
- * registers no /dev/kvm here and says so in dmesg; /dev/slat works as before.
+ * /dev/kvm on x86 (docs/kvm-api.md): the vCPU state of the KVM API over
+ * Slat's register page (KVM_GET/SET_REGS, KVM_GET/SET_SREGS), the VMM's
+ * CPUID table (KVM_SET_CPUID2, checked by Slat against what it gives a
+ * secondary: KVM_GET_SUPPORTED_CPUID) and the MSRs Slat keeps per vCPU
+ * (KVM_GET/SET_MSRS), with ABI 1.3. There is no in-kernel irqchip yet
+ * (issue 18): KVM_CAP_IRQCHIP answers 0 and KVM_CREATE_IRQCHIP, KVM_INTERRUPT
+ * and the LAPIC ioctls are refused, so a VMM that needs them stops at that
+ * call with an error instead of running a guest without interrupts.
  */
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <asm/msr-index.h>
+
 #include "slat_kvm.h"
+
+#define X86_MAX_CPUID	256 /* KVM_MAX_CPUID_ENTRIES */
+#define APIC_BASE_RESET 0xfee00800ull
+#define APIC_BASE_BSP	0x100ull
+
+/* The MSRs Slat keeps per vCPU that a VMM can save and restore. */
+static const u32 x86_saved_msrs[] = {
+    MSR_IA32_SYSENTER_CS,
+    MSR_IA32_SYSENTER_ESP,
+    MSR_IA32_SYSENTER_EIP,
+    MSR_STAR,
+    MSR_LSTAR,
+    MSR_CSTAR,
+    MSR_SYSCALL_MASK,
+    MSR_KERNEL_GS_BASE,
+    MSR_IA32_CR_PAT,
+};
 
 bool slat_kvm_arch_offered(void)
 {
-	return false;
+	return (slat_hv_version & 0xffff) >= 3; /* ABI 1.3: CPUID and MSRs */
 }
 
 long slat_kvm_arch_cap(long cap)
 {
-	return -1;
+	switch (cap) {
+	case KVM_CAP_EXT_CPUID:
+	case KVM_CAP_MP_STATE:
+	case KVM_CAP_SET_TSS_ADDR: /* accepted and unused, as on KVM's SVM */
+		return 1;
+	default:
+		return -1; /* KVM_CAP_IRQCHIP among them: 0 */
+	}
 }
 
 int slat_kvm_arch_vm_type(unsigned long type, unsigned int *ipa_bits)
 {
-	return type ? -EINVAL : 0;
+	return type ? -EINVAL : 0; /* KVM_X86_DEFAULT_VM only */
 }
 
 long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up)
 {
-	return -ENOTTY;
+	switch (cmd) {
+	case KVM_SET_TSS_ADDR:
+	case KVM_SET_IDENTITY_MAP_ADDR:
+		return 0; /* VMX real-mode helpers; SVM needs neither */
+	case KVM_SET_NR_MMU_PAGES:
+		/* A shadow-paging budget; Slat's SLAT tables come from the
+		 * deposit. KVM's lower bound (KVM_MIN_ALLOC_MMU_PAGES) holds. */
+		return (unsigned long)up < 64 ? -EINVAL : 0;
+	case KVM_CREATE_IRQCHIP:
+		pr_info_once("slat: KVM_CREATE_IRQCHIP: no in-kernel irqchip yet\n");
+		return -ENOTTY;
+	default:
+		return -ENOTTY;
+	}
 }
+
+/* ---- system ioctls ---- */
+
+/* A page Slat fills (CPUID_SUPPORTED); the entries in *n. */
+static int x86_supported(struct page **pg, u64 *n)
+{
+	u64 r[3];
+	long st;
+
+	*pg = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!*pg)
+		return -ENOMEM;
+	st = slat_call(HC_CPUID_SUPPORTED, slat_pa(*pg), 0, 0, 0, 0, 0, r);
+	*n = r[0];
+	return slat_errno(st);
+}
+
+static void to_kvm_entry(const struct hc_cpuid_entry *h, struct kvm_cpuid_entry2 *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->function = h->function;
+	k->index = h->index;
+	k->flags = h->flags & HC_CPUID_F_INDEXED ? KVM_CPUID_FLAG_SIGNIFCANT_INDEX : 0;
+	k->eax = h->eax;
+	k->ebx = h->ebx;
+	k->ecx = h->ecx;
+	k->edx = h->edx;
+}
+
+/* `n` entries of `tab` into the VMM's struct kvm_cpuid2; -E2BIG as KVM. */
+static int put_cpuid2(struct kvm_cpuid2 __user *up, const struct hc_cpuid_entry *tab, u32 n)
+{
+	struct kvm_cpuid_entry2 e;
+	u32 nent, i;
+
+	if (get_user(nent, &up->nent))
+		return -EFAULT;
+	if (nent < n)
+		return -E2BIG;
+	for (i = 0; i < n; i++) {
+		to_kvm_entry(&tab[i], &e);
+		if (copy_to_user(&up->entries[i], &e, sizeof(e)))
+			return -EFAULT;
+	}
+	return put_user(n, &up->nent);
+}
+
+static long x86_get_supported_cpuid(struct kvm_cpuid2 __user *up)
+{
+	struct page *pg;
+	u64 n;
+	int rc = x86_supported(&pg, &n);
+
+	if (!rc)
+		rc = put_cpuid2(up, page_address(pg), (u32)n);
+	if (pg)
+		__free_page(pg);
+	return rc;
+}
+
+/* KVM_GET_MSR_INDEX_LIST: nmsrs is set before the size check, as KVM does. */
+static long x86_msr_index_list(struct kvm_msr_list __user *up, const u32 *list, u32 n)
+{
+	u32 room;
+
+	if (get_user(room, &up->nmsrs) || put_user(n, &up->nmsrs))
+		return -EFAULT;
+	if (room < n)
+		return -E2BIG;
+	return copy_to_user(up->indices, list, n * sizeof(u32)) ? -EFAULT : 0;
+}
+
+long slat_kvm_arch_dev_ioctl(unsigned int cmd, void __user *up)
+{
+	struct kvm_cpuid2 __user *c = up;
+
+	switch (cmd) {
+	case KVM_GET_SUPPORTED_CPUID:
+		return x86_get_supported_cpuid(up);
+	case KVM_GET_EMULATED_CPUID: /* Slat emulates no instruction beyond the CPU's */
+		return put_user(0, &c->nent);
+	case KVM_GET_MSR_INDEX_LIST:
+		return x86_msr_index_list(up, x86_saved_msrs, ARRAY_SIZE(x86_saved_msrs));
+	case KVM_GET_MSR_FEATURE_INDEX_LIST:
+		return x86_msr_index_list(up, NULL, 0);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* ---- vCPUs ---- */
+
+struct slat_kvm_x86 {
+	struct hc_cpuid_entry *cpuid; /* the table last set (KVM_GET_CPUID2) */
+	u32 ncpuid;
+};
 
 int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 {
+	v->arch = kzalloc(sizeof(struct slat_kvm_x86), GFP_KERNEL);
+	if (!v->arch)
+		return -ENOMEM;
 	v->inited = true;
 	return 0;
 }
 
 void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v)
 {
+	struct slat_kvm_x86 *x = v->arch;
+
+	if (x)
+		kfree(x->cpuid);
+	kfree(x);
+	v->arch = NULL;
+}
+
+/* Slat's register page, read (and written back after `change` when set). */
+static int x86_regs(struct slat_kvm_vcpu *v, struct hc_regs_x86 *r, bool set)
+{
+	return slat_vcpu_regs_k(v->vc, r, set);
+}
+
+/* struct kvm_regs order -> Slat's encoding order (RAX RCX RDX RBX RSP RBP RSI RDI R8..). */
+static u64 *gpr_of(struct kvm_regs *k, unsigned int i)
+{
+	u64 *const map[16] = {&k->rax, &k->rcx, &k->rdx, &k->rbx, &k->rsp, &k->rbp,
+			      &k->rsi, &k->rdi, &k->r8,	 &k->r9,  &k->r10, &k->r11,
+			      &k->r12, &k->r13, &k->r14, &k->r15};
+	return map[i];
+}
+
+static long x86_get_set_regs(struct slat_kvm_vcpu *v, void __user *up, bool set)
+{
+	struct hc_regs_x86 *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	struct kvm_regs k;
+	unsigned int i;
+	int rc;
+
+	if (!r)
+		return -ENOMEM;
+	rc = set && copy_from_user(&k, up, sizeof(k)) ? -EFAULT : x86_regs(v, r, false);
+	if (!rc && set) {
+		for (i = 0; i < 16; i++)
+			r->gpr[i] = *gpr_of(&k, i);
+		r->rip = k.rip;
+		r->rflags = k.rflags;
+		rc = x86_regs(v, r, true); /* Slat refuses reserved RFLAGS bits: -EINVAL */
+	} else if (!rc) {
+		memset(&k, 0, sizeof(k));
+		for (i = 0; i < 16; i++)
+			*gpr_of(&k, i) = r->gpr[i];
+		k.rip = r->rip;
+		k.rflags = r->rflags;
+		rc = copy_to_user(up, &k, sizeof(k)) ? -EFAULT : 0;
+	}
+	kfree(r);
+	return rc;
+}
+
+/* Slat's segment attributes: type(3:0) S(4) DPL(6:5) P(7) AVL(8) L(9) D/B(10) G(11). */
+static void seg_to_kvm(const struct hc_x86_seg *h, struct kvm_segment *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->base = h->base;
+	k->limit = h->limit;
+	k->selector = h->sel;
+	k->type = h->attr & 0xf;
+	k->s = h->attr >> 4 & 1;
+	k->dpl = h->attr >> 5 & 3;
+	k->present = h->attr >> 7 & 1;
+	k->avl = h->attr >> 8 & 1;
+	k->l = h->attr >> 9 & 1;
+	k->db = h->attr >> 10 & 1;
+	k->g = h->attr >> 11 & 1;
+	k->unusable = !k->present; /* as KVM's SVM reports it */
+}
+
+static void seg_from_kvm(const struct kvm_segment *k, struct hc_x86_seg *h)
+{
+	h->base = k->base;
+	h->limit = k->limit;
+	h->sel = k->selector;
+	/* An unusable segment is a not-present one on SVM (KVM does the same). */
+	h->attr = k->unusable ? 0
+			      : (k->type & 0xf) | (k->s & 1) << 4 | (k->dpl & 3) << 5 |
+				    (k->present & 1) << 7 | (k->avl & 1) << 8 | (k->l & 1) << 9 |
+				    (k->db & 1) << 10 | (k->g & 1) << 11;
+}
+
+static u64 x86_apic_base(struct slat_kvm_vcpu *v)
+{
+	return APIC_BASE_RESET | (v->id == 0 ? APIC_BASE_BSP : 0);
+}
+
+static void sregs_to_kvm(struct slat_kvm_vcpu *v, const struct hc_regs_x86 *r, struct kvm_sregs *s)
+{
+	memset(s, 0, sizeof(*s));
+	seg_to_kvm(&r->cs, &s->cs);
+	seg_to_kvm(&r->ds, &s->ds);
+	seg_to_kvm(&r->es, &s->es);
+	seg_to_kvm(&r->fs, &s->fs);
+	seg_to_kvm(&r->gs, &s->gs);
+	seg_to_kvm(&r->ss, &s->ss);
+	seg_to_kvm(&r->tr, &s->tr);
+	seg_to_kvm(&r->ldtr, &s->ldt);
+	s->gdt.base = r->gdt_base;
+	s->gdt.limit = r->gdt_limit;
+	s->idt.base = r->idt_base;
+	s->idt.limit = r->idt_limit;
+	s->cr0 = r->cr0;
+	s->cr2 = r->cr2;
+	s->cr3 = r->cr3;
+	s->cr4 = r->cr4;
+	s->efer = r->efer;
+	s->apic_base = x86_apic_base(v);
+}
+
+/*
+ * What Slat cannot hold is refused rather than dropped: a TPR (CR8), an
+ * APIC base other than the reset one and a pending interrupt all need the
+ * local APIC Slat does not have yet.
+ */
+static int sregs_from_kvm(struct slat_kvm_vcpu *v, const struct kvm_sregs *s, struct hc_regs_x86 *r)
+{
+	unsigned int i;
+
+	if (s->cr8 || s->apic_base != x86_apic_base(v))
+		return -EINVAL;
+	for (i = 0; i < ARRAY_SIZE(s->interrupt_bitmap); i++)
+		if (s->interrupt_bitmap[i])
+			return -EINVAL;
+	seg_from_kvm(&s->cs, &r->cs);
+	seg_from_kvm(&s->ds, &r->ds);
+	seg_from_kvm(&s->es, &r->es);
+	seg_from_kvm(&s->fs, &r->fs);
+	seg_from_kvm(&s->gs, &r->gs);
+	seg_from_kvm(&s->ss, &r->ss);
+	seg_from_kvm(&s->tr, &r->tr);
+	seg_from_kvm(&s->ldt, &r->ldtr);
+	r->gdt_base = s->gdt.base;
+	r->gdt_limit = s->gdt.limit;
+	r->idt_base = s->idt.base;
+	r->idt_limit = s->idt.limit;
+	r->cr0 = s->cr0;
+	r->cr2 = s->cr2;
+	r->cr3 = s->cr3;
+	r->cr4 = s->cr4;
+	r->efer = s->efer;
+	return 0;
+}
+
+static long x86_get_set_sregs(struct slat_kvm_vcpu *v, void __user *up, bool set)
+{
+	struct hc_regs_x86 *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	struct kvm_sregs *s = kzalloc(sizeof(*s), GFP_KERNEL);
+	int rc = !r || !s ? -ENOMEM : 0;
+
+	if (!rc && set && copy_from_user(s, up, sizeof(*s)))
+		rc = -EFAULT;
+	if (!rc)
+		rc = x86_regs(v, r, false);
+	if (!rc && set) {
+		rc = sregs_from_kvm(v, s, r);
+		if (!rc)
+			rc = x86_regs(v, r, true); /* Slat's VMRUN checks: -EINVAL */
+	} else if (!rc) {
+		sregs_to_kvm(v, r, s);
+		rc = copy_to_user(up, s, sizeof(*s)) ? -EFAULT : 0;
+	}
+	kfree(s);
+	kfree(r);
+	return rc;
+}
+
+/* KVM_GET/SET_MSRS: the number of MSRs done (stops at the first refused one). */
+static long x86_msrs(struct slat_kvm_vcpu *v, struct kvm_msrs __user *up, bool set)
+{
+	struct hc_msr_entry *list;
+	struct kvm_msr_entry e;
+	struct page *pg;
+	u32 n, i;
+	u64 r[3];
+	long st;
+	int rc = 0;
+
+	if (get_user(n, &up->nmsrs))
+		return -EFAULT;
+	if (n > HC_MSR_MAX)
+		return -E2BIG; /* KVM's MAX_IO_MSRS is the same 256 */
+	pg = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!pg)
+		return -ENOMEM;
+	list = page_address(pg);
+	for (i = 0; i < n && !rc; i++) {
+		if (copy_from_user(&e, &up->entries[i], sizeof(e)))
+			rc = -EFAULT;
+		list[i].index = e.index;
+		list[i].data = e.data;
+	}
+	st = rc ? HC_OK
+		: slat_call(HC_VCPU_MSRS, v->vc->vm->id, v->vc->index, slat_pa(pg), n, set, 0, r);
+	if (!rc)
+		rc = slat_errno(st);
+	for (i = 0; !rc && !set && i < r[0]; i++)
+		if (put_user(list[i].data, &up->entries[i].data))
+			rc = -EFAULT;
+	__free_page(pg);
+	return rc ? rc : (long)r[0];
+}
+
+/* KVM_SET_CPUID2: Slat checks the table (-EINVAL for a feature it lacks). */
+static long x86_set_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up)
+{
+	struct slat_kvm_x86 *x = v->arch;
+	struct hc_cpuid_entry *tab = NULL;
+	struct kvm_cpuid_entry2 e;
+	struct page *pg;
+	u32 n, i;
+	u64 r[3];
+	int rc = 0;
+
+	if (get_user(n, &up->nent))
+		return -EFAULT;
+	if (n > X86_MAX_CPUID)
+		return -E2BIG;
+	if (n > HC_CPUID_MAX)
+		return -E2BIG; /* Slat's table holds 128 leaves */
+	pg = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (n)
+		tab = kcalloc(n, sizeof(*tab), GFP_KERNEL);
+	if (!pg || (n && !tab)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (copy_from_user(&e, &up->entries[i], sizeof(e))) {
+			rc = -EFAULT;
+			goto out;
+		}
+		tab[i] = (struct hc_cpuid_entry){
+		    .function = e.function,
+		    .index = e.index,
+		    .flags = e.flags & KVM_CPUID_FLAG_SIGNIFCANT_INDEX ? HC_CPUID_F_INDEXED : 0,
+		    .eax = e.eax,
+		    .ebx = e.ebx,
+		    .ecx = e.ecx,
+		    .edx = e.edx};
+	}
+	memcpy(page_address(pg), tab, n * sizeof(*tab));
+	rc = slat_errno(
+	    slat_call(HC_VCPU_SET_CPUID, v->vc->vm->id, v->vc->index, slat_pa(pg), n, 0, 0, r));
+	if (!rc) {
+		swap(x->cpuid, tab);
+		x->ncpuid = n;
+	}
+out:
+	kfree(tab);
+	if (pg)
+		__free_page(pg);
+	return rc;
+}
+
+static long x86_get_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up)
+{
+	struct slat_kvm_x86 *x = v->arch;
+
+	return put_cpuid2(up, x->cpuid, x->ncpuid);
+}
+
+/* Without an in-kernel irqchip only RUNNABLE exists (KVM says the same). */
+static long x86_mp_state(struct slat_kvm_vcpu *v, struct kvm_mp_state __user *up, bool set)
+{
+	struct kvm_mp_state mp = {.mp_state = KVM_MP_STATE_RUNNABLE};
+
+	if (!set)
+		return copy_to_user(up, &mp, sizeof(mp)) ? -EFAULT : 0;
+	if (copy_from_user(&mp, up, sizeof(mp)))
+		return -EFAULT;
+	return mp.mp_state == KVM_MP_STATE_RUNNABLE ? 0 : -EINVAL;
 }
 
 long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __user *up)
 {
-	return -ENOTTY;
+	switch (cmd) {
+	case KVM_GET_REGS:
+	case KVM_SET_REGS:
+		return x86_get_set_regs(v, up, cmd == KVM_SET_REGS);
+	case KVM_GET_SREGS:
+	case KVM_SET_SREGS:
+		return x86_get_set_sregs(v, up, cmd == KVM_SET_SREGS);
+	case KVM_GET_MSRS:
+	case KVM_SET_MSRS:
+		return x86_msrs(v, up, cmd == KVM_SET_MSRS);
+	case KVM_SET_CPUID2:
+		return x86_set_cpuid2(v, up);
+	case KVM_GET_CPUID2:
+		return x86_get_cpuid2(v, up);
+	case KVM_GET_MP_STATE:
+	case KVM_SET_MP_STATE:
+		return x86_mp_state(v, up, cmd == KVM_SET_MP_STATE);
+	case KVM_GET_LAPIC:
+	case KVM_SET_LAPIC:
+		return -EINVAL; /* KVM's answer without an in-kernel local APIC */
+	default:
+		return -ENOTTY; /* KVM_INTERRUPT, KVM_GET_FPU, ... not yet */
+	}
 }
 
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)

@@ -27,62 +27,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "kvmcheck.h"
+
 #define PAGE	 4096ul
 #define MMIO_GPA 0x10000000ull
 #define CODE_GPA 0x0ull
 #define SLOT_SZ	 (64 * 1024ul)
 #define DATA_OFF 0x8000u // a page of slot 0 the guest reads and the VMM replaces
-
-static unsigned failed, checks;
-
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("SLAT-GUEST: kvmcheck: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
-// An ioctl that must fail with `err` (0: must succeed; returns its result).
-static long expect(const char *what, long ret, int err)
-{
-	int got = ret < 0 ? errno : 0;
-
-	checks++;
-	if (got != err) {
-		failed++;
-		say("%s: FAILED (errno %d %s, want %d %s)", what, got, strerror(got), err,
-		    strerror(err));
-	} else {
-		say("%s: ok (%s)", what, err ? strerror(err) : "accepted");
-	}
-	return ret;
-}
-
-static void check(const char *what, bool ok, unsigned long long got, unsigned long long want)
-{
-	checks++;
-	if (!ok)
-		failed++;
-	say("%s: %s (0x%llx, want 0x%llx)", what, ok ? "ok" : "FAILED", got, want);
-}
-
-static int region(int vm, uint32_t slot, uint32_t flags, uint64_t gpa, uint64_t size, void *mem)
-{
-	struct kvm_userspace_memory_region r = {
-	    .slot = slot,
-	    .flags = flags,
-	    .guest_phys_addr = gpa,
-	    .memory_size = size,
-	    .userspace_addr = (uint64_t)(uintptr_t)mem,
-	};
-
-	return ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r);
-}
 
 #define CORE(f)                                                                                    \
 	(KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE |                                     \
@@ -745,6 +696,5 @@ int main(void)
 	check_psci(kvm);
 	check_readonly(kvm);
 	close(kvm);
-	say("%s (%u checks, %u failed)", failed ? "FAIL" : "PASS", checks, failed);
-	return failed ? 1 : 0;
+	return verdict();
 }
