@@ -168,11 +168,22 @@ emu_qemu_arm64() {
 		-drive "file=$esp,format=raw,if=virtio" "$@"
 }
 
+# QEMU x86 TCG runs every vCPU on one thread (round robin), not one thread per
+# vCPU: QEMU 7.2's x87 state loads (FXRSTOR, XRSTOR, FLDENV, FRSTOR) clear
+# IGNNE in the FIRST CPU's hflags2 from whichever vCPU thread executes them,
+# a read-modify-write that races with that CPU's own VMRUN / #VMEXIT updating
+# the same word. A lost NPT-off at #VMEXIT leaves CPU 0's host code running
+# through the guest's NPT: its first access faults, and QEMU takes a second
+# #VMEXIT in host mode that saves Slat's state over the guest's in the VMCB
+# (docs/svm-primary.md "QEMU 7.2 and SMP"). One thread cannot race itself.
+EMU_QEMU_X86_TCG=${EMU_QEMU_X86_TCG:-tcg,thread=single}
+
 # emu_qemu_x86 MODE LOG ESP CPU [QEMU ARGS...]; EMU_ACCEL=kvm: -accel kvm, CPU host.
 emu_qemu_x86() {
 	local mode=$1 log=$2 esp=$3 cpu=$4 accel=${EMU_ACCEL:-tcg}
 	shift 4
 	[ "$accel" = kvm ] && cpu=host
+	[ "$accel" = tcg ] && accel=$EMU_QEMU_X86_TCG
 	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m "$EMU_MEM_MB" \
 		-smp "${EMU_SMP:-1}" -bios "$EMU_OVMF" -drive "file=$esp,format=raw" \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@"
@@ -183,8 +194,8 @@ emu_qemu_x86() {
 emu_qemu_x86_kernel() {
 	local mode=$1 log=$2 cpu=$3 kernel=$4 initrd=$5 cmdline=$6
 	shift 6
-	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel tcg -cpu "$cpu" -m "$EMU_MEM_MB" \
-		-smp "${EMU_SMP:-1}" -kernel "$kernel" -initrd "$initrd" -append "$cmdline" "$@"
+	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel "$EMU_QEMU_X86_TCG" -cpu "$cpu" \
+		-m "$EMU_MEM_MB" -smp "${EMU_SMP:-1}" -kernel "$kernel" -initrd "$initrd" -append "$cmdline" "$@"
 }
 
 # emu_bochs MODE LOG ESP MODEL [BXRC LINES...]
