@@ -21,7 +21,9 @@
 // 1.2: read-only slots (SLOT_SET's HC_SLOT_F_READONLY).
 // 1.3: x86 vCPU configuration: the VMM's CPUID table (VCPU_SET_CPUID, checked
 //      against CPUID_SUPPORTED) and the MSRs Slat keeps per vCPU (VCPU_MSRS).
-#define HC_ABI_MINOR 3u
+// 1.4: x86 interrupt injection through the run page (hc_run.irq, irq_window;
+//      HC_EXIT_IRQ_WINDOW): KVM's KVM_INTERRUPT / request_interrupt_window.
+#define HC_ABI_MINOR 4u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -128,7 +130,10 @@ enum hc_exit {
 	HC_EXIT_FAIL_ENTRY = 7,
 	HC_EXIT_INTERNAL = 8, // Slat could not handle the exit (hw_reason says what)
 	HC_EXIT_MEMFAULT = 9, // 1.1: an access to a slot page without a frame (FILL it)
+	HC_EXIT_IRQ_WINDOW = 10, // 1.4, x86: the guest can take an interrupt (irq_window asked)
 };
+
+#define HC_IRQ_VALID (1u << 31) // hc_run.irq: bits 7:0 the vector
 
 // The run page of VCPU_RUN (a primary page): Slat writes the exit's details
 // on the way out and reads the VMM's answer on the next VCPU_RUN of the same
@@ -168,6 +173,15 @@ struct hc_run {
 			uint8_t pad[7];
 		} memfault;
 	} u;
+	// 1.4, x86: the VMM's external interrupt (KVM_INTERRUPT) and interrupt
+	// window (KVM's request_interrupt_window), read at each VCPU_RUN;
+	// Slat writes irq back at each exit (0 once delivered) and the guest's
+	// state after it. Other bits of irq, or irq_window > 1: HC_E_INVAL.
+	uint32_t irq;	    // in/out: HC_IRQ_VALID | vector, delivered when the guest can take it
+	uint8_t irq_window; // in: 1 = exit HC_EXIT_IRQ_WINDOW once the guest can take one
+	uint8_t if_flag;    // out: the guest's RFLAGS.IF
+	uint8_t irq_ready;  // out: an irq set now would be delivered at the next entry
+	uint8_t pad_irq;
 };
 
 // x86 segment register as the VMCB keeps it: attr = type(3:0) S(4) DPL(6:5)

@@ -142,6 +142,7 @@ static enum exit_reason exit_class(enum x86_exit_kind k)
 	case X86_EXIT_EXCEPTION:
 	case X86_EXIT_IRET:
 	case X86_EXIT_NMI_WINDOW:
+	case X86_EXIT_IRQ_WINDOW:
 		return EXIT_INTERRUPT;
 	case X86_EXIT_CPUID:
 		return EXIT_CPUID;

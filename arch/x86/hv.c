@@ -165,13 +165,55 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 	memcpy(page, &r, sizeof(r));
 }
 
+// ABI 1.4's interrupt injection (KVM's model without an in-kernel irqchip):
+// the VMM's vector, held for this RUN, goes in at the first entry where the
+// guest can take it; until then the back end exits when the window opens. A
+// window the VMM asked for ends the RUN once it is open with nothing pending,
+// after at least one entry (as KVM, so that a VMM asking again and again still
+// lets the guest run). True: the RUN ends here with HC_EXIT_IRQ_WINDOW.
+struct x86_hv_irq {
+	uint32_t irq; // HC_IRQ_VALID | vector, 0 once delivered
+	bool want_window;
+	bool entered; // the guest ran in this RUN
+};
+
+static bool irq_before_entry(struct vcpu *v, struct x86_hv_irq *q, struct hc_run *run)
+{
+	bool open = hv_ops->irq_open(v), pending = q->irq & HC_IRQ_VALID;
+
+	if (pending && open) {
+		hv_ops->irq_inject(v, (uint8_t)q->irq);
+		q->irq = 0;
+	} else if (!pending && q->want_window && open && q->entered) {
+		hv_ops->irq_window(v, false);
+		run->reason = HC_EXIT_IRQ_WINDOW;
+		return true;
+	}
+	hv_ops->irq_window(v, !open && (pending || q->want_window));
+	return false;
+}
+
+// What the VMM sees of the interrupt state at the end of a RUN.
+static void irq_after_run(struct vcpu *v, const struct x86_hv_irq *q, struct hc_run *run)
+{
+	run->irq = q->irq;
+	run->if_flag = !!(v->arch.ops->read_rflags(v) & RFLAGS_IF);
+	run->irq_ready = !(q->irq & HC_IRQ_VALID) && hv_ops->irq_open(v);
+}
+
 // The entry loop, on the host stack of the caller's exit (interrupts and GIF
 // masked): enter, let core see the exit, decide; until an exit is for the VMM
 // or for the primary (a physical interrupt or NMI: PREEMPTED).
 int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 {
+	// One read of the primary's page: checked = used.
+	uint32_t irq = __atomic_load_n(&run->irq, __ATOMIC_RELAXED);
+	uint8_t window = __atomic_load_n(&run->irq_window, __ATOMIC_RELAXED);
+	struct x86_hv_irq q = {.irq = irq, .want_window = window == 1};
 	int rc = HC_OK;
 
+	if ((irq & ~(HC_IRQ_VALID | 0xffu)) || window > 1)
+		return HC_E_INVAL;
 	x86_hv_complete(v, run);
 	hv_ops->begin(caller, v);
 	for (;;) {
@@ -181,12 +223,20 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 		rc = hv_vcpu_enter(v, &en);
 		if (rc != HC_OK)
 			break;
+		// After the entry is certain (an injected vector is never lost to a
+		// failed one); a window exit leaves guest mode untouched.
+		if (irq_before_entry(v, &q, run)) {
+			hv_vcpu_exited(v);
+			break;
+		}
 		v->arch.hv.root_pa = en.root_pa;
 		hv_ops->enter(v, &en, &e);
+		q.entered = true;
 		hv_vcpu_exited(v);
 		if (x86_hv_exit(caller, v, &e, run, &rc) == X86_HV_RETURN)
 			break;
 	}
+	irq_after_run(v, &q, run);
 	hv_ops->end(caller, v);
 	return rc;
 }

@@ -37,6 +37,14 @@ struct x86_hv_ops {
 	bool (*msr)(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
 	// Makes physical CPU `pcpu` exit guest mode (its primary vCPU's kick).
 	void (*kick)(unsigned pcpu);
+	// ABI 1.4's interrupt injection, between begin and end. irq_open: the
+	// guest would take an external interrupt at the next entry (RFLAGS.IF,
+	// no interrupt shadow, no event queued or being re-delivered).
+	// irq_inject: queue one (only when open). irq_window: exit
+	// (X86_EXIT_IRQ_WINDOW) as soon as the guest can take one, or not.
+	bool (*irq_open)(struct vcpu *v);
+	void (*irq_inject)(struct vcpu *v, uint8_t vector);
+	void (*irq_window)(struct vcpu *v, bool on);
 };
 
 // The back end's start at boot: installs its operations and starts core's

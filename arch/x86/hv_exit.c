@@ -276,6 +276,7 @@ static enum exit_reason hv_exit_class(enum x86_exit_kind k)
 	switch (k) {
 	case X86_EXIT_INTR:
 	case X86_EXIT_NMI:
+	case X86_EXIT_IRQ_WINDOW:
 		return EXIT_INTERRUPT;
 	case X86_EXIT_CPUID:
 		return EXIT_CPUID;
@@ -306,6 +307,8 @@ enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x
 		return X86_HV_RETURN;
 	case X86_EXIT_NMI:
 		return nmi_exit(caller, run);
+	case X86_EXIT_IRQ_WINDOW: // the entry loop injects or ends the RUN (hv.c)
+		return X86_HV_REENTER;
 	case X86_EXIT_CPUID:
 		return cpuid_exit(v);
 	case X86_EXIT_RDMSR:

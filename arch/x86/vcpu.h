@@ -273,6 +273,7 @@ enum x86_exit_kind {
 	X86_EXIT_TRIPLE_FAULT, // shutdown: the machine resets
 	X86_EXIT_IRET,	       // SVM IRET intercept (before the IRET runs): nmi.c
 	X86_EXIT_NMI_WINDOW,   // VT-x NMI-window exit: the back end injects
+	X86_EXIT_IRQ_WINDOW,   // interrupt window (SVM VINTR, VT-x): a secondary can take one
 	X86_EXIT_BAD_STATE,    // entry refused / SLAT misconfigured: power-off
 };
 

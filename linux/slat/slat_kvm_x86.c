@@ -4,10 +4,12 @@
  * Slat's register page (KVM_GET/SET_REGS, KVM_GET/SET_SREGS), the VMM's
  * CPUID table (KVM_SET_CPUID2, checked by Slat against what it gives a
  * secondary: KVM_GET_SUPPORTED_CPUID) and the MSRs Slat keeps per vCPU
- * (KVM_GET/SET_MSRS), with ABI 1.3. There is no in-kernel irqchip yet
- * (issue 18): KVM_CAP_IRQCHIP answers 0 and KVM_CREATE_IRQCHIP, KVM_INTERRUPT
- * and the LAPIC ioctls are refused, so a VMM that needs them stops at that
- * call with an error instead of running a guest without interrupts.
+ * (KVM_GET/SET_MSRS), with ABI 1.3; with ABI 1.4 KVM's interrupts without
+ * an in-kernel irqchip (KVM_INTERRUPT, request_interrupt_window,
+ * KVM_EXIT_IRQ_WINDOW_OPEN). There is no in-kernel irqchip yet (issue 18):
+ * KVM_CAP_IRQCHIP answers 0 and KVM_CREATE_IRQCHIP and the LAPIC ioctls are
+ * refused, so a VMM that needs them stops at that call with an error instead
+ * of running a guest without interrupts.
  */
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -440,6 +442,34 @@ static long x86_get_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up
 	return put_cpuid2(up, x->cpuid, x->ncpuid);
 }
 
+/* Slat delivers the VMM's interrupts (ABI 1.4). */
+static bool x86_irq_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 4;
+}
+
+/*
+ * KVM_INTERRUPT without an in-kernel irqchip: the vector waits in Slat's run
+ * page until the guest can take it (Slat clears it once delivered); a second
+ * one before that is -EEXIST, as in KVM.
+ */
+static long x86_interrupt(struct slat_kvm_vcpu *v, struct kvm_interrupt __user *up)
+{
+	struct hc_run *hr = page_address(v->vc->run);
+	struct kvm_interrupt irq;
+
+	if (!x86_irq_ok())
+		return -ENOTTY;
+	if (copy_from_user(&irq, up, sizeof(irq)))
+		return -EFAULT;
+	if (irq.irq >= 256)
+		return -EINVAL;
+	if (hr->irq & HC_IRQ_VALID)
+		return -EEXIST;
+	hr->irq = HC_IRQ_VALID | irq.irq;
+	return 0;
+}
+
 /* Without an in-kernel irqchip only RUNNABLE exists (KVM says the same). */
 static long x86_mp_state(struct slat_kvm_vcpu *v, struct kvm_mp_state __user *up, bool set)
 {
@@ -471,20 +501,35 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 	case KVM_GET_MP_STATE:
 	case KVM_SET_MP_STATE:
 		return x86_mp_state(v, up, cmd == KVM_SET_MP_STATE);
+	case KVM_INTERRUPT:
+		return x86_interrupt(v, up);
 	case KVM_GET_LAPIC:
 	case KVM_SET_LAPIC:
 		return -EINVAL; /* KVM's answer without an in-kernel local APIC */
 	default:
-		return -ENOTTY; /* KVM_INTERRUPT, KVM_GET_FPU, ... not yet */
+		return -ENOTTY; /* KVM_GET_FPU, KVM_GET_VCPU_EVENTS, ... not yet */
 	}
 }
 
+/* The VMM's request_interrupt_window goes to Slat before each entry. */
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 {
+	struct kvm_run *kr = page_address(v->run);
+	struct hc_run *hr = page_address(v->vc->run);
+
+	hr->irq_window = x86_irq_ok() && READ_ONCE(kr->request_interrupt_window) ? 1 : 0;
 	return 0;
 }
 
+/* Every exit reports the guest's IF and whether KVM_INTERRUPT would be taken. */
 int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
 {
-	return SLAT_KVM_GENERIC;
+	if (!x86_irq_ok())
+		return SLAT_KVM_GENERIC;
+	kr->if_flag = hr->if_flag;
+	kr->ready_for_interrupt_injection = hr->irq_ready;
+	if (hr->reason != HC_EXIT_IRQ_WINDOW)
+		return SLAT_KVM_GENERIC;
+	kr->exit_reason = KVM_EXIT_IRQ_WINDOW_OPEN;
+	return SLAT_KVM_TO_VMM;
 }

@@ -8,7 +8,11 @@
 // an MSR Slat does not keep), then a 64-bit guest entered straight from
 // KVM_SET_SREGS that reads CPUID from the VMM's table, an MSR the VMM set,
 // writes one the VMM then reads, takes an IN answer to an MMIO write and
-// halts. Prints one "SLAT-GUEST: kvmcheck: ..." line per check and a verdict.
+// halts; then interrupts without an in-kernel irqchip (ABI 1.4): a
+// KVM_INTERRUPT while the guest's IF is 0 is delivered once it executes STI,
+// and request_interrupt_window ends KVM_RUN with KVM_EXIT_IRQ_WINDOW_OPEN when
+// the window opens. Prints one "SLAT-GUEST: kvmcheck: ..." line per check and
+// a verdict.
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -22,6 +26,8 @@
 #define PD0	  0x3000u
 #define PD1	  0x4000u
 #define GDT	  0x5000u
+#define IDT	  0x6000u
+#define IRQ_STUBS 0x10800u // vector 0x30 at +0, 0x31 at +0x10
 #define CODE	  0x10000u
 #define STACK_TOP 0x9000u
 #define MMIO_GPA  0x40000000ull // no region: an MMIO exit
@@ -101,6 +107,17 @@ static void write_tables(uint8_t *mem)
 	gdt[2] = 0x00cf93000000ffffull; // data
 }
 
+// Where the two interrupts must find the guest (their handlers' return RIPs).
+static uint32_t ret_30, ret_31;
+
+static uint32_t code_offset(const uint8_t *code, size_t n, uint8_t b0, uint8_t b1)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (code[i] == b0 && code[i + 1] == b1)
+			return (uint32_t)i;
+	return 0;
+}
+
 // The guest, hand-assembled (x86-64).
 static void write_code(uint8_t *mem)
 {
@@ -126,8 +143,32 @@ static void write_code(uint8_t *mem)
 	    0xe5, 0x14,				      // in eax, 0x14
 	    0x89, 0x04, 0x25, 0x00, 0x00, 0x00, 0x40, // mov [0x40000000], eax
 	    0xf4,				      // hlt
+	    // interrupts (IF is 0 from the start)
+	    0xe7, 0x16, // out 0x16, eax: the VMM queues vector 0x30
+	    0xfb,	// sti
+	    0x90,	// nop (the STI shadow): 0x30 comes after it
+	    0xe7, 0x17, // out 0x17, eax
+	    0xfa,	// cli
+	    0xe7, 0x18, // out 0x18, eax: the VMM asks for the window
+	    0xfb,	// sti
+	    0x90,	// nop: the window opens before the HLT
+	    0xf4,	// hlt: after 0x31's handler returns
 	};
+	// Each stub reports where it interrupted the guest (the return RIP) on
+	// its own port (0x15 for vector 0x30, 0x19 for 0x31) and returns.
+	static const uint8_t stub[] = {0x48, 0x8b, 0x04, 0x24, 0xe7, 0x15, 0x48, 0xcf};
 	memcpy(mem + CODE, code, sizeof(code));
+	for (unsigned i = 0; i < 2; i++) {
+		uint8_t *s = mem + IRQ_STUBS + 0x10 * i;
+		uint64_t *gate = (uint64_t *)(mem + IDT + 16 * (0x30 + i));
+		uint64_t at = IRQ_STUBS + 0x10 * i;
+		memcpy(s, stub, sizeof(stub));
+		s[5] = i ? 0x19 : 0x15;
+		gate[0] = (at & 0xffff) | 8ull << 16 | 0x8eull << 40 | (at >> 16 & 0xffff) << 48;
+		gate[1] = at >> 32;
+	}
+	ret_30 = CODE + code_offset(code, sizeof(code), 0xe7, 0x17); // after STI; NOP
+	ret_31 = CODE + sizeof(code) - 1;			     // the last HLT
 }
 
 static void seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code)
@@ -152,7 +193,8 @@ static void long_mode_sregs(struct kvm_sregs *s)
 	s->ldt = (struct kvm_segment){.unusable = 1};
 	s->gdt.base = GDT;
 	s->gdt.limit = 0x1f;
-	s->idt.limit = 0;
+	s->idt.base = IDT;
+	s->idt.limit = 16 * 0x32 - 1;
 	s->cr0 = 0x80000031; // PG, NE, ET, PE
 	s->cr3 = PML4;
 	s->cr4 = 0x20;	 // PAE
@@ -268,6 +310,51 @@ static uint32_t io_out(const struct kvm_run *run, uint16_t port)
 	return v;
 }
 
+static bool out_exit(int vcpu, struct kvm_run *run, uint16_t port, const char *what)
+{
+	return run_to(vcpu, run, KVM_EXIT_IO, what) && io_out(run, port) != 0xdeadbeef;
+}
+
+// The handler of `vector` reports the guest RIP it interrupted on `port`.
+static void check_delivered(int vcpu, struct kvm_run *run, uint16_t port, uint32_t rip,
+			    const char *what)
+{
+	uint32_t v = out_exit(vcpu, run, port, what) ? io_out(run, port) : 0;
+
+	check(what, v == rip, v, rip);
+}
+
+static void check_interrupts(int vcpu, struct kvm_run *run)
+{
+	struct kvm_interrupt irq = {.irq = 0x30};
+
+	if (!out_exit(vcpu, run, 0x16, "exit 8: OUT 0x16 (IF 0)"))
+		return;
+	check("IF 0, not ready for injection", !run->if_flag && !run->ready_for_interrupt_injection,
+	      run->if_flag, 0);
+	struct kvm_interrupt bad = {.irq = 256};
+	expect("KVM_INTERRUPT vector 256", ioctl(vcpu, KVM_INTERRUPT, &bad), EINVAL);
+	expect("KVM_INTERRUPT 0x30 while IF is 0", ioctl(vcpu, KVM_INTERRUPT, &irq), 0);
+	irq.irq = 0x31;
+	expect("KVM_INTERRUPT again before delivery", ioctl(vcpu, KVM_INTERRUPT, &irq), EEXIST);
+	check_delivered(vcpu, run, 0x15, ret_30, "vector 0x30 taken after STI; NOP, not before");
+	if (!out_exit(vcpu, run, 0x17, "exit 10: OUT 0x17 after IRETQ"))
+		return;
+	check("IF 1, ready for injection", run->if_flag && run->ready_for_interrupt_injection,
+	      run->if_flag, 1);
+	if (!out_exit(vcpu, run, 0x18, "exit 11: OUT 0x18 (IF 0 again)"))
+		return;
+	run->request_interrupt_window = 1;
+	if (!run_to(vcpu, run, KVM_EXIT_IRQ_WINDOW_OPEN, "exit 12: interrupt window open"))
+		return;
+	check("window open: IF 1, ready", run->if_flag && run->ready_for_interrupt_injection,
+	      run->ready_for_interrupt_injection, 1);
+	run->request_interrupt_window = 0;
+	expect("KVM_INTERRUPT 0x31 in the window", ioctl(vcpu, KVM_INTERRUPT, &irq), 0);
+	check_delivered(vcpu, run, 0x19, ret_31, "vector 0x31 taken at once, at the HLT");
+	run_to(vcpu, run, KVM_EXIT_HLT, "exit 14: HLT after the handler");
+}
+
 static void check_run(int vcpu, struct kvm_run *run)
 {
 	uint32_t v;
@@ -308,6 +395,7 @@ static void check_run(int vcpu, struct kvm_run *run)
 	long n = ioctl(vcpu, KVM_GET_MSRS, &b);
 	check("KVM_GET_MSRS STAR as the guest wrote it", n == 1 && b.e[0].data == STAR_VAL,
 	      b.e[0].data, STAR_VAL);
+	check_interrupts(vcpu, run);
 }
 
 int main(void)

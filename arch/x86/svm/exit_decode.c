@@ -54,6 +54,8 @@ static enum x86_exit_kind svm_exit_kind(uint64_t code, uint64_t info1)
 		return X86_EXIT_TRIPLE_FAULT;
 	case SVM_EXIT_IRET:
 		return X86_EXIT_IRET;
+	case SVM_EXIT_VINTR:
+		return X86_EXIT_IRQ_WINDOW;
 	case SVM_EXIT_INVALID:
 	case SVM_EXIT_INVALID & 0xffffffffu: // QEMU writes -1 as a 32-bit value
 		return X86_EXIT_BAD_STATE;

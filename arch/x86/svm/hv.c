@@ -288,6 +288,39 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
 }
 
+// ---- interrupt injection (ABI 1.4) ---------------------------------------------------
+#define INT3_VINTR	(1u << 4)
+#define VINTR_V_IRQ	(1ull << 8)
+#define VINTR_V_PRIO	(0xfull << 16)
+#define VINTR_V_IGN_TPR (1ull << 20)
+
+static bool op_irq_open(struct vcpu *v)
+{
+	void *vmcb = vmcb_of(v);
+
+	return (*vmcb64(vmcb, VMCB_RFLAGS) & RFLAGS_IF) && !(*vmcb64(vmcb, VMCB_INT_SHADOW) & 1) &&
+	       !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID) &&
+	       !(v->arch.hv.intinfo & EVENTINJ_VALID);
+}
+
+static void op_irq_inject(struct vcpu *v, uint8_t vector)
+{
+	*vmcb64(vmcb_of(v), VMCB_EVENTINJ) = vector | EVENTINJ_TYPE_INTR | EVENTINJ_VALID;
+}
+
+// A virtual interrupt request (V_IRQ, top priority, TPR ignored) whose
+// delivery is intercepted (VINTR): the exit comes when the guest could take it.
+static void op_irq_window(struct vcpu *v, bool on)
+{
+	void *vmcb = vmcb_of(v);
+	uint64_t bits = VINTR_V_IRQ | VINTR_V_PRIO | VINTR_V_IGN_TPR;
+	uint32_t *misc = vmcb32(vmcb, VMCB_INTERCEPT_MISC1);
+
+	*vmcb64(vmcb, VMCB_VINTR) =
+	    on ? *vmcb64(vmcb, VMCB_VINTR) | bits : *vmcb64(vmcb, VMCB_VINTR) & ~bits;
+	*misc = on ? *misc | INT3_VINTR : *misc & ~INT3_VINTR;
+}
+
 // ---- MSRs the VMCB holds -------------------------------------------------------------
 static bool canonical(uint64_t a)
 {
@@ -451,6 +484,9 @@ static const struct x86_hv_ops svm_hv_ops = {
     .enter = op_enter,
     .msr = op_msr,
     .kick = x86_hv_kick_primary,
+    .irq_open = op_irq_open,
+    .irq_inject = op_irq_inject,
+    .irq_window = op_irq_window,
 };
 
 // ---- boot -----------------------------------------------------------------------------

@@ -11,6 +11,12 @@
 // host's IF gates physical interrupts while the guest runs: set, they cause
 // an INTR exit and GIF = 0 after #VMEXIT keeps them pending until the
 // primary runs again; clear, they wait until the primary enables them.
+//
+// The NOP after STI: STI's interrupt shadow must end in the host. QEMU 7.2
+// carries a shadow still active at VMRUN into the guest (it never loads the
+// VMCB's interrupt state there), so the guest's own next STI would open its
+// window one instruction early (docs/secondary-vms-x86.md). On hardware
+// GIF = 0 blocks interrupts here anyway: the NOP changes nothing.
 
 #include "arch/x86/gprs.S.h"
 
@@ -35,6 +41,7 @@ svm_hv_run_once:
 	cmpq	$0, (%rsp)
 	je	5f
 	sti
+	nop
 5:	vmrun	%rax
 	cli
 	// #VMEXIT restored the host's RAX (the VMCB), RSP and RFLAGS.

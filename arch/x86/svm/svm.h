@@ -105,6 +105,7 @@
 #define SVM_EXIT_INTR      0x060
 #define SVM_EXIT_NMI       0x061
 #define SVM_EXIT_INIT      0x063
+#define SVM_EXIT_VINTR     0x064
 #define SVM_EXIT_CPUID     0x072
 #define SVM_EXIT_IRET      0x074
 #define SVM_EXIT_HLT       0x078
@@ -127,6 +128,7 @@
 
 #define EVENTINJ_VALID	   (1u << 31)
 #define EVENTINJ_ERR_VALID (1u << 11)
+#define EVENTINJ_TYPE_INTR (0u << 8)
 #define EVENTINJ_TYPE_EXC  (3u << 8)
 #define EVENTINJ_TYPE_NMI  (2u << 8)
 

@@ -66,6 +66,8 @@ static enum x86_exit_kind vmx_exit_kind(const struct vmx_exit_fields *f, unsigne
 		return X86_EXIT_SIPI;
 	case VMX_EXIT_NMI_WINDOW:
 		return X86_EXIT_NMI_WINDOW;
+	case VMX_EXIT_INTR_WINDOW:
+		return X86_EXIT_IRQ_WINDOW;
 	case VMX_EXIT_TRIPLE_FAULT:
 		return X86_EXIT_TRIPLE_FAULT;
 	case VMX_EXIT_EPT_MISCONFIG:

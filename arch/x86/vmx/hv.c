@@ -28,6 +28,7 @@
 #define PROC_UNCOND_IO (1u << 24)
 #define INTR_VALID     (1u << 31)
 #define INTR_TYPE_EXC  (3u << 8)
+#define INTR_TYPE_EXT  (0u << 8)
 #define INTR_ERR_VALID (1u << 11)
 
 // The guest state of a vCPU between RUNs (its state page).
@@ -531,6 +532,32 @@ static void op_complete_insn(struct vcpu *v, bool single_step)
 	vmwrite(VMCS_GUEST_INTERRUPTIBILITY, vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~3ull);
 }
 
+// ---- interrupt injection (ABI 1.4) ---------------------------------------------------
+// Only with the vCPU's VMCS current (op_begin): otherwise never open, and
+// nothing is written (the current VMCS would be the primary's).
+static bool op_irq_open(struct vcpu *v)
+{
+	if (v->arch.hv.cb_bad)
+		return false;
+	return (vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) &&
+	       !(vmread(VMCS_GUEST_INTERRUPTIBILITY) & 3) && // STI, MOV SS blocking
+	       !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_VALID) && !(v->arch.hv.intinfo & INTR_VALID);
+}
+
+static void op_irq_inject(struct vcpu *v, uint8_t vector)
+{
+	if (!v->arch.hv.cb_bad)
+		vmwrite(VMCS_ENTRY_INTR_INFO, vector | INTR_TYPE_EXT | INTR_VALID);
+}
+
+static void op_irq_window(struct vcpu *v, bool on)
+{
+	if (v->arch.hv.cb_bad)
+		return;
+	uint64_t p = vmread(VMCS_PROC_CTLS);
+	vmwrite(VMCS_PROC_CTLS, on ? p | PROC_INTR_WINDOW : p & ~PROC_INTR_WINDOW);
+}
+
 static const struct x86_vcpu_ops vmx_hv_vcpu_ops = {
     .read_cr = op_read_cr,
     .read_efer = op_read_efer,
@@ -555,6 +582,9 @@ static const struct x86_hv_ops vmx_hv_ops = {
     .enter = op_enter,
     .msr = op_msr,
     .kick = x86_hv_kick_primary,
+    .irq_open = op_irq_open,
+    .irq_inject = op_irq_inject,
+    .irq_window = op_irq_window,
 };
 
 // ---- boot -----------------------------------------------------------------------------
@@ -573,7 +603,9 @@ bool vmx_hv_init(struct region *r, const struct slat_plan *plan)
 	vmx_hv.pin = (pin_want | (uint32_t)pin_cap) & (uint32_t)(pin_cap >> 32);
 	vmx_hv.proc = (proc_want | (uint32_t)proc_cap) & (uint32_t)(proc_cap >> 32);
 	vmx_hv.proc2 = c->proc2 & (PROC2_EPT | PROC2_UNRESTRICTED | PROC2_VPID);
-	if ((vmx_hv.pin & pin_want) != pin_want || (vmx_hv.proc & proc_want) != proc_want) {
+	// Interrupt-window exiting is armed per entry (ABI 1.4's injection).
+	if ((vmx_hv.pin & pin_want) != pin_want || (vmx_hv.proc & proc_want) != proc_want ||
+	    !((proc_cap >> 32) & PROC_INTR_WINDOW)) {
 		log_warn("vmx: controls for secondary VMs missing: none\n");
 		return false;
 	}

@@ -110,6 +110,7 @@ enum vmx_seg { VMX_ES, VMX_CS, VMX_SS, VMX_DS, VMX_FS, VMX_GS, VMX_LDTR, VMX_TR,
 #define PIN_EXT_INT_EXIT   (1u << 0)
 #define PIN_NMI_EXIT	   (1u << 3)
 #define PIN_VIRTUAL_NMI	   (1u << 5)
+#define PROC_INTR_WINDOW   (1u << 2)
 #define PROC_HLT_EXIT	   (1u << 7)
 #define PROC_MWAIT_EXIT	   (1u << 10)
 #define PROC_CR3_LOAD	   (1u << 15)
@@ -143,6 +144,7 @@ enum vmx_exit_reason {
 	VMX_EXIT_TRIPLE_FAULT = 2,
 	VMX_EXIT_INIT = 3,
 	VMX_EXIT_SIPI = 4,
+	VMX_EXIT_INTR_WINDOW = 7,
 	VMX_EXIT_NMI_WINDOW = 8,
 	VMX_EXIT_CPUID = 10,
 	VMX_EXIT_GETSEC = 11,
