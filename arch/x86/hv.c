@@ -127,7 +127,7 @@ int arch_hv_msrs(struct vcpu *v, void *page, uint32_t count, bool write, uint64_
 	for (i = 0; i < count; i++) {
 		struct hc_msr_entry e;
 		memcpy(&e, &list[i], sizeof(e));
-		if (e.pad || !x86_hv_msr(v, e.index, write, &e.data))
+		if (e.pad || !x86_hv_msr_stopped(v, e.index, write, &e.data))
 			break;
 		if (!write)
 			memcpy(&list[i].data, &e.data, sizeof(e.data));

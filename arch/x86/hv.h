@@ -33,8 +33,12 @@ struct x86_hv_ops {
 	void (*enter)(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e);
 	// RDMSR / WRMSR of an MSR the control block holds (EFER, PAT, the
 	// SYSCALL/SYSENTER MSRs, FS/GS/KernelGS base): false when it is not one.
-	// A write value has been checked to be legal.
+	// A write value has been checked to be legal. Inside a RUN only (VT-x:
+	// the VMCS and the live MSRs are the vCPU's only then).
 	bool (*msr)(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
+	// The same MSRs between RUNs (VCPU_MSRS): the state the next RUN loads;
+	// no EFER write (SET_REGS sets EFER, with its checks); values checked.
+	bool (*msr_stopped)(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
 	// Makes physical CPU `pcpu` exit guest mode (its primary vCPU's kick).
 	void (*kick)(unsigned pcpu);
 	// ABI 1.4's interrupt injection, between begin and end. irq_open: the
@@ -76,9 +80,18 @@ void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 // The bound of a VMM's table: the default with CR4 = 0 (x86_cpuid_source).
 void x86_hv_supported(uint32_t leaf, uint32_t sub, uint32_t out[4]);
-// ABI 1.3's VCPU_MSRS for one MSR (hv_exit.c): the MSR policy of a secondary's
-// RDMSR / WRMSR (the TSC read-only). false: not kept or an illegal value.
+// MSR value checks of both back ends (hv_exit.c): a canonical 48-bit address;
+// PAT entries of defined memory types only (not 2, 3 or above 7).
+bool x86_canonical(uint64_t a);
+bool x86_pat_ok(uint64_t pat);
+// A secondary's RDMSR / WRMSR inside a RUN (hv_exit.c): false when the MSR is
+// not kept or the value illegal (the guest gets #GP).
 bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
+// ABI 1.3's VCPU_MSRS for one MSR of a stopped vCPU (hv_exit.c): the same
+// MSRs (the TSC read only, EFER read only), on the state the next RUN loads.
+bool x86_hv_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
+// x86_hv_cpuid for a guest whose CR4 is `cr4` (SET_REGS checks a new state).
+void x86_hv_cpuid_cr4(struct vcpu *v, uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 
 // The extended state of one world in a page (hv.c): x87/SSE by FXSAVE, the
 // rest by XSAVE when `xsave` (x86_hv_fpu_setup, false: no secondary VMs).

@@ -45,17 +45,23 @@ void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t ou
 // The VMM's table once it set one (its feature bits are a subset of
 // x86_hv_supported's, checked at VCPU_SET_CPUID; no XSAVE or PKU there, so no
 // bit follows CR4), else the default policy.
-void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
+void x86_hv_cpuid_cr4(struct vcpu *v, uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
 	const struct x86_hv_vcpu *h = &v->arch.hv;
 
-	if (h->cpuid_n) {
+	if (h->cpuid_n)
 		x86_cpuid_lookup((const struct hc_cpuid_entry *)(uintptr_t)h->cpuid_pa, h->cpuid_n,
 				 leaf, sub, out);
-		return;
-	}
-	bool cr4_bits = leaf == 1 || (leaf == 7 && sub == 0);
-	x86_hv_cpuid_default(cr4_bits ? v->arch.ops->read_cr(v, 4) : 0, leaf, sub, out);
+	else
+		x86_hv_cpuid_default(cr4, leaf, sub, out);
+}
+
+// Inside a RUN (the guest's CPUID): CR4 as the guest has it now.
+void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+	bool cr4_bits = !v->arch.hv.cpuid_n && (leaf == 1 || (leaf == 7 && sub == 0));
+
+	x86_hv_cpuid_cr4(v, cr4_bits ? v->arch.ops->read_cr(v, 4) : 0, leaf, sub, out);
 }
 
 // What a VMM may give a secondary: the default policy of a guest with CR4 = 0
@@ -90,6 +96,21 @@ static bool efer_write_ok(struct vcpu *v, uint64_t val)
 	return x86_efer_ok(&st, &caps, val);
 }
 
+bool x86_canonical(uint64_t a)
+{
+	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
+}
+
+bool x86_pat_ok(uint64_t pat)
+{
+	for (unsigned i = 0; i < 8; i++) {
+		unsigned t = (pat >> (8 * i)) & 0xff;
+		if (t == 2 || t == 3 || t > 7)
+			return false;
+	}
+	return true;
+}
+
 bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 {
 	if (msr == MSR_TSC && !write) {
@@ -99,6 +120,19 @@ bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 	if (write && msr == MSR_EFER && !efer_write_ok(v, *val))
 		return false;
 	return x86_hv_ops_of()->msr(v, msr, write, val);
+}
+
+bool x86_hv_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
+{
+	if (msr == MSR_TSC || msr == MSR_EFER) {
+		if (write)
+			return false;
+		if (msr == MSR_TSC) {
+			*val = rdtsc();
+			return true;
+		}
+	}
+	return x86_hv_ops_of()->msr_stopped(v, msr, write, val);
 }
 
 static enum x86_hv_step msr_exit(struct vcpu *v, bool write)

@@ -15,9 +15,18 @@
 // RFLAGS: bits 63:22, 15, 5 and 3 are reserved (must be zero).
 #define RFLAGS_RSVD (~0x3fffffull | (1ull << 15) | (1ull << 5) | (1ull << 3))
 
+// The vCPU's CPUID for the state being loaded (its CR4, not the current one:
+// outside a RUN the back end's live registers are not the vCPU's).
+struct hv_leaf_ctx {
+	struct vcpu *v;
+	uint64_t cr4;
+};
+
 static void hv_leaf(void *ctx, uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
-	x86_hv_cpuid(ctx, leaf, sub, out);
+	const struct hv_leaf_ctx *c = ctx;
+
+	x86_hv_cpuid_cr4(c->v, c->cr4, leaf, sub, out);
 }
 
 static bool seg_ok(const struct hc_x86_seg *s)
@@ -41,7 +50,8 @@ static bool segs_ok(const struct hc_regs_x86 *r, bool lma)
 
 bool x86_hv_regs_ok(struct vcpu *v, const struct hc_regs_x86 *r)
 {
-	struct x86_cr_caps caps = x86_cr_caps_from(hv_leaf, v);
+	struct hv_leaf_ctx ctx = {v, r->cr4};
+	struct x86_cr_caps caps = x86_cr_caps_from(hv_leaf, &ctx);
 	bool lme_pg = (r->efer & EFER_LME) && (r->cr0 & CR0_PG);
 	struct x86_cr_state st = {
 	    .cr0 = r->cr0,

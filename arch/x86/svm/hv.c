@@ -322,21 +322,6 @@ static void op_irq_window(struct vcpu *v, bool on)
 }
 
 // ---- MSRs the VMCB holds -------------------------------------------------------------
-static bool canonical(uint64_t a)
-{
-	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
-}
-
-static bool pat_ok(uint64_t pat)
-{
-	for (unsigned i = 0; i < 8; i++) {
-		unsigned t = (pat >> (8 * i)) & 0xff;
-		if (t == 2 || t == 3 || t > 7)
-			return false;
-	}
-	return true;
-}
-
 static int msr_offset(uint32_t msr)
 {
 	switch (msr) {
@@ -387,10 +372,10 @@ static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 		*val = *vmcb64(vmcb, (unsigned)off);
 		return true;
 	}
-	if (msr == MSR_IA32_PAT && !pat_ok(*val))
+	if (msr == MSR_IA32_PAT && !x86_pat_ok(*val))
 		return false;
 	if (msr != MSR_IA32_PAT && msr != MSR_STAR && msr != MSR_SFMASK && msr != MSR_SYSENTER_CS &&
-	    !canonical(*val))
+	    !x86_canonical(*val))
 		return false;
 	*vmcb64(vmcb, (unsigned)off) = *val;
 	return true;
@@ -483,6 +468,7 @@ static const struct x86_hv_ops svm_hv_ops = {
     .end = op_end,
     .enter = op_enter,
     .msr = op_msr,
+    .msr_stopped = op_msr, // the VMCB holds them between RUNs too
     .kick = x86_hv_kick_primary,
     .irq_open = op_irq_open,
     .irq_inject = op_irq_inject,

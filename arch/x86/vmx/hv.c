@@ -404,18 +404,40 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 }
 
 // ---- MSRs the VMCS holds ---------------------------------------------------------------
-static bool canonical(uint64_t a)
+// A write's value check, the same inside and outside a RUN.
+static bool msr_value_ok(uint32_t msr, uint64_t val)
 {
-	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
+	switch (msr) {
+	case MSR_IA32_PAT:
+		return x86_pat_ok(val);
+	case MSR_EFER:	      // checked by the policy
+	case MSR_SYSENTER_CS: // a selector
+	case 0xc0000081u:     // STAR: selectors and a 32-bit EIP
+	case 0xc0000084u:     // SFMASK: a flags mask
+		return true;
+	default:
+		return x86_canonical(val);
+	}
 }
 
+static int switched_index(uint32_t msr)
+{
+	for (unsigned i = 0; i < 5; i++)
+		if (msr == switched_msrs[i])
+			return (int)i;
+	return -1;
+}
+
+// Inside a RUN: the current VMCS's fields and the live switched MSRs.
 static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 {
 	uint64_t field;
 
+	if (write && !msr_value_ok(msr, *val))
+		return false;
 	switch (msr) {
 	case MSR_EFER:
-		if (write) // checked by the policy; LMA stays the CPU's
+		if (write) // LMA stays the CPU's
 			*val = (*val & ~EFER_LMA) | (vmread(VMCS_GUEST_EFER) & EFER_LMA);
 		field = VMCS_GUEST_EFER;
 		break;
@@ -438,32 +460,58 @@ static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 		field = VMCS_GUEST_ES_BASE + 2 * VMX_GS;
 		break;
 	default:
-		for (unsigned i = 0; i < 5; i++) {
-			if (msr != switched_msrs[i])
-				continue;
-			if (write && i != 1 && i != 4 && !canonical(*val))
-				return false;
-			if (write) // live while the vCPU runs (op_begin / op_end)
-				wrmsr(msr, *val);
-			else
-				*val = rdmsr(msr);
-			return true;
-		}
-		return false;
+		if (switched_index(msr) < 0)
+			return false;
+		if (write) // live while the vCPU runs (op_begin / op_end)
+			wrmsr(msr, *val);
+		else
+			*val = rdmsr(msr);
+		return true;
 	}
 	if (!write) {
 		*val = vmread(field);
 		return true;
 	}
-	if (msr != MSR_EFER && msr != MSR_IA32_PAT && msr != MSR_SYSENTER_CS && !canonical(*val))
-		return false;
-	if (msr == MSR_IA32_PAT)
-		for (unsigned i = 0; i < 8; i++) {
-			unsigned t = (*val >> (8 * i)) & 0xff;
-			if (t == 2 || t == 3 || t > 7)
-				return false;
-		}
 	return vmwrite(field, *val);
+}
+
+// Between RUNs: the state page the next RUN loads (never the current VMCS
+// or the live MSRs, which are the primary's then). No EFER write.
+static uint64_t *stopped_msr(struct vmx_hv_state *s, uint32_t msr)
+{
+	int i = switched_index(msr);
+
+	switch (msr) {
+	case MSR_EFER:
+		return &s->r.efer;
+	case MSR_IA32_PAT:
+		return &s->pat;
+	case MSR_SYSENTER_CS:
+		return &s->sysenter_cs;
+	case MSR_SYSENTER_ESP:
+		return &s->sysenter_esp;
+	case MSR_SYSENTER_EIP:
+		return &s->sysenter_eip;
+	case MSR_FS_BASE:
+		return &s->r.fs.base;
+	case MSR_GS_BASE:
+		return &s->r.gs.base;
+	default:
+		return i < 0 ? NULL : &s->msrs[i];
+	}
+}
+
+static bool op_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
+{
+	uint64_t *p = stopped_msr(state_of(v), msr);
+
+	if (!p || (write && (msr == MSR_EFER || !msr_value_ok(msr, *val))))
+		return false;
+	if (write)
+		*p = *val;
+	else
+		*val = *p;
+	return true;
 }
 
 // ---- vCPU operations of a secondary (decode.c, cr.c, exit.c) -----------------------
@@ -581,6 +629,7 @@ static const struct x86_hv_ops vmx_hv_ops = {
     .end = op_end,
     .enter = op_enter,
     .msr = op_msr,
+    .msr_stopped = op_msr_stopped,
     .kick = x86_hv_kick_primary,
     .irq_open = op_irq_open,
     .irq_inject = op_irq_inject,
