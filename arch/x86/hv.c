@@ -223,6 +223,10 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 		rc = hv_vcpu_enter(v, &en);
 		if (rc != HC_OK)
 			break;
+		// Slat completed the instruction that exited (skipped, or finished
+		// with the VMM's answer): its STI / MOV SS shadow is over.
+		if (v->arch.rip != v->arch.hv.exit_rip)
+			v->arch.ops->complete_insn(v, false);
 		// After the entry is certain (an injected vector is never lost to a
 		// failed one); a window exit leaves guest mode untouched.
 		if (irq_before_entry(v, &q, run)) {
@@ -231,6 +235,7 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 		}
 		v->arch.hv.root_pa = en.root_pa;
 		hv_ops->enter(v, &en, &e);
+		v->arch.hv.exit_rip = v->arch.rip;
 		q.entered = true;
 		hv_vcpu_exited(v);
 		if (x86_hv_exit(caller, v, &e, run, &rc) == X86_HV_RETURN)

@@ -68,6 +68,9 @@ struct slat_vm {
 	 * guards their power state: slat_kvm_psci.c) */
 	struct xarray kvcpus;
 	bool kvm_system_suspend; /* KVM_CAP_ARM_SYSTEM_SUSPEND enabled */
+	/* /dev/kvm on x86: KVM_CREATE_IRQCHIP's I/O APIC (slat_kvm_irq.h), freed
+	 * with the VM; vCPUs made after it get a local APIC */
+	struct slat_irqchip *irqchip;
 };
 
 struct slat_mslot {

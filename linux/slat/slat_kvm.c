@@ -231,7 +231,17 @@ static int slat_kvm_translate(struct slat_kvm_vcpu *v, struct hc_run *hr, struct
 	return 0;
 }
 
+static long slat_kvm_run_loop(struct slat_kvm_vcpu *v);
+
 static long slat_kvm_run(struct slat_kvm_vcpu *v)
+{
+	long rc = slat_kvm_run_loop(v);
+
+	slat_kvm_arch_vcpu_done(v);
+	return rc;
+}
+
+static long slat_kvm_run_loop(struct slat_kvm_vcpu *v)
 {
 	struct kvm_run *kr = page_address(v->run);
 	struct hc_run *hr = page_address(v->vc->run);

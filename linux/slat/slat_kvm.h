@@ -79,6 +79,8 @@ void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v);
 long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __user *up);
 /* Before each entry of KVM_RUN: 0, or -EINTR (a signal while the vCPU waits). */
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v);
+/* KVM_RUN returns to the VMM (every path). */
+void slat_kvm_arch_vcpu_done(struct slat_kvm_vcpu *v);
 /* What slat_kvm_arch_exit() made of an exit. */
 enum slat_kvm_exit_action {
 	SLAT_KVM_GENERIC = 0, /* not the architecture's: the generic translation */

@@ -81,6 +81,10 @@ static long a64_enable_cap(struct slat_kvm_vm *kvm, void __user *up)
 	return 0;
 }
 
+void slat_kvm_arch_vcpu_done(struct slat_kvm_vcpu *v)
+{
+}
+
 long slat_kvm_arch_dev_ioctl(unsigned int cmd, void __user *up)
 {
 	return -ENOTTY;

@@ -6,16 +6,16 @@
  * secondary: KVM_GET_SUPPORTED_CPUID) and the MSRs Slat keeps per vCPU
  * (KVM_GET/SET_MSRS), with ABI 1.3; with ABI 1.4 KVM's interrupts without
  * an in-kernel irqchip (KVM_INTERRUPT, request_interrupt_window,
- * KVM_EXIT_IRQ_WINDOW_OPEN). There is no in-kernel irqchip yet (issue 18):
- * KVM_CAP_IRQCHIP answers 0 and KVM_CREATE_IRQCHIP and the LAPIC ioctls are
- * refused, so a VMM that needs them stops at that call with an error instead
- * of running a guest without interrupts.
+ * KVM_EXIT_IRQ_WINDOW_OPEN) and the in-kernel irqchip (KVM_CREATE_IRQCHIP:
+ * local APICs and an I/O APIC, slat_kvm_irq.h; no 8259 PIC).
  */
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <asm/msr-index.h>
 
 #include "slat_kvm.h"
+#include "slat_kvm_irq.h"
 
 #define X86_MAX_CPUID	256 /* KVM_MAX_CPUID_ENTRIES */
 #define APIC_BASE_RESET 0xfee00800ull
@@ -34,6 +34,12 @@ static const u32 x86_saved_msrs[] = {
     MSR_IA32_CR_PAT,
 };
 
+/* Slat delivers the VMM's interrupts (ABI 1.4): KVM_INTERRUPT and the irqchip. */
+static bool x86_irq_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 4;
+}
+
 bool slat_kvm_arch_offered(void)
 {
 	return (slat_hv_version & 0xffff) >= 3; /* ABI 1.3: CPUID and MSRs */
@@ -46,14 +52,54 @@ long slat_kvm_arch_cap(long cap)
 	case KVM_CAP_MP_STATE:
 	case KVM_CAP_SET_TSS_ADDR: /* accepted and unused, as on KVM's SVM */
 		return 1;
+	case KVM_CAP_IRQCHIP: /* local APICs and an I/O APIC, no PIC */
+		return x86_irq_ok();
 	default:
-		return -1; /* KVM_CAP_IRQCHIP among them: 0 */
+		return -1;
 	}
 }
 
 int slat_kvm_arch_vm_type(unsigned long type, unsigned int *ipa_bits)
 {
 	return type ? -EINVAL : 0; /* KVM_X86_DEFAULT_VM only */
+}
+
+/* KVM's rules: once, before any vCPU (-EEXIST, -EINVAL). */
+static long x86_create_irqchip(struct slat_vm *vm)
+{
+	struct slat_irqchip *c;
+	long rc = 0;
+
+	if (!x86_irq_ok())
+		return -ENOTTY;
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	slat_ioapic_init(&c->ioapic);
+	c->vm = vm;
+	mutex_lock(&vm->lock);
+	if (vm->irqchip)
+		rc = -EEXIST;
+	else if (!xa_empty(&vm->vcpus))
+		rc = -EINVAL;
+	else
+		WRITE_ONCE(vm->irqchip, c);
+	mutex_unlock(&vm->lock);
+	if (rc)
+		kfree(c);
+	return rc;
+}
+
+/* KVM_IRQ_LINE: GSI 0-23 are the I/O APIC's pins (no PIC, no routing table). */
+static long x86_irq_line(struct slat_vm *vm, void __user *up)
+{
+	struct kvm_irq_level l;
+
+	if (!READ_ONCE(vm->irqchip))
+		return -ENXIO;
+	if (copy_from_user(&l, up, sizeof(l)))
+		return -EFAULT;
+	return slat_ioapic_set_line(vm->irqchip, l.irq, l.level);
 }
 
 long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up)
@@ -67,8 +113,9 @@ long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __us
 		 * deposit. KVM's lower bound (KVM_MIN_ALLOC_MMU_PAGES) holds. */
 		return (unsigned long)up < 64 ? -EINVAL : 0;
 	case KVM_CREATE_IRQCHIP:
-		pr_info_once("slat: KVM_CREATE_IRQCHIP: no in-kernel irqchip yet\n");
-		return -ENOTTY;
+		return x86_create_irqchip(kvm->vm);
+	case KVM_IRQ_LINE:
+		return x86_irq_line(kvm->vm, up);
 	default:
 		return -ENOTTY;
 	}
@@ -168,23 +215,66 @@ long slat_kvm_arch_dev_ioctl(unsigned int cmd, void __user *up)
 struct slat_kvm_x86 {
 	struct hc_cpuid_entry *cpuid; /* the table last set (KVM_GET_CPUID2) */
 	u32 ncpuid;
+	struct slat_lapic *lapic; /* with KVM_CREATE_IRQCHIP before the vCPU */
+	bool listed;		  /* in the VM's vcpus (and kvcpus with a LAPIC) */
 };
+
+struct slat_lapic *slat_kvm_x86_lapic(struct slat_kvm_vcpu *v)
+{
+	struct slat_kvm_x86 *x = v->arch;
+
+	return x ? x->lapic : NULL;
+}
+
+/* Under the VM's lock, so that KVM_CREATE_IRQCHIP sees every vCPU made. */
+static int x86_vcpu_list(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x)
+{
+	struct slat_vm *vm = v->vc->vm;
+	int rc;
+
+	mutex_lock(&vm->lock);
+	if (vm->irqchip) {
+		x->lapic = slat_lapic_new(v);
+		rc = x->lapic ? 0 : -ENOMEM;
+	}
+	rc = rc ?: xa_insert(&vm->vcpus, v->id, xa_mk_value(1), GFP_KERNEL);
+	if (!rc && x->lapic) {
+		rc = xa_insert(&vm->kvcpus, v->id, x->lapic, GFP_KERNEL);
+		if (rc)
+			xa_erase(&vm->vcpus, v->id);
+	}
+	x->listed = !rc;
+	mutex_unlock(&vm->lock);
+	return rc;
+}
 
 int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 {
-	v->arch = kzalloc(sizeof(struct slat_kvm_x86), GFP_KERNEL);
-	if (!v->arch)
+	struct slat_kvm_x86 *x = kzalloc(sizeof(*x), GFP_KERNEL);
+
+	if (!x)
 		return -ENOMEM;
+	v->arch = x;
 	v->inited = true;
-	return 0;
+	return x86_vcpu_list(v, x);
 }
 
 void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v)
 {
 	struct slat_kvm_x86 *x = v->arch;
+	struct slat_vm *vm = v->vc->vm;
 
-	if (x)
-		kfree(x->cpuid);
+	if (!x)
+		return;
+	if (x->listed) {
+		mutex_lock(&vm->lock);
+		xa_erase(&vm->vcpus, v->id);
+		if (x->lapic)
+			xa_erase(&vm->kvcpus, v->id);
+		mutex_unlock(&vm->lock);
+	}
+	slat_lapic_free(x->lapic); /* after RCU: an IPI may be looking at it */
+	kfree(x->cpuid);
 	kfree(x);
 	v->arch = NULL;
 }
@@ -442,12 +532,6 @@ static long x86_get_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up
 	return put_cpuid2(up, x->cpuid, x->ncpuid);
 }
 
-/* Slat delivers the VMM's interrupts (ABI 1.4). */
-static bool x86_irq_ok(void)
-{
-	return (slat_hv_version & 0xffff) >= 4;
-}
-
 /*
  * KVM_INTERRUPT without an in-kernel irqchip: the vector waits in Slat's run
  * page until the guest can take it (Slat clears it once delivered); a second
@@ -460,6 +544,8 @@ static long x86_interrupt(struct slat_kvm_vcpu *v, struct kvm_interrupt __user *
 
 	if (!x86_irq_ok())
 		return -ENOTTY;
+	if (slat_kvm_x86_lapic(v))
+		return -ENXIO; /* the in-kernel LAPIC owns interrupts, as in KVM */
 	if (copy_from_user(&irq, up, sizeof(irq)))
 		return -EFAULT;
 	if (irq.irq >= 256)
@@ -480,6 +566,29 @@ static long x86_mp_state(struct slat_kvm_vcpu *v, struct kvm_mp_state __user *up
 	if (copy_from_user(&mp, up, sizeof(mp)))
 		return -EFAULT;
 	return mp.mp_state == KVM_MP_STATE_RUNNABLE ? 0 : -EINVAL;
+}
+
+/* KVM_GET/SET_LAPIC: the register page; -EINVAL without a local APIC, as KVM. */
+static long x86_lapic_state(struct slat_kvm_vcpu *v, void __user *up, bool set)
+{
+	struct slat_lapic *l = slat_kvm_x86_lapic(v);
+	struct kvm_lapic_state *s;
+	long rc = 0;
+
+	BUILD_BUG_ON(sizeof(s->regs) != SLAT_APIC_PAGE_BYTES);
+	if (!l)
+		return -EINVAL;
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	if (set)
+		rc = copy_from_user(s, up, sizeof(*s)) ? -EFAULT : slat_lapic_set(l, (u8 *)s->regs);
+	else {
+		slat_lapic_get(l, (u8 *)s->regs);
+		rc = copy_to_user(up, s, sizeof(*s)) ? -EFAULT : 0;
+	}
+	kfree(s);
+	return rc;
 }
 
 long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __user *up)
@@ -505,29 +614,121 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 		return x86_interrupt(v, up);
 	case KVM_GET_LAPIC:
 	case KVM_SET_LAPIC:
-		return -EINVAL; /* KVM's answer without an in-kernel local APIC */
+		return x86_lapic_state(v, up, cmd == KVM_SET_LAPIC);
 	default:
 		return -ENOTTY; /* KVM_GET_FPU, KVM_GET_VCPU_EVENTS, ... not yet */
 	}
 }
 
-/* The VMM's request_interrupt_window goes to Slat before each entry. */
+/*
+ * With a local APIC: its highest deliverable vector goes to Slat (which
+ * delivers it once the guest can take it). The thread is recorded first, so
+ * that an interrupt set after the check kicks it out of Slat.
+ */
+static void x86_offer_irq(struct slat_lapic *l, struct hc_run *hr)
+{
+	int vec;
+
+	WRITE_ONCE(l->task, current);
+	smp_mb(); /* the task before the check; kick() reads in the other order */
+	if (hr->irq & HC_IRQ_VALID)
+		return;
+	vec = slat_lapic_pending(l);
+	if (vec >= 0) {
+		l->queued = vec;
+		hr->irq = HC_IRQ_VALID | vec;
+	}
+}
+
+/* Before each entry: the VMM's window request, or the LAPIC's vector. */
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 {
 	struct kvm_run *kr = page_address(v->run);
 	struct hc_run *hr = page_address(v->vc->run);
+	struct slat_lapic *l = slat_kvm_x86_lapic(v);
 
-	hr->irq_window = x86_irq_ok() && READ_ONCE(kr->request_interrupt_window) ? 1 : 0;
+	if (!x86_irq_ok())
+		return 0;
+	if (l)
+		x86_offer_irq(l, hr);
+	else
+		hr->irq_window = READ_ONCE(kr->request_interrupt_window) ? 1 : 0;
 	return 0;
+}
+
+/* The thread leaves KVM_RUN: nothing may kick it any more. */
+void slat_kvm_arch_vcpu_done(struct slat_kvm_vcpu *v)
+{
+	struct slat_lapic *l = slat_kvm_x86_lapic(v);
+
+	if (l)
+		WRITE_ONCE(l->task, NULL);
+}
+
+/* An access to the LAPIC's page or the I/O APIC's window: answered here. */
+static bool x86_irqchip_mmio(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc_run *hr)
+{
+	u64 gpa = hr->u.mmio.gpa;
+	u32 val = (u32)hr->u.mmio.data;
+	bool ok;
+
+	if (gpa - SLAT_APIC_BASE < 0x1000)
+		ok = hr->u.mmio.len == 4 &&
+		     slat_lapic_mmio(l, gpa - SLAT_APIC_BASE, hr->u.mmio.is_write, &val);
+	else if (gpa - SLAT_IOAPIC_BASE < SLAT_IOAPIC_SIZE)
+		ok = hr->u.mmio.len == 4 && !(gpa & 3) &&
+		     slat_ioapic_mmio(v->vc->vm->irqchip, gpa - SLAT_IOAPIC_BASE,
+				      hr->u.mmio.is_write, &val);
+	else
+		return false;
+	if (!ok) {
+		pr_info_once("slat: APIC access of %u bytes at 0x%llx not emulated\n",
+			     hr->u.mmio.len, gpa);
+		val = 0;
+	}
+	if (!hr->u.mmio.is_write)
+		hr->u.mmio.data = val; /* Slat completes the read at the next entry */
+	return true;
+}
+
+/* HLT with a local APIC: wait in the kernel for an interrupt the guest takes. */
+static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
+{
+	bool if_set = hr->if_flag;
+
+	if (wait_event_interruptible(l->wq, if_set && slat_lapic_pending(l) >= 0)) {
+		kr->exit_reason = KVM_EXIT_INTR;
+		return -EINTR;
+	}
+	return SLAT_KVM_REENTER;
+}
+
+static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc_run *hr,
+			    struct kvm_run *kr)
+{
+	if (l->queued >= 0 && !(hr->irq & HC_IRQ_VALID)) { /* Slat delivered it */
+		slat_lapic_accept(l, l->queued);
+		l->queued = -1;
+	}
+	kr->ready_for_interrupt_injection = 1; /* as KVM with an in-kernel irqchip */
+	if (hr->reason == HC_EXIT_MMIO && x86_irqchip_mmio(v, l, hr))
+		return SLAT_KVM_REENTER;
+	if (hr->reason == HC_EXIT_HALT)
+		return x86_halt(l, hr, kr);
+	return SLAT_KVM_GENERIC;
 }
 
 /* Every exit reports the guest's IF and whether KVM_INTERRUPT would be taken. */
 int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
 {
+	struct slat_lapic *l = slat_kvm_x86_lapic(v);
+
 	if (!x86_irq_ok())
 		return SLAT_KVM_GENERIC;
 	kr->if_flag = hr->if_flag;
 	kr->ready_for_interrupt_injection = hr->irq_ready;
+	if (l)
+		return x86_irqchip_exit(v, l, hr, kr);
 	if (hr->reason != HC_EXIT_IRQ_WINDOW)
 		return SLAT_KVM_GENERIC;
 	kr->exit_reason = KVM_EXIT_IRQ_WINDOW_OPEN;

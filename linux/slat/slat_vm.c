@@ -52,6 +52,7 @@ static void slat_vm_release(struct kref *ref)
 	xa_destroy(&vm->kslots);
 	xa_destroy(&vm->vcpus);
 	xa_destroy(&vm->kvcpus);
+	kfree(vm->irqchip); /* no vCPU is left to use it (each held a reference) */
 	kfree(vm);
 	slat_pool_withdraw_all();
 	atomic64_dec(&slat_vms_alive);

@@ -57,7 +57,7 @@ static struct kvm_cpuid_entry2 *leaf(struct kvm_cpuid2 *c, uint32_t fn, uint32_t
 static struct kvm_cpuid2 *check_system(int kvm)
 {
 	long n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_IRQCHIP);
-	check("KVM_CAP_IRQCHIP (not yet)", n == 0, n, 0);
+	check("KVM_CAP_IRQCHIP", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_EXT_CPUID);
 	check("KVM_CAP_EXT_CPUID", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_NR_MEMSLOTS);
@@ -398,6 +398,172 @@ static void check_run(int vcpu, struct kvm_run *run)
 	check_interrupts(vcpu, run);
 }
 
+// vCPU 0 of `vm` and its mapped struct kvm_run, or NULL.
+static struct kvm_run *new_vcpu(int kvm, int vm, int *vcpu)
+{
+	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	void *run;
+
+	*vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
+	if (*vcpu < 0 || sz <= 0)
+		return NULL;
+	run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, *vcpu, 0);
+	return run == MAP_FAILED ? NULL : run;
+}
+
+// ---- the in-kernel irqchip: a second VM with local APIC and I/O APIC ----
+#define PD3	   0xa000u
+#define CODE2	   0x11000u
+#define STUBS2	   0x11800u // vectors 0x40, 0x41, 0x42: 0x20 bytes apart
+#define TIMER_VEC  0x40
+#define IPI_VEC	   0x41
+#define PIN_VEC	   0x42
+#define IOAPIC_PIN 5
+
+// The APIC page and the I/O APIC window, identity-mapped (2 MiB pages).
+static void map_apics(uint8_t *mem)
+{
+	uint64_t *pdpt = (uint64_t *)(mem + PDPT), *pd3 = (uint64_t *)(mem + PD3);
+
+	pdpt[3] = PD3 | 3;
+	pd3[(0xfec00000u - 0xc0000000u) >> 21] = 0xfec00000u | 0x9b; // PCD, PWT: uncached
+	pd3[(0xfee00000u - 0xc0000000u) >> 21] = 0xfee00000u | 0x9b;
+}
+
+// mov ecx, addr; mov dword [rcx], val
+static size_t put_store(uint8_t *p, uint32_t addr, uint32_t val)
+{
+	uint8_t c[] = {0xb9, 0, 0, 0, 0, 0xc7, 0x01, 0, 0, 0, 0};
+
+	memcpy(c + 1, &addr, 4);
+	memcpy(c + 7, &val, 4);
+	memcpy(p, c, sizeof(c));
+	return sizeof(c);
+}
+
+static size_t put(uint8_t *p, const uint8_t *b, size_t n)
+{
+	memcpy(p, b, n);
+	return n;
+}
+
+// Where each interrupt must find the guest.
+static uint32_t rip_timer, rip_ipi, rip_pin;
+
+static void write_code2(uint8_t *mem)
+{
+	static const uint8_t read_lvr[] = {0xb9, 0x30, 0x00, 0xe0, 0xfe, 0x8b, 0x01, 0xe7, 0x50};
+	static const uint8_t sti_hlt[] = {0xfb, 0xf4}, cli[] = {0xfa};
+	uint8_t *c = mem + CODE2;
+	size_t n = 0;
+
+	n += put_store(c + n, 0xfee000f0, 0x1ff);    // SVR: enabled, spurious 0xff
+	n += put(c + n, read_lvr, sizeof(read_lvr)); // OUT 0x50: the version register
+	n += put(c + n, cli, 1);
+	n += put_store(c + n, 0xfee003e0, 0xb);	      // TDCR: divide by 1
+	n += put_store(c + n, 0xfee00320, TIMER_VEC); // LVT timer: one-shot
+	n += put_store(c + n, 0xfee00380, 2000000);   // TMICT: 2 ms at 1 GHz
+	n += put(c + n, sti_hlt, 2);
+	rip_timer = CODE2 + n;
+	n += put(c + n, (const uint8_t[]){0xe7, 0x52}, 2);    // OUT 0x52
+	n += put_store(c + n, 0xfee00300, 0x40000 | IPI_VEC); // ICR: self, fixed
+	rip_ipi = CODE2 + n;
+	n += put(c + n, (const uint8_t[]){0x90}, 1);
+	n += put_store(c + n, 0xfec00000, 0x10 + 2 * IOAPIC_PIN); // IOREGSEL: pin 5 low
+	n += put_store(c + n, 0xfec00010, PIN_VEC);		  // edge, fixed, unmasked, APIC 0
+	n += put(c + n, cli, 1);
+	n += put(c + n, (const uint8_t[]){0xe7, 0x54}, 2); // OUT 0x54: the VMM raises pin 5
+	n += put(c + n, sti_hlt, 2);
+	rip_pin = CODE2 + n;
+	n += put(c + n, (const uint8_t[]){0xe7, 0x56}, 2); // OUT 0x56: done
+	n += put(c + n, (const uint8_t[]){0xeb, 0xfe}, 2); // jmp $ (never reached)
+
+	// Each handler: push rax, rcx; report its return RIP on port 0x51 + 2 * i;
+	// EOI; pop; iretq.
+	for (unsigned i = 0; i < 3; i++) {
+		static const uint8_t h0[] = {0x50, 0x51, 0x48, 0x8b, 0x44, 0x24, 0x10, 0xe7, 0x00};
+		static const uint8_t h1[] = {0x59, 0x58, 0x48, 0xcf};
+		uint8_t *s = mem + STUBS2 + 0x20 * i;
+		uint64_t at = STUBS2 + 0x20 * i, *gate = (uint64_t *)(mem + IDT + 16 * (0x40 + i));
+		size_t k = put(s, h0, sizeof(h0));
+		s[k - 1] = 0x51 + 2 * i;
+		k += put_store(s + k, 0xfee000b0, 0); // EOI
+		put(s + k, h1, sizeof(h1));
+		gate[0] = (at & 0xffff) | 8ull << 16 | 0x8eull << 40 | (at >> 16 & 0xffff) << 48;
+		gate[1] = at >> 32;
+	}
+}
+
+static uint32_t expect_out(int vcpu, struct kvm_run *run, uint16_t port, const char *what)
+{
+	return out_exit(vcpu, run, port, what) ? io_out(run, port) : 0xdeadbeef;
+}
+
+static void run_irqchip_guest(int vm, int vcpu, struct kvm_run *run)
+{
+	uint32_t v = expect_out(vcpu, run, 0x50, "irqchip exit 1: OUT 0x50");
+	check("LAPIC version register", v == 0x50014, v, 0x50014);
+	v = expect_out(vcpu, run, 0x51, "timer interrupt: handler's OUT 0x51");
+	check("timer taken at the HLT after STI, not before", v == rip_timer, v, rip_timer);
+	v = expect_out(vcpu, run, 0x52, "OUT 0x52 after the timer's IRETQ");
+	v = expect_out(vcpu, run, 0x53, "self IPI: handler's OUT 0x53");
+	check("self IPI taken right after the ICR write", v == rip_ipi, v, rip_ipi);
+	if (expect_out(vcpu, run, 0x54, "OUT 0x54 (IF 0)") == 0xdeadbeef)
+		return;
+	struct kvm_irq_level line = {.irq = IOAPIC_PIN, .level = 1};
+	expect("KVM_IRQ_LINE pin 5 up", ioctl(vm, KVM_IRQ_LINE, &line), 0);
+	line.level = 0;
+	expect("KVM_IRQ_LINE pin 5 down", ioctl(vm, KVM_IRQ_LINE, &line), 0);
+	line.irq = 24;
+	expect("KVM_IRQ_LINE pin 24", ioctl(vm, KVM_IRQ_LINE, &line), EINVAL);
+	v = expect_out(vcpu, run, 0x55, "I/O APIC pin 5: handler's OUT 0x55");
+	check("pin 5 taken at the HLT after STI", v == rip_pin, v, rip_pin);
+	expect_out(vcpu, run, 0x56, "irqchip guest done: OUT 0x56");
+}
+
+static void check_irqchip(int kvm, struct kvm_sregs *s)
+{
+	int vm = ioctl(kvm, KVM_CREATE_VM, 0), late = ioctl(kvm, KVM_CREATE_VM, 0);
+	uint8_t *mem =
+	    mmap(NULL, MEM_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct kvm_lapic_state ls;
+
+	if (vm < 0 || late < 0 || mem == MAP_FAILED) {
+		check("irqchip VMs", false, 0, 1);
+		return;
+	}
+	expect("KVM_CREATE_IRQCHIP", ioctl(vm, KVM_CREATE_IRQCHIP, 0), 0);
+	expect("KVM_CREATE_IRQCHIP twice", ioctl(vm, KVM_CREATE_IRQCHIP, 0), EEXIST);
+	int lv = ioctl(late, KVM_CREATE_VCPU, 0);
+	expect("KVM_CREATE_IRQCHIP after a vCPU", ioctl(late, KVM_CREATE_IRQCHIP, 0), EINVAL);
+	expect("KVM_GET_LAPIC without one", ioctl(lv, KVM_GET_LAPIC, &ls), EINVAL);
+	close(lv);
+	close(late);
+	write_tables(mem);
+	map_apics(mem);
+	write_code2(mem);
+	expect("irqchip VM: region", region(vm, 0, 0, 0, MEM_SZ, mem), 0);
+	int vcpu;
+	struct kvm_run *run = new_vcpu(kvm, vm, &vcpu);
+	if (!run) {
+		check("irqchip vCPU", false, 0, 1);
+		return;
+	}
+	expect("KVM_GET_LAPIC", ioctl(vcpu, KVM_GET_LAPIC, &ls), 0);
+	uint32_t id = *(uint32_t *)(ls.regs + 0x20), svr = *(uint32_t *)(ls.regs + 0xf0);
+	check("reset LAPIC: ID 0, SVR 0xff", id == 0 && svr == 0xff, svr, 0xff);
+	struct kvm_interrupt irq = {.irq = 0x30};
+	expect("KVM_INTERRUPT with an in-kernel LAPIC", ioctl(vcpu, KVM_INTERRUPT, &irq), ENXIO);
+	s->idt.limit = 16 * 0x43 - 1;
+	struct kvm_regs r = {.rip = CODE2, .rflags = 0x2, .rsp = STACK_TOP};
+	expect("irqchip vCPU: SREGS", ioctl(vcpu, KVM_SET_SREGS, s), 0);
+	expect("irqchip vCPU: REGS", ioctl(vcpu, KVM_SET_REGS, &r), 0);
+	run_irqchip_guest(vm, vcpu, run);
+	close(vcpu);
+	close(vm);
+	munmap(mem, MEM_SZ);
+}
+
 int main(void)
 {
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
@@ -409,8 +575,8 @@ int main(void)
 	struct kvm_cpuid2 *sup = check_system(kvm);
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	expect("KVM_CREATE_VM", vm, 0);
-	expect("KVM_CREATE_IRQCHIP (no in-kernel irqchip yet)", ioctl(vm, KVM_CREATE_IRQCHIP, 0),
-	       ENOTTY);
+	struct kvm_irq_level line = {.irq = 5, .level = 1};
+	expect("KVM_IRQ_LINE without an irqchip", ioctl(vm, KVM_IRQ_LINE, &line), ENXIO);
 	expect("KVM_SET_TSS_ADDR", ioctl(vm, KVM_SET_TSS_ADDR, 0xfffbd000), 0);
 	uint8_t *mem =
 	    mmap(NULL, MEM_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -419,10 +585,9 @@ int main(void)
 	write_tables(mem);
 	write_code(mem);
 	expect("KVM_SET_USER_MEMORY_REGION 0..2 MiB", region(vm, 0, 0, 0, MEM_SZ, mem), 0);
-	int vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
-	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-	struct kvm_run *run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
-	if (vcpu < 0 || run == MAP_FAILED) {
+	int vcpu;
+	struct kvm_run *run = new_vcpu(kvm, vm, &vcpu);
+	if (!run) {
 		say("vCPU: %s", strerror(errno));
 		return 2;
 	}
@@ -433,6 +598,7 @@ int main(void)
 	check_state(vcpu, &s);
 	check_msrs(vcpu);
 	check_run(vcpu, run);
+	check_irqchip(kvm, &s);
 	close(vcpu);
 	close(vm);
 	close(kvm);

@@ -46,7 +46,16 @@ esac
 # at 64 slots, one run of one second each (-l 1 -r 1), with the host-side
 # checks that the guest's writes are what the VMM reads (-d); then the
 # largest slot count (-s -1: KVM_CAP_NR_MEMSLOTS - 1) on the move test alone.
-run memslot_perf_test -s 64 -l 1 -r 1 -f 0 -e 5 -d
+# x86 leaves out sub-test 1 (unmap: two minutes of QEMU TCG here, where the
+# shootdowns of its 128 MiB of 4 KiB drops wait for the other vCPU's turn on
+# QEMU's one thread, docs/kvm-api.md); unmap chunked covers the same path.
+case $(uname -m) in
+x86_64)
+	run memslot_perf_test -s 64 -l 1 -r 1 -f 0 -e 0 -d
+	run memslot_perf_test -s 64 -l 1 -r 1 -f 2 -e 5 -d
+	;;
+*) run memslot_perf_test -s 64 -l 1 -r 1 -f 0 -e 5 -d ;;
+esac
 run memslot_perf_test -s -1 -l 1 -r 1 -f 4 -e 4
 case $(uname -m) in
 aarch64) run psci_test ;; # CPU_ON into a vCPU that never ran, SYSTEM_SUSPEND

@@ -577,6 +577,8 @@ static unsigned op_insn_len(struct vcpu *v)
 
 static void op_complete_insn(struct vcpu *v, bool single_step)
 {
+	if (v->arch.hv.cb_bad) // not the vCPU's VMCS: write nothing
+		return;
 	vmwrite(VMCS_GUEST_INTERRUPTIBILITY, vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~3ull);
 }
 

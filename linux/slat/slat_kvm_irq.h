@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The in-kernel irqchip of /dev/kvm on x86 (KVM_CREATE_IRQCHIP;
+ * docs/kvm-api.md): a local APIC per vCPU (slat_kvm_lapic.c) and an I/O APIC
+ * per VM (slat_kvm_ioapic.c), emulated in the module as KVM emulates them in
+ * its kernel, written from the Intel SDM (vol. 3, chapter 11) and the 82093AA
+ * datasheet. Interrupts reach the guest through Slat's injection (ABI 1.4):
+ * the module offers the highest deliverable vector in the run page before
+ * each entry and moves it from IRR to ISR once Slat reports it delivered.
+ */
+#ifndef SLAT_KVM_IRQ_H
+#define SLAT_KVM_IRQ_H
+
+#include <linux/hrtimer.h>
+#include <linux/rcupdate.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+
+#include "slat_kvm.h"
+
+#define SLAT_APIC_BASE	     0xfee00000ull
+#define SLAT_IOAPIC_BASE     0xfec00000ull
+#define SLAT_IOAPIC_SIZE     0x100ull
+#define SLAT_IOAPIC_PINS     24
+#define SLAT_APIC_PAGE_BYTES 0x400 /* KVM_GET/SET_LAPIC's register image */
+
+struct slat_lapic {
+	spinlock_t lock;	       /* regs, timer state; taken with irqs off */
+	u8 regs[SLAT_APIC_PAGE_BYTES]; /* the registers at their MMIO offsets */
+	struct hrtimer timer;
+	u64 period_ns;		  /* periodic timer: its period; one-shot 0 */
+	ktime_t expires;	  /* the armed count's end (TMCCT) */
+	int queued;		  /* vector offered to Slat, not yet delivered; -1 */
+	struct slat_vm *vm;	  /* its VM (the vCPU holds a reference) */
+	wait_queue_head_t wq;	  /* HLT waits here for an interrupt */
+	struct task_struct *task; /* the thread in KVM_RUN, or NULL */
+	struct rcu_head rcu;	  /* freed after RCU: IPIs find it by xa_load */
+};
+
+struct slat_ioapic {
+	spinlock_t lock;
+	u32 id, ioregsel;
+	u64 redir[SLAT_IOAPIC_PINS];
+	u32 level; /* the input lines (KVM_IRQ_LINE) */
+};
+
+/*
+ * The VM's part (struct slat_vm.irqchip): made by KVM_CREATE_IRQCHIP. The
+ * VM's kvcpus xarray holds the LAPICs by vCPU id on x86 (RCU-freed).
+ */
+struct slat_irqchip {
+	struct slat_ioapic ioapic;
+	struct slat_vm *vm;
+};
+
+/* ---- local APIC (slat_kvm_lapic.c) ---- */
+/* The vCPU's local APIC (slat_kvm_x86.c), NULL without an irqchip. */
+struct slat_lapic *slat_kvm_x86_lapic(struct slat_kvm_vcpu *v);
+struct slat_lapic *slat_lapic_new(struct slat_kvm_vcpu *v);
+void slat_lapic_free(struct slat_lapic *l);
+/* An aligned 32-bit access at `off` in the APIC page; false for other forms. */
+bool slat_lapic_mmio(struct slat_lapic *l, u32 off, bool write, u32 *val);
+/* A fixed interrupt for this LAPIC (IOAPIC, IPI); wakes or kicks its vCPU. */
+void slat_lapic_set_irq(struct slat_lapic *l, u8 vector, bool level);
+/* The highest vector the guest would take now (IRR above PPR), or -1. */
+int slat_lapic_pending(struct slat_lapic *l);
+/* Slat delivered `vector`: IRR -> ISR. */
+void slat_lapic_accept(struct slat_lapic *l, u8 vector);
+void slat_lapic_get(struct slat_lapic *l, u8 *regs);
+int slat_lapic_set(struct slat_lapic *l, const u8 *regs);
+
+/* ---- I/O APIC (slat_kvm_ioapic.c) ---- */
+void slat_ioapic_init(struct slat_ioapic *io);
+bool slat_ioapic_mmio(struct slat_irqchip *c, u32 off, bool write, u32 *val);
+/* KVM_IRQ_LINE: pin `pin` to `level`. -EINVAL for a pin it does not have. */
+int slat_ioapic_set_line(struct slat_irqchip *c, u32 pin, bool level);
+/* A LAPIC's EOI of a level-triggered vector: remote IRR clears, re-delivery. */
+void slat_ioapic_eoi(struct slat_irqchip *c, u8 vector);
+/* Delivery to LAPICs (fixed or lowest priority: the first matching one). */
+void slat_irq_deliver(struct slat_vm *vm, u32 dest, bool logical, bool lowest, u8 vector,
+		      bool level);
+
+#endif
