@@ -230,7 +230,7 @@ struct slat_lapic *slat_kvm_x86_lapic(struct slat_kvm_vcpu *v)
 static int x86_vcpu_list(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x)
 {
 	struct slat_vm *vm = v->vc->vm;
-	int rc;
+	int rc = 0;
 
 	mutex_lock(&vm->lock);
 	if (vm->irqchip) {
