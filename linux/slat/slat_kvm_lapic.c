@@ -37,11 +37,12 @@
 #define LA_TMCCT 0x390
 #define LA_TDCR	 0x3e0
 
-#define SVR_ENABLE    (1u << 8)
-#define LVT_MASKED    (1u << 16)
-#define LVTT_PERIODIC (1u << 17)
-#define ICR_PENDING   (1u << 12)
-#define ICR_LEVEL     (1u << 15)
+#define SVR_ENABLE	 (1u << 8)
+#define LVT_MASKED	 (1u << 16)
+#define LVTT_PERIODIC	 (1u << 17)
+#define ICR_PENDING	 (1u << 12)
+#define ICR_LEVEL	 (1u << 15)
+#define ESR_RECV_ILLEGAL (1u << 6)
 
 static u32 reg(const struct slat_lapic *l, u32 off)
 {
@@ -113,15 +114,29 @@ static void kick(struct slat_lapic *l)
 	rcu_read_unlock();
 }
 
+/*
+ * An interrupt into IRR (lock held). Vectors 0-15 are illegal: the APIC
+ * records "received illegal vector" in ESR and takes nothing (SDM 11.5.3),
+ * so an exception vector is never injected as an interrupt.
+ */
+static void set_irr(struct slat_lapic *l, u8 vector, bool level)
+{
+	if (!(reg(l, LA_SVR) & SVR_ENABLE))
+		return;
+	if (vector < 16) {
+		set_reg(l, LA_ESR, reg(l, LA_ESR) | ESR_RECV_ILLEGAL);
+		return;
+	}
+	vec_set(l, LA_IRR, vector, true);
+	vec_set(l, LA_TMR, vector, level);
+}
+
 void slat_lapic_set_irq(struct slat_lapic *l, u8 vector, bool level)
 {
 	unsigned long f;
 
 	spin_lock_irqsave(&l->lock, f);
-	if (reg(l, LA_SVR) & SVR_ENABLE) {
-		vec_set(l, LA_IRR, vector, true);
-		vec_set(l, LA_TMR, vector, level);
-	}
+	set_irr(l, vector, level);
 	spin_unlock_irqrestore(&l->lock, f);
 	kick(l);
 }
@@ -168,8 +183,8 @@ static enum hrtimer_restart timer_fire(struct hrtimer *t)
 
 	spin_lock_irqsave(&l->lock, f);
 	lvt = reg(l, LA_LVTT);
-	if (!(lvt & LVT_MASKED) && (reg(l, LA_SVR) & SVR_ENABLE))
-		vec_set(l, LA_IRR, lvt & 0xff, true);
+	if (!(lvt & LVT_MASKED))
+		set_irr(l, lvt & 0xff, false);
 	if (l->period_ns) {
 		hrtimer_forward_now(t, ns_to_ktime(l->period_ns));
 		l->expires = hrtimer_get_expires(t);

@@ -581,9 +581,11 @@ static long x86_lapic_state(struct slat_kvm_vcpu *v, void __user *up, bool set)
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return -ENOMEM;
-	if (set)
+	if (set) {
 		rc = copy_from_user(s, up, sizeof(*s)) ? -EFAULT : slat_lapic_set(l, (u8 *)s->regs);
-	else {
+		if (!rc) /* the vector offered to Slat is the old state's */
+			((struct hc_run *)page_address(v->vc->run))->irq = 0;
+	} else {
 		slat_lapic_get(l, (u8 *)s->regs);
 		rc = copy_to_user(up, s, sizeof(*s)) ? -EFAULT : 0;
 	}

@@ -521,6 +521,29 @@ static void run_irqchip_guest(int vm, int vcpu, struct kvm_run *run)
 	expect_out(vcpu, run, 0x56, "irqchip guest done: OUT 0x56");
 }
 
+#define LAPIC_REG(st, off) (*(uint32_t *)((st)->regs + (off)))
+
+// KVM_SET_LAPIC: the APIC ID is the vCPU's; a timer with vector 5 (illegal,
+// below 16) fires into ESR ("received illegal vector"), never into IRR.
+static void check_lapic_state(int vcpu, const struct kvm_lapic_state *reset)
+{
+	struct kvm_lapic_state st = *reset;
+
+	LAPIC_REG(&st, 0x20) = 1u << 24;
+	expect("KVM_SET_LAPIC with another APIC ID", ioctl(vcpu, KVM_SET_LAPIC, &st), EINVAL);
+	st = *reset;
+	LAPIC_REG(&st, 0xf0) = 0x1ff; // SVR: enabled
+	LAPIC_REG(&st, 0x3e0) = 0xb;  // TDCR: divide by 1
+	LAPIC_REG(&st, 0x320) = 5;    // LVT timer: one-shot, vector 5
+	LAPIC_REG(&st, 0x380) = 1000; // TMICT: 1 us
+	expect("KVM_SET_LAPIC: a 1 us timer with vector 5", ioctl(vcpu, KVM_SET_LAPIC, &st), 0);
+	usleep(50000);
+	expect("KVM_GET_LAPIC after it fired", ioctl(vcpu, KVM_GET_LAPIC, &st), 0);
+	uint32_t esr = LAPIC_REG(&st, 0x280), irr0 = LAPIC_REG(&st, 0x200);
+	check("illegal vector 5: ESR bit 6, nothing in IRR", (esr & 0x40) && !irr0, esr, 0x40);
+	expect("KVM_SET_LAPIC back to the reset state", ioctl(vcpu, KVM_SET_LAPIC, reset), 0);
+}
+
 static void check_irqchip(int kvm, struct kvm_sregs *s)
 {
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0), late = ioctl(kvm, KVM_CREATE_VM, 0);
@@ -554,6 +577,7 @@ static void check_irqchip(int kvm, struct kvm_sregs *s)
 	check("reset LAPIC: ID 0, SVR 0xff", id == 0 && svr == 0xff, svr, 0xff);
 	struct kvm_interrupt irq = {.irq = 0x30};
 	expect("KVM_INTERRUPT with an in-kernel LAPIC", ioctl(vcpu, KVM_INTERRUPT, &irq), ENXIO);
+	check_lapic_state(vcpu, &ls);
 	s->idt.limit = 16 * 0x43 - 1;
 	struct kvm_regs r = {.rip = CODE2, .rflags = 0x2, .rsp = STACK_TOP};
 	expect("irqchip vCPU: SREGS", ioctl(vcpu, KVM_SET_SREGS, s), 0);
