@@ -323,14 +323,11 @@ void hv_print_summary(void)
 }
 
 // ---- the dispatcher -------------------------------------------------------------------------
-static int hv_regs_call(const struct hc_call *c)
+// The checks of every call on a stopped vCPU's state (REGS, CPUID, MSRS), in
+// the documented order: the page, the VM, the vCPU, not inside VCPU_RUN.
+static int hv_stopped_vcpu(const struct hc_call *c, void **page, struct hv_vcpu **out)
 {
-	union {
-		struct hc_regs_x86 x86;
-		struct hc_regs_arm64 arm64;
-	} buf;
-	void *page;
-	int r = hv_primary_page(c->pa, &page);
+	int r = hv_primary_page(c->pa, page);
 
 	if (r)
 		return r;
@@ -342,6 +339,22 @@ static int hv_regs_call(const struct hc_call *c)
 		return HC_E_BAD_VCPU;
 	if (__atomic_load_n(&v->running_on, __ATOMIC_ACQUIRE))
 		return HC_E_BUSY;
+	*out = v;
+	return HC_OK;
+}
+
+static int hv_regs_call(const struct hc_call *c)
+{
+	union {
+		struct hc_regs_x86 x86;
+		struct hc_regs_arm64 arm64;
+	} buf;
+	struct hv_vcpu *v;
+	void *page;
+	int r = hv_stopped_vcpu(c, &page, &v);
+
+	if (r)
+		return r;
 	if (c->fn == HC_VCPU_GET_REGS) {
 		memset(&buf, 0, sizeof(buf));
 		arch_hv_get_regs(&v->vcpu, &buf);
@@ -355,19 +368,12 @@ static int hv_regs_call(const struct hc_call *c)
 // VCPU_SET_CPUID and VCPU_MSRS: a stopped vCPU's configuration.
 static int hv_vcpu_config_call(const struct hc_call *c, uint64_t *res)
 {
+	struct hv_vcpu *v;
 	void *page;
-	int r = hv_primary_page(c->pa, &page);
+	int r = hv_stopped_vcpu(c, &page, &v);
 
 	if (r)
 		return r;
-	struct hv_vm *vm = hv_vm_find(c->vm);
-	if (!vm)
-		return HC_E_BAD_VM;
-	struct hv_vcpu *v = hv_vcpu_find(vm, c->vcpu);
-	if (!v)
-		return HC_E_BAD_VCPU;
-	if (__atomic_load_n(&v->running_on, __ATOMIC_ACQUIRE))
-		return HC_E_BUSY;
 	if (c->fn == HC_VCPU_SET_CPUID)
 		return arch_hv_set_cpuid(&v->vcpu, page, (uint32_t)c->count);
 	return arch_hv_msrs(&v->vcpu, page, (uint32_t)c->count, c->flags & 1, &res[0]);
