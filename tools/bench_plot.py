@@ -267,31 +267,36 @@ def plot_kvm_api(doc, out):
     if not s or not s.get("summary"):
         return
     rows = [r for r in s["summary"] if r["slat"] and r["kvm"]]
-    if not rows:
+    arches = list(dict.fromkeys(r.get("arch", "aarch64") for r in rows))
+    if not arches:
         return
-    labels = [r["test"] if r["slots_asked"] is None
-              else f"{r['test']}\n{'max' if r['slots_asked'] == -1 else r['slots_asked']} slots"
-              for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
-    xs = range(len(rows))
+    # One row per architecture: the two systems' times, then their ratio.
+    fig, grid = plt.subplots(len(arches), 2, figsize=(14, 5 * len(arches)), squeeze=False)
     w = 0.4
-    axes[0].bar([x - w / 2 for x in xs], [r["slat"] for r in rows], w, label="Slat (slat.ko)",
-                color=MODE_COLOURS["slat"])
-    axes[0].bar([x + w / 2 for x in xs], [r["kvm"] for r in rows], w, label="Linux KVM",
-                color="tab:gray")
-    axes[0].set_yscale("log")
-    axes[0].set_ylabel("seconds (best per iteration; stress: wall)")
-    axes[1].bar(list(xs), [r["ratio_slat_over_kvm"] for r in rows], color=MODE_COLOURS["slat"])
-    axes[1].axhline(1.0, color="black", linewidth=0.8)
-    axes[1].set_ylabel("Slat / KVM (lower: Slat faster)")
-    axes[1].set_yscale("log")
-    for ax in axes:
-        ax.set_xticks(list(xs))
-        ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
-        ax.grid(alpha=0.3, axis="y")
-    axes[0].legend(fontsize=8)
+    for arch, axes in zip(arches, grid):
+        mine = [r for r in rows if r.get("arch", "aarch64") == arch]
+        labels = [r["test"] if r["slots_asked"] is None
+                  else f"{r['test']}\n{'max' if r['slots_asked'] == -1 else r['slots_asked']} slots"
+                  for r in mine]
+        xs = range(len(mine))
+        axes[0].bar([x - w / 2 for x in xs], [r["slat"] for r in mine], w,
+                    label="Slat (slat.ko)", color=MODE_COLOURS["slat"])
+        axes[0].bar([x + w / 2 for x in xs], [r["kvm"] for r in mine], w, label="Linux KVM",
+                    color="tab:gray")
+        axes[0].set_yscale("log")
+        axes[0].set_ylabel(f"{arch}: seconds (best per iteration; stress: wall)")
+        axes[1].bar(list(xs), [r["ratio_slat_over_kvm"] for r in mine],
+                    color=MODE_COLOURS["slat"])
+        axes[1].axhline(1.0, color="black", linewidth=0.8)
+        axes[1].set_ylabel(f"{arch}: Slat / KVM (lower: Slat faster)")
+        axes[1].set_yscale("log")
+        for ax in axes:
+            ax.set_xticks(list(xs))
+            ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
+            ax.grid(alpha=0.3, axis="y")
+        axes[0].legend(fontsize=8)
     save(fig, doc, out, "kvm_api.png",
-         "KVM selftests on Slat's /dev/kvm vs Linux's KVM (arm64, TCG)")
+         f"KVM selftests on Slat's /dev/kvm vs Linux's KVM ({', '.join(arches)}, TCG)")
 
 
 def main(argv):

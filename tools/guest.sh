@@ -76,7 +76,7 @@ fetch_kernel() {
 
 build_initramfs() {
 	local inputs stamp root
-	inputs=("$top/tools/guest-init.sh" "$top"/tests/guest/*.sh "$busybox" "$out"/slat/*
+	inputs=("$top/tools/guest.sh" "$top/tools/guest-init.sh" "$top"/tests/guest/*.sh "$busybox" "$out"/slat/*
 		"$out"/kvm-selftests/*)
 	stamp="$out/initrd.img"
 	if [ -f "$stamp" ]; then
@@ -100,6 +100,15 @@ build_initramfs() {
 		if [ -f "$out/modules/kernel/arch/x86/kernel/$m.ko" ]; then
 			mkdir -p "$root/lib/modules"
 			cp "$out/modules/kernel/arch/x86/kernel/$m.ko" "$root/lib/modules/"
+		fi
+	done
+	# x86: Linux's own KVM for AMD (irqbypass.ko, kvm.ko, kvm-amd.ko), the
+	# baseline of tools/bench-kvm-api.sh when the kernel runs without Slat.
+	local k
+	for k in virt/lib/irqbypass arch/x86/kvm/kvm arch/x86/kvm/kvm-amd; do
+		if [ -f "$out/modules/kernel/$k.ko" ]; then
+			mkdir -p "$root/lib/modules/kvm"
+			cp "$out/modules/kernel/$k.ko" "$root/lib/modules/kvm/"
 		fi
 	done
 	# slat.ko and what runs over /dev/slat (tools/linux-build.sh).
