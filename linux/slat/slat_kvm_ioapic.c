@@ -25,21 +25,23 @@ static bool lapic_matches(struct slat_lapic *l, u32 id, u32 dest, bool logical)
 	return logical ? (ldr & dest) != 0 : (dest == 0xff || dest == id);
 }
 
-void slat_irq_deliver(struct slat_vm *vm, u32 dest, bool logical, bool lowest, u8 vector,
-		      bool level)
+int slat_irq_deliver(struct slat_vm *vm, u32 dest, bool logical, u32 mode, u8 vector, bool level)
 {
 	struct slat_lapic *l;
 	unsigned long id;
+	int n = 0;
 
 	rcu_read_lock(); /* a vCPU closing meanwhile frees its LAPIC after this */
 	xa_for_each (&vm->kvcpus, id, l) {
 		if (!lapic_matches(l, id, dest, logical))
 			continue;
-		slat_lapic_set_irq(l, vector, level);
-		if (lowest)
+		slat_lapic_deliver(l, mode, vector, level);
+		n++;
+		if (mode == SLAT_DM_LOWEST)
 			break;
 	}
 	rcu_read_unlock();
+	return n;
 }
 
 void slat_ioapic_init(struct slat_ioapic *io)
@@ -74,7 +76,7 @@ static void fire(struct slat_irqchip *c, u64 r)
 		pr_info_once("slat: I/O APIC: delivery mode %u not emulated\n", mode);
 		return;
 	}
-	slat_irq_deliver(c->vm, r >> 56, r & REDIR_LOGICAL, mode == 1, r & 0xff, r & REDIR_LEVEL);
+	slat_irq_deliver(c->vm, r >> 56, r & REDIR_LOGICAL, mode, r & 0xff, r & REDIR_LEVEL);
 }
 
 int slat_ioapic_set_line(struct slat_irqchip *c, u32 pin, bool level)
@@ -185,4 +187,50 @@ bool slat_ioapic_mmio(struct slat_irqchip *c, u32 off, bool write, u32 *val)
 	if (go)
 		fire(c, r);
 	return true;
+}
+
+void slat_ioapic_get(struct slat_irqchip *c, struct kvm_ioapic_state *s)
+{
+	struct slat_ioapic *io = &c->ioapic;
+	unsigned long f;
+	unsigned int i;
+
+	BUILD_BUG_ON(ARRAY_SIZE(s->redirtbl) != SLAT_IOAPIC_PINS);
+	memset(s, 0, sizeof(*s));
+	spin_lock_irqsave(&io->lock, f);
+	s->base_address = SLAT_IOAPIC_BASE;
+	s->ioregsel = io->ioregsel;
+	s->id = io->id;
+	s->irr = io->level;
+	for (i = 0; i < SLAT_IOAPIC_PINS; i++)
+		s->redirtbl[i].bits = io->redir[i];
+	spin_unlock_irqrestore(&io->lock, f);
+}
+
+/*
+ * The whole image or nothing (the base cannot move: -EINVAL); then every
+ * level pin still asserted and not in service fires, as after a write.
+ */
+int slat_ioapic_set(struct slat_irqchip *c, const struct kvm_ioapic_state *s)
+{
+	struct slat_ioapic *io = &c->ioapic;
+	u64 go[SLAT_IOAPIC_PINS];
+	unsigned int i, n = 0;
+	unsigned long f;
+
+	if (s->base_address != SLAT_IOAPIC_BASE || s->id > 0xf || s->irr >> SLAT_IOAPIC_PINS)
+		return -EINVAL;
+	spin_lock_irqsave(&io->lock, f);
+	io->ioregsel = s->ioregsel;
+	io->id = s->id;
+	io->level = s->irr;
+	for (i = 0; i < SLAT_IOAPIC_PINS; i++)
+		io->redir[i] = s->redirtbl[i].bits & ~(1ull << 12); /* no delivery pending */
+	for (i = 0; i < SLAT_IOAPIC_PINS; i++)
+		if ((io->redir[i] & REDIR_LEVEL) && pin_fires(io, i, false))
+			go[n++] = io->redir[i];
+	spin_unlock_irqrestore(&io->lock, f);
+	for (i = 0; i < n; i++)
+		fire(c, go[i]);
+	return 0;
 }

@@ -35,7 +35,21 @@ struct slat_lapic {
 	wait_queue_head_t wq;	  /* HLT waits here for an interrupt */
 	struct task_struct *task; /* the thread in KVM_RUN, or NULL */
 	struct rcu_head rcu;	  /* freed after RCU: IPIs find it by xa_load */
+	/*
+	 * INIT and STARTUP (under `lock`): the sender moves the state, the
+	 * vCPU's own thread applies the registers (slat_lapic_take_start).
+	 */
+	u32 mp_state;	   /* KVM_MP_STATE_RUNNABLE, _UNINITIALIZED or _INIT_RECEIVED */
+	bool bsp;	   /* vCPU 0: runnable again at the reset vector after INIT */
+	bool init_pending; /* an INIT whose reset the thread has not applied */
+	int sipi_vector;   /* a STARTUP accepted in INIT_RECEIVED, or -1 */
 };
+
+/* ICR and redirection-entry delivery modes the irqchip emulates. */
+#define SLAT_DM_FIXED	0
+#define SLAT_DM_LOWEST	1
+#define SLAT_DM_INIT	5
+#define SLAT_DM_STARTUP 6
 
 struct slat_ioapic {
 	spinlock_t lock;
@@ -68,6 +82,19 @@ int slat_lapic_pending(struct slat_lapic *l);
 void slat_lapic_accept(struct slat_lapic *l, u8 vector);
 void slat_lapic_get(struct slat_lapic *l, u8 *regs);
 int slat_lapic_set(struct slat_lapic *l, const u8 *regs);
+/* One interrupt message of mode SLAT_DM_* for this LAPIC (IPI, I/O APIC). */
+void slat_lapic_deliver(struct slat_lapic *l, u32 mode, u8 vector, bool level);
+/*
+ * The vCPU's thread before each entry: an INIT to apply (the LAPIC is reset
+ * here; *init says the registers must be), a STARTUP vector in *sipi (or -1).
+ * Returns whether the vCPU may run (false: it waits for INIT or STARTUP).
+ */
+bool slat_lapic_take_start(struct slat_lapic *l, bool *init, int *sipi);
+/* Something for slat_lapic_take_start (the thread's wait condition). */
+bool slat_lapic_start_event(struct slat_lapic *l);
+u32 slat_lapic_mp_state(struct slat_lapic *l);
+/* KVM_SET_MP_STATE: RUNNABLE, UNINITIALIZED, INIT_RECEIVED; else -EINVAL. */
+int slat_lapic_set_mp_state(struct slat_lapic *l, u32 state);
 
 /* ---- I/O APIC (slat_kvm_ioapic.c) ---- */
 void slat_ioapic_init(struct slat_ioapic *io);
@@ -76,8 +103,13 @@ bool slat_ioapic_mmio(struct slat_irqchip *c, u32 off, bool write, u32 *val);
 int slat_ioapic_set_line(struct slat_irqchip *c, u32 pin, bool level);
 /* A LAPIC's EOI of a level-triggered vector: remote IRR clears, re-delivery. */
 void slat_ioapic_eoi(struct slat_irqchip *c, u8 vector);
-/* Delivery to LAPICs (fixed or lowest priority: the first matching one). */
-void slat_irq_deliver(struct slat_vm *vm, u32 dest, bool logical, bool lowest, u8 vector,
-		      bool level);
+/*
+ * Delivery to LAPICs, mode SLAT_DM_* (lowest priority: the first matching
+ * one). Returns how many LAPICs it reached.
+ */
+int slat_irq_deliver(struct slat_vm *vm, u32 dest, bool logical, u32 mode, u8 vector, bool level);
+/* KVM_GET/SET_IRQCHIP's I/O APIC image (struct kvm_ioapic_state). */
+void slat_ioapic_get(struct slat_irqchip *c, struct kvm_ioapic_state *s);
+int slat_ioapic_set(struct slat_irqchip *c, const struct kvm_ioapic_state *s);
 
 #endif

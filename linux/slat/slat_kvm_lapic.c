@@ -4,9 +4,10 @@
  * in MMIO at 0xfee00000 (x2APIC is not offered), fixed interrupts with IRR,
  * ISR, TMR and the priority rules, EOI (level-triggered vectors go back to
  * the I/O APIC), fixed and lowest-priority IPIs with every shorthand and
- * physical or flat logical destinations, the timer in one-shot and periodic
- * mode. Not emulated: NMI, INIT and SIPI IPIs (logged once, dropped), the
- * TSC-deadline mode (not in the CPUID Slat gives), LINT0/LINT1 inputs,
+ * physical or flat logical destinations, INIT and STARTUP IPIs (a guest
+ * starts its other vCPUs: KVM's wait-for-SIPI states), the timer in one-shot
+ * and periodic mode. Not emulated: NMI and SMI IPIs (logged once, dropped),
+ * the TSC-deadline mode (not in the CPUID Slat gives), LINT0/LINT1 inputs,
  * thermal and performance LVTs (kept, never fire). The timer counts at 1 GHz
  * divided by TDCR, as KVM's does.
  */
@@ -41,6 +42,7 @@
 #define LVT_MASKED	 (1u << 16)
 #define LVTT_PERIODIC	 (1u << 17)
 #define ICR_PENDING	 (1u << 12)
+#define ICR_ASSERT	 (1u << 14)
 #define ICR_LEVEL	 (1u << 15)
 #define ESR_RECV_ILLEGAL (1u << 6)
 
@@ -222,6 +224,47 @@ static u32 timer_current(struct slat_lapic *l)
 
 /* ---- IPIs ---- */
 
+/*
+ * INIT (sender's side, as KVM): the target waits for STARTUP from now on; its
+ * own thread resets its registers and LAPIC before it would run again.
+ */
+static void init_ipi(struct slat_lapic *l)
+{
+	unsigned long f;
+
+	spin_lock_irqsave(&l->lock, f);
+	l->init_pending = true;
+	l->sipi_vector = -1;
+	l->mp_state = KVM_MP_STATE_INIT_RECEIVED;
+	spin_unlock_irqrestore(&l->lock, f);
+	kick(l);
+}
+
+/* STARTUP: taken only by a vCPU waiting after INIT, else ignored (SDM 8.4.4). */
+static void startup_ipi(struct slat_lapic *l, u8 vector)
+{
+	unsigned long f;
+	bool taken;
+
+	spin_lock_irqsave(&l->lock, f);
+	taken = l->mp_state == KVM_MP_STATE_INIT_RECEIVED && l->sipi_vector < 0;
+	if (taken)
+		l->sipi_vector = vector;
+	spin_unlock_irqrestore(&l->lock, f);
+	if (taken)
+		kick(l);
+}
+
+void slat_lapic_deliver(struct slat_lapic *l, u32 mode, u8 vector, bool level)
+{
+	if (mode == SLAT_DM_INIT)
+		init_ipi(l);
+	else if (mode == SLAT_DM_STARTUP)
+		startup_ipi(l, vector);
+	else
+		slat_lapic_set_irq(l, vector, level);
+}
+
 static void send_ipi(struct slat_lapic *l, u32 icr, u32 dest)
 {
 	u32 mode = icr >> 8 & 7, shorthand = icr >> 18 & 3;
@@ -230,23 +273,26 @@ static void send_ipi(struct slat_lapic *l, u32 icr, u32 dest)
 	struct slat_lapic *o;
 	unsigned long id;
 
-	if (mode != 0 && mode != 1) {
-		pr_info_once("slat: LAPIC: ICR delivery mode %u (NMI/INIT/SIPI/SMI) not emulated\n",
-			     mode);
+	if (mode != SLAT_DM_FIXED && mode != SLAT_DM_LOWEST && mode != SLAT_DM_INIT &&
+	    mode != SLAT_DM_STARTUP) {
+		pr_info_once("slat: LAPIC: ICR delivery mode %u (NMI/SMI) not emulated\n", mode);
 		return;
 	}
+	/* INIT level de-assert (level-triggered, not asserted) does nothing. */
+	if (mode == SLAT_DM_INIT && (icr & ICR_LEVEL) && !(icr & ICR_ASSERT))
+		return;
 	if (shorthand == 0) {
-		slat_irq_deliver(vm, dest, icr & (1u << 11), mode == 1, vec, false);
+		slat_irq_deliver(vm, dest, icr & (1u << 11), mode, vec, false);
 		return;
 	}
 	if (shorthand == 1) {
-		slat_lapic_set_irq(l, vec, false);
+		slat_lapic_deliver(l, mode, vec, false);
 		return;
 	}
 	rcu_read_lock();
 	xa_for_each (&vm->kvcpus, id, o)
 		if (shorthand == 2 || o != l)
-			slat_lapic_set_irq(o, vec, false);
+			slat_lapic_deliver(o, mode, vec, false);
 	rcu_read_unlock();
 }
 
@@ -382,6 +428,55 @@ static void reset(struct slat_lapic *l, u32 id)
 	l->queued = -1;
 }
 
+bool slat_lapic_take_start(struct slat_lapic *l, bool *init, int *sipi)
+{
+	unsigned long f;
+	bool run;
+
+	spin_lock_irqsave(&l->lock, f);
+	*init = l->init_pending;
+	*sipi = l->sipi_vector;
+	l->init_pending = false;
+	l->sipi_vector = -1;
+	if (*init) {
+		hrtimer_try_to_cancel(&l->timer);
+		l->period_ns = 0;
+		reset(l, reg(l, LA_ID) >> 24);
+		if (l->bsp) /* KVM: the boot vCPU restarts at the reset vector */
+			l->mp_state = KVM_MP_STATE_RUNNABLE;
+	}
+	if (*sipi >= 0)
+		l->mp_state = KVM_MP_STATE_RUNNABLE;
+	run = l->mp_state == KVM_MP_STATE_RUNNABLE;
+	spin_unlock_irqrestore(&l->lock, f);
+	return run;
+}
+
+bool slat_lapic_start_event(struct slat_lapic *l)
+{
+	return READ_ONCE(l->init_pending) || READ_ONCE(l->sipi_vector) >= 0;
+}
+
+u32 slat_lapic_mp_state(struct slat_lapic *l)
+{
+	return READ_ONCE(l->mp_state);
+}
+
+int slat_lapic_set_mp_state(struct slat_lapic *l, u32 state)
+{
+	unsigned long f;
+
+	if (state != KVM_MP_STATE_RUNNABLE && state != KVM_MP_STATE_UNINITIALIZED &&
+	    state != KVM_MP_STATE_INIT_RECEIVED)
+		return -EINVAL;
+	spin_lock_irqsave(&l->lock, f);
+	l->mp_state = state;
+	l->init_pending = false;
+	l->sipi_vector = -1;
+	spin_unlock_irqrestore(&l->lock, f);
+	return 0;
+}
+
 struct slat_lapic *slat_lapic_new(struct slat_kvm_vcpu *v)
 {
 	struct slat_lapic *l = kzalloc(sizeof(*l), GFP_KERNEL);
@@ -394,6 +489,10 @@ struct slat_lapic *slat_lapic_new(struct slat_kvm_vcpu *v)
 	l->timer.function = timer_fire;
 	l->vm = v->vc->vm;
 	reset(l, v->id);
+	/* With an in-kernel irqchip only the boot vCPU runs from the start. */
+	l->bsp = v->id == 0;
+	l->mp_state = l->bsp ? KVM_MP_STATE_RUNNABLE : KVM_MP_STATE_UNINITIALIZED;
+	l->sipi_vector = -1;
 	return l;
 }
 

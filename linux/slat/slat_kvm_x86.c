@@ -7,7 +7,9 @@
  * (KVM_GET/SET_MSRS), with ABI 1.3; with ABI 1.4 KVM's interrupts without
  * an in-kernel irqchip (KVM_INTERRUPT, request_interrupt_window,
  * KVM_EXIT_IRQ_WINDOW_OPEN) and the in-kernel irqchip (KVM_CREATE_IRQCHIP:
- * local APICs and an I/O APIC, slat_kvm_irq.h; no 8259 PIC).
+ * local APICs and an I/O APIC, slat_kvm_irq.h; no 8259 PIC), with
+ * KVM_IRQ_LINE, KVM_SIGNAL_MSI, KVM_GET/SET_IRQCHIP and the wait-for-SIPI
+ * states of KVM_GET/SET_MP_STATE.
  */
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -53,6 +55,7 @@ long slat_kvm_arch_cap(long cap)
 	case KVM_CAP_SET_TSS_ADDR: /* accepted and unused, as on KVM's SVM */
 		return 1;
 	case KVM_CAP_IRQCHIP: /* local APICs and an I/O APIC, no PIC */
+	case KVM_CAP_SIGNAL_MSI:
 		return x86_irq_ok();
 	default:
 		return -1;
@@ -102,6 +105,56 @@ static long x86_irq_line(struct slat_vm *vm, void __user *up)
 	return slat_ioapic_set_line(vm->irqchip, l.irq, l.level);
 }
 
+/*
+ * KVM_SIGNAL_MSI: an MSI write decoded as the local APICs see it (address
+ * 0xfeeXXXXX: destination in bits 19:12, logical in bit 2; data: vector,
+ * delivery mode, trigger). KVM's answer: how many LAPICs took it.
+ */
+static long x86_signal_msi(struct slat_vm *vm, void __user *up)
+{
+	struct kvm_msi m;
+	u32 mode;
+
+	if (!READ_ONCE(vm->irqchip))
+		return -EINVAL; /* KVM's answer without an irqchip */
+	if (copy_from_user(&m, up, sizeof(m)))
+		return -EFAULT;
+	if (m.flags || m.address_hi || (m.address_lo >> 20) != 0xfee)
+		return -EINVAL; /* no device IDs, no x2APIC destinations */
+	mode = m.data >> 8 & 7;
+	if (mode != SLAT_DM_FIXED && mode != SLAT_DM_LOWEST && mode != SLAT_DM_INIT &&
+	    mode != SLAT_DM_STARTUP) {
+		pr_info_once("slat: MSI delivery mode %u (NMI/SMI/ExtINT) not emulated\n", mode);
+		return 0;
+	}
+	return slat_irq_deliver(vm, m.address_lo >> 12 & 0xff, m.address_lo & 4, mode,
+				m.data & 0xff, m.data & (1u << 15));
+}
+
+/* KVM_GET/SET_IRQCHIP: the I/O APIC (chip 2); there is no PIC (chips 0, 1). */
+static long x86_irqchip_state(struct slat_vm *vm, void __user *up, bool set)
+{
+	struct slat_irqchip *c = READ_ONCE(vm->irqchip);
+	struct kvm_irqchip *k;
+	long rc = 0;
+
+	if (!c)
+		return -ENXIO;
+	k = memdup_user(up, sizeof(*k));
+	if (IS_ERR(k))
+		return PTR_ERR(k);
+	if (k->chip_id != KVM_IRQCHIP_IOAPIC)
+		rc = -EINVAL;
+	else if (set)
+		rc = slat_ioapic_set(c, &k->chip.ioapic);
+	else {
+		slat_ioapic_get(c, &k->chip.ioapic);
+		rc = copy_to_user(up, k, sizeof(*k)) ? -EFAULT : 0;
+	}
+	kfree(k);
+	return rc;
+}
+
 long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up)
 {
 	switch (cmd) {
@@ -116,6 +169,11 @@ long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __us
 		return x86_create_irqchip(kvm->vm);
 	case KVM_IRQ_LINE:
 		return x86_irq_line(kvm->vm, up);
+	case KVM_SIGNAL_MSI:
+		return x86_signal_msi(kvm->vm, up);
+	case KVM_GET_IRQCHIP:
+	case KVM_SET_IRQCHIP:
+		return x86_irqchip_state(kvm->vm, up, cmd == KVM_SET_IRQCHIP);
 	default:
 		return -ENOTTY;
 	}
@@ -215,8 +273,9 @@ long slat_kvm_arch_dev_ioctl(unsigned int cmd, void __user *up)
 struct slat_kvm_x86 {
 	struct hc_cpuid_entry *cpuid; /* the table last set (KVM_GET_CPUID2) */
 	u32 ncpuid;
-	struct slat_lapic *lapic; /* with KVM_CREATE_IRQCHIP before the vCPU */
-	bool listed;		  /* in the VM's vcpus (and kvcpus with a LAPIC) */
+	struct slat_lapic *lapic;  /* with KVM_CREATE_IRQCHIP before the vCPU */
+	struct hc_regs_x86 *reset; /* with a LAPIC: Slat's reset state, for INIT */
+	bool listed;		   /* in the VM's vcpus (and kvcpus with a LAPIC) */
 };
 
 struct slat_lapic *slat_kvm_x86_lapic(struct slat_kvm_vcpu *v)
@@ -248,15 +307,23 @@ static int x86_vcpu_list(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x)
 	return rc;
 }
 
+static int x86_regs(struct slat_kvm_vcpu *v, struct hc_regs_x86 *r, bool set);
+
 int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 {
 	struct slat_kvm_x86 *x = kzalloc(sizeof(*x), GFP_KERNEL);
+	int rc;
 
 	if (!x)
 		return -ENOMEM;
 	v->arch = x;
 	v->inited = true;
-	return x86_vcpu_list(v, x);
+	rc = x86_vcpu_list(v, x);
+	if (rc || !x->lapic)
+		return rc;
+	/* The state a new vCPU has is the state INIT gives back. */
+	x->reset = kzalloc(sizeof(*x->reset), GFP_KERNEL);
+	return x->reset ? x86_regs(v, x->reset, false) : -ENOMEM;
 }
 
 void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v)
@@ -274,6 +341,7 @@ void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v)
 		mutex_unlock(&vm->lock);
 	}
 	slat_lapic_free(x->lapic); /* after RCU: an IPI may be looking at it */
+	kfree(x->reset);
 	kfree(x->cpuid);
 	kfree(x);
 	v->arch = NULL;
@@ -556,15 +624,24 @@ static long x86_interrupt(struct slat_kvm_vcpu *v, struct kvm_interrupt __user *
 	return 0;
 }
 
-/* Without an in-kernel irqchip only RUNNABLE exists (KVM says the same). */
+/*
+ * Without an in-kernel irqchip only RUNNABLE exists (KVM says the same);
+ * with one also the two states of a vCPU waiting to be started (the LAPIC's).
+ */
 static long x86_mp_state(struct slat_kvm_vcpu *v, struct kvm_mp_state __user *up, bool set)
 {
+	struct slat_lapic *l = slat_kvm_x86_lapic(v);
 	struct kvm_mp_state mp = {.mp_state = KVM_MP_STATE_RUNNABLE};
 
-	if (!set)
+	if (!set) {
+		if (l)
+			mp.mp_state = slat_lapic_mp_state(l);
 		return copy_to_user(up, &mp, sizeof(mp)) ? -EFAULT : 0;
+	}
 	if (copy_from_user(&mp, up, sizeof(mp)))
 		return -EFAULT;
+	if (l)
+		return slat_lapic_set_mp_state(l, mp.mp_state);
 	return mp.mp_state == KVM_MP_STATE_RUNNABLE ? 0 : -EINVAL;
 }
 
@@ -642,20 +719,70 @@ static void x86_offer_irq(struct slat_lapic *l, struct hc_run *hr)
 	}
 }
 
+/*
+ * INIT and STARTUP, applied by the vCPU's own thread (Slat's registers change
+ * only while the vCPU is stopped): INIT loads the reset state, STARTUP real
+ * mode at vector << 12 (CS = vector << 8, IP 0: SDM 8.4.4.1); anything the
+ * old state had offered to Slat is dropped.
+ */
+static int x86_apply_start(struct slat_kvm_vcpu *v, bool init, int sipi)
+{
+	struct slat_kvm_x86 *x = v->arch;
+	struct hc_run *hr = page_address(v->vc->run);
+	struct hc_regs_x86 *r;
+	int rc;
+
+	if (!init && sipi < 0)
+		return 0;
+	r = kmemdup(x->reset, sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	if (sipi >= 0) {
+		r->cs.sel = (u16)(sipi << 8);
+		r->cs.base = (u64)sipi << 12;
+		r->rip = 0;
+	}
+	hr->irq = 0;
+	rc = x86_regs(v, r, true);
+	kfree(r);
+	return rc;
+}
+
+/* A vCPU not yet started waits in the kernel for INIT and STARTUP. */
+static int x86_start_events(struct slat_kvm_vcpu *v, struct slat_lapic *l)
+{
+	bool init;
+	int sipi, rc;
+
+	for (;;) {
+		bool run = slat_lapic_take_start(l, &init, &sipi);
+
+		rc = x86_apply_start(v, init, sipi);
+		if (rc || run)
+			return rc;
+		if (wait_event_interruptible(l->wq, slat_lapic_start_event(l)))
+			return -EINTR; /* KVM_EXIT_INTR */
+	}
+}
+
 /* Before each entry: the VMM's window request, or the LAPIC's vector. */
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 {
 	struct kvm_run *kr = page_address(v->run);
 	struct hc_run *hr = page_address(v->vc->run);
 	struct slat_lapic *l = slat_kvm_x86_lapic(v);
+	int rc;
 
 	if (!x86_irq_ok())
 		return 0;
-	if (l)
-		x86_offer_irq(l, hr);
-	else
+	if (!l) {
 		hr->irq_window = READ_ONCE(kr->request_interrupt_window) ? 1 : 0;
-	return 0;
+		return 0;
+	}
+	rc = x86_start_events(v, l);
+	if (!rc)
+		x86_offer_irq(l, hr);
+	return rc;
 }
 
 /* The thread leaves KVM_RUN: nothing may kick it any more. */
@@ -698,7 +825,8 @@ static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
 {
 	bool if_set = hr->if_flag;
 
-	if (wait_event_interruptible(l->wq, if_set && slat_lapic_pending(l) >= 0)) {
+	if (wait_event_interruptible(l->wq, (if_set && slat_lapic_pending(l) >= 0) ||
+						slat_lapic_start_event(l))) {
 		kr->exit_reason = KVM_EXIT_INTR;
 		return -EINTR;
 	}

@@ -11,9 +11,14 @@
 // halts; then interrupts without an in-kernel irqchip (ABI 1.4): a
 // KVM_INTERRUPT while the guest's IF is 0 is delivered once it executes STI,
 // and request_interrupt_window ends KVM_RUN with KVM_EXIT_IRQ_WINDOW_OPEN when
-// the window opens. Prints one "SLAT-GUEST: kvmcheck: ..." line per check and
-// a verdict.
+// the window opens; then the in-kernel irqchip: the LAPIC's state, its timer,
+// a self IPI, an I/O APIC pin (and its state through KVM_GET/SET_IRQCHIP), an
+// MSI (KVM_SIGNAL_MSI), and INIT + STARTUP starting a second vCPU that waited
+// in KVM_RUN. Prints one "SLAT-GUEST: kvmcheck: ..." line per check and a
+// verdict.
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -58,6 +63,8 @@ static struct kvm_cpuid2 *check_system(int kvm)
 {
 	long n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_IRQCHIP);
 	check("KVM_CAP_IRQCHIP", n == 1, n, 1);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_SIGNAL_MSI);
+	check("KVM_CAP_SIGNAL_MSI", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_EXT_CPUID);
 	check("KVM_CAP_EXT_CPUID", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_NR_MEMSLOTS);
@@ -70,22 +77,27 @@ static struct kvm_cpuid2 *check_system(int kvm)
 	expect("KVM_GET_SUPPORTED_CPUID, 256 entries", ioctl(kvm, KVM_GET_SUPPORTED_CPUID, c), 0);
 	check("supported leaves: some, at most 128", c->nent > 8 && c->nent <= 128, c->nent, 128);
 	struct kvm_cpuid_entry2 *hv = leaf(c, 0x40000000, 0), *l1 = leaf(c, 1, 0);
-	check("supported 0x40000000 EBX 'Slat'", hv && hv->ebx == 0x74616c53, hv ? hv->ebx : 0,
-	      0x74616c53);
-	check("supported leaf 1: hypervisor bit, no XSAVE",
-	      l1 && (l1->ecx >> 31 & 1) && !(l1->ecx >> 26 & 1), l1 ? l1->ecx : 0, 1u << 31);
+	// The hypervisor leaf says whose /dev/kvm this is ('KVMK' in reference mode).
+	uint32_t sig = reference ? 0x4b4d564b : 0x74616c53;
+	check(reference ? "supported 0x40000000 EBX 'KVMK'" : "supported 0x40000000 EBX 'Slat'",
+	      hv && hv->ebx == sig, hv ? hv->ebx : 0, sig);
+	if (on_slat())
+		check("supported leaf 1: hypervisor bit, no XSAVE",
+		      l1 && (l1->ecx >> 31 & 1) && !(l1->ecx >> 26 & 1), l1 ? l1->ecx : 0,
+		      1u << 31);
 
 	struct {
 		struct kvm_msr_list l;
-		uint32_t idx[64];
+		uint32_t idx[256];
 	} ml = {.l.nmsrs = 1};
 	expect("KVM_GET_MSR_INDEX_LIST, room for 1", ioctl(kvm, KVM_GET_MSR_INDEX_LIST, &ml),
 	       E2BIG);
-	check("KVM_GET_MSR_INDEX_LIST count", ml.l.nmsrs == 9, ml.l.nmsrs, 9);
-	ml.l.nmsrs = 64;
+	if (on_slat()) // Slat's set of saved MSRs (KVM's is larger)
+		check("KVM_GET_MSR_INDEX_LIST count", ml.l.nmsrs == 9, ml.l.nmsrs, 9);
+	ml.l.nmsrs = 256;
 	expect("KVM_GET_MSR_INDEX_LIST", ioctl(kvm, KVM_GET_MSR_INDEX_LIST, &ml), 0);
 	bool has_lstar = false;
-	for (unsigned i = 0; i < ml.l.nmsrs && i < 64; i++)
+	for (unsigned i = 0; i < ml.l.nmsrs && i < 256; i++)
 		has_lstar |= ml.idx[i] == LSTAR;
 	check("MSR index list has LSTAR", has_lstar, has_lstar, 1);
 	return c;
@@ -212,14 +224,17 @@ static void check_state(int vcpu, struct kvm_sregs *s)
 	long_mode_sregs(s);
 	bad = *s;
 	bad.cr8 = 1;
-	expect("KVM_SET_SREGS with a TPR (no local APIC yet)", ioctl(vcpu, KVM_SET_SREGS, &bad),
-	       EINVAL);
+	if (on_slat()) // KVM takes it (and the pending interrupt below)
+		expect("KVM_SET_SREGS with a TPR (no local APIC yet)",
+		       ioctl(vcpu, KVM_SET_SREGS, &bad), EINVAL);
 	bad = *s;
 	bad.cr4 = 0; // long mode without PAE
 	expect("KVM_SET_SREGS long mode without PAE", ioctl(vcpu, KVM_SET_SREGS, &bad), EINVAL);
 	bad = *s;
 	bad.interrupt_bitmap[0] = 1;
-	expect("KVM_SET_SREGS with a pending interrupt", ioctl(vcpu, KVM_SET_SREGS, &bad), EINVAL);
+	if (on_slat())
+		expect("KVM_SET_SREGS with a pending interrupt", ioctl(vcpu, KVM_SET_SREGS, &bad),
+		       EINVAL);
 	expect("KVM_SET_SREGS long mode", ioctl(vcpu, KVM_SET_SREGS, s), 0);
 	expect("KVM_GET_SREGS again", ioctl(vcpu, KVM_GET_SREGS, &got), 0);
 	check("SREGS round trip: CR0, CR3, CR4, EFER",
@@ -228,7 +243,8 @@ static void check_state(int vcpu, struct kvm_sregs *s)
 	check("SREGS round trip: CS long, selector 8", got.cs.l == 1 && got.cs.selector == 8,
 	      got.cs.selector, 8);
 	r.rflags = 0x2 | 1u << 3; // reserved
-	expect("KVM_SET_REGS reserved RFLAGS bit", ioctl(vcpu, KVM_SET_REGS, &r), EINVAL);
+	if (on_slat())		  // KVM sets the fixed bit and takes the rest
+		expect("KVM_SET_REGS reserved RFLAGS bit", ioctl(vcpu, KVM_SET_REGS, &r), EINVAL);
 	r.rflags = 0x2;
 	r.rbx = 0x1122334455667788ull;
 	expect("KVM_SET_REGS", ioctl(vcpu, KVM_SET_REGS, &r), 0);
@@ -250,7 +266,8 @@ static void check_cpuid(int vcpu, struct kvm_cpuid2 *sup)
 		return;
 	}
 	l1->ecx |= 1u << 26; // XSAVE: Slat does not give it
-	expect("KVM_SET_CPUID2 claiming XSAVE", ioctl(vcpu, KVM_SET_CPUID2, sup), EINVAL);
+	if (on_slat())	     // KVM lets a VMM claim what it likes
+		expect("KVM_SET_CPUID2 claiming XSAVE", ioctl(vcpu, KVM_SET_CPUID2, sup), EINVAL);
 	l1->ecx &= ~(1u << 26);
 	hv->ecx = MARK_VAL;	   // not a feature register: the VMM's value
 	l2->function = 0x4000000f; // 0x80000006 left out: the guest reads zeros
@@ -286,11 +303,23 @@ static void check_msrs(int vcpu)
 	expect("KVM_SET_MSRS 257 entries", ioctl(vcpu, KVM_SET_MSRS, &b), E2BIG);
 }
 
+#define RUN_LIMIT_S 30 // a KVM_RUN that has not returned by then is ended by SIGALRM
+
+static void on_alarm(int sig)
+{
+	(void)sig; // only to end a KVM_RUN that hangs (EINTR)
+}
+
 static bool run_to(int vcpu, struct kvm_run *run, uint32_t reason, const char *what)
 {
+	alarm(RUN_LIMIT_S);
 	int rc = ioctl(vcpu, KVM_RUN, 0);
+	alarm(0);
 	bool ok = rc == 0 && run->exit_reason == reason;
 
+	if (rc < 0 && errno == EINTR)
+		say("%s: KVM_RUN still in the guest after %d s, ended by SIGALRM", what,
+		    RUN_LIMIT_S);
 	check(what, ok, rc ? (unsigned long long)-errno : run->exit_reason, reason);
 	if (!ok && run->exit_reason == KVM_EXIT_INTERNAL_ERROR)
 		say("internal error: %llx %llx %llx", (unsigned long long)run->internal.data[0],
@@ -334,10 +363,18 @@ static void check_interrupts(int vcpu, struct kvm_run *run)
 	      run->if_flag, 0);
 	struct kvm_interrupt bad = {.irq = 256};
 	expect("KVM_INTERRUPT vector 256", ioctl(vcpu, KVM_INTERRUPT, &bad), EINVAL);
-	expect("KVM_INTERRUPT 0x30 while IF is 0", ioctl(vcpu, KVM_INTERRUPT, &irq), 0);
+	// Slat holds a vector queued while IF is 0 until the guest can take it;
+	// KVM injects it at the next entry whatever IF says (a VMM must wait for
+	// ready_for_interrupt_injection) and replaces a queued one.
+	if (on_slat()) {
+		expect("KVM_INTERRUPT 0x30 while IF is 0", ioctl(vcpu, KVM_INTERRUPT, &irq), 0);
+		irq.irq = 0x31;
+		expect("KVM_INTERRUPT again before delivery", ioctl(vcpu, KVM_INTERRUPT, &irq),
+		       EEXIST);
+		check_delivered(vcpu, run, 0x15, ret_30,
+				"vector 0x30 taken after STI; NOP, not before");
+	}
 	irq.irq = 0x31;
-	expect("KVM_INTERRUPT again before delivery", ioctl(vcpu, KVM_INTERRUPT, &irq), EEXIST);
-	check_delivered(vcpu, run, 0x15, ret_30, "vector 0x30 taken after STI; NOP, not before");
 	if (!out_exit(vcpu, run, 0x17, "exit 10: OUT 0x17 after IRETQ"))
 		return;
 	check("IF 1, ready for injection", run->if_flag && run->ready_for_interrupt_injection,
@@ -398,13 +435,14 @@ static void check_run(int vcpu, struct kvm_run *run)
 	check_interrupts(vcpu, run);
 }
 
-// vCPU 0 of `vm` and its mapped struct kvm_run, or NULL.
-static struct kvm_run *new_vcpu(int kvm, int vm, int *vcpu)
+// vCPU `id` of `vm` and its mapped struct kvm_run (the whole mmap size: KVM
+// has the PIO data on the second page), or NULL.
+static struct kvm_run *new_vcpu(int kvm, int vm, int id, int *vcpu)
 {
 	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
 	void *run;
 
-	*vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
+	*vcpu = ioctl(vm, KVM_CREATE_VCPU, id);
 	if (*vcpu < 0 || sz <= 0)
 		return NULL;
 	run = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, *vcpu, 0);
@@ -414,11 +452,14 @@ static struct kvm_run *new_vcpu(int kvm, int vm, int *vcpu)
 // ---- the in-kernel irqchip: a second VM with local APIC and I/O APIC ----
 #define PD3	   0xa000u
 #define CODE2	   0x11000u
-#define STUBS2	   0x11800u // vectors 0x40, 0x41, 0x42: 0x20 bytes apart
+#define STUBS2	   0x11800u // vectors 0x40-0x43: 0x20 bytes apart
 #define TIMER_VEC  0x40
 #define IPI_VEC	   0x41
 #define PIN_VEC	   0x42
+#define MSI_VEC	   0x43
 #define IOAPIC_PIN 5
+#define AP_VEC	   0x0c // STARTUP vector: real mode at 0xc000
+#define AP_EARLY   0x0d // the STARTUP sent before INIT: 0xd000, must not run
 
 // The APIC page and the I/O APIC window, identity-mapped (2 MiB pages).
 static void map_apics(uint8_t *mem)
@@ -448,7 +489,7 @@ static size_t put(uint8_t *p, const uint8_t *b, size_t n)
 }
 
 // Where each interrupt must find the guest.
-static uint32_t rip_timer, rip_ipi, rip_pin;
+static uint32_t rip_timer, rip_ipi, rip_pin, rip_msi;
 
 static void write_code2(uint8_t *mem)
 {
@@ -457,6 +498,9 @@ static void write_code2(uint8_t *mem)
 	uint8_t *c = mem + CODE2;
 	size_t n = 0;
 
+	// Mask both 8259s, as a guest using the I/O APIC does: KVM emulates them
+	// (KVM_IRQ_LINE raises a PIC line too); Slat has none, its VMM sees the OUTs.
+	n += put(c + n, (const uint8_t[]){0xb0, 0xff, 0xe6, 0x21, 0xe6, 0xa1}, 6);
 	n += put_store(c + n, 0xfee000f0, 0x1ff);    // SVR: enabled, spurious 0xff
 	n += put(c + n, read_lvr, sizeof(read_lvr)); // OUT 0x50: the version register
 	n += put(c + n, cli, 1);
@@ -475,12 +519,31 @@ static void write_code2(uint8_t *mem)
 	n += put(c + n, (const uint8_t[]){0xe7, 0x54}, 2); // OUT 0x54: the VMM raises pin 5
 	n += put(c + n, sti_hlt, 2);
 	rip_pin = CODE2 + n;
-	n += put(c + n, (const uint8_t[]){0xe7, 0x56}, 2); // OUT 0x56: done
-	n += put(c + n, (const uint8_t[]){0xeb, 0xfe}, 2); // jmp $ (never reached)
+	n += put(c + n, cli, 1);
+	n += put(c + n, (const uint8_t[]){0xe7, 0x5a}, 2); // OUT 0x5a: the VMM signals an MSI
+	n += put(c + n, sti_hlt, 2);
+	rip_msi = CODE2 + n;
+	n += put(c + n, (const uint8_t[]){0xe7, 0x56}, 2); // OUT 0x56
+	// Start vCPU 1 (APIC ID 1): a STARTUP before any INIT (ignored), INIT
+	// assert, INIT level de-assert (no effect), STARTUP at AP_VEC.
+	n += put_store(c + n, 0xfee00310, 1u << 24);	     // ICR2: APIC 1
+	n += put_store(c + n, 0xfee00300, 0x600 | AP_EARLY); // STARTUP, no INIT yet
+	n += put_store(c + n, 0xfee00300, 0xc500);	     // INIT, level, assert
+	n += put_store(c + n, 0xfee00300, 0x8500);	     // INIT, level, de-assert
+	n += put_store(c + n, 0xfee00300, 0x600 | AP_VEC);   // STARTUP
+	n += put(c + n, (const uint8_t[]){0xe7, 0x58}, 2);   // OUT 0x58: sent
+	n += put(c + n, (const uint8_t[]){0xeb, 0xfe}, 2);   // jmp $ (never reached)
+	// The AP's real-mode code at each STARTUP vector: mov eax, val; out port,
+	// eax; hlt (IF 0: it waits there until a signal ends KVM_RUN).
+	static const uint8_t ap[] = {0x66, 0xb8, 0x34, 0x12, 0x00, 0x00,
+				     0x66, 0xe7, 0x60, 0xf4, 0xeb, 0xfd};
+	memcpy(mem + (AP_VEC << 12), ap, sizeof(ap));
+	memcpy(mem + (AP_EARLY << 12), ap, sizeof(ap));
+	mem[(AP_EARLY << 12) + 8] = 0x61; // out 0x61: started by the early STARTUP
 
 	// Each handler: push rax, rcx; report its return RIP on port 0x51 + 2 * i;
 	// EOI; pop; iretq.
-	for (unsigned i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < 4; i++) {
 		static const uint8_t h0[] = {0x50, 0x51, 0x48, 0x8b, 0x44, 0x24, 0x10, 0xe7, 0x00};
 		static const uint8_t h1[] = {0x59, 0x58, 0x48, 0xcf};
 		uint8_t *s = mem + STUBS2 + 0x20 * i;
@@ -499,8 +562,23 @@ static uint32_t expect_out(int vcpu, struct kvm_run *run, uint16_t port, const c
 	return out_exit(vcpu, run, port, what) ? io_out(run, port) : 0xdeadbeef;
 }
 
+// One OUT of a byte to `port` (the VMM's exit: the PIC ports on Slat).
+static void byte_out(int vcpu, struct kvm_run *run, uint16_t port, uint8_t val)
+{
+	bool io = run_to(vcpu, run, KVM_EXIT_IO, "PIC mask: an OUT to the VMM");
+	uint8_t got = io ? *((const uint8_t *)run + run->io.data_offset) : 0;
+
+	check("PIC mask: the byte and port",
+	      io && run->io.port == port && run->io.size == 1 && got == val, io ? run->io.port : 0,
+	      port);
+}
+
 static void run_irqchip_guest(int vm, int vcpu, struct kvm_run *run)
 {
+	if (!reference) { // Slat has no 8259: its ports are the VMM's
+		byte_out(vcpu, run, 0x21, 0xff);
+		byte_out(vcpu, run, 0xa1, 0xff);
+	}
 	uint32_t v = expect_out(vcpu, run, 0x50, "irqchip exit 1: OUT 0x50");
 	check("LAPIC version register", v == 0x50014, v, 0x50014);
 	v = expect_out(vcpu, run, 0x51, "timer interrupt: handler's OUT 0x51");
@@ -515,10 +593,25 @@ static void run_irqchip_guest(int vm, int vcpu, struct kvm_run *run)
 	line.level = 0;
 	expect("KVM_IRQ_LINE pin 5 down", ioctl(vm, KVM_IRQ_LINE, &line), 0);
 	line.irq = 24;
-	expect("KVM_IRQ_LINE pin 24", ioctl(vm, KVM_IRQ_LINE, &line), EINVAL);
+	if (on_slat()) // KVM: a GSI with no route does nothing
+		expect("KVM_IRQ_LINE pin 24", ioctl(vm, KVM_IRQ_LINE, &line), EINVAL);
 	v = expect_out(vcpu, run, 0x55, "I/O APIC pin 5: handler's OUT 0x55");
 	check("pin 5 taken at the HLT after STI", v == rip_pin, v, rip_pin);
-	expect_out(vcpu, run, 0x56, "irqchip guest done: OUT 0x56");
+	if (expect_out(vcpu, run, 0x5a, "OUT 0x5a (IF 0)") == 0xdeadbeef)
+		return;
+	struct kvm_msi msi = {.address_lo = 0xfed00000, .data = MSI_VEC};
+	if (on_slat()) { // KVM decodes any address, and ignores device IDs on x86
+		expect("KVM_SIGNAL_MSI outside 0xfeeXXXXX", ioctl(vm, KVM_SIGNAL_MSI, &msi),
+		       EINVAL);
+		msi = (struct kvm_msi){.address_lo = 0xfee00000, .data = MSI_VEC, .flags = 1};
+		expect("KVM_SIGNAL_MSI with a device ID", ioctl(vm, KVM_SIGNAL_MSI, &msi), EINVAL);
+	}
+	msi = (struct kvm_msi){.address_lo = 0xfee00000, .data = MSI_VEC};
+	long n = ioctl(vm, KVM_SIGNAL_MSI, &msi);
+	check("KVM_SIGNAL_MSI to APIC 0: delivered to 1", n == 1, n, 1);
+	v = expect_out(vcpu, run, 0x57, "MSI: handler's OUT 0x57");
+	check("MSI taken at the HLT after STI", v == rip_msi, v, rip_msi);
+	expect_out(vcpu, run, 0x56, "irqchip guest: OUT 0x56");
 }
 
 #define LAPIC_REG(st, off) (*(uint32_t *)((st)->regs + (off)))
@@ -529,6 +622,8 @@ static void check_lapic_state(int vcpu, const struct kvm_lapic_state *reset)
 {
 	struct kvm_lapic_state st = *reset;
 
+	if (!on_slat()) // KVM lets the ID change and takes vectors below 16
+		return;
 	LAPIC_REG(&st, 0x20) = 1u << 24;
 	expect("KVM_SET_LAPIC with another APIC ID", ioctl(vcpu, KVM_SET_LAPIC, &st), EINVAL);
 	st = *reset;
@@ -542,6 +637,119 @@ static void check_lapic_state(int vcpu, const struct kvm_lapic_state *reset)
 	uint32_t esr = LAPIC_REG(&st, 0x280), irr0 = LAPIC_REG(&st, 0x200);
 	check("illegal vector 5: ESR bit 6, nothing in IRR", (esr & 0x40) && !irr0, esr, 0x40);
 	expect("KVM_SET_LAPIC back to the reset state", ioctl(vcpu, KVM_SET_LAPIC, reset), 0);
+}
+
+// ---- INIT and STARTUP: the irqchip guest starts vCPU 1 ----
+struct ap_run {
+	int vcpu;
+	struct kvm_run *run;
+	pthread_t thread;
+	long rc;
+	int err;
+	volatile int done;
+};
+
+static void on_usr1(int sig)
+{
+	(void)sig; // only to end a blocked KVM_RUN with EINTR
+}
+
+static void *ap_thread(void *arg)
+{
+	struct ap_run *a = arg;
+	sigset_t alrm;
+
+	sigemptyset(&alrm); // SIGALRM is the main thread's (run_to)
+	sigaddset(&alrm, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &alrm, NULL);
+	do { // KVM returns EAGAIN when INIT ends the wait of an UNINITIALIZED vCPU
+		a->rc = ioctl(a->vcpu, KVM_RUN, 0);
+		a->err = errno;
+	} while (a->rc == -1 && a->err == EAGAIN);
+	a->done = 1;
+	return NULL;
+}
+
+// Waits up to `ms` for the AP's KVM_RUN; then SIGUSR1 ends it (EINTR).
+static void ap_join(struct ap_run *a, unsigned ms)
+{
+	for (unsigned t = 0; t < ms && !a->done; t += 10)
+		usleep(10000);
+	while (!a->done) {
+		pthread_kill(a->thread, SIGUSR1);
+		usleep(10000);
+	}
+	pthread_join(a->thread, NULL);
+}
+
+static bool ap_start(struct ap_run *a)
+{
+	struct sigaction sa = {.sa_handler = on_usr1}; // no SA_RESTART
+
+	sigaction(SIGUSR1, &sa, NULL);
+	a->done = 0;
+	return pthread_create(&a->thread, NULL, ap_thread, a) == 0;
+}
+
+// vCPU 1 exists before the guest runs; it waits in KVM_RUN for STARTUP.
+static void check_ap_started(struct ap_run *a)
+{
+	struct kvm_mp_state mp;
+	struct kvm_sregs s;
+
+	ap_join(a, 20000);
+	bool io = a->rc == 0 && a->run->exit_reason == KVM_EXIT_IO;
+	uint16_t port = io ? a->run->io.port : 0;
+	if (!io)
+		say("AP's KVM_RUN: %ld (%s), exit reason %u", a->rc, strerror(a->err),
+		    a->run->exit_reason);
+	check("AP started by INIT + STARTUP: its OUT 0x60 (0x61: the early STARTUP ran)",
+	      io && port == 0x60, port, 0x60);
+	check("AP's OUT value", io && io_out(a->run, port) == 0x1234, io ? io_out(a->run, port) : 0,
+	      0x1234);
+	expect("AP: KVM_GET_SREGS", ioctl(a->vcpu, KVM_GET_SREGS, &s), 0);
+	check("AP in real mode at CS 0x0c00, base 0xc000",
+	      s.cs.selector == AP_VEC << 8 && s.cs.base == AP_VEC << 12 && !(s.cr0 & 1), s.cs.base,
+	      AP_VEC << 12);
+	expect("AP: KVM_GET_MP_STATE", ioctl(a->vcpu, KVM_GET_MP_STATE, &mp), 0);
+	check("AP runnable after STARTUP", mp.mp_state == KVM_MP_STATE_RUNNABLE, mp.mp_state,
+	      KVM_MP_STATE_RUNNABLE);
+	// Its HLT with IF 0 waits in the kernel; a signal ends KVM_RUN.
+	if (!ap_start(a))
+		return;
+	ap_join(a, 200);
+	check("AP's HLT ended by a signal: EINTR, KVM_EXIT_INTR",
+	      a->rc == -1 && a->err == EINTR && a->run->exit_reason == KVM_EXIT_INTR, a->err,
+	      EINTR);
+}
+
+// KVM_GET/SET_IRQCHIP: the I/O APIC's image round-trips; there is no PIC.
+static void check_ioapic_state(int vm)
+{
+	struct kvm_irqchip chip = {.chip_id = KVM_IRQCHIP_PIC_MASTER};
+
+	if (on_slat()) // KVM's irqchip has two 8259s
+		expect("KVM_GET_IRQCHIP: PIC (there is none)", ioctl(vm, KVM_GET_IRQCHIP, &chip),
+		       EINVAL);
+	chip.chip_id = KVM_IRQCHIP_IOAPIC;
+	expect("KVM_GET_IRQCHIP: I/O APIC", ioctl(vm, KVM_GET_IRQCHIP, &chip), 0);
+	struct kvm_ioapic_state *io = &chip.chip.ioapic;
+	check("I/O APIC at 0xfec00000, pin 5 masked",
+	      io->base_address == 0xfec00000 && io->redirtbl[5].bits == 1u << 16,
+	      io->redirtbl[5].bits, 1u << 16);
+	struct kvm_irqchip moved = chip;
+	moved.chip.ioapic.base_address = 0xfec01000;
+	if (on_slat()) // KVM lets it move
+		expect("KVM_SET_IRQCHIP moving the I/O APIC", ioctl(vm, KVM_SET_IRQCHIP, &moved),
+		       EINVAL);
+	struct kvm_irqchip set = chip;
+	set.chip.ioapic.redirtbl[7].bits = 0x10047; // masked, vector 0x47
+	expect("KVM_SET_IRQCHIP: pin 7", ioctl(vm, KVM_SET_IRQCHIP, &set), 0);
+	struct kvm_irqchip back = {.chip_id = KVM_IRQCHIP_IOAPIC};
+	expect("KVM_GET_IRQCHIP after it", ioctl(vm, KVM_GET_IRQCHIP, &back), 0);
+	check("pin 7 as set", back.chip.ioapic.redirtbl[7].bits == 0x10047,
+	      back.chip.ioapic.redirtbl[7].bits, 0x10047);
+	expect("KVM_SET_IRQCHIP: back", ioctl(vm, KVM_SET_IRQCHIP, &chip), 0);
 }
 
 static void check_irqchip(int kvm, struct kvm_sregs *s)
@@ -567,7 +775,7 @@ static void check_irqchip(int kvm, struct kvm_sregs *s)
 	write_code2(mem);
 	expect("irqchip VM: region", region(vm, 0, 0, 0, MEM_SZ, mem), 0);
 	int vcpu;
-	struct kvm_run *run = new_vcpu(kvm, vm, &vcpu);
+	struct kvm_run *run = new_vcpu(kvm, vm, 0, &vcpu);
 	if (!run) {
 		check("irqchip vCPU", false, 0, 1);
 		return;
@@ -578,29 +786,52 @@ static void check_irqchip(int kvm, struct kvm_sregs *s)
 	struct kvm_interrupt irq = {.irq = 0x30};
 	expect("KVM_INTERRUPT with an in-kernel LAPIC", ioctl(vcpu, KVM_INTERRUPT, &irq), ENXIO);
 	check_lapic_state(vcpu, &ls);
-	s->idt.limit = 16 * 0x43 - 1;
+	check_ioapic_state(vm);
+	s->idt.limit = 16 * 0x44 - 1;
 	struct kvm_regs r = {.rip = CODE2, .rflags = 0x2, .rsp = STACK_TOP};
 	expect("irqchip vCPU: SREGS", ioctl(vcpu, KVM_SET_SREGS, s), 0);
 	expect("irqchip vCPU: REGS", ioctl(vcpu, KVM_SET_REGS, &r), 0);
+	struct ap_run ap;
+	struct kvm_mp_state mp = {.mp_state = 99};
+	ap.run = new_vcpu(kvm, vm, 1, &ap.vcpu);
+	expect("vCPU 1: KVM_GET_MP_STATE", ioctl(ap.vcpu, KVM_GET_MP_STATE, &mp), 0);
+	check("vCPU 1 waits for STARTUP (UNINITIALIZED)", mp.mp_state == KVM_MP_STATE_UNINITIALIZED,
+	      mp.mp_state, KVM_MP_STATE_UNINITIALIZED);
+	bool ap_ok = ap.run && ap_start(&ap);
+	check("vCPU 1 and its thread", ap_ok, 0, 1);
 	run_irqchip_guest(vm, vcpu, run);
+	if (ap_ok) {
+		expect_out(vcpu, run, 0x58, "INIT and STARTUP sent: OUT 0x58");
+		check_ap_started(&ap);
+		close(ap.vcpu);
+	}
 	close(vcpu);
 	close(vm);
 	munmap(mem, MEM_SZ);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 
+	reference = argc == 2 && !strcmp(argv[1], "--reference");
 	if (kvm < 0) {
 		say("cannot open /dev/kvm: %s", strerror(errno));
 		return 2;
 	}
+	if (reference)
+		say("reference mode: Linux's KVM (checks of Slat's own choices left out)");
+	struct sigaction sa = {.sa_handler = on_alarm}; // no SA_RESTART: KVM_RUN ends
+	sigaction(SIGALRM, &sa, NULL);
 	struct kvm_cpuid2 *sup = check_system(kvm);
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	expect("KVM_CREATE_VM", vm, 0);
 	struct kvm_irq_level line = {.irq = 5, .level = 1};
 	expect("KVM_IRQ_LINE without an irqchip", ioctl(vm, KVM_IRQ_LINE, &line), ENXIO);
+	struct kvm_msi msi = {.address_lo = 0xfee00000, .data = 0x30};
+	expect("KVM_SIGNAL_MSI without an irqchip", ioctl(vm, KVM_SIGNAL_MSI, &msi), EINVAL);
+	struct kvm_irqchip chip = {.chip_id = KVM_IRQCHIP_IOAPIC};
+	expect("KVM_GET_IRQCHIP without an irqchip", ioctl(vm, KVM_GET_IRQCHIP, &chip), ENXIO);
 	expect("KVM_SET_TSS_ADDR", ioctl(vm, KVM_SET_TSS_ADDR, 0xfffbd000), 0);
 	uint8_t *mem =
 	    mmap(NULL, MEM_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -610,7 +841,7 @@ int main(void)
 	write_code(mem);
 	expect("KVM_SET_USER_MEMORY_REGION 0..2 MiB", region(vm, 0, 0, 0, MEM_SZ, mem), 0);
 	int vcpu;
-	struct kvm_run *run = new_vcpu(kvm, vm, &vcpu);
+	struct kvm_run *run = new_vcpu(kvm, vm, 0, &vcpu);
 	if (!run) {
 		say("vCPU: %s", strerror(errno));
 		return 2;

@@ -4,7 +4,8 @@
 # script (tests/boot/t_NAME.sh), boot once, then state expectations:
 #
 #   . "$(dirname "$0")/lib.sh"
-#   boot_qemu_arm64 cortex-a72                  # or boot_qemu_x86 / boot_bochs
+#   boot_qemu_arm64 cortex-a72                  # or boot_qemu_x86 / boot_bochs /
+#                                               # boot_qemu_x86_kernel (no Slat)
 #   expect 'arm64: CurrentEL EL2'               # extended regex, some line
 #   expect_literal 'VHE no'                     # fixed string, some line
 #   expect_in_order '^Slat ' 'memmap:' 'powering off'   # regexes, in this order
@@ -104,6 +105,19 @@ boot_qemu_x86() {
 	_boot_ensure_esp x86_64
 	EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU x86_64 -cpu $cpu" \
 		emu_qemu_x86 batch "$BOOT_LOG" "$BOOT_ESP" "$cpu" "$@"
+}
+
+# boot_qemu_x86_kernel CPU CMDLINE: QEMU x86-64 (TCG) loads the guest kernel
+# and initramfs itself: no firmware and no Slat (the reference runs).
+boot_qemu_x86_kernel() {
+	local g="$BOOT_TOP/build/guest/x86_64"
+	make -s -C "$BOOT_TOP" guest-x86_64 >"$BOOT_DIR/guest.out" 2>&1 || {
+		cat "$BOOT_DIR/guest.out" >&2
+		echo "boot: building the x86_64 guest failed" >&2
+		exit 1
+	}
+	EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU x86_64 -cpu $1, the kernel without Slat" \
+		emu_qemu_x86_kernel batch "$BOOT_LOG" "$1" "$g/vmlinuz" "$g/initrd.img" "$2"
 }
 
 # boot_bochs MODEL [BXRC LINES...]: Bochs with OVMF (the VT-x path).
