@@ -6,7 +6,8 @@
 # build/guest/ARCH/kvm-selftests/:
 #
 #   kvm_create_max_vcpus  memslot_modification_stress_test  memslot_perf_test
-#   set_memory_region_test (x86_64 only)  aarch64/psci_test (aarch64 only)
+#   set_memory_region_test, x86_64/xapic_ipi_test (x86_64 only)
+#   aarch64/psci_test (aarch64 only)
 #
 # The linux-source-6.1 .deb is downloaded once (apt-get download, into the
 # build/guest/dl/ cache tools/guest.sh uses) and only the parts of its tarball
@@ -44,7 +45,7 @@ aarch64)
 	;;
 x86_64)
 	karch=x86_64 cross=
-	tests+=(set_memory_region_test)
+	tests+=(set_memory_region_test x86_64/xapic_ipi_test)
 	;;
 *)
 	echo "kvm-selftests.sh: unknown arch '$arch' (aarch64 or x86_64)" >&2

@@ -111,12 +111,27 @@ bool x86_pat_ok(uint64_t pat)
 	return true;
 }
 
+// IA32_APIC_BASE of a secondary: the xAPIC at its reset base, enabled, BSP on
+// vCPU 0 (as KVM_GET_SREGS reports it). The guest may write the value it
+// reads (a no-op); moving, disabling or x2APIC mode: #GP (not emulated).
+static bool apic_base_msr(struct vcpu *v, bool write, uint64_t *val)
+{
+	uint64_t reset = 0xfee00800ull | (v->index == 0 ? 0x100ull : 0);
+
+	if (write)
+		return *val == reset;
+	*val = reset;
+	return true;
+}
+
 bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 {
 	if (msr == MSR_TSC && !write) {
 		*val = rdtsc();
 		return true;
 	}
+	if (msr == MSR_IA32_APIC_BASE)
+		return apic_base_msr(v, write, val);
 	if (write && msr == MSR_EFER && !efer_write_ok(v, *val))
 		return false;
 	return x86_hv_ops_of()->msr(v, msr, write, val);

@@ -6,7 +6,7 @@
 #   kvm_expect_pass ARCH   every selftest passes under Slat by its own verdict;
 #                          the capability-missing runs skip or fail cleanly
 #                          (ARCH aarch64: psci_test too; x86_64:
-#                          set_memory_region_test too)
+#                          set_memory_region_test and xapic_ipi_test too)
 
 kvm_expect_pass() {
 	local t psci=() smrt=()
@@ -18,7 +18,11 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: set_memory_region_test: Adding slots 0\.\.32763, each memory region with 2048K size' \
 		'^SLAT-GUEST: kvm: set_memory_region_test: Testing MOVE of in-use region, 10 loops' \
 		'^SLAT-GUEST: kvm: set_memory_region_test: Testing DELETE of in-use region, 10 loops' \
-		'^SLAT-GUEST: kvm: set_memory_region_test exit 0$')
+		'^SLAT-GUEST: kvm: set_memory_region_test exit 0$' \
+		'^SLAT-GUEST: kvm: xapic_ipi_test: Halter vCPU thread reported its APIC ID: 0 ' \
+		'^SLAT-GUEST: kvm: xapic_ipi_test: Test successful after running for 5 seconds\.' \
+		'^SLAT-GUEST: kvm: xapic_ipi_test: Halting vCPU halted [1-9][0-9]* times, woke [1-9][0-9]* times, received [1-9][0-9]* IPIs\.' \
+		'^SLAT-GUEST: kvm: xapic_ipi_test exit 0$')
 	expect_in_order '^SLAT-GUEST: kvm on ' \
 		'^SLAT-GUEST: dmesg: slat: /dev/kvm ready \(KVM API 12, 256 vCPUs, 32764 slots per VM\)$' \
 		'^SLAT-GUEST: kvmcheck: PASS \([0-9]+ checks, 0 failed\)$' \

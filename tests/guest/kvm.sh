@@ -40,7 +40,11 @@ aarch64) mode="-m 5" ;; # P40V48_4K: the default VM type
 esac
 run memslot_modification_stress_test $mode -i 20 -v 2 -b 8M
 case $(uname -m) in
-x86_64) run set_memory_region_test ;;
+x86_64)
+	run set_memory_region_test
+	# IPIs from one vCPU to another halted in HLT, through the module's LAPICs.
+	run xapic_ipi_test -s 5
+	;;
 esac
 # Every sub-test (map, unmap, unmap chunked, move active, move inactive, RW)
 # at 64 slots, one run of one second each (-l 1 -r 1), with the host-side
