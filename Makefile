@@ -8,6 +8,7 @@
 #                   ACCEL=kvm: nested under the host's KVM, see mk/boot.mk)
 #   make test       unit tests (ASan+UBSan, TSan) and emulator boot tests
 #   make unit       unit tests only;  make boot-test  boot tests only
+#   make test-slow  boot tests too slow for CI (tests/slow: VT-x KVM selftests in Bochs)
 #   make bench      benchmarks (JSON + plots in build/bench/)
 #   make fmt        clang-format every C source and header
 #   make compile_commands.json   for editors (clangd)
@@ -24,7 +25,7 @@ V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
 .DEFAULT_GOAL := all
-.PHONY: all deps run test unit boot-test bench fmt clean distclean
+.PHONY: all deps run test test-slow unit boot-test bench fmt clean distclean
 
 # Stamp so that deps.sh runs once per checkout unless the script changes.
 DEPS_STAMP := $(BUILD)/deps/.stamp
@@ -44,6 +45,9 @@ all: $(EFI_IMAGES)
 
 test: deps
 	$(Q)bash tests/run.sh $(TEST_STAGES)
+
+test-slow: deps
+	$(Q)bash tests/run.sh slow
 
 fmt:
 	$(Q)git ls-files '*.c' '*.h' | xargs clang-format -i

@@ -6,8 +6,9 @@
 # Stages: unit (cmocka under ASan+UBSan, *_mt tests also under TSan; mm/'s
 #         call graph has no loop: tools/mm_callgraph.py),
 #         boot (emulator boot tests, tests/boot/t_*.sh),
-#         bench (the quick benchmark run produces valid JSON; no timings judged).
-# Without arguments all stages run. The last line is "N passed, N failed".
+#         bench (the quick benchmark run produces valid JSON; no timings judged),
+#         slow (tests/slow/t_*.sh: boot tests too slow for CI, `make test-slow`).
+# Without arguments unit, boot and bench run. The last line is "N passed, N failed".
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,10 +72,10 @@ stage_unit() {
 	for b in build/hosted/tsan/bin/test_*; do [ -x "$b" ] && run_cmocka "$b" tsan; done
 }
 
-stage_boot() {
-	echo "== emulator boot tests"
+# run_boot_tests DIR: every DIR/t_*.sh (each bounded by its own BOOT_TIMEOUT).
+run_boot_tests() {
 	local t name start
-	for t in tests/boot/t_*.sh; do
+	for t in "$1"/t_*.sh; do
 		[ -e "$t" ] || continue
 		name=$(basename "$t" .sh)
 		start=$SECONDS
@@ -87,6 +88,17 @@ stage_boot() {
 			tail -n 40 "$out/boot-$name.out" | sed 's/^/      /'
 		fi
 	done
+}
+
+stage_boot() {
+	echo "== emulator boot tests"
+	run_boot_tests tests/boot
+}
+
+# Not in the default stages: boot tests too slow for CI (`make test-slow`).
+stage_slow() {
+	echo "== slow emulator boot tests (tests/slow: Bochs runs of the full suites)"
+	run_boot_tests tests/slow
 }
 
 stage_bench() {
@@ -106,7 +118,7 @@ stages=("$@")
 [ "${#stages[@]}" -eq 0 ] && stages=(unit boot bench)
 for s in "${stages[@]}"; do
 	case "$s" in
-	unit | boot | bench) "stage_$s" ;;
+	unit | boot | bench | slow) "stage_$s" ;;
 	*) echo "run.sh: unknown stage '$s'" >&2; exit 2 ;;
 	esac
 done
