@@ -240,7 +240,7 @@ static void init_ipi(struct slat_lapic *l)
 	kick(l);
 }
 
-/* STARTUP: taken only by a vCPU waiting after INIT, else ignored (SDM 8.4.4). */
+/* STARTUP: taken only by a vCPU waiting after INIT, else ignored (as KVM). */
 static void startup_ipi(struct slat_lapic *l, u8 vector)
 {
 	unsigned long f;

@@ -722,8 +722,8 @@ static void x86_offer_irq(struct slat_lapic *l, struct hc_run *hr)
 /*
  * INIT and STARTUP, applied by the vCPU's own thread (Slat's registers change
  * only while the vCPU is stopped): INIT loads the reset state, STARTUP real
- * mode at vector << 12 (CS = vector << 8, IP 0: SDM 8.4.4.1); anything the
- * old state had offered to Slat is dropped.
+ * mode at vector << 12 (CS = vector << 8, IP 0: the SDM's MP start-up);
+ * anything the old state had offered to Slat is dropped.
  */
 static int x86_apply_start(struct slat_kvm_vcpu *v, bool init, int sipi)
 {
