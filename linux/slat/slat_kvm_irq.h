@@ -51,6 +51,13 @@ struct slat_lapic {
 #define SLAT_DM_INIT	5
 #define SLAT_DM_STARTUP 6
 
+/* The modes above are emulated; NMI, SMI and ExtINT are not. */
+static inline bool slat_dm_emulated(u32 mode)
+{
+	return mode == SLAT_DM_FIXED || mode == SLAT_DM_LOWEST || mode == SLAT_DM_INIT ||
+	       mode == SLAT_DM_STARTUP;
+}
+
 struct slat_ioapic {
 	spinlock_t lock;
 	u32 id, ioregsel;

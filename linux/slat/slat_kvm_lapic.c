@@ -273,8 +273,7 @@ static void send_ipi(struct slat_lapic *l, u32 icr, u32 dest)
 	struct slat_lapic *o;
 	unsigned long id;
 
-	if (mode != SLAT_DM_FIXED && mode != SLAT_DM_LOWEST && mode != SLAT_DM_INIT &&
-	    mode != SLAT_DM_STARTUP) {
+	if (!slat_dm_emulated(mode)) {
 		pr_info_once("slat: LAPIC: ICR delivery mode %u (NMI/SMI) not emulated\n", mode);
 		return;
 	}
@@ -433,6 +432,12 @@ bool slat_lapic_take_start(struct slat_lapic *l, bool *init, int *sipi)
 	unsigned long f;
 	bool run;
 
+	*init = false;
+	*sipi = -1;
+	/* Every entry comes here: a running vCPU with nothing new takes no lock
+	 * (an INIT or STARTUP set meanwhile kicks it back to this check). */
+	if (READ_ONCE(l->mp_state) == KVM_MP_STATE_RUNNABLE && !slat_lapic_start_event(l))
+		return true;
 	spin_lock_irqsave(&l->lock, f);
 	*init = l->init_pending;
 	*sipi = l->sipi_vector;

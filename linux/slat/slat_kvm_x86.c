@@ -122,8 +122,7 @@ static long x86_signal_msi(struct slat_vm *vm, void __user *up)
 	if (m.flags || m.address_hi || (m.address_lo >> 20) != 0xfee)
 		return -EINVAL; /* no device IDs, no x2APIC destinations */
 	mode = m.data >> 8 & 7;
-	if (mode != SLAT_DM_FIXED && mode != SLAT_DM_LOWEST && mode != SLAT_DM_INIT &&
-	    mode != SLAT_DM_STARTUP) {
+	if (!slat_dm_emulated(mode)) {
 		pr_info_once("slat: MSI delivery mode %u (NMI/SMI/ExtINT) not emulated\n", mode);
 		return 0;
 	}
