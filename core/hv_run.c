@@ -33,6 +33,31 @@ static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
 		hv_page_free(ctx, pa + i * HV_PAGE);
 }
 
+// A kick can merge with one already pending at the target (x86: NMIs that
+// arrive while one is held merge) and so be lost: the waiter kicks again
+// every HV_REKICK relaxes, and reports a vCPU that stays in guest mode for
+// HV_KICK_REPORT of them.
+#define HV_REKICK      (1u << 16)
+#define HV_KICK_REPORT (1u << 24)
+static struct log_once hv_kick_logged;
+
+// Waits for one vCPU that was in guest mode at exit count `seq` to leave.
+static void kick_wait_vcpu(struct hv_vm *vm, struct hv_vcpu *v, uint64_t seq)
+{
+	uint64_t n = 0;
+
+	while (__atomic_load_n(&v->in_guest, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&v->exit_seq, __ATOMIC_ACQUIRE) == seq) {
+		arch_hv_relax();
+		if (++n % HV_REKICK == 0)
+			arch_hv_kick_pcpu(__atomic_load_n(&v->pcpu, __ATOMIC_RELAXED));
+		if (n == HV_KICK_REPORT && log_once_first(&hv_kick_logged, vm->vm.id))
+			log_err("hv: vm %u vcpu%u on CPU %u has not left guest mode after %u "
+				"kicks; still kicking\n",
+				vm->vm.id, v->vcpu.index, v->pcpu, HV_KICK_REPORT / HV_REKICK);
+	}
+}
+
 // Waits until every vCPU of `vm` that was in guest mode has left it once.
 static void kick_and_wait(struct hv_vm *vm)
 {
@@ -46,9 +71,7 @@ static void kick_and_wait(struct hv_vm *vm)
 				continue;
 			uint64_t seq = __atomic_load_n(&v->exit_seq, __ATOMIC_ACQUIRE);
 			arch_hv_kick_pcpu(__atomic_load_n(&v->pcpu, __ATOMIC_RELAXED));
-			while (__atomic_load_n(&v->in_guest, __ATOMIC_ACQUIRE) &&
-			       __atomic_load_n(&v->exit_seq, __ATOMIC_ACQUIRE) == seq)
-				arch_hv_relax();
+			kick_wait_vcpu(vm, v, seq);
 		}
 	}
 }

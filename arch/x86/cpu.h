@@ -162,6 +162,26 @@ X86_READ_SEL(ldtr, "sldt")
 X86_READ_SEL(tr, "str")
 #undef X86_READ_SEL
 
+// An IRET to the next instruction, on the current stack: ends the NMI
+// blocking a VM exit caused by an NMI leaves in effect (VT-x keeps NMIs
+// blocked after such an exit until the next IRET, as if the host's own NMI
+// handler had run). Needs no red zone (Slat builds with -mno-red-zone).
+static inline void x86_nmi_unblock(void)
+{
+	__asm__ volatile("mov %%ss, %%eax\n\t"
+			 "push %%rax\n\t"
+			 "push %%rsp\n\t"
+			 "addq $8, (%%rsp)\n\t"
+			 "pushfq\n\t"
+			 "mov %%cs, %%eax\n\t"
+			 "push %%rax\n\t"
+			 "lea 1f(%%rip), %%rax\n\t"
+			 "push %%rax\n\t"
+			 "iretq\n"
+			 "1:" ::
+			     : "rax", "memory", "cc");
+}
+
 static inline void pause(void)
 {
 	__asm__ volatile("pause" ::: "memory");

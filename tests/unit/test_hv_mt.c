@@ -6,7 +6,9 @@
 // hardware does) and drop it only when hv_vcpu_enter says flush. The main
 // thread adds, moves and deletes slots meanwhile. Property: once a DELETE or
 // MOVE has returned, no vCPU uses a translation of the old range, cached or
-// not; every deposited page comes back at the end. Runs under TSan too.
+// not; every deposited page comes back at the end. Second: a kick that is
+// lost (merged into one the target had pending, as NMIs merge) is sent again,
+// so the flusher's wait ends. Runs under TSan too.
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -250,10 +252,96 @@ static void test_delete_move_vs_running_vcpus(void **state)
 	free(ram);
 }
 
+// ---- a lost kick ---------------------------------------------------------------------
+// The guest stays in guest mode until it sees a kick, and drops the first
+// one it sees (a kick merged into one already pending): only a second kick
+// gets it out. Without the waiter's re-kick the DELETE below never returns
+// (the unit watchdog fails the test).
+static uint32_t lossy_in_guest, lossy_dropped;
+static int64_t lossy_run_rc = 1;
+
+static int lossy_guest(struct vcpu *v, struct hc_run *run)
+{
+	unsigned cpu = arch_hv_pcpu();
+	struct hv_entry e;
+	// A page mapped first (an entry takes the root, a fault maps gpa 0): the
+	// DELETE then has a translation to flush.
+	int r = hv_vcpu_enter(v, &e);
+
+	if (r)
+		return r;
+	hv_vcpu_exited(v);
+	if (hv_vcpu_fault(v, 0, true, false) != S2_FAULT_MAPPED)
+		return HC_E_INVAL;
+	r = hv_vcpu_enter(v, &e);
+	if (r)
+		return r;
+	__atomic_store_n(&lossy_in_guest, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		if (__atomic_exchange_n(&host_hv_kick_flag[cpu], 0, __ATOMIC_ACQ_REL)) {
+			if (!__atomic_exchange_n(&lossy_dropped, 1, __ATOMIC_ACQ_REL))
+				continue; // the first kick is lost
+			break;
+		}
+		sched_yield();
+	}
+	hv_vcpu_exited(v);
+	run->reason = HC_EXIT_PREEMPTED;
+	return HC_OK;
+}
+
+static void *lossy_thread(void *arg)
+{
+	uint64_t reason;
+
+	host_hv_set_pcpu(1);
+	lossy_run_rc = call(HC_VCPU_RUN, vm_id, 0, run_pages[0], 0, 0, 0, &reason);
+	return NULL;
+}
+
+static void test_lost_kick_is_sent_again(void **state)
+{
+	ram = aligned_alloc(2 << 20, RAM_SIZE);
+	assert_non_null(ram);
+	memset(ram, 0, RAM_SIZE);
+	ram_pa = (uint64_t)(uintptr_t)ram;
+	next_free = ram_pa;
+	const uint64_t r[1][2] = {{ram_pa, RAM_SIZE}};
+	const uint64_t s[1][2] = {{ram_pa + RAM_SIZE - SLAT_SIZE, SLAT_SIZE}};
+	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4};
+	assert_int_equal(hv_init(&b), 0);
+	host_hv_guest = lossy_guest;
+	host_hv_kicks = 0;
+	uint64_t dep = prim_pages(256);
+	assert_int_equal(call(HC_DEPOSIT, dep, 256, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(call(HC_VM_CREATE, 0, 1, 0, 0, 0, 0, &vm_id), HC_OK);
+	assert_int_equal(call(HC_VCPU_CREATE, vm_id, 0, 0, 0, 0, 0, NULL), HC_OK);
+	run_pages[0] = prim_pages(1);
+	assert_int_equal(call(HC_SLOT_SET, vm_id, 0, HC_SLOT_ADD, 0, slot_frames(), SLOT_PG, NULL),
+			 HC_OK);
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, lossy_thread, NULL), 0);
+	while (!__atomic_load_n(&lossy_in_guest, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&lossy_run_rc, __ATOMIC_ACQUIRE) == 1)
+		sched_yield();
+	assert_int_equal(lossy_run_rc, 1); // still running
+	assert_int_equal(lossy_in_guest, 1);
+	// The delete flushes the VM: it kicks the vCPU and waits for its exit.
+	assert_int_equal(call(HC_SLOT_SET, vm_id, 0, HC_SLOT_DELETE, 0, 0, 0, NULL), HC_OK);
+	pthread_join(t, NULL);
+	print_message("kicks %lu\n", (unsigned long)host_hv_kicks);
+	assert_int_equal(lossy_run_rc, HC_OK);
+	assert_int_equal(lossy_dropped, 1);
+	assert_true(host_hv_kicks >= 2);
+	assert_int_equal(call(HC_VM_DESTROY, vm_id, 0, 0, 0, 0, 0, NULL), HC_OK);
+	free(ram);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_delete_move_vs_running_vcpus),
+	    cmocka_unit_test(test_lost_kick_is_sent_again),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -392,9 +392,6 @@ void vmx_host_nmi(void)
 		x86_nmi_raise(&v->arch.nmi);
 }
 
-#define INTERRUPTIBILITY_MOV_SS (1u << 1)
-#define INTERRUPTIBILITY_NMI	(1u << 3)
-
 // Before an entry: inject a held NMI when the guest can take it (not blocked
 // by NMI, no MOV SS shadow, no other event queued), else ask for an
 // NMI-window exit (virtual NMIs) or wait for a later exit.
@@ -467,6 +464,8 @@ void vmx_handle_exit(struct vmx_gprs *g)
 	if (reason < VMX_EXIT_REASONS)
 		pc->exits_by_reason[reason]++;
 	vmx_decode_exit(&f, &e);
+	if (e.kind == X86_EXIT_NMI)
+		x86_nmi_unblock(); // the exit left NMIs blocked: kicks must reach us again
 	if (f.reason & (1u << 31))
 		entry_failed_report(v, f.reason);
 

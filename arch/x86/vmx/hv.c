@@ -129,6 +129,19 @@ static bool guest_to_vmcs(const struct vmx_hv_state *s)
 	return ok;
 }
 
+// After an exit caused by an NMI (Slat's kick or the primary's NMI: never
+// the secondary's: secondaries get no NMIs yet). The exit left NMIs blocked
+// in root operation until an IRET. The guest's "blocking by NMI" bit must be
+// clear too: without virtual NMIs it is the CPU's real NMI blocking while the
+// guest runs, which no guest IRET lifts under NMI exiting, so every later
+// kick would be held (Bochs records the exit's blocking there).
+static void nmi_exit_unblock(void)
+{
+	x86_nmi_unblock();
+	vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
+		vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~(uint64_t)INTERRUPTIBILITY_NMI);
+}
+
 static void guest_from_vmcs(struct vmx_hv_state *s)
 {
 	struct hc_regs_x86 *r = &s->r;
@@ -385,6 +398,8 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	    .intr_info = (uint32_t)vmread(VMCS_EXIT_INTR_INFO),
 	};
 	vmx_decode_exit(&f, e);
+	if (e->kind == X86_EXIT_NMI)
+		nmi_exit_unblock();
 	// An MMIO marker of the engine (W without R) is an EPT misconfiguration:
 	// a SLAT fault at the address like any other (the engine answers MMIO).
 	if (!failed && (f.reason & 0xffff) == VMX_EXIT_EPT_MISCONFIG) {

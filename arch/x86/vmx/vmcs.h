@@ -241,4 +241,9 @@ static inline bool vmx_invvpid(uint64_t type, uint16_t vpid, uint64_t addr)
 	return ok;
 }
 
+// Guest interruptibility-state bits (VMCS_GUEST_INTERRUPTIBILITY).
+#define INTERRUPTIBILITY_STI	(1u << 0)
+#define INTERRUPTIBILITY_MOV_SS (1u << 1)
+#define INTERRUPTIBILITY_NMI	(1u << 3)
+
 #endif
