@@ -23,7 +23,10 @@
 //      against CPUID_SUPPORTED) and the MSRs Slat keeps per vCPU (VCPU_MSRS).
 // 1.4: x86 interrupt injection through the run page (hc_run.irq, irq_window;
 //      HC_EXIT_IRQ_WINDOW): KVM's KVM_INTERRUPT / request_interrupt_window.
-#define HC_ABI_MINOR 4u
+// 1.5: x86 MSR exits (HC_EXIT_MSR) for the MSRs of a device the VMM emulates:
+//      IA32_TSC_DEADLINE once the vCPU's CPUID table has the TSC-deadline
+//      timer, which CPUID_SUPPORTED now offers (the VMM's LAPIC runs it).
+#define HC_ABI_MINOR 5u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -128,10 +131,15 @@ enum hc_exit {
 	HC_EXIT_SHUTDOWN = 5,
 	HC_EXIT_PREEMPTED = 6, // a physical interrupt for the primary: run again
 	HC_EXIT_FAIL_ENTRY = 7,
-	HC_EXIT_INTERNAL = 8, // Slat could not handle the exit (hw_reason says what)
-	HC_EXIT_MEMFAULT = 9, // 1.1: an access to a slot page without a frame (FILL it)
+	HC_EXIT_INTERNAL = 8,	 // Slat could not handle the exit (hw_reason says what)
+	HC_EXIT_MEMFAULT = 9,	 // 1.1: an access to a slot page without a frame (FILL it)
 	HC_EXIT_IRQ_WINDOW = 10, // 1.4, x86: the guest can take an interrupt (irq_window asked)
+	HC_EXIT_MSR = 11,	 // 1.5, x86: RDMSR / WRMSR of an MSR the VMM emulates
 };
+
+// 1.5: the MSRs that exit to the VMM (HC_EXIT_MSR), each only while the
+// vCPU's CPUID table (VCPU_SET_CPUID) offers its feature.
+#define HC_MSR_TSC_DEADLINE 0x6e0u // CPUID.1:ECX bit 24
 
 #define HC_IRQ_VALID (1u << 31) // hc_run.irq: bits 7:0 the vector
 
@@ -165,6 +173,12 @@ struct hc_run {
 			uint64_t hw_reason; // the hardware's own exit code, for diagnostics
 			uint64_t info[2];
 		} fail;
+		struct {
+			uint32_t index;	  // the MSR (ECX)
+			uint8_t is_write; // WRMSR: data is EDX:EAX; RDMSR: the VMM fills data
+			uint8_t pad[3];
+			uint64_t data;
+		} msr; // 1.5: the instruction completes at the next RUN (reads: with data)
 		struct {
 			uint64_t gpa;	  // the access's guest-physical address
 			uint32_t slot;	  // the slot holding it

@@ -12,7 +12,8 @@
 #include "arch/x86/hv_cpuid.h"
 #include "core/log.h"
 
-#define MSR_TSC 0x10u
+#define MSR_TSC			0x10u
+#define CPUID1_ECX_TSC_DEADLINE (1u << 24)
 
 // ---- CPUID ----------------------------------------------------------------------
 void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4])
@@ -66,9 +67,15 @@ void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
 
 // What a VMM may give a secondary: the default policy of a guest with CR4 = 0
 // (no OS-enabled bits), CPUID_SUPPORTED's table and VCPU_SET_CPUID's bound.
+//
+// The TSC-deadline timer is the VMM's to offer (ABI 1.5): its LAPIC runs it,
+// on any host, through HC_EXIT_MSR; Slat's default policy, which has no VMM
+// LAPIC behind it, leaves it out.
 void x86_hv_supported(uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
 	x86_hv_cpuid_default(0, leaf, sub, out);
+	if (leaf == 1)
+		out[2] |= CPUID1_ECX_TSC_DEADLINE;
 }
 
 static enum x86_hv_step cpuid_exit(struct vcpu *v)
@@ -150,11 +157,44 @@ bool x86_hv_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 	return x86_hv_ops_of()->msr_stopped(v, msr, write, val);
 }
 
-static enum x86_hv_step msr_exit(struct vcpu *v, bool write)
+// An MSR of a device the VMM emulates (ABI 1.5): IA32_TSC_DEADLINE, while
+// the vCPU's CPUID table (the VMM's, never Slat's default) has the timer.
+static bool msr_for_vmm(struct vcpu *v, uint32_t msr)
+{
+	uint32_t out[4];
+
+	if (msr != HC_MSR_TSC_DEADLINE || !v->arch.hv.cpuid_n)
+		return false;
+	x86_hv_cpuid_cr4(v, 0, 1, 0, out);
+	return out[2] & CPUID1_ECX_TSC_DEADLINE;
+}
+
+// To the VMM; the instruction completes at the next RUN (x86_hv_complete),
+// so a RUN that never comes leaves the guest before it.
+static enum x86_hv_step msr_vmm_exit(struct vcpu *v, uint32_t msr, bool write, uint64_t val,
+				     struct hc_run *run)
+{
+	uint64_t at = v->arch.rip;
+
+	if (!x86_skip_insn(v))
+		return X86_HV_REENTER; // #UD queued
+	v->arch.hv.pend_rip = v->arch.rip;
+	v->arch.rip = at;
+	v->arch.hv.pending = write ? X86_HV_PEND_WRMSR : X86_HV_PEND_RDMSR;
+	run->reason = HC_EXIT_MSR;
+	run->u.msr.index = msr;
+	run->u.msr.is_write = write;
+	run->u.msr.data = write ? val : 0;
+	return X86_HV_RETURN;
+}
+
+static enum x86_hv_step msr_exit(struct vcpu *v, bool write, struct hc_run *run)
 {
 	uint32_t msr = (uint32_t)v->arch.gpr[X86_RCX];
 	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
 
+	if (msr_for_vmm(v, msr))
+		return msr_vmm_exit(v, msr, write, val, run);
 	if (!x86_hv_msr(v, msr, write, &val)) {
 		x86_inject_gp0(v);
 		return X86_HV_REENTER;
@@ -362,7 +402,7 @@ enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x
 		return cpuid_exit(v);
 	case X86_EXIT_RDMSR:
 	case X86_EXIT_WRMSR:
-		return msr_exit(v, e->kind == X86_EXIT_WRMSR);
+		return msr_exit(v, e->kind == X86_EXIT_WRMSR, run);
 	case X86_EXIT_IO:
 		return io_exit(v, e, run);
 	case X86_EXIT_SLAT_VIOLATION:
@@ -424,6 +464,14 @@ void x86_hv_complete(struct vcpu *v, const struct hc_run *run)
 		v->arch.gpr[X86_RBX] = run->u.hcall.ret[1];
 		v->arch.gpr[X86_RCX] = run->u.hcall.ret[2];
 		v->arch.gpr[X86_RDX] = run->u.hcall.ret[3];
+		break;
+	case X86_HV_PEND_RDMSR:
+		v->arch.gpr[X86_RAX] = (uint32_t)run->u.msr.data;
+		v->arch.gpr[X86_RDX] = run->u.msr.data >> 32;
+		v->arch.rip = h->pend_rip;
+		break;
+	case X86_HV_PEND_WRMSR:
+		v->arch.rip = h->pend_rip;
 		break;
 	default:
 		break;

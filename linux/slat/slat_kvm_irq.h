@@ -29,6 +29,8 @@ struct slat_lapic {
 	u8 regs[SLAT_APIC_PAGE_BYTES]; /* the registers at their MMIO offsets */
 	struct hrtimer timer;
 	u64 period_ns;		  /* periodic timer: its period; one-shot 0 */
+	u64 tsc_deadline;	  /* TSC-deadline mode: the armed deadline, 0 when none */
+	bool deadline_ok;	  /* the vCPU's CPUID offers TSC-deadline mode */
 	ktime_t expires;	  /* the armed count's end (TMCCT) */
 	int queued;		  /* vector offered to Slat, not yet delivered; -1 */
 	struct slat_vm *vm;	  /* its VM (the vCPU holds a reference) */
@@ -87,6 +89,13 @@ void slat_lapic_set_irq(struct slat_lapic *l, u8 vector, bool level);
 int slat_lapic_pending(struct slat_lapic *l);
 /* Slat delivered `vector`: IRR -> ISR. */
 void slat_lapic_accept(struct slat_lapic *l, u8 vector);
+/*
+ * The TSC-deadline timer: whether the vCPU's CPUID offers it (KVM_SET_CPUID2),
+ * and IA32_TSC_DEADLINE's reads and writes (Slat's HC_EXIT_MSR).
+ */
+void slat_lapic_set_deadline_ok(struct slat_lapic *l, bool ok);
+u64 slat_lapic_tsc_deadline(struct slat_lapic *l);
+void slat_lapic_set_tsc_deadline(struct slat_lapic *l, u64 deadline);
 void slat_lapic_get(struct slat_lapic *l, u8 *regs);
 int slat_lapic_set(struct slat_lapic *l, const u8 *regs);
 /* One interrupt message of mode SLAT_DM_* for this LAPIC (IPI, I/O APIC). */

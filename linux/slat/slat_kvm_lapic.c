@@ -5,14 +5,17 @@
  * ISR, TMR and the priority rules, EOI (level-triggered vectors go back to
  * the I/O APIC), fixed and lowest-priority IPIs with every shorthand and
  * physical or flat logical destinations, INIT and STARTUP IPIs (a guest
- * starts its other vCPUs: KVM's wait-for-SIPI states), the timer in one-shot
- * and periodic mode. Not emulated: NMI and SMI IPIs (logged once, dropped),
- * the TSC-deadline mode (not in the CPUID Slat gives), LINT0/LINT1 inputs,
+ * starts its other vCPUs: KVM's wait-for-SIPI states), the timer in one-shot,
+ * periodic and (when the vCPU's CPUID offers it) TSC-deadline mode. Not
+ * emulated: NMI and SMI IPIs (logged once, dropped), LINT0/LINT1 inputs,
  * thermal and performance LVTs (kept, never fire). The timer counts at 1 GHz
- * divided by TDCR, as KVM's does.
+ * divided by TDCR, as KVM's does; the TSC-deadline mode counts in the guest's
+ * TSC, which is the host's (Slat neither offsets nor scales it).
  */
+#include <linux/math64.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <asm/tsc.h>
 
 #include "slat_kvm_irq.h"
 
@@ -40,7 +43,9 @@
 
 #define SVR_ENABLE	 (1u << 8)
 #define LVT_MASKED	 (1u << 16)
+#define LVTT_MODE	 (3u << 17)
 #define LVTT_PERIODIC	 (1u << 17)
+#define LVTT_DEADLINE	 (2u << 17)
 #define ICR_PENDING	 (1u << 12)
 #define ICR_ASSERT	 (1u << 14)
 #define ICR_LEVEL	 (1u << 15)
@@ -176,6 +181,11 @@ static u64 timer_ns(struct slat_lapic *l, u32 count)
 	return (u64)count << (shift == 8 ? 0 : shift);
 }
 
+static bool deadline_mode(const struct slat_lapic *l)
+{
+	return (reg(l, LA_LVTT) & LVTT_MODE) == LVTT_DEADLINE;
+}
+
 static enum hrtimer_restart timer_fire(struct hrtimer *t)
 {
 	struct slat_lapic *l = container_of(t, struct slat_lapic, timer);
@@ -187,6 +197,7 @@ static enum hrtimer_restart timer_fire(struct hrtimer *t)
 	lvt = reg(l, LA_LVTT);
 	if (!(lvt & LVT_MASKED))
 		set_irr(l, lvt & 0xff, false);
+	l->tsc_deadline = 0; /* fired: IA32_TSC_DEADLINE reads 0, as on hardware */
 	if (l->period_ns) {
 		hrtimer_forward_now(t, ns_to_ktime(l->period_ns));
 		l->expires = hrtimer_get_expires(t);
@@ -212,12 +223,31 @@ static void timer_start(struct slat_lapic *l, u32 count)
 	hrtimer_start(&l->timer, l->expires, HRTIMER_MODE_ABS);
 }
 
+/*
+ * IA32_TSC_DEADLINE written in TSC-deadline mode (lock held): 0 disarms; a
+ * deadline already passed fires at once. The guest's TSC is the host's.
+ */
+static void deadline_start(struct slat_lapic *l, u64 deadline)
+{
+	u64 now = rdtsc_ordered(), ns = 0;
+
+	hrtimer_try_to_cancel(&l->timer);
+	l->period_ns = 0;
+	l->tsc_deadline = deadline;
+	if (!deadline)
+		return;
+	if (deadline > now && tsc_khz)
+		ns = mul_u64_u32_div(deadline - now, NSEC_PER_MSEC, tsc_khz);
+	l->expires = ktime_add_ns(ktime_get(), ns);
+	hrtimer_start(&l->timer, l->expires, HRTIMER_MODE_ABS);
+}
+
 static u32 timer_current(struct slat_lapic *l)
 {
 	s64 left = ktime_to_ns(ktime_sub(l->expires, ktime_get()));
 	u64 per = timer_ns(l, 1);
 
-	if (!reg(l, LA_TMICT) || left <= 0 || !hrtimer_active(&l->timer))
+	if (deadline_mode(l) || !reg(l, LA_TMICT) || left <= 0 || !hrtimer_active(&l->timer))
 		return 0;
 	return (u32)min_t(u64, div64_u64(left, per), reg(l, LA_TMICT));
 }
@@ -330,6 +360,29 @@ static u32 read_reg(struct slat_lapic *l, u32 off)
 	}
 }
 
+/*
+ * The timer's LVT (lock held): vector, mask and mode; the TSC-deadline mode
+ * only when the vCPU's CPUID offers it (else bit 18 reads 0). A mode change
+ * stops the timer, and switching into or out of TSC-deadline mode clears the
+ * count too, as KVM does.
+ */
+static void write_lvtt(struct slat_lapic *l, u32 val)
+{
+	u32 old = reg(l, LA_LVTT);
+
+	if (!(reg(l, LA_SVR) & SVR_ENABLE))
+		val |= LVT_MASKED; /* software-disabled: LVTs stay masked */
+	val &= 0x100ffu | (l->deadline_ok ? LVTT_MODE : LVTT_PERIODIC);
+	set_reg(l, LA_LVTT, val);
+	if ((old & LVTT_MODE) == (val & LVTT_MODE))
+		return;
+	hrtimer_try_to_cancel(&l->timer);
+	l->period_ns = 0;
+	l->tsc_deadline = 0;
+	if (((old ^ val) & LVTT_MODE) & LVTT_DEADLINE)
+		set_reg(l, LA_TMICT, 0);
+}
+
 /* A write to a register that only changes the page (lock held). */
 static void write_plain(struct slat_lapic *l, u32 off, u32 val)
 {
@@ -356,12 +409,14 @@ static void write_plain(struct slat_lapic *l, u32 off, u32 val)
 		set_reg(l, off, val & 0xff000000);
 		break;
 	case LA_LVTT:
+		write_lvtt(l, val);
+		break;
 	case LA_LVTT + 0x10 ... LA_LVTE:
 		if (!(reg(l, LA_SVR) & SVR_ENABLE))
 			val |= LVT_MASKED; /* software-disabled: LVTs stay masked */
-		/* Writable bits: vector, mask and (timer) mode or (others) delivery
-		 * mode, polarity, trigger; delivery status and remote IRR read 0. */
-		set_reg(l, off, val & (off == LA_LVTT ? 0x700ffu : 0x1a7ffu));
+		/* Writable bits: vector, mask, delivery mode, polarity, trigger;
+		 * delivery status and remote IRR read 0. */
+		set_reg(l, off, val & 0x1a7ffu);
 		break;
 	case LA_TDCR:
 		set_reg(l, off, val & 0xb);
@@ -400,8 +455,10 @@ bool slat_lapic_mmio(struct slat_lapic *l, u32 off, bool write, u32 *val)
 	}
 	spin_lock_irqsave(&l->lock, f);
 	if (off == LA_TMICT) {
-		set_reg(l, off, *val);
-		timer_start(l, *val);
+		if (!deadline_mode(l)) { /* ignored in TSC-deadline mode */
+			set_reg(l, off, *val);
+			timer_start(l, *val);
+		}
 	} else {
 		write_plain(l, off, *val);
 	}
@@ -446,6 +503,7 @@ bool slat_lapic_take_start(struct slat_lapic *l, bool *init, int *sipi)
 	if (*init) {
 		hrtimer_try_to_cancel(&l->timer);
 		l->period_ns = 0;
+		l->tsc_deadline = 0;
 		reset(l, reg(l, LA_ID) >> 24);
 		if (l->bsp) /* KVM: the boot vCPU restarts at the reset vector */
 			l->mp_state = KVM_MP_STATE_RUNNABLE;
@@ -530,8 +588,49 @@ int slat_lapic_set(struct slat_lapic *l, const u8 *regs)
 	spin_lock_irqsave(&l->lock, f);
 	memcpy(l->regs, regs, SLAT_APIC_PAGE_BYTES);
 	l->queued = -1;
-	timer_start(l, reg(l, LA_TMICT));
+	if (!l->deadline_ok) /* a mode the CPUID does not offer: one-shot */
+		set_reg(l, LA_LVTT, reg(l, LA_LVTT) & ~LVTT_DEADLINE);
+	if (deadline_mode(l)) /* the deadline is the MSR's: armed as it was */
+		deadline_start(l, l->tsc_deadline);
+	else
+		timer_start(l, reg(l, LA_TMICT));
 	spin_unlock_irqrestore(&l->lock, f);
 	kick(l);
 	return 0;
+}
+
+/* ---- IA32_TSC_DEADLINE ---- */
+
+void slat_lapic_set_deadline_ok(struct slat_lapic *l, bool ok)
+{
+	unsigned long f;
+
+	spin_lock_irqsave(&l->lock, f);
+	l->deadline_ok = ok;
+	if (!ok && deadline_mode(l)) /* the mode goes with the CPUID bit */
+		write_lvtt(l, reg(l, LA_LVTT) & ~LVTT_MODE);
+	spin_unlock_irqrestore(&l->lock, f);
+}
+
+/* The armed deadline; 0 when none or in another mode (SDM: reads 0). */
+u64 slat_lapic_tsc_deadline(struct slat_lapic *l)
+{
+	unsigned long f;
+	u64 d;
+
+	spin_lock_irqsave(&l->lock, f);
+	d = deadline_mode(l) ? l->tsc_deadline : 0;
+	spin_unlock_irqrestore(&l->lock, f);
+	return d;
+}
+
+/* A write outside TSC-deadline mode is ignored (SDM). */
+void slat_lapic_set_tsc_deadline(struct slat_lapic *l, u64 deadline)
+{
+	unsigned long f;
+
+	spin_lock_irqsave(&l->lock, f);
+	if (deadline_mode(l))
+		deadline_start(l, deadline);
+	spin_unlock_irqrestore(&l->lock, f);
 }

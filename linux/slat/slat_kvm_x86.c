@@ -15,13 +15,15 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <asm/msr-index.h>
+#include <asm/tsc.h>
 
 #include "slat_kvm.h"
 #include "slat_kvm_irq.h"
 
-#define X86_MAX_CPUID	256 /* KVM_MAX_CPUID_ENTRIES */
-#define APIC_BASE_RESET 0xfee00800ull
-#define APIC_BASE_BSP	0x100ull
+#define X86_MAX_CPUID		256 /* KVM_MAX_CPUID_ENTRIES */
+#define APIC_BASE_RESET		0xfee00800ull
+#define APIC_BASE_BSP		0x100ull
+#define CPUID1_ECX_TSC_DEADLINE (1u << 24)
 
 /* The MSRs Slat keeps per vCPU that a VMM can save and restore. */
 static const u32 x86_saved_msrs[] = {
@@ -42,6 +44,12 @@ static bool x86_irq_ok(void)
 	return (slat_hv_version & 0xffff) >= 4;
 }
 
+/* ABI 1.5: IA32_TSC_DEADLINE exits to the module (the LAPIC's timer). */
+static bool x86_deadline_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 5;
+}
+
 bool slat_kvm_arch_offered(void)
 {
 	return (slat_hv_version & 0xffff) >= 3; /* ABI 1.3: CPUID and MSRs */
@@ -57,6 +65,10 @@ long slat_kvm_arch_cap(long cap)
 	case KVM_CAP_IRQCHIP: /* local APICs and an I/O APIC, no PIC */
 	case KVM_CAP_SIGNAL_MSI:
 		return x86_irq_ok();
+	case KVM_CAP_TSC_DEADLINE_TIMER: /* the LAPIC's, through Slat's MSR exits */
+		return x86_deadline_ok();
+	case KVM_CAP_GET_TSC_KHZ:
+		return 1;
 	default:
 		return -1;
 	}
@@ -540,6 +552,17 @@ static long x86_msrs(struct slat_kvm_vcpu *v, struct kvm_msrs __user *up, bool s
 	return rc ? rc : (long)r[0];
 }
 
+/* The vCPU's CPUID (KVM_SET_CPUID2) offers the TSC-deadline timer. */
+static bool x86_has_deadline(const struct slat_kvm_x86 *x)
+{
+	u32 i;
+
+	for (i = 0; i < x->ncpuid; i++)
+		if (x->cpuid[i].function == 1)
+			return x->cpuid[i].ecx & CPUID1_ECX_TSC_DEADLINE;
+	return false;
+}
+
 /* KVM_SET_CPUID2: Slat checks the table (-EINVAL for a feature it lacks). */
 static long x86_set_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up)
 {
@@ -584,6 +607,8 @@ static long x86_set_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up
 	if (!rc) {
 		swap(x->cpuid, tab);
 		x->ncpuid = n;
+		if (slat_kvm_x86_lapic(v))
+			slat_lapic_set_deadline_ok(slat_kvm_x86_lapic(v), x86_has_deadline(x));
 	}
 out:
 	kfree(tab);
@@ -693,6 +718,8 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 	case KVM_GET_LAPIC:
 	case KVM_SET_LAPIC:
 		return x86_lapic_state(v, up, cmd == KVM_SET_LAPIC);
+	case KVM_GET_TSC_KHZ: /* the guest's TSC is the host's */
+		return tsc_khz ? (long)tsc_khz : -EIO;
 	default:
 		return -ENOTTY; /* KVM_GET_FPU, KVM_GET_VCPU_EVENTS, ... not yet */
 	}
@@ -832,6 +859,25 @@ static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
 	return SLAT_KVM_REENTER;
 }
 
+/*
+ * IA32_TSC_DEADLINE (ABI 1.5's MSR exit; Slat sends no other MSR): the LAPIC's
+ * timer, or, without an in-kernel LAPIC, writes ignored and reads 0 as KVM.
+ * The instruction completes at the next entry.
+ */
+static int x86_msr_exit(struct slat_lapic *l, struct hc_run *hr)
+{
+	if (hr->u.msr.index != HC_MSR_TSC_DEADLINE) {
+		pr_info_once("slat: MSR exit for 0x%x: read as 0\n", hr->u.msr.index);
+		hr->u.msr.data = 0;
+	} else if (hr->u.msr.is_write) {
+		if (l)
+			slat_lapic_set_tsc_deadline(l, hr->u.msr.data);
+	} else {
+		hr->u.msr.data = l ? slat_lapic_tsc_deadline(l) : 0;
+	}
+	return SLAT_KVM_REENTER;
+}
+
 static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc_run *hr,
 			    struct kvm_run *kr)
 {
@@ -844,6 +890,8 @@ static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struc
 		return SLAT_KVM_REENTER;
 	if (hr->reason == HC_EXIT_HALT)
 		return x86_halt(l, hr, kr);
+	if (hr->reason == HC_EXIT_MSR)
+		return x86_msr_exit(l, hr);
 	return SLAT_KVM_GENERIC;
 }
 
@@ -858,6 +906,8 @@ int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_ru
 	kr->ready_for_interrupt_injection = hr->irq_ready;
 	if (l)
 		return x86_irqchip_exit(v, l, hr, kr);
+	if (hr->reason == HC_EXIT_MSR)
+		return x86_msr_exit(NULL, hr);
 	if (hr->reason != HC_EXIT_IRQ_WINDOW)
 		return SLAT_KVM_GENERIC;
 	kr->exit_reason = KVM_EXIT_IRQ_WINDOW_OPEN;

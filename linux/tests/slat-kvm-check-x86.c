@@ -489,7 +489,63 @@ static size_t put(uint8_t *p, const uint8_t *b, size_t n)
 }
 
 // Where each interrupt must find the guest.
-static uint32_t rip_timer, rip_ipi, rip_pin, rip_msi;
+static uint32_t rip_timer, rip_ipi, rip_pin, rip_msi, rip_deadline, rip_deadline_past;
+
+#define DEADLINE_TICKS 20000000 // TSC ticks from WRMSR to the interrupt
+
+// The TSC-deadline timer: LVT timer in mode 2 (read back on port 0x5d); a
+// TMICT write is ignored (TMICT read on 0x5f); IA32_TSC_DEADLINE = TSC +
+// DEADLINE_TICKS, read back (their difference on 0x5c); STI; HLT until it
+// fires; the MSR reads 0 after (0x5e); a deadline in the past fires at once.
+static size_t put_deadline(uint8_t *c, uint32_t code_at)
+{
+	static const uint8_t arm[] = {
+	    0x0f, 0x31,			  // rdtsc
+	    0x48, 0xc1, 0xe2, 0x20,	  // shl rdx, 32
+	    0x48, 0x09, 0xd0,		  // or rax, rdx
+	    0x48, 0x05, 0,    0,    0, 0, // add rax, DEADLINE_TICKS
+	    0x48, 0x89, 0xc6,		  // mov rsi, rax
+	    0x48, 0x89, 0xc2,		  // mov rdx, rax
+	    0x48, 0xc1, 0xea, 0x20,	  // shr rdx, 32
+	    0xb9, 0xe0, 0x06, 0,    0,	  // mov ecx, 0x6e0
+	    0x0f, 0x30,			  // wrmsr
+	    0x0f, 0x32,			  // rdmsr
+	    0x48, 0xc1, 0xe2, 0x20,	  // shl rdx, 32
+	    0x48, 0x09, 0xd0,		  // or rax, rdx
+	    0x48, 0x29, 0xf0,		  // sub rax, rsi
+	    0xe7, 0x5c,			  // out 0x5c, eax
+	};
+	static const uint8_t read_lvtt[] = {0xb9, 0x20, 0x03, 0xe0, 0xfe, 0x8b, 0x01, 0xe7, 0x5d};
+	static const uint8_t read_tmict[] = {0xb9, 0x80, 0x03, 0xe0, 0xfe, 0x8b, 0x01, 0xe7, 0x5f};
+	static const uint8_t after[] = {
+	    0xfa,		    // cli
+	    0xb9, 0xe0, 0x06, 0, 0, // mov ecx, 0x6e0
+	    0x0f, 0x32,		    // rdmsr
+	    0x09, 0xd0,		    // or eax, edx
+	    0xe7, 0x5e,		    // out 0x5e, eax
+	    0x31, 0xd2,		    // xor edx, edx
+	    0xb8, 1,	0,    0, 0, // mov eax, 1: long past
+	    0x0f, 0x30,		    // wrmsr
+	};
+	static const uint8_t sti_hlt[] = {0xfb, 0xf4};
+	size_t n = 0;
+	uint32_t ticks = DEADLINE_TICKS;
+
+	n += put_store(c + n, 0xfee00320, 2u << 17 | TIMER_VEC); // LVT timer: TSC-deadline
+	n += put(c + n, read_lvtt, sizeof(read_lvtt));
+	n += put_store(c + n, 0xfee00380, 1000); // TMICT: ignored in this mode
+	n += put(c + n, read_tmict, sizeof(read_tmict));
+	put(c + n, arm, sizeof(arm));
+	memcpy(c + n + 11, &ticks, 4); // the add's immediate
+	n += sizeof(arm);
+	n += put(c + n, sti_hlt, 2);
+	rip_deadline = code_at + n;
+	n += put(c + n, after, sizeof(after));
+	n += put(c + n, sti_hlt, 2);
+	rip_deadline_past = code_at + n;
+	n += put(c + n, (const uint8_t[]){0xfa}, 1); // cli
+	return n;
+}
 
 static void write_code2(uint8_t *mem)
 {
@@ -523,6 +579,7 @@ static void write_code2(uint8_t *mem)
 	n += put(c + n, (const uint8_t[]){0xe7, 0x5a}, 2); // OUT 0x5a: the VMM signals an MSI
 	n += put(c + n, sti_hlt, 2);
 	rip_msi = CODE2 + n;
+	n += put_deadline(c + n, CODE2 + n);
 	n += put(c + n, (const uint8_t[]){0xe7, 0x56}, 2); // OUT 0x56
 	// Start vCPU 1 (APIC ID 1): a STARTUP before any INIT (ignored), INIT
 	// assert, INIT level de-assert (no effect), STARTUP at AP_VEC.
@@ -573,6 +630,24 @@ static void byte_out(int vcpu, struct kvm_run *run, uint16_t port, uint8_t val)
 	      port);
 }
 
+static void run_deadline_part(int vcpu, struct kvm_run *run)
+{
+	uint32_t v = expect_out(vcpu, run, 0x5d, "TSC-deadline: LVT timer read back");
+	check("LVT timer in TSC-deadline mode", v == (2u << 17 | TIMER_VEC), v,
+	      2u << 17 | TIMER_VEC);
+	v = expect_out(vcpu, run, 0x5f, "TSC-deadline: TMICT read back");
+	check("TMICT write ignored in TSC-deadline mode", v == 0, v, 0);
+	v = expect_out(vcpu, run, 0x5c, "TSC-deadline: IA32_TSC_DEADLINE read back");
+	check("IA32_TSC_DEADLINE reads the armed deadline", v == 0, v, 0);
+	v = expect_out(vcpu, run, 0x51, "TSC-deadline: timer handler's OUT 0x51");
+	check("TSC-deadline timer taken at the HLT after STI", v == rip_deadline, v, rip_deadline);
+	v = expect_out(vcpu, run, 0x5e, "TSC-deadline: IA32_TSC_DEADLINE after it fired");
+	check("IA32_TSC_DEADLINE reads 0 once fired", v == 0, v, 0);
+	v = expect_out(vcpu, run, 0x51, "TSC-deadline in the past: handler's OUT 0x51");
+	check("a deadline in the past fires at once (at the next STI; HLT)", v == rip_deadline_past,
+	      v, rip_deadline_past);
+}
+
 static void run_irqchip_guest(int vm, int vcpu, struct kvm_run *run)
 {
 	if (!reference) { // Slat has no 8259: its ports are the VMM's
@@ -611,6 +686,7 @@ static void run_irqchip_guest(int vm, int vcpu, struct kvm_run *run)
 	check("KVM_SIGNAL_MSI to APIC 0: delivered to 1", n == 1, n, 1);
 	v = expect_out(vcpu, run, 0x57, "MSI: handler's OUT 0x57");
 	check("MSI taken at the HLT after STI", v == rip_msi, v, rip_msi);
+	run_deadline_part(vcpu, run);
 	expect_out(vcpu, run, 0x56, "irqchip guest: OUT 0x56");
 }
 
@@ -752,7 +828,28 @@ static void check_ioapic_state(int vm)
 	expect("KVM_SET_IRQCHIP: back", ioctl(vm, KVM_SET_IRQCHIP, &chip), 0);
 }
 
-static void check_irqchip(int kvm, struct kvm_sregs *s)
+// The TSC-deadline timer is the VMM's to offer when KVM_CAP_TSC_DEADLINE_TIMER
+// says so (KVM 6.1 leaves it out of KVM_GET_SUPPORTED_CPUID); the guest's TSC
+// frequency is KVM_GET_TSC_KHZ's.
+static void set_deadline_cpuid(int kvm, int vcpu, struct kvm_cpuid2 *sup)
+{
+	struct kvm_cpuid_entry2 *l1 = leaf(sup, 1, 0);
+	long n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER);
+
+	check("KVM_CAP_TSC_DEADLINE_TIMER", n == 1, n, 1);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_GET_TSC_KHZ);
+	check("KVM_CAP_GET_TSC_KHZ", n == 1, n, 1);
+	n = ioctl(vcpu, KVM_GET_TSC_KHZ, 0);
+	check("KVM_GET_TSC_KHZ: a frequency", n > 1000, n, 1000);
+	if (!l1)
+		return;
+	l1->ecx |= 1u << 24;
+	expect("irqchip vCPU: KVM_SET_CPUID2 with the TSC-deadline timer",
+	       ioctl(vcpu, KVM_SET_CPUID2, sup), 0);
+	l1->ecx &= ~(1u << 24);
+}
+
+static void check_irqchip(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup)
 {
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0), late = ioctl(kvm, KVM_CREATE_VM, 0);
 	uint8_t *mem =
@@ -787,6 +884,7 @@ static void check_irqchip(int kvm, struct kvm_sregs *s)
 	expect("KVM_INTERRUPT with an in-kernel LAPIC", ioctl(vcpu, KVM_INTERRUPT, &irq), ENXIO);
 	check_lapic_state(vcpu, &ls);
 	check_ioapic_state(vm);
+	set_deadline_cpuid(kvm, vcpu, sup);
 	s->idt.limit = 16 * 0x44 - 1;
 	struct kvm_regs r = {.rip = CODE2, .rflags = 0x2, .rsp = STACK_TOP};
 	expect("irqchip vCPU: SREGS", ioctl(vcpu, KVM_SET_SREGS, s), 0);
@@ -853,7 +951,7 @@ int main(int argc, char **argv)
 	check_state(vcpu, &s);
 	check_msrs(vcpu);
 	check_run(vcpu, run);
-	check_irqchip(kvm, &s);
+	check_irqchip(kvm, &s, sup);
 	close(vcpu);
 	close(vm);
 	close(kvm);

@@ -31,28 +31,30 @@ enum x86_hv_pending {
 	X86_HV_PEND_IN,	     // port input: run->u.io.data -> AL/AX/EAX
 	X86_HV_PEND_MMIO_RD, // MMIO read: run->u.mmio.data -> register `reg`
 	X86_HV_PEND_HCALL,   // hypercall: run->u.hcall.ret[0..3] -> RAX, RBX, RCX, RDX
+	X86_HV_PEND_RDMSR,   // RDMSR the VMM emulates: run->u.msr.data -> EDX:EAX
+	X86_HV_PEND_WRMSR,   // WRMSR the VMM emulates: the instruction completes
 };
 
 // The x86 part of a secondary vCPU (arch/x86/hv.c, svm/hv.c). All zero for
 // the primary's vCPUs.
 struct x86_hv_vcpu {
-	uint64_t vmcb_pa;   // its VMCB (SVM) or VMCS (VT-x), a deposited page; 0: none
-	uint64_t state_pa;  // VT-x: its guest state between RUNs (deposited page)
-	uint64_t fpu_pa;    // its x87/SSE/AVX state while the primary runs (deposited)
-	uint64_t intinfo;   // an event whose delivery the last exit interrupted
-	uint64_t next_rip;  // the exit's next RIP when the CPU gave it (IOIO), else 0
-	uint64_t root_pa;   // the SLAT root of the last entry (reading guest memory)
-	uint64_t exit_rip;  // RIP at the last exit: moved since, an instruction completed
-	uint64_t cpuid_pa;  // the VMM's CPUID table (deposited page), 0: Slat's policy
-	uint32_t cpuid_n;   // its entries
-	uint8_t pending;    // enum x86_hv_pending
-	bool launched;	    // VT-x: VMLAUNCH done in this RUN (VMRESUME next)
-	bool fresh;	    // VT-x: no entry yet in this RUN (flush before the first)
-	bool cb_bad;	    // VT-x: its VMCS could not be made current in this RUN
-	bool caller_if;	    // SVM: the calling primary vCPU had RFLAGS.IF set (this RUN)
-	uint8_t pend_reg;   // MMIO read: destination register (enum x86_gpr)
-	uint8_t pend_size;  // bytes
-	uint64_t pend_rip;  // RIP after the instruction being completed
+	uint64_t vmcb_pa;  // its VMCB (SVM) or VMCS (VT-x), a deposited page; 0: none
+	uint64_t state_pa; // VT-x: its guest state between RUNs (deposited page)
+	uint64_t fpu_pa;   // its x87/SSE/AVX state while the primary runs (deposited)
+	uint64_t intinfo;  // an event whose delivery the last exit interrupted
+	uint64_t next_rip; // the exit's next RIP when the CPU gave it (IOIO), else 0
+	uint64_t root_pa;  // the SLAT root of the last entry (reading guest memory)
+	uint64_t exit_rip; // RIP at the last exit: moved since, an instruction completed
+	uint64_t cpuid_pa; // the VMM's CPUID table (deposited page), 0: Slat's policy
+	uint32_t cpuid_n;  // its entries
+	uint8_t pending;   // enum x86_hv_pending
+	bool launched;	   // VT-x: VMLAUNCH done in this RUN (VMRESUME next)
+	bool fresh;	   // VT-x: no entry yet in this RUN (flush before the first)
+	bool cb_bad;	   // VT-x: its VMCS could not be made current in this RUN
+	bool caller_if;	   // SVM: the calling primary vCPU had RFLAGS.IF set (this RUN)
+	uint8_t pend_reg;  // MMIO read: destination register (enum x86_gpr)
+	uint8_t pend_size; // bytes
+	uint64_t pend_rip; // RIP after the instruction being completed
 };
 
 // The x86 part of a vCPU. gpr[] must stay first: the SVM entry code
