@@ -5,6 +5,7 @@
 #   $(OUT)/slat.ko        linux/slat/ against Debian's headers in KDIR
 #   $(OUT)/guest.bin      the secondary payload (linux/guest/), flat binary
 #   $(OUT)/slat-*         static test programs (linux/tests/)
+#   $(OUT)/slat-vmm       the VMM over the KVM API (linux/vmm/, x86_64 only)
 L := $(TOP)/linux
 KO := $(OUT)/ko
 ABI := $(TOP)/core/hcall_abi.h
@@ -26,7 +27,11 @@ LIBSRC := $(L)/tests/slatlib.c $(LIBARCH)
 LIBHDR := $(L)/tests/slatlib.h $(L)/slat/slat_uapi.h $(ABI) $(L)/guest/job.h
 UCFLAGS := -static -O2 -Wall -Wextra -Werror -std=gnu11 -pthread -I$(TOP) -I$(L)/slat -I$(L)/guest
 
-all: $(OUT)/slat.ko $(OUT)/guest.bin $(addprefix $(OUT)/,$(PROGS))
+ifneq ($(GARCH),aarch64)
+VMM := $(OUT)/slat-vmm
+endif
+
+all: $(OUT)/slat.ko $(OUT)/guest.bin $(addprefix $(OUT)/,$(PROGS)) $(VMM)
 
 KSRC := $(wildcard $(L)/slat/*.c $(L)/slat/*.h) $(L)/slat/Kbuild $(ABI)
 $(OUT)/slat.ko: $(KSRC)
@@ -49,6 +54,11 @@ $(OUT)/slat-kvm-check: $(L)/tests/slat-kvm-check-x86.c $(L)/tests/kvmcheck.h
 	@mkdir -p $(OUT) $(KO)
 	$(UCC) $(UCFLAGS) -o $@ $<
 endif
+
+# slat-vmm: a VMM of the project's own over the KVM API (boots a bzImage).
+$(OUT)/slat-vmm: $(L)/vmm/slat-vmm.c $(L)/vmm/vmm_layout.h
+	@mkdir -p $(OUT)
+	$(UCC) $(UCFLAGS) -o $@ $<
 
 $(OUT)/slat-%: $(L)/tests/slat-%.c $(LIBSRC) $(LIBHDR) $(L)/tests/kvmcheck.h
 	@mkdir -p $(OUT) $(KO)

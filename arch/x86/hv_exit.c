@@ -25,6 +25,10 @@ void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t ou
 		// FXSAVE-sized state is kept per vCPU): no XSAVE, OSXSAVE, AVX, FMA, F16C.
 		out[2] &= ~((1u << 26) | (1u << 27) | (1u << 28) | (1u << 12) | (1u << 29));
 		out[2] &= ~((1u << 24) | (1u << 9)); // TSC deadline, SDBG
+		out[3] &= ~(1u << 12);		     // MTRR: a secondary's MTRR MSRs are not kept
+		break;
+	case 0x80000001:
+		out[3] &= ~(1u << 27); // RDTSCP: IA32_TSC_AUX is not kept per vCPU
 		break;
 	case 7:
 		if (sub == 0) {

@@ -107,8 +107,9 @@ boot_qemu_x86() {
 		emu_qemu_x86 batch "$BOOT_LOG" "$BOOT_ESP" "$cpu" "$@"
 }
 
-# boot_qemu_x86_kernel CPU CMDLINE: QEMU x86-64 (TCG) loads the guest kernel
-# and initramfs itself: no firmware and no Slat (the reference runs).
+# boot_qemu_x86_kernel CPU CMDLINE [INITRD]: QEMU x86-64 (TCG) loads the guest
+# kernel and initramfs (INITRD, default build/guest/x86_64/initrd.img) itself:
+# no firmware and no Slat (the reference runs).
 boot_qemu_x86_kernel() {
 	local g="$BOOT_TOP/build/guest/x86_64"
 	make -s -C "$BOOT_TOP" guest-x86_64 >"$BOOT_DIR/guest.out" 2>&1 || {
@@ -117,7 +118,7 @@ boot_qemu_x86_kernel() {
 		exit 1
 	}
 	EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU x86_64 -cpu $1, the kernel without Slat" \
-		emu_qemu_x86_kernel batch "$BOOT_LOG" "$1" "$g/vmlinuz" "$g/initrd.img" "$2"
+		emu_qemu_x86_kernel batch "$BOOT_LOG" "$1" "$g/vmlinuz" "${3:-$g/initrd.img}" "$2"
 }
 
 # boot_bochs MODEL [BXRC LINES...]: Bochs with OVMF (the VT-x path).

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A Linux secondary VM (issue 18): slat-vmm (linux/vmm/) on Slat's /dev/kvm,
+# AMD SVM (QEMU -cpu max, 2 CPUs, 2 GiB, OVMF + slat.efi): the primary's
+# Linux loads slat.ko and slat-vmm boots the same Debian kernel as a 2-vCPU
+# secondary with a busybox initramfs (tests/guest/vmm_slat.sh), as
+# t_x86_vmm_reference does on Linux's own KVM: the VM's kernel banner, the
+# TSC-deadline timer, both vCPUs online (INIT/STARTUP through slat.ko's
+# LAPIC), a clean ACPI power-off; then Slat's summary accounts every page
+# (the VM destroyed, every deposited page withdrawn). Slat's KVM has no
+# kvmclock: the VM gets its TSC frequency and delay loop on the command line.
+. "$(dirname "$0")/lib.sh"
+g="$BOOT_TOP/build/guest/x86_64"
+make -s -C "$BOOT_TOP" guest-x86_64 >"$BOOT_DIR/guest.out" 2>&1 || {
+	cat "$BOOT_DIR/guest.out" >&2
+	echo "boot: building the x86_64 guest failed" >&2
+	exit 1
+}
+bash "$BOOT_TOP/tools/vmm-initrd.sh" || exit 1
+cfg="$BOOT_DIR/slat.cfg"
+{
+	echo '# written by tests/boot/t_x86_svm_linux_secondary.sh'
+	echo 'loader  = \slat\vmlinuz'
+	echo 'initrd  = \slat\initrd.img'
+	echo 'cmdline = console=ttyS0 panic=-1 quiet slat.test=vmm_slat'
+} >"$cfg"
+EMU_ESP_CYL=128 # the kernel and the 20 MiB initramfs need a 63 MiB ESP
+boot_esp x86_64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd-vmm.img=slat/initrd.img"
+BOOT_TIMEOUT=${BOOT_TIMEOUT:-600}
+EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_x86 max
+expect_in_order '^SLAT-GUEST: vmm_slat on x86_64' \
+	'^SLAT-GUEST: vm: slat-vmm: [^ ]+ \(boot protocol 2\.[0-9]+\), 256 MiB, 2 vCPUs' \
+	'^SLAT-GUEST: vm: .*Linux version [0-9]' \
+	'^SLAT-GUEST: vm: .*TSC deadline timer available' \
+	'^SLAT-GUEST: vm: .*smp: Brought up 1 node, 2 CPUs' \
+	'^SLAT-GUEST: vm: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+	'^SLAT-GUEST: vm: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+	'^SLAT-GUEST: vm: slat-vmm: guest powered off \(ACPI S5\), exit 0$' \
+	'^SLAT-GUEST: vmm exit 0 after [0-9]+ s$' \
+	'^SLAT-GUEST: MARKER vmm_slat-done' \
+	'^slat: secondary VMs: 1 created, 1 destroyed, 0 alive' \
+	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' \
+	'slat-vmm: vcpu [0-9]' 'Kernel panic' 'Oops' 'BUG'
+expect_exit
+boot_done
