@@ -81,10 +81,17 @@ static struct kvm_cpuid2 *check_system(int kvm)
 	uint32_t sig = reference ? 0x4b4d564b : 0x74616c53;
 	check(reference ? "supported 0x40000000 EBX 'KVMK'" : "supported 0x40000000 EBX 'Slat'",
 	      hv && hv->ebx == sig, hv ? hv->ebx : 0, sig);
-	if (on_slat())
+	if (on_slat()) {
 		check("supported leaf 1: hypervisor bit, no XSAVE",
 		      l1 && (l1->ecx >> 31 & 1) && !(l1->ecx >> 26 & 1), l1 ? l1->ecx : 0,
 		      1u << 31);
+		// Features whose MSRs Slat does not keep per vCPU: MTRR, RDTSCP (TSC_AUX).
+		struct kvm_cpuid_entry2 *e1 = leaf(c, 0x80000001, 0);
+		check("supported: no MTRR (leaf 1 EDX 12)", l1 && !(l1->edx >> 12 & 1),
+		      l1 ? l1->edx : 0, 0);
+		check("supported: no RDTSCP (leaf 0x80000001 EDX 27)", e1 && !(e1->edx >> 27 & 1),
+		      e1 ? e1->edx : 0, 0);
+	}
 
 	struct {
 		struct kvm_msr_list l;
