@@ -21,7 +21,8 @@ import os
 import sys
 
 SCENARIOS = ["b1_slot_perf", "b2_mod_stress", "b3_root_load", "b4_teardown",
-             "b5_nested_churn", "b6_delete_vs_size", "live_secondary", "kvm_api", "boot"]
+             "b5_nested_churn", "b6_delete_vs_size", "live_secondary", "kvm_api",
+             "secondary_boot", "boot"]
 STATUSES = {"ok", "unavailable", "skipped", "failed"}
 
 # For each scenario: keys every element of "results" must have (results is a
@@ -38,6 +39,7 @@ RESULT_KEYS = {
     "live_secondary": ["bench", "arch", "mode", "slots", "vm_kib", "run", "delete_us", "zapped",
                        "refaults", "destroy_us", "table_bytes", "zap_all"],
     "kvm_api": ["bench", "system", "test"],
+    "secondary_boot": ["bench", "system", "run", "boot_s", "exit"],
     "boot": ["bench", "mode", "run", "marker_s", "kernel_uptime_s", "exit_s", "status",
              "exits_total", "exits", "io_exits_by_port", "slat_uptime_s"],
 }
@@ -102,7 +104,7 @@ class Checker:
         if status == "failed":
             self.err(where, f"failed: {s.get('reason')}")
             return
-        if name not in ("boot", "live_secondary", "kvm_api") and not isinstance(s.get("params"),
+        if name not in ("boot", "live_secondary", "kvm_api", "secondary_boot") and not isinstance(s.get("params"),
                                                                                 dict):
             self.err(where, "no params object")
         results = s.get("results")
@@ -173,6 +175,8 @@ class Checker:
                     self.err(where, f"{arch}: missing tests {sorted(want - tests)}")
             if not isinstance(s.get("summary"), list) or not s["summary"]:
                 self.err(where, "no summary list")
+        elif name == "secondary_boot":
+            self.both_modes(res, where, "system", {"slat", "kvm"})
         elif name == "b6_delete_vs_size":
             if len({r.get("vm_bytes") for r in res}) < 2:
                 self.err(where, "needs at least two VM sizes")

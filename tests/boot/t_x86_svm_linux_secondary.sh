@@ -36,7 +36,7 @@ expect_in_order '^SLAT-GUEST: vmm_slat on x86_64' \
 	'^SLAT-GUEST: vm: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
 	'^SLAT-GUEST: vm: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
 	'^SLAT-GUEST: vm: slat-vmm: guest powered off \(ACPI S5\), exit 0$' \
-	'^SLAT-GUEST: vmm exit 0 after [0-9]+ s$' \
+	'^SLAT-GUEST: vmm exit 0 after [0-9]+\.[0-9] s$' \
 	'^SLAT-GUEST: MARKER vmm_slat-done' \
 	'^slat: secondary VMs: 1 created, 1 destroyed, 0 alive' \
 	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'

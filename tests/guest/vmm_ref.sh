@@ -25,7 +25,7 @@ start=$(cut -d' ' -f1 /proc/uptime)
 	echo $? >/tmp/vmm.rc
 } | sed 's/^/SLAT-GUEST: vm: /'
 end=$(cut -d' ' -f1 /proc/uptime)
-echo "SLAT-GUEST: vmm exit $(cat /tmp/vmm.rc) after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", b - a }') s"
+echo "SLAT-GUEST: vmm exit $(cat /tmp/vmm.rc) after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
 
 # A guest reboot ends slat-vmm with status 3 (Linux, hardware-reduced and
 # without EFI, jumps to the real-mode reset vector, where slat-vmm's stub

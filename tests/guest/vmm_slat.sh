@@ -25,6 +25,6 @@ start=$(cut -d' ' -f1 /proc/uptime)
 	echo $? >/tmp/vmm.rc
 } | sed 's/^/SLAT-GUEST: vm: /'
 end=$(cut -d' ' -f1 /proc/uptime)
-echo "SLAT-GUEST: vmm exit $(cat /tmp/vmm.rc) after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.0f", b - a }') s"
+echo "SLAT-GUEST: vmm exit $(cat /tmp/vmm.rc) after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
 dmesg | grep 'slat' | tail -20 | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
 echo "SLAT-GUEST: MARKER vmm_slat-done"

@@ -25,7 +25,7 @@ expect_in_order '^SLAT-GUEST: vmm_ref on x86_64' \
 	'^SLAT-GUEST: vm: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
 	'^SLAT-GUEST: vm: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
 	'^SLAT-GUEST: vm: slat-vmm: guest powered off \(ACPI S5\), exit 0$' \
-	'^SLAT-GUEST: vmm exit 0 after [0-9]+ s$' \
+	'^SLAT-GUEST: vmm exit 0 after [0-9]+\.[0-9] s$' \
 	'^SLAT-GUEST: vm: slat-vmm: [^ ]+ \(boot protocol 2\.[0-9]+\), 128 MiB, 1 vCPU,' \
 	'^SLAT-GUEST: vm: VMM-GUEST: up, 1 CPUs online \(0\)' \
 	'^SLAT-GUEST: vm: VMM-GUEST: rebooting' \
