@@ -171,7 +171,9 @@ static uint64_t slot_frames(void)
 	return list;
 }
 
-static void test_delete_move_vs_running_vcpus(void **state)
+// A fresh layer over RAM_SIZE of zeroed "physical" memory (Slat's region at
+// its top), with `guest` as the hosted vCPUs' guest.
+static void hv_setup(host_hv_guest_fn guest)
 {
 	ram = aligned_alloc(2 << 20, RAM_SIZE);
 	assert_non_null(ram);
@@ -182,7 +184,12 @@ static void test_delete_move_vs_running_vcpus(void **state)
 	const uint64_t s[1][2] = {{ram_pa + RAM_SIZE - SLAT_SIZE, SLAT_SIZE}};
 	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4};
 	assert_int_equal(hv_init(&b), 0);
-	host_hv_guest = churn_guest;
+	host_hv_guest = guest;
+}
+
+static void test_delete_move_vs_running_vcpus(void **state)
+{
+	hv_setup(churn_guest);
 	uint64_t dep = prim_pages(1024);
 	assert_int_equal(call(HC_DEPOSIT, dep, 1024, 0, 0, 0, 0, NULL), HC_OK);
 	assert_int_equal(call(HC_VM_CREATE, 0, 2, 0, 0, 0, 0, &vm_id), HC_OK);
@@ -301,16 +308,7 @@ static void *lossy_thread(void *arg)
 
 static void test_lost_kick_is_sent_again(void **state)
 {
-	ram = aligned_alloc(2 << 20, RAM_SIZE);
-	assert_non_null(ram);
-	memset(ram, 0, RAM_SIZE);
-	ram_pa = (uint64_t)(uintptr_t)ram;
-	next_free = ram_pa;
-	const uint64_t r[1][2] = {{ram_pa, RAM_SIZE}};
-	const uint64_t s[1][2] = {{ram_pa + RAM_SIZE - SLAT_SIZE, SLAT_SIZE}};
-	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4};
-	assert_int_equal(hv_init(&b), 0);
-	host_hv_guest = lossy_guest;
+	hv_setup(lossy_guest);
 	host_hv_kicks = 0;
 	uint64_t dep = prim_pages(256);
 	assert_int_equal(call(HC_DEPOSIT, dep, 256, 0, 0, 0, 0, NULL), HC_OK);
