@@ -172,7 +172,8 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 // after at least one entry (as KVM, so that a VMM asking again and again still
 // lets the guest run). True: the RUN ends here with HC_EXIT_IRQ_WINDOW.
 struct x86_hv_irq {
-	uint32_t irq; // HC_IRQ_VALID | vector, 0 once delivered
+	uint32_t irq;	   // HC_IRQ_VALID | vector, 0 once delivered
+	uint32_t injected; // irq as it went into the last entry, until it is known taken
 	bool want_window;
 	bool entered; // the guest ran in this RUN
 };
@@ -182,9 +183,13 @@ static bool irq_before_entry(struct vcpu *v, struct x86_hv_irq *q, struct hc_run
 	bool open = hv_ops->irq_open(v), pending = q->irq & HC_IRQ_VALID;
 
 	if (pending && open) {
+		hv_ops->irq_window(v, false);
 		hv_ops->irq_inject(v, (uint8_t)q->irq);
+		q->injected = q->irq;
 		q->irq = 0;
-	} else if (!pending && q->want_window && open && q->entered) {
+		return false;
+	}
+	if (!pending && q->want_window && open && q->entered) {
 		hv_ops->irq_window(v, false);
 		run->reason = HC_EXIT_IRQ_WINDOW;
 		return true;
@@ -235,6 +240,11 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 		}
 		v->arch.hv.root_pa = en.root_pa;
 		hv_ops->enter(v, &en, &e);
+		// An exit before the guest took the vector (a host interrupt
+		// first, say) leaves it pending: the VMM's LAPIC keeps it queued.
+		if (q.injected && !hv_ops->irq_taken(v))
+			q.irq = q.injected;
+		q.injected = 0;
 		v->arch.hv.exit_rip = v->arch.rip;
 		q.entered = true;
 		hv_vcpu_exited(v);

@@ -49,6 +49,10 @@ struct x86_hv_ops {
 	bool (*irq_open)(struct vcpu *v);
 	void (*irq_inject)(struct vcpu *v, uint8_t vector);
 	void (*irq_window)(struct vcpu *v, bool on);
+	// After the entry that followed irq_inject: whether the guest took the
+	// vector (its delivery may still be re-done from the exit's event
+	// information). False: not taken, and the back end has forgotten it.
+	bool (*irq_taken)(struct vcpu *v);
 };
 
 // The back end's start at boot: installs its operations and starts core's

@@ -244,9 +244,46 @@ static void hv_check_guest_state(struct vcpu *v, const struct svm_exit_fields *f
 		(unsigned long long)*vmcb64(vmcb_of(v), VMCB_RSP));
 }
 
+// ---- re-delivery of an interrupted external interrupt -----------------------------------
+static void op_irq_inject(struct vcpu *v, uint8_t vector);
+static bool op_irq_taken(struct vcpu *v);
+
+// An external interrupt whose delivery an exit interrupted. QEMU's TCG
+// records a virtual interrupt's interrupted delivery as an exception (type 3)
+// with its vector; no exception has a vector above 31.
+static bool intinfo_is_irq(uint64_t ii)
+{
+	uint64_t type = ii & (7u << 8);
+
+	return (ii & EVENTINJ_VALID) &&
+	       (type == EVENTINJ_TYPE_INTR || (type == EVENTINJ_TYPE_EXC && (ii & 0xff) >= 32));
+}
+
+// Before an entry: an interrupted external interrupt goes in again as a
+// virtual interrupt (as op_irq_inject, and for the same reason). The state
+// is the one before its delivery (IF still set). Returns its vector, or -1.
+static int redeliver_begin(struct vcpu *v)
+{
+	uint64_t ii = v->arch.hv.intinfo;
+
+	if (!intinfo_is_irq(ii) || (*vmcb64(vmcb_of(v), VMCB_EVENTINJ) & EVENTINJ_VALID))
+		return -1;
+	op_irq_inject(v, (uint8_t)ii);
+	return (int)(ii & 0xff);
+}
+
+// After the exit: not taken yet (a host interrupt came first), it stays to
+// be delivered at the next entry, unless the exit reported another event.
+static void redeliver_end(struct vcpu *v, int vector)
+{
+	if (vector >= 0 && !op_irq_taken(v) && !(v->arch.hv.intinfo & EVENTINJ_VALID))
+		v->arch.hv.intinfo = EVENTINJ_VALID | EVENTINJ_TYPE_INTR | (uint8_t)vector;
+}
+
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
 {
 	void *vmcb = vmcb_of(v);
+	int again = redeliver_begin(v);
 
 	*vmcb64(vmcb, VMCB_N_CR3) = en->root_pa;
 	if (en->flush)
@@ -254,8 +291,9 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 						     ? TLB_CONTROL_FLUSH_ASID
 						     : TLB_CONTROL_FLUSH_ALL;
 	// An event whose delivery the last exit interrupted is delivered again,
-	// unless the policy queued an exception of its own.
-	if ((v->arch.hv.intinfo & EVENTINJ_VALID) &&
+	// unless the policy queued an exception of its own (an external
+	// interrupt went back in as a virtual interrupt: redeliver_begin).
+	if (again < 0 && (v->arch.hv.intinfo & EVENTINJ_VALID) &&
 	    !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID))
 		*vmcb64(vmcb, VMCB_EVENTINJ) = v->arch.hv.intinfo;
 	v->arch.hv.intinfo = 0;
@@ -280,6 +318,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	v->arch.hv.next_rip = e->next_rip;
 	v->arch.hv.intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	redeliver_end(v, again);
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE;
 	v->arch.insn_done = false;
 	// An intercepted NMI stays pending (GIF = 0): taken here by the host,
@@ -293,6 +332,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 #define VINTR_V_IRQ	(1ull << 8)
 #define VINTR_V_PRIO	(0xfull << 16)
 #define VINTR_V_IGN_TPR (1ull << 20)
+#define VINTR_V_VECTOR	(0xffull << 32) // V_INTR_VECTOR, the next dword (0x64)
 
 static bool op_irq_open(struct vcpu *v)
 {
@@ -303,9 +343,41 @@ static bool op_irq_open(struct vcpu *v)
 	       !(v->arch.hv.intinfo & EVENTINJ_VALID);
 }
 
+// The vector goes in as a virtual interrupt (V_IRQ with V_INTR_VECTOR, top
+// priority, TPR ignored, VINTR not intercepted), not through EVENTINJ: the
+// guest takes it at the same boundary (it is open: IF set, no shadow), and
+// the CPU clears V_IRQ when it does (op_irq_taken). Why not EVENTINJ: QEMU's
+// TCG (7.2) delivers an injected external interrupt at VMRUN and also keeps
+// it as its pending exception, so a cross-CPU kick right after VMRUN
+// delivers it a second time (a Linux secondary took its timer vector again
+// at the handler's first instruction, before SWAPGS, and died in its entry
+// stack's guard page; KVM as the L1 shows the same). A virtual interrupt
+// takes QEMU's ordinary interrupt path; hardware treats both alike.
 static void op_irq_inject(struct vcpu *v, uint8_t vector)
 {
-	*vmcb64(vmcb_of(v), VMCB_EVENTINJ) = vector | EVENTINJ_TYPE_INTR | EVENTINJ_VALID;
+	void *vmcb = vmcb_of(v);
+	uint32_t *misc = vmcb32(vmcb, VMCB_INTERCEPT_MISC1);
+
+	*vmcb64(vmcb, VMCB_VINTR) = (*vmcb64(vmcb, VMCB_VINTR) & ~VINTR_V_VECTOR) | VINTR_V_IRQ |
+				    VINTR_V_PRIO | VINTR_V_IGN_TPR | (uint64_t)vector << 32;
+	*misc &= ~INT3_VINTR;
+}
+
+// Taken when the CPU cleared V_IRQ, or when the exit reports the vector's
+// delivery interrupted (EXITINTINFO, which op_enter delivers again): QEMU
+// leaves V_IRQ set when an NPF stops the delivery, and counting it as not
+// taken as well would deliver it twice. Either way the request is withdrawn.
+static bool op_irq_taken(struct vcpu *v)
+{
+	void *vmcb = vmcb_of(v);
+	uint64_t vintr = *vmcb64(vmcb, VMCB_VINTR);
+	bool taken =
+	    !(vintr & VINTR_V_IRQ) || (intinfo_is_irq(v->arch.hv.intinfo) &&
+				       (uint8_t)v->arch.hv.intinfo == (uint8_t)(vintr >> 32));
+
+	*vmcb64(vmcb, VMCB_VINTR) &=
+	    ~(VINTR_V_IRQ | VINTR_V_PRIO | VINTR_V_IGN_TPR | VINTR_V_VECTOR);
+	return taken;
 }
 
 // A virtual interrupt request (V_IRQ, top priority, TPR ignored) whose
@@ -473,6 +545,7 @@ static const struct x86_hv_ops svm_hv_ops = {
     .irq_open = op_irq_open,
     .irq_inject = op_irq_inject,
     .irq_window = op_irq_window,
+    .irq_taken = op_irq_taken,
 };
 
 // ---- boot -----------------------------------------------------------------------------

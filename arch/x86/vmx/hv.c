@@ -615,6 +615,14 @@ static void op_irq_inject(struct vcpu *v, uint8_t vector)
 		vmwrite(VMCS_ENTRY_INTR_INFO, vector | INTR_TYPE_EXT | INTR_VALID);
 }
 
+// VM entry delivers the injected vector as part of the entry; a delivery an
+// exit interrupted is re-injected from the IDT-vectoring information.
+static bool op_irq_taken(struct vcpu *v)
+{
+	(void)v;
+	return true;
+}
+
 static void op_irq_window(struct vcpu *v, bool on)
 {
 	if (v->arch.hv.cb_bad)
@@ -651,6 +659,7 @@ static const struct x86_hv_ops vmx_hv_ops = {
     .irq_open = op_irq_open,
     .irq_inject = op_irq_inject,
     .irq_window = op_irq_window,
+    .irq_taken = op_irq_taken,
 };
 
 // ---- boot -----------------------------------------------------------------------------
