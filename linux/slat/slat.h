@@ -102,6 +102,7 @@ struct slat_vcpu *slat_vcpu_new(struct slat_vm *vm, unsigned long index);
 void slat_vcpu_free(struct slat_vcpu *vc);
 /* VCPU_RUN until an exit for the VMM (hc_run.reason); -EINTR on a signal. */
 long slat_vcpu_run(struct slat_vcpu *vc);
+long slat_vcpu_run_once(struct slat_vcpu *vc);
 /* VCPU_SET_REGS / GET_REGS with a kernel buffer of slat_arch_regs_size. */
 int slat_vcpu_regs_k(struct slat_vcpu *vc, void *regs, bool set);
 

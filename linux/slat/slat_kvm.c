@@ -259,9 +259,13 @@ static long slat_kvm_run_loop(struct slat_kvm_vcpu *v)
 	if (READ_ONCE(kr->immediate_exit))
 		return -EINTR;
 	for (;;) {
+		/* Before every entry, a preempted one too: a kick that made a
+		 * LAPIC vector pending preempts the vCPU, and only this offers it. */
 		rc = slat_kvm_arch_vcpu_ready(v);
 		if (!rc)
-			rc = slat_vcpu_run(v->vc);
+			rc = slat_vcpu_run_once(v->vc);
+		if (rc == 1)
+			continue;
 		if (rc == -EINTR)
 			kr->exit_reason = KVM_EXIT_INTR;
 		if (rc)

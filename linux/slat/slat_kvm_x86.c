@@ -726,6 +726,19 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 }
 
 /*
+ * The vector offered to Slat went in (Slat cleared HC_IRQ_VALID): IRR to ISR,
+ * once, before anything is offered again (a RUN may end preempted right
+ * after delivering it).
+ */
+static void x86_retire_irq(struct slat_lapic *l, struct hc_run *hr)
+{
+	if (l->queued >= 0 && !(hr->irq & HC_IRQ_VALID)) {
+		slat_lapic_accept(l, l->queued);
+		l->queued = -1;
+	}
+}
+
+/*
  * With a local APIC: its highest deliverable vector goes to Slat (which
  * delivers it once the guest can take it). The thread is recorded first, so
  * that an interrupt set after the check kicks it out of Slat.
@@ -736,6 +749,7 @@ static void x86_offer_irq(struct slat_lapic *l, struct hc_run *hr)
 
 	WRITE_ONCE(l->task, current);
 	smp_mb(); /* the task before the check; kick() reads in the other order */
+	x86_retire_irq(l, hr);
 	if (hr->irq & HC_IRQ_VALID)
 		return;
 	vec = slat_lapic_pending(l);
@@ -881,10 +895,7 @@ static int x86_msr_exit(struct slat_lapic *l, struct hc_run *hr)
 static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc_run *hr,
 			    struct kvm_run *kr)
 {
-	if (l->queued >= 0 && !(hr->irq & HC_IRQ_VALID)) { /* Slat delivered it */
-		slat_lapic_accept(l, l->queued);
-		l->queued = -1;
-	}
+	x86_retire_irq(l, hr); /* what the VMM reads of the LAPIC shows it in service */
 	kr->ready_for_interrupt_injection = 1; /* as KVM with an in-kernel irqchip */
 	if (hr->reason == HC_EXIT_MMIO && x86_irqchip_mmio(v, l, hr))
 		return SLAT_KVM_REENTER;

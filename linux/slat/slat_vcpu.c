@@ -15,8 +15,14 @@
 
 #include "slat.h"
 
-/* VCPU_RUN until an exit for the VMM; PREEMPTED: reschedule and go again. */
-long slat_vcpu_run(struct slat_vcpu *vc)
+/*
+ * One VCPU_RUN: 0 with an exit for the caller in the run page, 1 when Slat
+ * was preempted (a host interrupt; rescheduled here), or -errno. A caller
+ * that offers Slat something at each entry (slat.ko's KVM: a LAPIC vector)
+ * must look again after 1: the interrupt may have been the kick that
+ * made a vector pending.
+ */
+long slat_vcpu_run_once(struct slat_vcpu *vc)
 {
 	struct hc_run *run = page_address(vc->run);
 	u64 a[6] = {vc->vm->id, vc->index, slat_pa(vc->run)}, r[3];
@@ -36,12 +42,23 @@ long slat_vcpu_run(struct slat_vcpu *vc)
 		}
 		if (st != HC_OK)
 			return slat_errno(st);
-		if (r[0] != HC_EXIT_PREEMPTED) {
-			run->reason = (u32)r[0]; /* Slat wrote it too; keep them equal */
-			return 0;
+		if (r[0] == HC_EXIT_PREEMPTED) {
+			cond_resched();
+			return 1;
 		}
-		cond_resched();
+		run->reason = (u32)r[0]; /* Slat wrote it too; keep them equal */
+		return 0;
 	}
+}
+
+/* VCPU_RUN until an exit for the VMM; PREEMPTED: reschedule and go again. */
+long slat_vcpu_run(struct slat_vcpu *vc)
+{
+	long rc;
+
+	while ((rc = slat_vcpu_run_once(vc)) == 1)
+		;
+	return rc;
 }
 
 /* Slat reads (SET) or writes (GET) the register page; `regs` is ours. */

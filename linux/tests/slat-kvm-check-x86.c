@@ -339,11 +339,14 @@ static uint32_t io_out(const struct kvm_run *run, uint16_t port)
 {
 	uint32_t v = 0;
 
-	if (run->io.direction == KVM_EXIT_IO_OUT && run->io.port == port && run->io.size == 4)
+	if (run->io.direction == KVM_EXIT_IO_OUT && run->io.port == port && run->io.size == 4) {
 		memcpy(&v, (const uint8_t *)run + run->io.data_offset, 4);
-	else
-		v = 0xdeadbeef;
-	return v;
+		return v;
+	}
+	memcpy(&v, (const uint8_t *)run + run->io.data_offset, run->io.size < 4 ? run->io.size : 4);
+	say("wanted OUT 0x%x of 4 bytes, got %s 0x%x of %u bytes (0x%x)", port,
+	    run->io.direction == KVM_EXIT_IO_OUT ? "OUT" : "IN", run->io.port, run->io.size, v);
+	return 0xdeadbeef;
 }
 
 static bool out_exit(int vcpu, struct kvm_run *run, uint16_t port, const char *what)
@@ -459,11 +462,12 @@ static struct kvm_run *new_vcpu(int kvm, int vm, int id, int *vcpu)
 // ---- the in-kernel irqchip: a second VM with local APIC and I/O APIC ----
 #define PD3	   0xa000u
 #define CODE2	   0x11000u
-#define STUBS2	   0x11800u // vectors 0x40-0x43: 0x20 bytes apart
+#define STUBS2	   0x11800u // vectors 0x40-0x44: 0x20 bytes apart
 #define TIMER_VEC  0x40
 #define IPI_VEC	   0x41
 #define PIN_VEC	   0x42
 #define MSI_VEC	   0x43
+#define SPIN_VEC   0x44 // its handler also ends the spin loop (ESI = 1)
 #define IOAPIC_PIN 5
 #define AP_VEC	   0x0c // STARTUP vector: real mode at 0xc000
 #define AP_EARLY   0x0d // the STARTUP sent before INIT: 0xd000, must not run
@@ -496,7 +500,7 @@ static size_t put(uint8_t *p, const uint8_t *b, size_t n)
 }
 
 // Where each interrupt must find the guest.
-static uint32_t rip_timer, rip_ipi, rip_pin, rip_msi, rip_deadline, rip_deadline_past;
+static uint32_t rip_timer, rip_ipi, rip_pin, rip_msi, rip_deadline, rip_deadline_past, rip_spin;
 
 #define DEADLINE_TICKS 20000000 // TSC ticks from WRMSR to the interrupt
 
@@ -554,6 +558,57 @@ static size_t put_deadline(uint8_t *c, uint32_t code_at)
 	return n;
 }
 
+// The TSC-deadline timer into a guest that spins without an exit (STI, then
+// "test esi, esi; jz" until SPIN_VEC's handler sets ESI): only the kick the
+// timer sends the running vCPU can get the vector in. The handler reports
+// its return RIP on port 0x59.
+static size_t put_deadline_spin(uint8_t *c, uint32_t code_at)
+{
+	static const uint8_t arm[] = {
+	    0x31, 0xf6,			  // xor esi, esi
+	    0x0f, 0x31,			  // rdtsc
+	    0x48, 0xc1, 0xe2, 0x20,	  // shl rdx, 32
+	    0x48, 0x09, 0xd0,		  // or rax, rdx
+	    0x48, 0x05, 0,    0,    0, 0, // add rax, DEADLINE_TICKS
+	    0x48, 0x89, 0xc2,		  // mov rdx, rax
+	    0x48, 0xc1, 0xea, 0x20,	  // shr rdx, 32
+	    0xb9, 0xe0, 0x06, 0,    0,	  // mov ecx, 0x6e0
+	    0x0f, 0x30,			  // wrmsr
+	    0xfb,			  // sti
+	};
+	static const uint8_t spin[] = {0x85, 0xf6, 0x74, 0xfc, 0xfa}; // test esi, esi; jz; cli
+	uint32_t ticks = DEADLINE_TICKS;
+	size_t n = 0;
+
+	n += put_store(c + n, 0xfee00320, 2u << 17 | SPIN_VEC); // LVT timer: TSC-deadline
+	put(c + n, arm, sizeof(arm));
+	memcpy(c + n + 13, &ticks, 4); // the add's immediate
+	n += sizeof(arm);
+	rip_spin = code_at + n;
+	n += put(c + n, spin, sizeof(spin));
+	return n;
+}
+
+static void put_spin_handler(uint8_t *mem)
+{
+	static const uint8_t h0[] = {
+	    0x50,			  // push rax
+	    0x48, 0x8b, 0x44, 0x24, 0x08, // mov rax, [rsp + 8]: the return RIP
+	    0xe7, 0x59,			  // out 0x59, eax
+	    0xbe, 1,	0,    0,    0,	  // mov esi, 1
+	};
+	static const uint8_t h1[] = {0x58, 0x48, 0xcf}; // pop rax; iretq
+	uint64_t at = STUBS2 + 0x20 * (SPIN_VEC - 0x40);
+	uint64_t *gate = (uint64_t *)(mem + IDT + 16 * SPIN_VEC);
+	size_t k = put(mem + at, h0, sizeof(h0));
+
+	k += put_store(mem + at + k, 0xfee000b0, 0); // EOI
+	k += put(mem + at + k, h1, sizeof(h1));
+	_Static_assert(sizeof(h0) + 11 + sizeof(h1) <= 0x20, "the stub fits its 0x20 bytes");
+	gate[0] = (at & 0xffff) | 8ull << 16 | 0x8eull << 40 | (at >> 16 & 0xffff) << 48;
+	gate[1] = at >> 32;
+}
+
 static void write_code2(uint8_t *mem)
 {
 	static const uint8_t read_lvr[] = {0xb9, 0x30, 0x00, 0xe0, 0xfe, 0x8b, 0x01, 0xe7, 0x50};
@@ -587,6 +642,7 @@ static void write_code2(uint8_t *mem)
 	n += put(c + n, sti_hlt, 2);
 	rip_msi = CODE2 + n;
 	n += put_deadline(c + n, CODE2 + n);
+	n += put_deadline_spin(c + n, CODE2 + n);
 	n += put(c + n, (const uint8_t[]){0xe7, 0x56}, 2); // OUT 0x56
 	// Start vCPU 1 (APIC ID 1): a STARTUP before any INIT (ignored), INIT
 	// assert, INIT level de-assert (no effect), STARTUP at AP_VEC.
@@ -619,6 +675,7 @@ static void write_code2(uint8_t *mem)
 		gate[0] = (at & 0xffff) | 8ull << 16 | 0x8eull << 40 | (at >> 16 & 0xffff) << 48;
 		gate[1] = at >> 32;
 	}
+	put_spin_handler(mem);
 }
 
 static uint32_t expect_out(int vcpu, struct kvm_run *run, uint16_t port, const char *what)
@@ -653,6 +710,9 @@ static void run_deadline_part(int vcpu, struct kvm_run *run)
 	v = expect_out(vcpu, run, 0x51, "TSC-deadline in the past: handler's OUT 0x51");
 	check("a deadline in the past fires at once (at the next STI; HLT)", v == rip_deadline_past,
 	      v, rip_deadline_past);
+	v = expect_out(vcpu, run, 0x59, "TSC-deadline into a spinning guest: handler's OUT 0x59");
+	check("TSC-deadline timer taken in a loop without exits",
+	      v == rip_spin || v == rip_spin + 2, v, rip_spin);
 }
 
 static void run_irqchip_guest(int vm, int vcpu, struct kvm_run *run)
@@ -892,7 +952,7 @@ static void check_irqchip(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup)
 	check_lapic_state(vcpu, &ls);
 	check_ioapic_state(vm);
 	set_deadline_cpuid(kvm, vcpu, sup);
-	s->idt.limit = 16 * 0x44 - 1;
+	s->idt.limit = 16 * (SPIN_VEC + 1) - 1;
 	struct kvm_regs r = {.rip = CODE2, .rflags = 0x2, .rsp = STACK_TOP};
 	expect("irqchip vCPU: SREGS", ioctl(vcpu, KVM_SET_SREGS, s), 0);
 	expect("irqchip vCPU: REGS", ioctl(vcpu, KVM_SET_REGS, &r), 0);
