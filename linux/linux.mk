@@ -56,9 +56,10 @@ $(OUT)/slat-kvm-check: $(L)/tests/slat-kvm-check-x86.c $(L)/tests/kvmcheck.h
 endif
 
 # slat-vmm: a VMM of the project's own over the KVM API (boots a bzImage).
-$(OUT)/slat-vmm: $(L)/vmm/slat-vmm.c $(L)/vmm/vmm_layout.h
+VMMSRC := $(wildcard $(L)/vmm/*.c)
+$(OUT)/slat-vmm: $(VMMSRC) $(wildcard $(L)/vmm/*.h)
 	@mkdir -p $(OUT)
-	$(UCC) $(UCFLAGS) -o $@ $<
+	$(UCC) $(UCFLAGS) -o $@ $(VMMSRC)
 
 $(OUT)/slat-%: $(L)/tests/slat-%.c $(LIBSRC) $(LIBHDR) $(L)/tests/kvmcheck.h
 	@mkdir -p $(OUT) $(KO)

@@ -7,11 +7,14 @@
 #   build/guest/x86_64/initrd-vmm.img = initrd.img (tools/guest.sh, unchanged)
 #       followed by a second gzip'd newc archive with
 #         /vm/vmlinuz      the same Debian bzImage, the VM's kernel
-#         /vm/initrd.img   the VM's own initramfs: busybox and an /init that
-#                          prints "VMM-GUEST: up, N CPUs online ...", counts
-#                          its local timer interrupts across a 1 s sleep and
-#                          powers the VM off (reboots it with vmm.reboot
-#                          on its command line)
+#         /vm/initrd.img   the VM's own initramfs: busybox, the virtio-mmio
+#                          block modules, and an /init that prints
+#                          "VMM-GUEST: up, N CPUs online ...", counts its
+#                          local timer interrupts across a 1 s sleep, checks
+#                          /dev/vda when slat-vmm gave it a disk (size,
+#                          SHA-256, a write the VMM's host reads back), runs
+#                          a shell on the console with vmm.shell, and powers
+#                          the VM off (reboots it with vmm.reboot)
 #
 # The kernel unpacks concatenated archives in order, so the normal initramfs
 # every other test boots stays as small as it is. Needs build/guest/x86_64/
@@ -32,7 +35,7 @@ for f in "$out/initrd.img" "$out/vmlinuz" "$busybox"; do
 done
 if [ -f "$result" ]; then
 	newer=0
-	for f in "$0" "$out/initrd.img" "$out/vmlinuz" "$busybox"; do
+	for f in "$0" "$out/initrd.img" "$out/vmlinuz" "$busybox" "$out/modules/modules.order"; do
 		[ "$f" -nt "$result" ] && newer=1
 	done
 	[ "$newer" -eq 0 ] && exit 0
@@ -43,8 +46,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 # The VM's initramfs.
 inner="$tmp/inner"
-mkdir -p "$inner"/{bin,dev,proc,sys}
+mkdir -p "$inner"/{bin,dev,proc,sys,lib/modules}
 cp "$busybox" "$inner/bin/busybox"
+# virtio-mmio and virtio-blk, in load order (each needs the ones before it).
+for m in virtio/virtio_ring virtio/virtio virtio/virtio_mmio block/virtio_blk; do
+	cp "$out/modules/kernel/drivers/$m.ko" "$inner/lib/modules/"
+done
 ln -s busybox "$inner/bin/sh"
 cat >"$inner/init" <<'INIT'
 #!/bin/sh
@@ -53,6 +60,7 @@ cat >"$inner/init" <<'INIT'
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+mount -t devtmpfs dev /dev
 echo "VMM-GUEST: up, $(nproc) CPUs online ($(cat /sys/devices/system/cpu/online)), kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime) s"
 # Local APIC timer interrupts (all CPUs) across a one-second sleep, which
 # itself only ends through a timer interrupt.
@@ -60,6 +68,28 @@ loc() { awk '/LOC:/ { s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s +=
 t0=$(loc)
 sleep 1
 echo "VMM-GUEST: timer: $(($(loc) - t0)) local timer interrupts in a 1 s sleep"
+# The disk (slat-vmm --disk): its size and SHA-256 for the host to compare,
+# then a line written at sector 8 that the host reads back after power-off.
+for m in virtio_ring virtio virtio_mmio virtio_blk; do
+	insmod /lib/modules/$m.ko || echo "VMM-GUEST: insmod $m failed"
+done
+n=0
+while [ ! -e /sys/block/vda ] && [ $n -lt 20 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+if [ -e /sys/block/vda ]; then
+	echo "VMM-GUEST: disk vda $(cat /sys/block/vda/size) sectors sha256 $(sha256sum /dev/vda | cut -d' ' -f1)"
+	tag="vm-wrote-$(cat /proc/sys/kernel/random/uuid)"
+	printf '%s\n' "$tag" | dd of=/dev/vda bs=512 seek=8 conv=sync,notrunc,fsync 2>/dev/null
+	echo "VMM-GUEST: disk wrote $tag at sector 8, status $?"
+else
+	echo "VMM-GUEST: no disk"
+fi
+if grep -q 'vmm\.shell' /proc/cmdline; then
+	echo "VMM-GUEST: shell ready"
+	sh # its input is the console: slat-vmm's stdin
+fi
 if grep -q 'vmm\.reboot' /proc/cmdline; then
 	echo "VMM-GUEST: rebooting"
 	reboot -f

@@ -21,8 +21,10 @@
 #define GPA_LOW_RAM_END	 0x9fc00ull // e820: RAM below, then the "EBDA" (reserved)
 #define GPA_ACPI	 0xe0000ull // RSDP first (the BIOS area the spec names)
 #define GPA_ACPI_END	 0x100000ull
-#define GPA_RESET_VECTOR 0xffff0ull  // f000:fff0: a stub that resets through the i8042
-#define GPA_KERNEL	 0x100000ull // the protected-mode kernel (1 MiB)
+#define GPA_RESET_VECTOR 0xffff0ull    // f000:fff0: a stub that resets through the i8042
+#define GPA_KERNEL	 0x100000ull   // the protected-mode kernel (1 MiB)
+#define GPA_VIRTIO_BLK	 0xd0000000ull // virtio-mmio registers (--disk)
+#define VIRTIO_MMIO_SIZE 0x200
 #define GPA_IOAPIC	 0xfec00000ull
 #define GPA_LAPIC	 0xfee00000ull
 #define IDENTITY_MAP_GIB 4
@@ -79,7 +81,13 @@
 // I/O ports.
 #define PORT_COM1	   0x3f8 // 8 registers
 #define COM1_IRQ	   4	 // ISA IRQ = I/O APIC pin (GSI) 4
-#define PORT_I8042_CMD	   0x64	 // 0xfe: pulse the reset line
+#define VIRTIO_BLK_GSI	   16	 // an I/O APIC pin no ISA IRQ uses; level, active high
+#define PORT_PIT_CH2	   0x42
+#define PORT_PIT_MODE	   0x43
+#define PORT_SYS_CTRL_B	   0x61 // bit 0: PIT channel 2 gate; bit 5: its output
+#define PORT_CMOS_INDEX	   0x70 // bit 7: NMI mask
+#define PORT_CMOS_DATA	   0x71
+#define PORT_I8042_CMD	   0x64 // 0xfe: pulse the reset line
 #define I8042_RESET	   0xfe
 #define PORT_SLEEP_CONTROL 0x600 // ACPI 5 sleep control register (FADT)
 #define PORT_SLEEP_STATUS  0x601 // ACPI 5 sleep status register (FADT)

@@ -26,21 +26,54 @@ cfg="$BOOT_DIR/slat.cfg"
 } >"$cfg"
 EMU_ESP_CYL=128 # the kernel and the 20 MiB initramfs need a 63 MiB ESP
 boot_esp x86_64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd-vmm.img=slat/initrd.img"
-BOOT_TIMEOUT=${BOOT_TIMEOUT:-600}
+BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
 EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_x86 max
 expect_in_order '^SLAT-GUEST: vmm_slat on x86_64' \
-	'^SLAT-GUEST: vm: slat-vmm: [^ ]+ \(boot protocol 2\.[0-9]+\), 256 MiB, 2 vCPUs' \
-	'^SLAT-GUEST: vm: .*Linux version [0-9]' \
-	'^SLAT-GUEST: vm: .*TSC deadline timer available' \
-	'^SLAT-GUEST: vm: .*smp: Brought up 1 node, 2 CPUs' \
-	'^SLAT-GUEST: vm: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
-	'^SLAT-GUEST: vm: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
-	'^SLAT-GUEST: vm: slat-vmm: guest powered off \(ACPI S5\), exit 0$' \
-	'^SLAT-GUEST: vmm exit 0 after [0-9]+\.[0-9] s$' \
+	'^SLAT-GUEST: vm1: slat-vmm: disk /tmp/disk1\.img: 8192 sectors \(4096 KiB\), virtio-mmio at 0xd0000000, GSI 16$' \
+	'^SLAT-GUEST: vm1: slat-vmm: [^ ]+ \(boot protocol 2\.[0-9]+\), 256 MiB, 2 vCPUs' \
+	'^SLAT-GUEST: vm1: .*Linux version [0-9]' \
+	'^SLAT-GUEST: vm1: .*TSC deadline timer available' \
+	'^SLAT-GUEST: vm1: .*smp: Brought up 1 node, 2 CPUs' \
+	'^SLAT-GUEST: vm1: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+	'^SLAT-GUEST: vm1: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+	'^SLAT-GUEST: vm1: .*virtio_blk virtio0: \[vda\] 8192 512-byte logical blocks' \
+	'^SLAT-GUEST: vm1: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
+	'^SLAT-GUEST: vm1: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$' \
+	'^SLAT-GUEST: vm1: VMM-GUEST: shell ready' \
+	'^SLAT-GUEST: vm1: VMM-SHELL: 42 from the console of a VM with 2 CPUs$' \
+	'^SLAT-GUEST: vm1: slat-vmm: guest powered off \(ACPI S5\), exit 0$' \
+	'^SLAT-GUEST: vm1: slat-vmm: disk /tmp/disk1\.img: [1-9][0-9]* reads \([0-9]+ KiB\), [1-9][0-9]* writes \([0-9]+ KiB\), [1-9][0-9]* flushes, 0 errors$' \
+	'^SLAT-GUEST: vm1: vmm exit 0 after [0-9]+\.[0-9] s$' \
+	'^SLAT-GUEST: vm1: disk checksum matches the image.s$' \
+	'^SLAT-GUEST: vm1: the VM.s write is in the image$' \
+	'^SLAT-GUEST: vm2: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+	'^SLAT-GUEST: vm2: vmm exit 0 after [0-9]+\.[0-9] s$' \
+	'^SLAT-GUEST: vm2: disk checksum matches the image.s$' \
+	'^SLAT-GUEST: vm2: the VM.s write is in the image$' \
+	'^SLAT-GUEST: vmm bad-arg ok: exit 2: slat-vmm: error: --disk /tmp/disk3\.img: in use by another VM' \
+	'^SLAT-GUEST: vmm bad-arg ok: exit 2: slat-vmm: error: --kernel /vm/missing: No such file' \
 	'^SLAT-GUEST: MARKER vmm_slat-done' \
-	'^slat: secondary VMs: 1 created, 1 destroyed, 0 alive' \
+	'^slat: secondary VMs: 4 created, 4 destroyed, 0 alive' \
 	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+# Both of the VMs that ran at once did all of it, and each ended cleanly.
+for t in vm3 vm4; do
+	expect_in_order "^SLAT-GUEST: $t: VMM-GUEST: up, 2 CPUs online \\(0-1\\)" \
+		"^SLAT-GUEST: $t: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts" \
+		"^SLAT-GUEST: $t: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+\$" \
+		"^SLAT-GUEST: $t: slat-vmm: guest powered off \\(ACPI S5\\), exit 0\$" \
+		"^SLAT-GUEST: $t: vmm exit 0 after [0-9]+\\.[0-9] s\$" \
+		"^SLAT-GUEST: $t: disk checksum matches the image.s\$" \
+		"^SLAT-GUEST: $t: the VM.s write is in the image\$"
+done
+# The two ran at the same time: each started before the other powered off.
+expect_in_order '^SLAT-GUEST: vm3: slat-vmm: .*2 vCPUs' '^SLAT-GUEST: vm4: VMM-GUEST: up' \
+	'^SLAT-GUEST: vm3: vmm exit 0'
+expect_in_order '^SLAT-GUEST: vm4: slat-vmm: .*2 vCPUs' '^SLAT-GUEST: vm3: VMM-GUEST: up' \
+	'^SLAT-GUEST: vm4: vmm exit 0'
+expect_count 17 '^SLAT-GUEST: vmm bad-arg ok: exit 2: '
+expect_count 4 '^SLAT-GUEST: vm[1-4]: vmm exit 0 after'
 expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' \
-	'slat-vmm: vcpu [0-9]' 'Kernel panic' 'Oops' 'BUG'
+	'slat-vmm: vcpu [0-9]' 'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'bad-arg WRONG' \
+	'virtio-blk: guest error' 'insmod .* failed' 'VMM-GUEST: no disk'
 expect_exit
 boot_done

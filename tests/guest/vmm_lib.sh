@@ -1,0 +1,103 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# What tests/guest/vmm_slat.sh (Slat's /dev/kvm) and vmm_ref.sh (Linux's own
+# KVM) run alike with slat-vmm: sourced, not run.
+#
+#   vm_run TAG CPUS DISK SHELL CMDLINE
+#       one VM of the Debian kernel and /vm/initrd.img (tools/vmm-initrd.sh)
+#       with CPUS vCPUs and the disk image DISK (made here: 4 MiB of random
+#       bytes). Its console lines are prefixed "SLAT-GUEST: TAG: ". This side
+#       then compares the VM's SHA-256 of /dev/vda with its own of the image,
+#       and reads back the line the VM wrote at sector 8. SHELL=shell: once
+#       the VM's init says "shell ready", a command line and "poweroff -f"
+#       are typed on the VM's console (slat-vmm's stdin).
+#   vm_bad_args
+#       slat-vmm's refusals of bad arguments: status 2 and one line each.
+VMM=/slat/slat-vmm
+VM_LIMIT=${VM_LIMIT:-240} # slat-vmm --timeout: then registers, status 1
+
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# feed_shell TAG: types on the VM's console once its shell is ready; gives
+# up when the VM has ended (TAG.done) or after 20 minutes.
+feed_shell() {
+	local n=0
+	until grep -q 'VMM-GUEST: shell ready' "/tmp/$1.out" 2>/dev/null; do
+		[ -e "/tmp/$1.done" ] || [ $n -ge 12000 ] && return
+		sleep 0.1
+		n=$((n + 1))
+	done
+	printf '%s\n' 'echo "VMM-SHELL: $((6 * 7)) from the console of a VM with $(nproc) CPUs"' 'poweroff -f'
+}
+
+vm_run() {
+	local tag=$1 cpus=$2 disk=$3 shell=$4 args=$5 want start end took got wrote back
+	dd if=/dev/urandom of="$disk" bs=1M count=4 2>/dev/null
+	want=$(sha256sum "$disk" | cut -d' ' -f1)
+	rm -f "/tmp/$tag.out" "/tmp/$tag.done" "/tmp/$tag.in"
+	if [ "$shell" = shell ]; then
+		args="$args vmm.shell"
+		mkfifo "/tmp/$tag.in"
+		feed_shell "$tag" >"/tmp/$tag.in" &
+	else
+		: >"/tmp/$tag.in"
+	fi
+	start=$(uptime_s)
+	# A hang is a failure: slat-vmm's --timeout (status 1, with the vCPUs'
+	# registers), else a kill a minute later (status 137).
+	{
+		timeout -s KILL $((VM_LIMIT + 60)) $VMM --kernel /vm/vmlinuz --initrd /vm/initrd.img \
+			--mem 256M --cpus "$cpus" --disk "$disk" --timeout "$VM_LIMIT" -v \
+			--cmdline "$args" <"/tmp/$tag.in" 2>&1
+		echo $? >"/tmp/$tag.rc"
+	} | tee "/tmp/$tag.out" | sed "s/^/SLAT-GUEST: $tag: /"
+	touch "/tmp/$tag.done"
+	end=$(uptime_s)
+	took=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+	echo "SLAT-GUEST: $tag: vmm exit $(cat "/tmp/$tag.rc") after $took s"
+	got=$(sed -n 's/.*VMM-GUEST: disk vda [0-9]* sectors sha256 \([0-9a-f]*\).*/\1/p' "/tmp/$tag.out" | head -1)
+	if [ -n "$got" ] && [ "$got" = "$want" ]; then
+		echo "SLAT-GUEST: $tag: disk checksum matches the image's"
+	else
+		echo "SLAT-GUEST: $tag: disk checksum MISMATCH: VM '$got', image '$want'"
+	fi
+	wrote=$(sed -n 's/.*VMM-GUEST: disk wrote \(vm-wrote-[0-9a-f-]*\) at sector 8.*/\1/p' "/tmp/$tag.out" | head -1)
+	back=$(dd if="$disk" bs=512 skip=8 count=1 2>/dev/null | head -1 | tr -d '\000')
+	if [ -n "$wrote" ] && [ "$back" = "$wrote" ]; then
+		echo "SLAT-GUEST: $tag: the VM's write is in the image"
+	else
+		echo "SLAT-GUEST: $tag: disk write MISMATCH: VM '$wrote', image '$back'"
+	fi
+}
+
+# bad EXPECTED ARGS...: one refused run, its status and its one-line message.
+bad() {
+	want=$1
+	shift
+	$VMM "$@" >/tmp/bad.out 2>&1 </dev/null
+	rc=$?
+	verdict=ok
+	[ "$rc" -eq "$want" ] && [ "$(wc -l </tmp/bad.out)" -eq 1 ] || verdict=WRONG
+	echo "SLAT-GUEST: vmm bad-arg $verdict: exit $rc: $(head -1 /tmp/bad.out)"
+}
+
+vm_bad_args() {
+	k=/vm/vmlinuz
+	bad 2 --kernel /vm/missing
+	bad 2 --kernel /vm/initrd.img
+	bad 2 --kernel $k --mem 16M
+	bad 2 --kernel $k --mem 64M
+	bad 2 --kernel $k --initrd /vm/vmlinuz --mem 80M
+	bad 2 --kernel $k --initrd /vm/missing
+	bad 2 --kernel $k --cpus 0
+	bad 2 --kernel $k --cpus 5
+	bad 2 --kernel $k --mem lots
+	bad 2 --kernel $k --bogus
+	bad 2 --initrd /vm/initrd.img
+	bad 2 --kernel $k --disk /vm/missing.img
+	bad 2 --kernel $k --disk /dev/null
+	head -c 100 /dev/zero >/tmp/tiny.img
+	bad 2 --kernel $k --disk /tmp/tiny.img
+	bad 2 --kernel $k --disk /tmp/tiny.img --disk /tmp/tiny.img
+	bad 2 --kernel $k --timeout 0
+}
