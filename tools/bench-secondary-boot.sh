@@ -23,7 +23,7 @@ run_one() {
 	local system=$1 script=$2 log=$3 i=$4 rc line secs
 	bash "$top/$script" >&2
 	rc=$?
-	line=$(tr -d '\r' <"$log" 2>/dev/null | grep -a -m1 '^SLAT-GUEST: vmm exit 0 after [0-9.]* s$' || true)
+	line=$(tr -d '\r' <"$log" 2>/dev/null | grep -a -m1 '^SLAT-GUEST: vm1: vmm exit 0 after [0-9.]* s$' || true)
 	secs=$(sed -n 's/.* after \([0-9.]*\) s$/\1/p' <<<"$line")
 	[ "$rc" -eq 0 ] || status=1
 	printf '{"bench":"secondary_boot","system":"%s","run":%d,"boot_s":%s,"exit":%d}\n' \

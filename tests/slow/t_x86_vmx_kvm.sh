@@ -14,6 +14,6 @@
 . "$(dirname "$0")/../boot/kvm.sh"
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-5400}
 EMU_MEM_MB=2048 x86_vmx_boot 2 kvm
-kvm_expect_pass x86_64
+kvm_expect_pass x86_64 vmx
 expect_absent 'X64 Exception Type' '^error: (slat|vmx|x86):' 'host exception'
 boot_done
