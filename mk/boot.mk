@@ -5,7 +5,8 @@
 #
 #   make run                       QEMU arm64 virt (EL2), -cpu cortex-a72: Slat boots
 #                                  Debian's kernel to a busybox shell
-#   make run ARCH=x86_64           QEMU x86-64 -cpu max (AMD SVM + NPT)
+#   make run ARCH=x86_64           QEMU x86-64 -cpu max (AMD SVM + NPT); in the
+#                                  shell, /vm/run-vm.sh boots a Linux secondary
 #   make run ARCH=x86_64 CPU=intel Bochs corei7_skylake_x (Intel VT-x + EPT)
 #   make run ARCH=aarch64 CPU=max,pauth=off    any QEMU -cpu for arm64
 #   make run ACCEL=kvm             QEMU -accel kvm -cpu host on an x86-64 host with
@@ -32,17 +33,26 @@ $(RUN_CFG_aarch64): mk/boot.mk
 	@printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
 		'cmdline = console=ttyAMA0' > $@
 
-# x86_64 (CPU=amd, QEMU -cpu max): the same on AMD SVM + NPT, console ttyS0;
-# CPU=intel: Bochs corei7_skylake_x (VT-x + EPT), the terminal is COM1.
-RUN_CFG_x86_64   := $(BUILD)/run/x86_64.slat.cfg
-RUN_DEPS_x86_64  := $(if $(filter amd intel,$(CPU)),guest-x86_64 $(RUN_CFG_x86_64),)
-RUN_FILES_x86_64 := $(if $(filter amd intel,$(CPU)),$(RUN_CFG_x86_64)=slat.cfg \
-	$(BUILD)/guest/x86_64/vmlinuz=slat/vmlinuz $(BUILD)/guest/x86_64/initrd.img=slat/initrd.img,)
+# x86_64 (CPU=amd, QEMU -cpu max): the same on AMD SVM + NPT, console ttyS0,
+# with the VM kernel for slat-vmm in the initramfs (tools/vmm-initrd.sh:
+# /vm/run-vm.sh boots a Linux secondary with a shell); CPU=intel: Bochs
+# corei7_skylake_x (VT-x + EPT), the terminal is COM1, the plain initramfs.
+RUN_CFG_x86_64    := $(BUILD)/run/x86_64.slat.cfg
+RUN_INITRD_x86_64 := $(if $(filter amd,$(CPU)),initrd-vmm.img,initrd.img)
+RUN_DEPS_x86_64   := $(if $(filter amd intel,$(CPU)),guest-x86_64 $(if $(filter amd,$(CPU)),vmm-initrd,) \
+	$(RUN_CFG_x86_64),)
+RUN_FILES_x86_64  := $(if $(filter amd intel,$(CPU)),$(RUN_CFG_x86_64)=slat.cfg \
+	$(BUILD)/guest/x86_64/vmlinuz=slat/vmlinuz \
+	$(BUILD)/guest/x86_64/$(RUN_INITRD_x86_64)=slat/initrd.img,)
 RUN_ENV_x86_64   := $(if $(filter amd intel,$(CPU)),EMU_ESP_CYL=128 EMU_SMP=2,)
 $(RUN_CFG_x86_64): mk/boot.mk
 	@mkdir -p $(@D)
 	@printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
 		'cmdline = console=ttyS0,115200' > $@
+
+.PHONY: vmm-initrd
+vmm-initrd: guest-x86_64
+	$(Q)bash tools/vmm-initrd.sh >/dev/null
 
 # ACCEL=kvm is checked when the makefile is read, so that a host that cannot
 # run it gets the reason at once and nothing is installed or built.

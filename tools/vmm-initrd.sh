@@ -7,6 +7,7 @@
 #   build/guest/x86_64/initrd-vmm.img = initrd.img (tools/guest.sh, unchanged)
 #       followed by a second gzip'd newc archive with
 #         /vm/vmlinuz      the same Debian bzImage, the VM's kernel
+#         /vm/run-vm.sh    boots them with /slat/slat-vmm (tools/vm/run-vm.sh)
 #         /vm/initrd.img   the VM's own initramfs: busybox, the virtio-mmio
 #                          block modules, and an /init that prints
 #                          "VMM-GUEST: up, N CPUs online ...", counts its
@@ -35,7 +36,8 @@ for f in "$out/initrd.img" "$out/vmlinuz" "$busybox"; do
 done
 if [ -f "$result" ]; then
 	newer=0
-	for f in "$0" "$out/initrd.img" "$out/vmlinuz" "$busybox" "$out/modules/modules.order"; do
+	for f in "$0" "$top/tools/vm/run-vm.sh" "$out/initrd.img" "$out/vmlinuz" "$busybox" \
+		"$out/modules/modules.order"; do
 		[ "$f" -nt "$result" ] && newer=1
 	done
 	[ "$newer" -eq 0 ] && exit 0
@@ -101,6 +103,7 @@ mkdir -p "$tmp/extra/vm"
 (cd "$inner" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |
 	gzip -9 >"$tmp/extra/vm/initrd.img"
 cp "$out/vmlinuz" "$tmp/extra/vm/vmlinuz"
+install -m 755 "$top/tools/vm/run-vm.sh" "$tmp/extra/vm/run-vm.sh"
 
 # The primary's: the normal archive, then the /vm one.
 (cd "$tmp/extra" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |

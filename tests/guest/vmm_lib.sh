@@ -4,7 +4,8 @@
 # KVM) run alike with slat-vmm: sourced, not run.
 #
 #   vm_run TAG CPUS DISK SHELL CMDLINE
-#       one VM of the Debian kernel and /vm/initrd.img (tools/vmm-initrd.sh)
+#       one VM through /vm/run-vm.sh (CMDLINE added to the VM's command line):
+#       the Debian kernel and /vm/initrd.img (tools/vmm-initrd.sh)
 #       with CPUS vCPUs and the disk image DISK (made here: 4 MiB of random
 #       bytes). Its console lines are prefixed "SLAT-GUEST: TAG: ". This side
 #       then compares the VM's SHA-256 of /dev/vda with its own of the image,
@@ -31,24 +32,25 @@ feed_shell() {
 }
 
 vm_run() {
-	local tag=$1 cpus=$2 disk=$3 shell=$4 args=$5 want start end took got wrote back
+	local tag=$1 cpus=$2 disk=$3 shell=$4 args=$5 vm_shell want start end took got wrote back
 	dd if=/dev/urandom of="$disk" bs=1M count=4 2>/dev/null
 	want=$(sha256sum "$disk" | cut -d' ' -f1)
 	rm -f "/tmp/$tag.out" "/tmp/$tag.done" "/tmp/$tag.in"
 	if [ "$shell" = shell ]; then
-		args="$args vmm.shell"
+		vm_shell=1
 		mkfifo "/tmp/$tag.in"
 		feed_shell "$tag" >"/tmp/$tag.in" &
 	else
+		vm_shell=0
 		: >"/tmp/$tag.in"
 	fi
 	start=$(uptime_s)
 	# A hang is a failure: slat-vmm's --timeout (status 1, with the vCPUs'
 	# registers), else a kill a minute later (status 137).
+	# /vm/run-vm.sh (tools/vm/run-vm.sh), as a user starts a VM.
 	{
-		timeout -s KILL $((VM_LIMIT + 60)) $VMM --kernel /vm/vmlinuz --initrd /vm/initrd.img \
-			--mem 256M --cpus "$cpus" --disk "$disk" --timeout "$VM_LIMIT" -v \
-			--cmdline "$args" <"/tmp/$tag.in" 2>&1
+		VM_SHELL=$vm_shell VM_APPEND="$args" timeout -s KILL $((VM_LIMIT + 60)) /vm/run-vm.sh \
+			--mem 256M --cpus "$cpus" --disk "$disk" --timeout "$VM_LIMIT" -v <"/tmp/$tag.in" 2>&1
 		echo $? >"/tmp/$tag.rc"
 	} | tee "/tmp/$tag.out" | sed "s/^/SLAT-GUEST: $tag: /"
 	touch "/tmp/$tag.done"

@@ -20,7 +20,7 @@ fi
 # The VM of vmm_slat.sh's first run (vmm_lib.sh): 2 vCPUs, a disk, a shell
 # typed at on its console. Few kernel messages (loglevel 6 still shows its
 # banner); reboot at once on a panic.
-vm_run vm1 2 /tmp/disk1.img shell "console=ttyS0 loglevel=6 panic=-1"
+vm_run vm1 2 /tmp/disk1.img shell "loglevel=6"
 
 # A guest reboot ends slat-vmm with status 3 (Linux, hardware-reduced and
 # without EFI, jumps to the real-mode reset vector, where slat-vmm's stub

@@ -7,9 +7,9 @@
 # does on Linux's own KVM (vmm_lib.sh has what both run): a VM with a disk
 # and a shell typed at on its console, a second one after it, then two at
 # once (with a third start on a disk in use, refused), then the bad
-# arguments. Slat's KVM has no kvmclock: each VM is told the TSC frequency
-# and the delay loop this kernel measured (tsc_early_khz=, lpj=) and to skip
-# the timer check.
+# arguments. Slat's KVM has no kvmclock: /vm/run-vm.sh tells each VM the TSC
+# frequency and the delay loop this kernel measured (tsc_early_khz=, lpj=)
+# and to skip the timer check.
 . /tests/vmm_lib.sh
 echo "SLAT-GUEST: vmm_slat on $(uname -m), kernel $(uname -r)"
 if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
@@ -18,18 +18,16 @@ if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
 	exit 1
 fi
 dmesg | grep 'slat:' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
-khz=$(dmesg | sed -n 's/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz.*/\1\2/p' | head -1)
-lpj=$(dmesg | sed -n 's/.*(lpj=\([0-9]*\)).*/\1/p' | head -1)
-echo "SLAT-GUEST: timing for the VM: tsc_early_khz=$khz lpj=$lpj"
-cmdline="console=ttyS0 loglevel=7 panic=-1 tsc_early_khz=$khz lpj=$lpj no_timer_check"
+# /vm/run-vm.sh tells each VM this kernel's TSC rate and delay loop.
+cmdline="loglevel=7"
 
 vm_run vm1 2 /tmp/disk1.img shell "$cmdline"
-vm_run vm2 2 /tmp/disk2.img none "$cmdline loglevel=4"
+vm_run vm2 2 /tmp/disk2.img none "loglevel=4"
 
 # Two VMs at once, each with its own disk; a third start on vm3's disk while
 # vm3 runs is refused (the image is locked), and leaves vm3 alone.
-vm_run vm3 2 /tmp/disk3.img none "$cmdline loglevel=4" &
-vm_run vm4 2 /tmp/disk4.img none "$cmdline loglevel=4" &
+vm_run vm3 2 /tmp/disk3.img none "loglevel=4" &
+vm_run vm4 2 /tmp/disk4.img none "loglevel=4" &
 n=0
 until grep -q '^slat-vmm: disk /tmp/disk3.img' /tmp/vm3.out 2>/dev/null || [ $n -ge 600 ]; do
 	sleep 0.1

@@ -1,0 +1,25 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# /vm/run-vm.sh [slat-vmm options]: boots the VM of this initramfs (/vm/vmlinuz,
+# /vm/initrd.img: tools/vmm-initrd.sh) with /slat/slat-vmm, its console on
+# this terminal and, unless VM_SHELL=0, a shell in it (type `poweroff -f` to
+# end it). On Slat it loads slat.ko first when /dev/kvm is missing, and tells
+# the VM its TSC rate and delay loop (Slat's KVM has no kvmclock: the values
+# this kernel measured, from its dmesg). VM_APPEND adds to the VM's command
+# line. Options go to slat-vmm (docs/vmm.md), e.g. --cpus 2 --disk FILE.
+# Examples (make run ARCH=x86_64):
+#   /vm/run-vm.sh --cpus 2
+#   dd if=/dev/zero of=/tmp/d.img bs=1M count=16; /vm/run-vm.sh --disk /tmp/d.img
+if [ ! -e /dev/kvm ] && ! insmod /lib/modules/slat.ko; then
+	echo "run-vm: no /dev/kvm, and slat.ko did not load" >&2
+	exit 2
+fi
+cmdline="console=ttyS0 panic=-1"
+if dmesg | grep -q 'slat: /dev/kvm ready'; then
+	khz=$(dmesg | sed -n 's/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz.*/\1\2/p' | head -1)
+	lpj=$(dmesg | sed -n 's/.*(lpj=\([0-9]*\)).*/\1/p' | head -1)
+	cmdline="$cmdline tsc_early_khz=$khz lpj=$lpj no_timer_check"
+fi
+[ "${VM_SHELL:-1}" = 0 ] || cmdline="$cmdline vmm.shell"
+exec /slat/slat-vmm --kernel /vm/vmlinuz --initrd /vm/initrd.img \
+	--cmdline "$cmdline ${VM_APPEND:-}" "$@"
