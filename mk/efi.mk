@@ -43,7 +43,7 @@ $(EFI_GEN)/slat_version.h: FORCE
 	cmp -s $$t $@ && rm -f $$t || mv -f $$t $@
 
 efi_cflags = --target=$(EFI_TARGET_$(1)) -std=gnu11 -O2 -g0 \
-	-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wimplicit-fallthrough \
 	-Wno-unused-parameter \
 	-ffreestanding -fno-builtin -fno-stack-protector -fno-stack-check \
 	-mno-stack-arg-probe -fshort-wchar -mgeneral-regs-only -fno-jump-tables \

@@ -117,7 +117,8 @@ static unsigned op_insn_len(struct vcpu *v)
 // a hardware exception (a pending MOV SS trap merges into it).
 static void op_complete_insn(struct vcpu *v, bool single_step)
 {
-	vmwrite(VMCS_GUEST_INTERRUPTIBILITY, vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~3ull);
+	vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
+		vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~(uint64_t)INTERRUPTIBILITY_SHADOW);
 	if (!single_step)
 		return;
 	write_dr6(read_dr6() | DR6_BS);

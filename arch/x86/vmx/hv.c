@@ -594,7 +594,8 @@ static void op_complete_insn(struct vcpu *v, bool single_step)
 {
 	if (v->arch.hv.cb_bad) // not the vCPU's VMCS: write nothing
 		return;
-	vmwrite(VMCS_GUEST_INTERRUPTIBILITY, vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~3ull);
+	vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
+		vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~(uint64_t)INTERRUPTIBILITY_SHADOW);
 }
 
 // ---- interrupt injection (ABI 1.4) ---------------------------------------------------
@@ -605,7 +606,7 @@ static bool op_irq_open(struct vcpu *v)
 	if (v->arch.hv.cb_bad)
 		return false;
 	return (vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) &&
-	       !(vmread(VMCS_GUEST_INTERRUPTIBILITY) & 3) && // STI, MOV SS blocking
+	       !(vmread(VMCS_GUEST_INTERRUPTIBILITY) & INTERRUPTIBILITY_SHADOW) &&
 	       !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_VALID) && !(v->arch.hv.intinfo & INTR_VALID);
 }
 

@@ -245,5 +245,6 @@ static inline bool vmx_invvpid(uint64_t type, uint16_t vpid, uint64_t addr)
 #define INTERRUPTIBILITY_STI	(1u << 0)
 #define INTERRUPTIBILITY_MOV_SS (1u << 1)
 #define INTERRUPTIBILITY_NMI	(1u << 3)
+#define INTERRUPTIBILITY_SHADOW (INTERRUPTIBILITY_STI | INTERRUPTIBILITY_MOV_SS)
 
 #endif
