@@ -135,8 +135,17 @@ static bool apic_base_msr(struct vcpu *v, bool write, uint64_t *val)
 	return true;
 }
 
+// AMD's interrupt-pending message register (K8, family 10h): Linux reads it
+// on those families for its E400 C1E check and warns on a #GP. Reads as 0, as
+// KVM answers it; writes are not offered.
+#define MSR_K8_INT_PENDING_MSG 0xc0010055u
+
 bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 {
+	if (msr == MSR_K8_INT_PENDING_MSG && !write) {
+		*val = 0;
+		return true;
+	}
 	if (msr == MSR_TSC && !write) {
 		*val = rdtsc();
 		return true;

@@ -74,6 +74,6 @@ expect_count 17 '^SLAT-GUEST: vmm bad-arg ok: exit 2: '
 expect_count 4 '^SLAT-GUEST: vm[1-4]: vmm exit 0 after'
 expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' \
 	'slat-vmm: vcpu [0-9]' 'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'bad-arg WRONG' \
-	'virtio-blk: guest error' 'insmod .* failed' 'VMM-GUEST: no disk'
+	'virtio-blk: guest error' 'insmod .* failed' 'VMM-GUEST: no disk' 'unchecked MSR access'
 expect_exit
 boot_done
