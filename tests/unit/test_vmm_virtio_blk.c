@@ -300,31 +300,32 @@ static void expect_needs_reset(void)
 	assert_int_equal(used_idx(), 1);
 }
 
-static void test_descriptor_outside_memory(void **state)
+// A read of sector 0 with data descriptor 1 as given (the broken part) and
+// status descriptor 2; made available at head 0, then notified.
+static void submit_broken(uint64_t addr, uint16_t flags, uint16_t next)
 {
-	(void)state;
 	put32(vm.mem + HDR, 0, BLK_T_IN);
 	put64(vm.mem + HDR, 8, 0);
 	vm.mem[STATUS] = 0xff;
 	put_desc(0, HDR, 16, DESC_F_NEXT, 1);
-	put_desc(1, MEM_SIZE - 256, SECTOR, DESC_F_NEXT | DESC_F_WRITE, 2); // runs off the end
+	put_desc(1, addr, SECTOR, flags, next);
 	put_desc(2, STATUS, 1, DESC_F_WRITE, 0);
 	put16(vm.mem + AVAIL, 4, 0);
 	put16(vm.mem + AVAIL, 2, ++avail_idx);
 	wr(VMMIO_QUEUE_NOTIFY, 0);
+}
+
+static void test_descriptor_outside_memory(void **state)
+{
+	(void)state;
+	submit_broken(MEM_SIZE - 256, DESC_F_NEXT | DESC_F_WRITE, 2); // runs off the end
 	expect_needs_reset();
 }
 
 static void test_chain_that_loops(void **state)
 {
 	(void)state;
-	put32(vm.mem + HDR, 0, BLK_T_IN);
-	vm.mem[STATUS] = 0xff;
-	put_desc(0, HDR, 16, DESC_F_NEXT, 1);
-	put_desc(1, DATA, SECTOR, DESC_F_NEXT | DESC_F_WRITE, 0); // back to the header
-	put16(vm.mem + AVAIL, 4, 0);
-	put16(vm.mem + AVAIL, 2, ++avail_idx);
-	wr(VMMIO_QUEUE_NOTIFY, 0);
+	submit_broken(DATA, DESC_F_NEXT | DESC_F_WRITE, 0); // back to the header
 	expect_needs_reset();
 }
 
