@@ -5,7 +5,7 @@
 #   $(OUT)/slat.ko        linux/slat/ against Debian's headers in KDIR
 #   $(OUT)/guest.bin      the secondary payload (linux/guest/), flat binary
 #   $(OUT)/slat-*         static test programs (linux/tests/)
-#   $(OUT)/slat-vmm       the VMM over the KVM API (linux/vmm/, x86_64 only)
+#   $(OUT)/slat-vmm       the VMM over the KVM API (linux/vmm/)
 L := $(TOP)/linux
 KO := $(OUT)/ko
 ABI := $(TOP)/core/hcall_abi.h
@@ -27,11 +27,7 @@ LIBSRC := $(L)/tests/slatlib.c $(LIBARCH)
 LIBHDR := $(L)/tests/slatlib.h $(L)/slat/slat_uapi.h $(ABI) $(L)/guest/job.h
 UCFLAGS := -static -O2 -Wall -Wextra -Werror -std=gnu11 -pthread -I$(TOP) -I$(L)/slat -I$(L)/guest
 
-ifneq ($(GARCH),aarch64)
-VMM := $(OUT)/slat-vmm
-endif
-
-all: $(OUT)/slat.ko $(OUT)/guest.bin $(addprefix $(OUT)/,$(PROGS)) $(VMM)
+all: $(OUT)/slat.ko $(OUT)/guest.bin $(addprefix $(OUT)/,$(PROGS)) $(OUT)/slat-vmm
 
 KSRC := $(wildcard $(L)/slat/*.c $(L)/slat/*.h) $(L)/slat/Kbuild $(ABI)
 $(OUT)/slat.ko: $(KSRC)
@@ -55,8 +51,15 @@ $(OUT)/slat-kvm-check: $(L)/tests/slat-kvm-check-x86.c $(L)/tests/kvmcheck.h
 	$(UCC) $(UCFLAGS) -o $@ $<
 endif
 
-# slat-vmm: a VMM of the project's own over the KVM API (boots a bzImage).
-VMMSRC := $(wildcard $(L)/vmm/*.c)
+# slat-vmm: a VMM of the project's own over the KVM API (x86_64: boots a
+# bzImage; arm64: an Image with a device tree). The common files and those of
+# one architecture (linux/vmm/vmm.h lists them).
+VMMCOMMON := $(addprefix $(L)/vmm/,slat-vmm.c vmm_uart.c vmm_virtio_blk.c vmm_fdt.c)
+ifeq ($(GARCH),aarch64)
+VMMSRC := $(VMMCOMMON) $(wildcard $(L)/vmm/vmm_arm64*.c)
+else
+VMMSRC := $(VMMCOMMON) $(wildcard $(L)/vmm/vmm_x86*.c) $(L)/vmm/vmm_legacy.c
+endif
 $(OUT)/slat-vmm: $(VMMSRC) $(wildcard $(L)/vmm/*.h)
 	@mkdir -p $(OUT)
 	$(UCC) $(UCFLAGS) -o $@ $(VMMSRC)

@@ -53,6 +53,7 @@
 // /dev/vda. PIT channel 2 and the CMOS clock answer the guest's calibration
 // and wall-clock reads, which otherwise each spin for thousands of exits.
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -62,6 +63,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vmm.h"
@@ -98,31 +100,6 @@ void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
 	exit(EXIT_FAILED);
 }
 
-// The N ports not emulated the guest used most, with their access counts.
-static void print_busiest_ports(int n)
-{
-	uint32_t done = UINT32_MAX; // counts above this were printed already
-
-	fprintf(stderr, "slat-vmm: busiest of them:");
-	for (int k = 0; k < n; k++) {
-		uint32_t best = 0;
-		int port = -1;
-
-		for (int p = 0; p < 65536; p++)
-			if (vm.port_count[p] > best && vm.port_count[p] < done) {
-				best = vm.port_count[p];
-				port = p;
-			}
-		if (port < 0)
-			break;
-		for (int p = 0; p < 65536; p++)
-			if (vm.port_count[p] == best)
-				fprintf(stderr, " 0x%x %u", p, best);
-		done = best;
-	}
-	fputc('\n', stderr);
-}
-
 // Ends the VM from any vCPU thread: the first caller wins, the others block.
 void __attribute__((noreturn)) vm_end(int status, const char *why)
 {
@@ -131,64 +108,11 @@ void __attribute__((noreturn)) vm_end(int status, const char *why)
 	fprintf(stderr, "\nslat-vmm: %s, exit %d\n", why, status);
 	virtio_blk_summary();
 	if (vm.verbose)
-		fprintf(stderr,
-			"slat-vmm: ports not emulated: %lu reads, %lu writes; MMIO outside RAM: "
-			"%lu reads, %lu writes\n",
-			vm.port_reads, vm.port_writes, vm.mmio_reads, vm.mmio_writes);
-	if (vm.verbose)
-		print_busiest_ports(5);
+		arch_verbose_summary();
 	exit(status);
 }
 
-static uint32_t lapic_reg(const struct kvm_lapic_state *l, unsigned off)
-{
-	uint32_t v;
-
-	memcpy(&v, l->regs + off, 4);
-	return v;
-}
-
-// The local APIC's timer and pending vectors (what a stuck guest waits for).
-static void dump_lapic(struct vcpu *v)
-{
-	struct kvm_lapic_state l;
-	struct kvm_mp_state mp;
-
-	if (ioctl(v->fd, KVM_GET_LAPIC, &l) < 0)
-		return;
-	if (ioctl(v->fd, KVM_GET_MP_STATE, &mp) < 0)
-		mp.mp_state = ~0u;
-	fprintf(stderr,
-		"  mp_state %u lapic: svr %x lvtt %x tmict %x tmcct %x tdcr %x isr7 %08x irr7 "
-		"%08x irr1 %08x esr %x\n",
-		mp.mp_state, lapic_reg(&l, 0xf0), lapic_reg(&l, 0x320), lapic_reg(&l, 0x380),
-		lapic_reg(&l, 0x390), lapic_reg(&l, 0x3e0), lapic_reg(&l, 0x170),
-		lapic_reg(&l, 0x270), lapic_reg(&l, 0x210), lapic_reg(&l, 0x280));
-}
-
-static void dump_vcpu(struct vcpu *v)
-{
-	struct kvm_regs r;
-	struct kvm_sregs s;
-
-	if (ioctl(v->fd, KVM_GET_REGS, &r) < 0 || ioctl(v->fd, KVM_GET_SREGS, &s) < 0) {
-		fprintf(stderr, "slat-vmm: vcpu %d: registers unreadable: %s\n", v->id,
-			strerror(errno));
-		return;
-	}
-	fprintf(stderr,
-		"slat-vmm: vcpu %d: rip %016llx rsp %016llx rflags %08llx\n"
-		"  rax %016llx rbx %016llx rcx %016llx rdx %016llx\n"
-		"  rsi %016llx rdi %016llx rbp %016llx\n"
-		"  cr0 %08llx cr2 %016llx cr3 %016llx cr4 %08llx efer %llx\n"
-		"  cs %04x base %llx l %d db %d  ss %04x  gdt %llx/%x idt %llx/%x\n",
-		v->id, r.rip, r.rsp, r.rflags, r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp,
-		s.cr0, s.cr2, s.cr3, s.cr4, s.efer, s.cs.selector, s.cs.base, s.cs.l, s.cs.db,
-		s.ss.selector, s.gdt.base, s.gdt.limit, s.idt.base, s.idt.limit);
-	dump_lapic(v);
-}
-
-static void __attribute__((noreturn)) vcpu_fail(struct vcpu *v, const char *what)
+void __attribute__((noreturn)) vcpu_fail(struct vcpu *v, const char *what)
 {
 	uart_flush();
 	fprintf(stderr, "\nslat-vmm: vcpu %d: %s\n", v->id, what);
@@ -196,7 +120,37 @@ static void __attribute__((noreturn)) vcpu_fail(struct vcpu *v, const char *what
 	vm_end(EXIT_FAILED, "VM failed");
 }
 
-// ---- arguments ----
+// ---- files and guest memory ----
+
+struct file_data read_file(const char *what, const char *path)
+{
+	struct file_data f = {0};
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		usage_error("%s %s: %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		usage_error("%s %s: not a regular file", what, path);
+	f.size = (size_t)st.st_size;
+	f.data = malloc(f.size ? f.size : 1);
+	if (!f.data)
+		usage_error("%s %s: out of memory", what, path);
+	for (size_t done = 0; done < f.size;) {
+		ssize_t n = read(fd, f.data + done, f.size - done);
+
+		if (n <= 0)
+			usage_error("%s %s: read failed", what, path);
+		done += (size_t)n;
+	}
+	close(fd);
+	return f;
+}
+
+void *gpa(uint64_t addr)
+{
+	return vm.mem + (addr - vm.ram_base);
+}
 
 // ---- arguments ----
 
@@ -313,10 +267,10 @@ static void parse_args(int argc, char **argv, struct options *o)
 			o->verbose = true;
 			break;
 		case 'h':
-			printf("usage: slat-vmm --kernel bzImage [--initrd FILE] [--cmdline STR] "
+			printf("usage: slat-vmm --kernel %s [--initrd FILE] [--cmdline STR] "
 			       "[--mem SIZE] [--cpus 1..%d] [--disk FILE[,ro]] [--timeout SECONDS] "
 			       "[-v]\n",
-			       VCPU_MAX);
+			       arch_kernel_usage, VCPU_MAX);
 			exit(0);
 		default:
 			usage_error("bad option '%s' (see --help)", argv[optind - 1]);
@@ -330,66 +284,12 @@ static void parse_args(int argc, char **argv, struct options *o)
 
 // ---- exits ----
 
-// KVM_IRQ_LINE: the in-kernel I/O APIC's pin GSI follows LEVEL.
-void set_irq_line(uint32_t gsi, bool level)
-{
-	struct kvm_irq_level l = {.irq = gsi, .level = level};
-
-	if (ioctl(vm.vm_fd, KVM_IRQ_LINE, &l) < 0)
-		die("KVM_IRQ_LINE %u failed", gsi);
-}
-
-static void sleep_control_write(uint8_t val)
-{
-	unsigned type = (val >> 2) & 7;
-
-	if (!(val & 0x20)) // SLP_EN
-		return;
-	if (type == SLEEP_TYPE_S5)
-		vm_end(EXIT_POWEROFF, "guest powered off (ACPI S5)");
-	fprintf(stderr, "slat-vmm: guest asked for sleep type %u, not offered; ignored\n", type);
-}
-
-// One port access of SIZE bytes at DATA: the devices, else all ones / ignored.
-static void port_io(uint16_t port, bool write, uint8_t *data, unsigned size)
-{
-	if (uart_io(port, write, data, size) || legacy_io(port, write, data, size))
-		return;
-	if (write && port == PORT_I8042_CMD && size == 1 && *data == I8042_RESET)
-		vm_end(EXIT_RESET, "guest reset (i8042 0xfe)");
-	if (write && port == PORT_SLEEP_CONTROL && size == 1) {
-		sleep_control_write(*data);
-		return;
-	}
-	if (!write && port == PORT_SLEEP_STATUS && size == 1) {
-		*data = 0;
-		return;
-	}
-	__atomic_add_fetch(&vm.port_count[port], 1, __ATOMIC_RELAXED);
-	if (write) {
-		__atomic_add_fetch(&vm.port_writes, 1, __ATOMIC_RELAXED);
-	} else {
-		memset(data, 0xff, size);
-		__atomic_add_fetch(&vm.port_reads, 1, __ATOMIC_RELAXED);
-	}
-}
-
-static void handle_io(struct vcpu *v)
-{
-	struct kvm_run *run = v->run;
-	uint8_t *data = (uint8_t *)run + run->io.data_offset;
-	bool write = run->io.direction == KVM_EXIT_IO_OUT;
-
-	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size)
-		port_io(run->io.port, write, data, run->io.size);
-}
-
 static void handle_mmio(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
 
 	if (run->mmio.len <= 8 &&
-	    virtio_blk_mmio(run->mmio.phys_addr, run->mmio.is_write, run->mmio.data, run->mmio.len))
+	    arch_mmio(run->mmio.phys_addr, run->mmio.is_write, run->mmio.data, run->mmio.len))
 		return;
 
 	if (run->mmio.is_write) {
@@ -400,34 +300,19 @@ static void handle_mmio(struct vcpu *v)
 	}
 }
 
-static void handle_system_event(struct vcpu *v)
-{
-	switch (v->run->system_event.type) {
-	case KVM_SYSTEM_EVENT_SHUTDOWN:
-		vm_end(EXIT_POWEROFF, "guest powered off (system event)");
-	case KVM_SYSTEM_EVENT_RESET:
-		vm_end(EXIT_RESET, "guest reset (system event)");
-	default:
-		vcpu_fail(v, "KVM_EXIT_SYSTEM_EVENT of an unknown type");
-	}
-}
-
 static void handle_exit(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
 	char msg[160];
 
 	switch (run->exit_reason) {
-	case KVM_EXIT_IO:
-		handle_io(v);
-		return;
 	case KVM_EXIT_MMIO:
 		handle_mmio(v);
 		return;
 	case KVM_EXIT_INTR:
 		return;
 	case KVM_EXIT_SYSTEM_EVENT:
-		handle_system_event(v);
+		arch_system_event(v);
 		return;
 	case KVM_EXIT_HLT:
 		vcpu_fail(v, "KVM_EXIT_HLT (halted with nothing to wake it)");
@@ -447,6 +332,8 @@ static void handle_exit(struct vcpu *v)
 			 run->internal.ndata > 3 ? run->internal.data[3] : 0);
 		vcpu_fail(v, msg);
 	default:
+		if (arch_exit(v))
+			return;
 		snprintf(msg, sizeof(msg), "unexpected exit reason %u", run->exit_reason);
 		vcpu_fail(v, msg);
 	}
@@ -554,6 +441,7 @@ int main(int argc, char **argv)
 {
 	struct options o;
 
+	arch_init();
 	parse_args(argc, argv, &o);
 	vm.mem_size = o.mem;
 	vm.ncpus = o.cpus;
@@ -565,7 +453,6 @@ int main(int argc, char **argv)
 	map_memory();
 	load_guest(&o);
 	create_vm();
-	mask_pics();
 	create_vcpus();
 	start_vcpus();
 	uart_start_input(); // a thread too: after start_vcpus() blocked SIGUSR1

@@ -1,14 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// slat-vmm's parts and what they share (the VMM is described in slat-vmm.c):
+// slat-vmm's parts and what they share (the VMM is described in slat-vmm.c).
+// Common to both architectures:
 //
 //   slat-vmm.c         arguments, the vCPU threads, exits, ending the VM
-//   vmm_boot.c         the bzImage, guest memory, page tables, zero page
-//   vmm_acpi.c         RSDP, XSDT, FADT, DSDT, MADT
-//   vmm_kvm.c          the VM and its vCPUs through the KVM API
-//   vmm_uart.c         the 16550A on COM1, output to stdout, input from stdin
-//   vmm_legacy.c       PIT channel 2 (port 0x61 gate), the CMOS clock
+//   vmm_uart.c         an 8250/16550A, output to stdout, input from stdin
 //   vmm_virtio_blk.c   a virtio-mmio block device over a disk image file
+//   vmm_fdt.c          a flattened devicetree writer (arm64's boot)
+//
+// x86_64 (vmm_x86_layout.h):
+//
+//   vmm_x86.c          port I/O, the i8042 reset, ACPI S5, register dumps
+//   vmm_x86_boot.c     the bzImage, guest memory, page tables, zero page
+//   vmm_x86_acpi.c     RSDP, XSDT, FADT, DSDT, MADT
+//   vmm_x86_kvm.c      the VM and its vCPUs through the KVM API
+//   vmm_legacy.c       PIT channel 2 (port 0x61 gate), the CMOS clock
+//
+// arm64 (vmm_arm64_layout.h):
+//
+//   vmm_arm64.c        MMIO dispatch, PSCI system events, register dumps
+//   vmm_arm64_boot.c   the Image, initrd and device tree in guest memory
+//   vmm_arm64_fdt.c    the machine's device tree
+//   vmm_arm64_kvm.c    the VM, its vCPUs and the vGICv3 through the KVM API
+//
+// linux/linux.mk picks the files of one architecture; the "arch" functions
+// below are what each set provides to slat-vmm.c and the devices.
 //
 // Devices run in the vCPU thread that exits to them, each under its own lock.
 #ifndef SLAT_VMM_H
@@ -20,12 +36,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm_layout.h"
-
 #define EXIT_POWEROFF 0
 #define EXIT_FAILED   1
 #define EXIT_USAGE    2
 #define EXIT_RESET    3
+
+// Guest RAM is one block from vm.ram_base, given to KVM as memory slots of at
+// most 1 GiB each (Slat's slot limit).
+#define MEM_MIN_MIB	 64
+#define MEM_MAX_MIB	 3072
+#define SLOT_MAX	 (1ull << 30)
+#define VCPU_MAX	 4
+#define VIRTIO_MMIO_SIZE 0x200
 
 struct options {
 	const char *kernel;
@@ -70,8 +92,15 @@ struct uart {
 struct vm {
 	int kvm_fd;
 	int vm_fd;
-	uint8_t *mem;
+	uint8_t *mem;	   // guest RAM [ram_base, ram_base + mem_size)
+	uint64_t ram_base; // where the architecture's RAM starts (arch_init())
 	uint64_t mem_size;
+	// Where the architecture put the devices (arch_init()): the virtio-mmio
+	// registers, and the interrupt lines set_irq_line() takes for the UART
+	// and the disk (x86: I/O APIC GSIs; arm64: GIC SPI INTIDs).
+	uint64_t virtio_base;
+	uint32_t uart_irq, virtio_irq;
+	const char *irq_kind; // how the disk's line is named ("GSI", "SPI INTID")
 	int ncpus;
 	bool verbose;
 	size_t run_size;
@@ -79,7 +108,7 @@ struct vm {
 	struct vcpu vcpus[VCPU_MAX];
 	struct uart uart;
 	unsigned long port_reads, port_writes, mmio_reads, mmio_writes;
-	uint32_t port_count[65536]; // accesses to ports not emulated (-v)
+	uint32_t port_count[65536]; // accesses to ports not emulated (-v, x86)
 };
 
 extern struct vm vm;
@@ -88,25 +117,28 @@ extern struct vm vm;
 void __attribute__((noreturn, format(printf, 1, 2))) usage_error(const char *fmt, ...);
 void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...);
 void __attribute__((noreturn)) vm_end(int status, const char *why);
+void __attribute__((noreturn)) vcpu_fail(struct vcpu *v, const char *what);
 struct file_data read_file(const char *what, const char *path);
-void set_irq_line(uint32_t gsi, bool level);
+void *gpa(uint64_t addr); // guest-physical ADDR in RAM (the caller checked it)
 
-// Boot (vmm_boot.c, vmm_acpi.c).
-void *gpa(uint64_t addr);
-void load_guest(const struct options *o);
-uint64_t build_acpi(int ncpus, bool virtio_blk);
+// What each architecture provides (vmm_x86*.c, vmm_arm64*.c).
+void arch_init(void);			      // vm.ram_base, the devices' places
+void load_guest(const struct options *o);     // the kernel, initrd, boot data
+void create_vm(void);			      // the VM, memory slots, irqchip
+void create_vcpus(void);		      // vCPUs with their boot state
+void set_irq_line(uint32_t line, bool level); // KVM_IRQ_LINE for a device's line
+bool arch_exit(struct vcpu *v);		      // an exit of its own; false: unknown
+bool arch_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size);
+void arch_system_event(struct vcpu *v); // KVM_EXIT_SYSTEM_EVENT
+void dump_vcpu(struct vcpu *v);		// registers to stderr
+void arch_verbose_summary(void);	// -v: accesses nothing decoded
+extern const char arch_kernel_usage[];	// "bzImage" / "Image" in --help
 
-// The KVM VM and vCPUs (vmm_kvm.c).
-void create_vm(void);
-void mask_pics(void);
-void create_vcpus(void);
-
-// Devices. Each *_io returns false for an access it does not decode.
+// Devices. Each returns false for an access it does not decode.
 void uart_init(void);
 void uart_start_input(void);
 void uart_flush(void);
-bool uart_io(uint16_t port, bool write, uint8_t *data, unsigned size);
-bool legacy_io(uint16_t port, bool write, uint8_t *data, unsigned size);
+bool uart_access(unsigned reg, bool write, uint8_t *data, unsigned size);
 void virtio_blk_open(const char *path, bool read_only);
 bool virtio_blk_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size);
 void virtio_blk_summary(void);

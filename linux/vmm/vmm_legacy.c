@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "vmm.h"
+#include "vmm_x86_layout.h"
 
 #define PIT_HZ 1193182ull
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// slat-vmm's 8250/16550A UART on COM1 (0x3f8, IRQ 4): what the guest sends
-// goes to stdout (line-buffered), what arrives on stdin is the guest's input.
+// slat-vmm's 8250/16550A UART (x86: COM1, ports 0x3f8, IRQ 4; arm64: MMIO
+// at 0x9000000, one byte per register, SPI 1): what the guest sends goes to
+// stdout (line-buffered), what arrives on stdin is the guest's input. The
+// architecture decodes the address and passes the register number.
 //
 // Input: a reader thread moves stdin into rx[], which the guest drains one
 // byte per RBR read; LSR.DR says a byte is there and, with IER.RDI, IIR says
@@ -88,7 +90,7 @@ static void uart_update_irq(struct uart *u)
 	if (level == u->irq_level)
 		return;
 	u->irq_level = level;
-	set_irq_line(COM1_IRQ, level);
+	set_irq_line(vm.uart_irq, level);
 }
 
 static uint8_t uart_iir(struct uart *u)
@@ -189,17 +191,18 @@ static void uart_write(struct uart *u, unsigned reg, uint8_t val)
 	}
 }
 
-bool uart_io(uint16_t port, bool write, uint8_t *data, unsigned size)
+// Register REG (0..7) of SIZE bytes: only byte accesses are decoded.
+bool uart_access(unsigned reg, bool write, uint8_t *data, unsigned size)
 {
 	struct uart *u = &vm.uart;
 
-	if (port < PORT_COM1 || port >= PORT_COM1 + 8 || size != 1)
+	if (reg >= 8 || size != 1)
 		return false;
 	pthread_mutex_lock(&u->lock);
 	if (write)
-		uart_write(u, port - PORT_COM1, *data);
+		uart_write(u, reg, *data);
 	else
-		*data = uart_read(u, port - PORT_COM1);
+		*data = uart_read(u, reg);
 	uart_update_irq(u);
 	pthread_mutex_unlock(&u->lock);
 	return true;

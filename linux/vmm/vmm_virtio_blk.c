@@ -8,8 +8,8 @@
 // Features offered: VERSION_1, SEG_MAX, FLUSH, and RO for --disk FILE,ro.
 // Requests: IN, OUT, FLUSH (fdatasync), GET_ID (the file's name); anything
 // else completes with UNSUPP. Requests run to completion in the vCPU thread
-// that wrote QueueNotify, under the device's lock; completion raises GSI 16
-// (level) until the guest acknowledges it through InterruptACK.
+// that wrote QueueNotify, under the device's lock; completion raises its
+// interrupt line (level) until the guest acknowledges it through InterruptACK.
 //
 // A guest that breaks the ring's rules (a descriptor outside its memory, a
 // chain that loops or lacks its header or status, a queue placed outside its
@@ -29,7 +29,7 @@
 
 #include "vmm.h"
 
-// MMIO registers (offsets from GPA_VIRTIO_BLK).
+// MMIO registers (offsets from vm.virtio_base).
 #define VMMIO_MAGIC	       0x000
 #define VMMIO_VERSION	       0x004
 #define VMMIO_DEVICE_ID	       0x008
@@ -142,9 +142,10 @@ void virtio_blk_open(const char *path, bool read_only)
 	put64(blk.config, CFG_CAPACITY, blk.sectors);
 	put32(blk.config, CFG_SEG_MAX, BLK_SEG_MAX);
 	fprintf(stderr,
-		"slat-vmm: disk %s: %llu sectors (%llu KiB)%s, virtio-mmio at 0x%llx, GSI %d\n",
+		"slat-vmm: disk %s: %llu sectors (%llu KiB)%s, virtio-mmio at 0x%llx, %s %u\n",
 		path, (unsigned long long)blk.sectors, (unsigned long long)(blk.sectors / 2),
-		read_only ? ", read-only" : "", (unsigned long long)GPA_VIRTIO_BLK, VIRTIO_BLK_GSI);
+		read_only ? ", read-only" : "", (unsigned long long)vm.virtio_base, vm.irq_kind,
+		vm.virtio_irq);
 }
 
 static uint64_t device_features(void)
@@ -155,9 +156,10 @@ static uint64_t device_features(void)
 // Guest memory [addr, addr + len), or NULL when any of it is not RAM.
 static uint8_t *guest_range(uint64_t addr, uint64_t len)
 {
-	if (addr > vm.mem_size || len > vm.mem_size - addr)
+	if (addr < vm.ram_base || addr - vm.ram_base > vm.mem_size ||
+	    len > vm.mem_size - (addr - vm.ram_base))
 		return NULL;
-	return vm.mem + addr;
+	return vm.mem + (addr - vm.ram_base);
 }
 
 static void update_irq(void)
@@ -166,7 +168,7 @@ static void update_irq(void)
 
 	if (level != blk.irq_level) {
 		blk.irq_level = level;
-		set_irq_line(VIRTIO_BLK_GSI, level);
+		set_irq_line(vm.virtio_irq, level);
 	}
 }
 
@@ -526,9 +528,9 @@ static void reg_write(uint32_t off, uint32_t val)
 
 bool virtio_blk_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size)
 {
-	uint64_t off = addr - GPA_VIRTIO_BLK;
+	uint64_t off = addr - vm.virtio_base;
 
-	if (blk.fd < 0 || addr < GPA_VIRTIO_BLK || off >= VIRTIO_MMIO_SIZE)
+	if (blk.fd < 0 || addr < vm.virtio_base || off >= VIRTIO_MMIO_SIZE)
 		return false;
 	pthread_mutex_lock(&blk.lock);
 	if (off >= VMMIO_CONFIG) { // any width; writes ignored (no writable fields)

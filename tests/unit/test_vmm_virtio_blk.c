@@ -23,6 +23,10 @@
 
 #include "linux/vmm/vmm_virtio_blk.c"
 
+// Where the architecture puts the device (x86's place and line, RAM from 0).
+#define GPA_VIRTIO_BLK 0xd0000000ull
+#define VIRTIO_BLK_GSI 16u
+
 #define MEM_SIZE (1u << 20)
 #define SECTORS	 64u
 #define QNUM	 8u
@@ -38,9 +42,9 @@ static int irq_level = -1; // what set_irq_line said last
 static unsigned irq_calls;
 static char disk_path[64];
 
-void set_irq_line(uint32_t gsi, bool level)
+void set_irq_line(uint32_t line, bool level)
 {
-	assert_int_equal(gsi, VIRTIO_BLK_GSI);
+	assert_int_equal(line, VIRTIO_BLK_GSI);
 	irq_level = level;
 	irq_calls++;
 }
@@ -136,6 +140,9 @@ static int setup(void **state, bool read_only)
 	(void)state;
 	vm.mem = calloc(1, MEM_SIZE);
 	vm.mem_size = MEM_SIZE;
+	vm.virtio_base = GPA_VIRTIO_BLK;
+	vm.virtio_irq = VIRTIO_BLK_GSI;
+	vm.irq_kind = "GSI";
 	snprintf(disk_path, sizeof(disk_path), "/tmp/slat-vblk-XXXXXX");
 	fd = mkstemp(disk_path);
 	assert_true(fd >= 0);

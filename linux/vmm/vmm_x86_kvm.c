@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "vmm.h"
+#include "vmm_x86_layout.h"
 
 #define MSR_MTRR_DEF_TYPE 0x2ff
 #define MTRR_DEF_WB	  0xc06 // MTRRs enabled, fixed-range enabled, default WB
@@ -25,6 +26,8 @@ static int kvm_ioctl(int fd, unsigned long req, void *arg, const char *name)
 		die("%s failed", name);
 	return r;
 }
+
+static void mask_pics(void);
 
 void create_vm(void)
 {
@@ -50,13 +53,14 @@ void create_vm(void)
 		kvm_ioctl(vm.vm_fd, KVM_SET_USER_MEMORY_REGION, &r, "KVM_SET_USER_MEMORY_REGION");
 	}
 	kvm_ioctl(vm.vm_fd, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP");
+	mask_pics();
 }
 
 // Linux's KVM_CREATE_IRQCHIP also makes two 8259s, whose output reaches vCPU
 // 0 through its LINT0 (KVM resets it to ExtINT, and a guest without a PIC
 // leaves it so): mask them, as a guest of a hardware-reduced platform never
 // will. Slat has no 8259 (-EINVAL): nothing to mask.
-void mask_pics(void)
+static void mask_pics(void)
 {
 	for (uint32_t chip = KVM_IRQCHIP_PIC_MASTER; chip <= KVM_IRQCHIP_PIC_SLAVE; chip++) {
 		struct kvm_irqchip c = {.chip_id = chip};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vmm.h"
+#include "vmm_x86_layout.h"
 
 #define ACPI_HDR_LEN 36
 

@@ -3,9 +3,9 @@
 // slat-vmm's fixed facts: the guest-physical memory layout it builds, the
 // offsets it uses in the bzImage's setup header and in the zero page
 // (struct boot_params, Linux's Documentation/x86/boot.rst and zero-page.rst),
-// and the I/O ports it emulates.
-#ifndef SLAT_VMM_LAYOUT_H
-#define SLAT_VMM_LAYOUT_H
+// and the I/O ports it emulates; and what the x86 files share besides vmm.h.
+#ifndef SLAT_VMM_X86_LAYOUT_H
+#define SLAT_VMM_X86_LAYOUT_H
 
 // Guest-physical layout. Everything below 1 MiB but the ACPI area is usable
 // RAM in the e820 map: the kernel takes the boot structures over once it has
@@ -24,17 +24,12 @@
 #define GPA_RESET_VECTOR 0xffff0ull    // f000:fff0: a stub that resets through the i8042
 #define GPA_KERNEL	 0x100000ull   // the protected-mode kernel (1 MiB)
 #define GPA_VIRTIO_BLK	 0xd0000000ull // virtio-mmio registers (--disk)
-#define VIRTIO_MMIO_SIZE 0x200
 #define GPA_IOAPIC	 0xfec00000ull
 #define GPA_LAPIC	 0xfee00000ull
 #define IDENTITY_MAP_GIB 4
 
-// Guest RAM is one block from address 0, given to KVM as memory slots of at
-// most 1 GiB each (Slat's slot limit). Its top stays below the MMIO hole.
-#define MEM_MIN_MIB  64
-#define MEM_MAX_MIB  3072
-#define SLOT_MAX     (1ull << 30)
-#define VCPU_MAX     4
+// Guest RAM is one block from address 0 (vmm.h: MEM_MAX_MIB keeps its top
+// below the MMIO hole).
 #define TSS_ADDR     0xfffbd000ul // KVM_SET_TSS_ADDR: 3 pages below 4 GiB (VMX)
 #define BOOT_CS	     0x10
 #define BOOT_DS	     0x18
@@ -92,5 +87,11 @@
 #define PORT_SLEEP_CONTROL 0x600 // ACPI 5 sleep control register (FADT)
 #define PORT_SLEEP_STATUS  0x601 // ACPI 5 sleep status register (FADT)
 #define SLEEP_TYPE_S5	   5	 // \_S5_ in the DSDT: the value poweroff writes
+
+// What the x86 files share besides vmm.h.
+#include <stdbool.h>
+#include <stdint.h>
+uint64_t build_acpi(int ncpus, bool virtio_blk);			 // vmm_x86_acpi.c
+bool legacy_io(uint16_t port, bool write, uint8_t *data, unsigned size); // vmm_legacy.c
 
 #endif

@@ -12,33 +12,7 @@
 #include <unistd.h>
 
 #include "vmm.h"
-
-struct file_data read_file(const char *what, const char *path)
-{
-	struct file_data f = {0};
-	struct stat st;
-	int fd = open(path, O_RDONLY);
-
-	if (fd < 0)
-		usage_error("%s %s: %s", what, path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		usage_error("%s %s: not a regular file", what, path);
-	f.size = (size_t)st.st_size;
-	f.data = malloc(f.size ? f.size : 1);
-	if (!f.data)
-		usage_error("%s %s: out of memory", what, path);
-	for (size_t done = 0; done < f.size;) {
-		ssize_t n = read(fd, f.data + done, f.size - done);
-
-		if (n <= 0)
-			usage_error("%s %s: read failed", what, path);
-		done += (size_t)n;
-	}
-	close(fd);
-	return f;
-}
-
-// ---- the bzImage ----
+#include "vmm_x86_layout.h"
 
 // ---- the bzImage ----
 
@@ -116,12 +90,7 @@ static uint64_t kernel_end(const struct bzimage *bz)
 	return end;
 }
 
-// ---- guest memory and the zero page ----
-
-void *gpa(uint64_t addr)
-{
-	return vm.mem + addr;
-}
+// ---- the boot structures and the zero page ----
 
 static void build_page_tables(void)
 {
