@@ -152,6 +152,23 @@ void *gpa(uint64_t addr)
 	return vm.mem + (addr - vm.ram_base);
 }
 
+// Guest RAM to KVM: slots of at most SLOT_MAX from vm.ram_base.
+void set_memory_slots(void)
+{
+	for (uint32_t slot = 0; (uint64_t)slot * SLOT_MAX < vm.mem_size; slot++) {
+		uint64_t off = (uint64_t)slot * SLOT_MAX;
+		struct kvm_userspace_memory_region r = {
+		    .slot = slot,
+		    .guest_phys_addr = vm.ram_base + off,
+		    .memory_size = vm.mem_size - off < SLOT_MAX ? vm.mem_size - off : SLOT_MAX,
+		    .userspace_addr = (uint64_t)(uintptr_t)(vm.mem + off),
+		};
+
+		if (ioctl(vm.vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0)
+			die("KVM_SET_USER_MEMORY_REGION failed");
+	}
+}
+
 // ---- arguments ----
 
 static uint64_t parse_mem(const char *s)

@@ -119,7 +119,8 @@ void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...);
 void __attribute__((noreturn)) vm_end(int status, const char *why);
 void __attribute__((noreturn)) vcpu_fail(struct vcpu *v, const char *what);
 struct file_data read_file(const char *what, const char *path);
-void *gpa(uint64_t addr); // guest-physical ADDR in RAM (the caller checked it)
+void *gpa(uint64_t addr);    // guest-physical ADDR in RAM (the caller checked it)
+void set_memory_slots(void); // vm.mem to KVM
 
 // What each architecture provides (vmm_x86*.c, vmm_arm64*.c).
 void arch_init(void);			      // vm.ram_base, the devices' places

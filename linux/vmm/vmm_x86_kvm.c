@@ -42,16 +42,7 @@ void create_vm(void)
 		die("KVM_CREATE_VM failed");
 	if (ioctl(vm.vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0)
 		die("KVM_SET_TSS_ADDR failed");
-	for (uint32_t slot = 0; (uint64_t)slot * SLOT_MAX < vm.mem_size; slot++) {
-		uint64_t base = (uint64_t)slot * SLOT_MAX;
-		struct kvm_userspace_memory_region r = {
-		    .slot = slot,
-		    .guest_phys_addr = base,
-		    .memory_size = vm.mem_size - base < SLOT_MAX ? vm.mem_size - base : SLOT_MAX,
-		    .userspace_addr = (uint64_t)(uintptr_t)(vm.mem + base),
-		};
-		kvm_ioctl(vm.vm_fd, KVM_SET_USER_MEMORY_REGION, &r, "KVM_SET_USER_MEMORY_REGION");
-	}
+	set_memory_slots();
 	kvm_ioctl(vm.vm_fd, KVM_CREATE_IRQCHIP, NULL, "KVM_CREATE_IRQCHIP");
 	mask_pics();
 }
