@@ -50,9 +50,12 @@ $(RUN_CFG_x86_64): mk/boot.mk
 	@printf '%s\n' 'loader  = \slat\vmlinuz' 'initrd  = \slat\initrd.img' \
 		'cmdline = console=ttyS0,115200' > $@
 
-.PHONY: vmm-initrd
+.PHONY: vmm-initrd vmm-initrd-aarch64
 vmm-initrd: guest-x86_64
 	$(Q)bash tools/vmm-initrd.sh >/dev/null
+# arm64's (tests/slow/t_arm64_vmm_reference.sh): build/guest/aarch64/initrd-vmm.img.
+vmm-initrd-aarch64: guest-aarch64
+	$(Q)bash tools/vmm-initrd.sh aarch64 >/dev/null
 
 # ACCEL=kvm is checked when the makefile is read, so that a host that cannot
 # run it gets the reason at once and nothing is installed or built.

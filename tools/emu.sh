@@ -24,6 +24,7 @@
 #   emu_qemu_arm64 MODE LOG ESP CPU [QEMU ARGS...]
 #   emu_qemu_x86   MODE LOG ESP CPU [QEMU ARGS...]
 #   emu_qemu_x86_kernel MODE LOG CPU KERNEL INITRD CMDLINE (no firmware, -kernel)
+#   emu_qemu_arm64_kernel MODE LOG CPU KERNEL INITRD CMDLINE (no firmware, at EL2)
 #   emu_bochs      MODE LOG ESP MODEL [BXRC LINES...]
 #     MODE "batch": stdin closed, serial to LOG, bounded by EMU_TIMEOUT (default
 #     180 s QEMU, 420 s Bochs); returns the emulator's status (124: timed out).
@@ -195,6 +196,16 @@ emu_qemu_x86_kernel() {
 	local mode=$1 log=$2 cpu=$3 kernel=$4 initrd=$5 cmdline=$6
 	shift 6
 	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel "$EMU_QEMU_X86_TCG" -cpu "$cpu" \
+		-m "$EMU_MEM_MB" -smp "${EMU_SMP:-1}" -kernel "$kernel" -initrd "$initrd" -append "$cmdline" "$@"
+}
+
+# emu_qemu_arm64_kernel MODE LOG CPU KERNEL INITRD CMDLINE: QEMU virt
+# (EMU_ARM64_MACHINE: EL2, GICv3) without UEFI firmware or Slat: QEMU loads
+# the Image itself and enters it at EL2, so Linux's own KVM runs there.
+emu_qemu_arm64_kernel() {
+	local mode=$1 log=$2 cpu=$3 kernel=$4 initrd=$5 cmdline=$6
+	shift 6
+	_emu_qemu "$mode" "$log" qemu-system-aarch64 -accel tcg -M "$EMU_ARM64_MACHINE" -cpu "$cpu" \
 		-m "$EMU_MEM_MB" -smp "${EMU_SMP:-1}" -kernel "$kernel" -initrd "$initrd" -append "$cmdline" "$@"
 }
 

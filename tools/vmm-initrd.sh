@@ -1,36 +1,46 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# tools/vmm-initrd.sh - the primary's initramfs for the slat-vmm tests
-# (tests/boot/t_x86_svm_linux_secondary.sh, tests/slow/t_x86_vmm_reference.sh), x86_64:
+# tools/vmm-initrd.sh [ARCH] - the primary's initramfs for the slat-vmm tests
+# (tests/boot/t_x86_svm_linux_secondary.sh, tests/slow/t_x86_vmm_reference.sh,
+# tests/slow/t_arm64_vmm_reference.sh); ARCH x86_64 (the default) or aarch64:
 #
-#   build/guest/x86_64/initrd-vmm.img = initrd.img (tools/guest.sh, unchanged)
+#   build/guest/ARCH/initrd-vmm.img = initrd.img (tools/guest.sh, unchanged)
 #       followed by a second gzip'd newc archive with
-#         /vm/vmlinuz      the same Debian bzImage, the VM's kernel
+#         /vm/vmlinuz      the same Debian kernel (bzImage; arm64: Image), the VM's
 #         /vm/run-vm.sh    boots them with /slat/slat-vmm (tools/vm/run-vm.sh)
 #         /vm/initrd.img   the VM's own initramfs: busybox, the virtio-mmio
 #                          block modules, and an /init that prints
 #                          "VMM-GUEST: up, N CPUs online ...", counts its
-#                          local timer interrupts across a 1 s sleep, checks
+#                          timer interrupts across a 1 s sleep (x86: the
+#                          local APIC's, "LOC:"; arm64: "arch_timer"), checks
 #                          /dev/vda when slat-vmm gave it a disk (size,
 #                          SHA-256, a write the VMM's host reads back), runs
 #                          a shell on the console with vmm.shell, and powers
 #                          the VM off (reboots it with vmm.reboot)
 #
 # The kernel unpacks concatenated archives in order, so the normal initramfs
-# every other test boots stays as small as it is. Needs build/guest/x86_64/
-# from `make guest-x86_64` (tools/guest.sh); uses only cpio and gzip. Rebuilds
+# every other test boots stays as small as it is. Needs build/guest/ARCH/
+# from `make guest-ARCH` (tools/guest.sh); uses only cpio and gzip. Rebuilds
 # only when an input is newer than the result.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-out="$top/build/guest/x86_64"
-busybox=/bin/busybox
+arch=${1:-x86_64}
+case "$arch" in
+x86_64) busybox=/bin/busybox ;;
+aarch64) busybox="$top/build/deps/busybox-static-arm64/bin/busybox" ;;
+*)
+	echo "vmm-initrd.sh: unknown arch '$arch' (x86_64 or aarch64)" >&2
+	exit 2
+	;;
+esac
+out="$top/build/guest/$arch"
 result="$out/initrd-vmm.img"
 
 for f in "$out/initrd.img" "$out/vmlinuz" "$busybox"; do
 	[ -f "$f" ] || {
-		echo "vmm-initrd.sh: $f missing (run 'make guest-x86_64' first)" >&2
+		echo "vmm-initrd.sh: $f missing (run 'make guest-$arch' first)" >&2
 		exit 1
 	}
 done
@@ -64,9 +74,14 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs dev /dev
 echo "VMM-GUEST: up, $(nproc) CPUs online ($(cat /sys/devices/system/cpu/online)), kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime) s"
-# Local APIC timer interrupts (all CPUs) across a one-second sleep, which
-# itself only ends through a timer interrupt.
-loc() { awk '/LOC:/ { s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; print s }' /proc/interrupts; }
+# Local timer interrupts (all CPUs) across a one-second sleep, which itself
+# only ends through a timer interrupt: x86's local APIC timer ("LOC:"),
+# arm64's architected timer (the "arch_timer" line). The per-CPU counts are
+# the numbers after the first field, up to the first field that is not one.
+loc() {
+	awk '/^ *LOC:|arch_timer/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i }
+		END { print s + 0 }' /proc/interrupts
+}
 t0=$(loc)
 sleep 1
 echo "VMM-GUEST: timer: $(($(loc) - t0)) local timer interrupts in a 1 s sleep"

@@ -5,7 +5,8 @@
 #
 #   . "$(dirname "$0")/lib.sh"
 #   boot_qemu_arm64 cortex-a72                  # or boot_qemu_x86 / boot_bochs /
-#                                               # boot_qemu_x86_kernel (no Slat)
+#                                               # boot_qemu_x86_kernel /
+#                                               # boot_qemu_arm64_kernel (no Slat)
 #   expect 'arm64: CurrentEL EL2'               # extended regex, some line
 #   expect_literal 'VHE no'                     # fixed string, some line
 #   expect_in_order '^Slat ' 'memmap:' 'powering off'   # regexes, in this order
@@ -119,6 +120,21 @@ boot_qemu_x86_kernel() {
 	}
 	EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU x86_64 -cpu $1, the kernel without Slat" \
 		emu_qemu_x86_kernel batch "$BOOT_LOG" "$1" "$g/vmlinuz" "${3:-$g/initrd.img}" "$2"
+}
+
+# boot_qemu_arm64_kernel CPU CMDLINE [INITRD]: QEMU virt (TCG, EL2, GICv3)
+# loads the arm64 guest kernel and initramfs (INITRD, default
+# build/guest/aarch64/initrd.img) itself: no firmware and no Slat; Linux's
+# own KVM runs at EL2 (the reference runs).
+boot_qemu_arm64_kernel() {
+	local g="$BOOT_TOP/build/guest/aarch64"
+	make -s -C "$BOOT_TOP" guest-aarch64 >"$BOOT_DIR/guest.out" 2>&1 || {
+		cat "$BOOT_DIR/guest.out" >&2
+		echo "boot: building the aarch64 guest failed" >&2
+		exit 1
+	}
+	EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU aarch64 -cpu $1, the kernel without Slat" \
+		emu_qemu_arm64_kernel batch "$BOOT_LOG" "$1" "$g/vmlinuz" "${3:-$g/initrd.img}" "$2"
 }
 
 # boot_bochs MODEL [BXRC LINES...]: Bochs with OVMF (the VT-x path).

@@ -3,9 +3,10 @@
 # /vm/run-vm.sh [slat-vmm options]: boots the VM of this initramfs (/vm/vmlinuz,
 # /vm/initrd.img: tools/vmm-initrd.sh) with /slat/slat-vmm, its console on
 # this terminal and, unless VM_SHELL=0, a shell in it (type `poweroff -f` to
-# end it). On Slat it loads slat.ko first when /dev/kvm is missing, and tells
-# the VM its TSC rate and delay loop (Slat's KVM has no kvmclock: the values
-# this kernel measured, from its dmesg). VM_APPEND adds to the VM's command
+# end it). On Slat it loads slat.ko first when /dev/kvm is missing, and on
+# x86 tells the VM its TSC rate and delay loop (Slat's KVM has no kvmclock:
+# the values this kernel measured, from its dmesg; arm64 needs none, its
+# timer's frequency is architected). VM_APPEND adds to the VM's command
 # line. Options go to slat-vmm (docs/vmm.md), e.g. --cpus 2 --disk FILE.
 # Examples (make run ARCH=x86_64):
 #   /vm/run-vm.sh --cpus 2
@@ -15,7 +16,9 @@ if [ ! -e /dev/kvm ] && ! insmod /lib/modules/slat.ko; then
 	exit 2
 fi
 cmdline="console=ttyS0 panic=-1"
-if dmesg | grep -q 'slat: /dev/kvm ready'; then
+# arm64: the 8250 at 0x9000000 (slat-vmm's device tree) from the first line.
+[ "$(uname -m)" = aarch64 ] && cmdline="$cmdline earlycon=uart8250,mmio,0x9000000"
+if [ "$(uname -m)" = x86_64 ] && dmesg | grep -q 'slat: /dev/kvm ready'; then
 	khz=$(dmesg | sed -n 's/.*tsc: Detected \([0-9]*\)\.\([0-9]\{3\}\) MHz.*/\1\2/p' | head -1)
 	lpj=$(dmesg | sed -n 's/.*(lpj=\([0-9]*\)).*/\1/p' | head -1)
 	cmdline="$cmdline tsc_early_khz=$khz lpj=$lpj no_timer_check"
