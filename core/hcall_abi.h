@@ -26,7 +26,10 @@
 // 1.5: x86 MSR exits (HC_EXIT_MSR) for the MSRs of a device the VMM emulates:
 //      IA32_TSC_DEADLINE once the vCPU's CPUID table has the TSC-deadline
 //      timer, which CPUID_SUPPORTED now offers (the VMM's LAPIC runs it).
-#define HC_ABI_MINOR 5u
+// 1.6: arm64 virtual interrupts: the GICv3 virtual CPU interface's list
+//      registers through the run page (hc_run.vgic), the guest's SGIs as
+//      HC_EXIT_SYSREG exits, its virtual timer's state at each exit.
+#define HC_ABI_MINOR 6u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -135,6 +138,7 @@ enum hc_exit {
 	HC_EXIT_MEMFAULT = 9,	 // 1.1: an access to a slot page without a frame (FILL it)
 	HC_EXIT_IRQ_WINDOW = 10, // 1.4, x86: the guest can take an interrupt (irq_window asked)
 	HC_EXIT_MSR = 11,	 // 1.5, x86: RDMSR / WRMSR of an MSR the VMM emulates
+	HC_EXIT_SYSREG = 12,	 // 1.6, arm64: a GIC system register the VMM emulates (SGIs)
 };
 
 // 1.5: the MSRs that exit to the VMM (HC_EXIT_MSR), each only while the
@@ -142,6 +146,37 @@ enum hc_exit {
 #define HC_MSR_TSC_DEADLINE 0x6e0u // CPUID.1:ECX bit 24
 
 #define HC_IRQ_VALID (1u << 31) // hc_run.irq: bits 7:0 the vector
+
+// 1.6, arm64: hc_run.vgic. With HC_VGIC_ON the guest has the GICv3 virtual
+// CPU interface (ICH_HCR_EL2.En): Slat loads lr[0..nr_lr) into ICH_LR<n>_EL2
+// at each entry and writes their state back at each exit, and keeps the
+// guest's ICH_VMCR_EL2 and active priorities per vCPU. An lr value is the
+// ICH_LR_EL2 format; Slat refuses (HC_E_INVAL) group 0, an INTID of 1020 or
+// more, RES0 bits, and the HW form for any physical INTID but the virtual
+// timer's (HC_VGIC_VTIMER_INTID), whose physical interrupt Slat holds active
+// while such an lr is pending or active. HC_VGIC_NPIE asks for an exit
+// (PREEMPTED) once no lr is pending (the VMM has more to deliver); an lr
+// with its EOI bit exits the same way once the guest deactivates it.
+#define HC_VGIC_ON	      1u
+#define HC_VGIC_NPIE	      2u
+#define HC_VGIC_LR_MAX	      16u
+#define HC_VGIC_VTIMER_INTID  27u
+#define HC_VGIC_LR_STATE_SHIFT 62 // 0 invalid, 1 pending, 2 active, 3 both
+#define HC_VGIC_LR_HW	      (1ull << 61)
+#define HC_VGIC_LR_GROUP1     (1ull << 60)
+#define HC_VGIC_LR_PRIO_SHIFT 48 // 8 bits
+#define HC_VGIC_LR_EOI	      (1ull << 41) // without HW: maintenance at deactivation
+#define HC_VGIC_LR_PINTID_SHIFT 32	   // with HW: 13 bits
+#define HC_VGIC_LR_VINTID_MASK 0xffffffffull
+
+// 1.6, arm64: HC_EXIT_SYSREG's id, the system register in the ESR_EL2 ISS
+// layout of a trapped MSR (Op0, Op2, Op1, CRn, CRm; Rt and direction zero).
+#define HC_SYSREG_ID(op0, op1, crn, crm, op2)                                                      \
+	((uint32_t)(op0) << 20 | (uint32_t)(op2) << 17 | (uint32_t)(op1) << 14 |                   \
+	 (uint32_t)(crn) << 10 | (uint32_t)(crm) << 1)
+#define HC_SYSREG_ICC_SGI1R  HC_SYSREG_ID(3, 0, 12, 11, 5)
+#define HC_SYSREG_ICC_ASGI1R HC_SYSREG_ID(3, 0, 12, 11, 6)
+#define HC_SYSREG_ICC_SGI0R  HC_SYSREG_ID(3, 0, 12, 11, 7)
 
 // The run page of VCPU_RUN (a primary page): Slat writes the exit's details
 // on the way out and reads the VMM's answer on the next VCPU_RUN of the same
@@ -180,6 +215,12 @@ struct hc_run {
 			uint64_t data;
 		} msr; // 1.5: the instruction completes at the next RUN (reads: with data)
 		struct {
+			uint32_t id;	  // HC_SYSREG_*
+			uint8_t is_write; // MSR: data is the value; MRS: the VMM fills data
+			uint8_t pad[3];
+			uint64_t data;
+		} sysreg; // 1.6, arm64: the instruction completes at the next RUN
+		struct {
 			uint64_t gpa;	  // the access's guest-physical address
 			uint32_t slot;	  // the slot holding it
 			uint32_t index;	  // the page's index in the slot
@@ -196,6 +237,16 @@ struct hc_run {
 	uint8_t if_flag;    // out: the guest's RFLAGS.IF
 	uint8_t irq_ready;  // out: an irq set now would be delivered at the next entry
 	uint8_t pad_irq;
+	// 1.6, arm64 (HC_VGIC_* above); read at each VCPU_RUN.
+	struct {
+		uint32_t flags;		     // in: HC_VGIC_ON, HC_VGIC_NPIE
+		uint8_t nr_lr;		     // in: lr[] entries used, at most lr_max
+		uint8_t lr_max;		     // out: the CPU's list registers (at most 16)
+		uint16_t pad;
+		uint64_t lr[HC_VGIC_LR_MAX]; // in: loaded at entry; out: their state at exit
+		uint64_t vtimer_ctl;	     // out: CNTV_CTL_EL0 at the exit (ISTATUS: expired)
+		uint64_t vtimer_cval;	     // out: CNTV_CVAL_EL0 at the exit
+	} vgic;
 };
 
 // x86 segment register as the VMCB keeps it: attr = type(3:0) S(4) DPL(6:5)

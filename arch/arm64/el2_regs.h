@@ -64,6 +64,15 @@
 #define ICH_HCR_TALL0	   (1ull << 11)
 #define ICH_HCR_TALL1	   (1ull << 12)
 #define ICH_HCR_TDIR	   (1ull << 14)
+#define ICH_HCR_EN	   (1ull << 0) // the virtual CPU interface operates
+#define ICH_HCR_NPIE	   (1ull << 3) // maintenance while no list register is pending
+
+// The rest of the GICv3 virtual CPU interface's EL2 registers.
+#define SYSREG_ICH_VTR_EL2  "S3_4_C12_C11_1"
+#define SYSREG_ICH_MISR_EL2 "S3_4_C12_C11_2"
+#define SYSREG_ICH_VMCR_EL2 "S3_4_C12_C11_7"
+#define ICH_VTR_LISTREGS(v) ((unsigned)((v)&0x1f) + 1)
+#define ICH_VTR_PRIBITS(v)  ((unsigned)(((v) >> 29) & 7) + 1)
 
 // CPTR_EL2 (E2H = 0)
 #define CPTR_TZ	 (1ull << 8)

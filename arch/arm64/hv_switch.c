@@ -65,7 +65,7 @@ static void el2_ctl_load(const struct hv_el2_ctl *c)
 // A secondary's controls, derived from the primary's: everything that would
 // reach the primary's devices, timers, PMU, debug state or GIC traps.
 static void el2_ctl_secondary(const struct hv_el2_ctl *prim, const struct arm64_hv_vcpu *s,
-			      struct hv_el2_ctl *c)
+			      const struct arm64_vgic_run *g, struct hv_el2_ctl *c)
 {
 	*c = (struct hv_el2_ctl){
 	    .hcr = arm64_hv_hcr_for(&arm64_cpu),
@@ -78,8 +78,12 @@ static void el2_ctl_secondary(const struct hv_el2_ctl *prim, const struct arm64_
 	    .mdcr = arm64_hv_mdcr_for((unsigned)(prim->mdcr & 0x1f)),
 	    .cnthctl = CNTHCTL_EL1PCTEN, // the counter reads; CNTP_* trap
 	    .cntvoff = 0,
-	    // ICV_* accesses trap; ICC_SRE_EL1 traps (Enable clear).
-	    .ich_hcr = ICH_HCR_TC | ICH_HCR_TALL0 | ICH_HCR_TALL1 | ICH_HCR_TDIR,
+	    // Without the VMM's virtual GIC every ICV_* access traps (UNDEF);
+	    // with it the interface runs. ICC_SRE_EL1 traps (Enable clear) and
+	    // reads as the system-register interface (exit_sysreg).
+	    .ich_hcr = (g->flags & HC_VGIC_ON)
+			   ? arm64_vgic_hcr(g)
+			   : ICH_HCR_TC | ICH_HCR_TALL0 | ICH_HCR_TALL1 | ICH_HCR_TDIR,
 	    .icc_sre = prim->icc_sre & ~ICC_SRE_ENABLE,
 	};
 }
@@ -108,6 +112,9 @@ static void complete_pending(struct arm64_hv_vcpu *s, const struct hc_run *run)
 		break;
 	case HV_PENDING_MMIO_WRITE:
 		s->frame.elr += s->insn_len;
+		break;
+	case HV_PENDING_SYSREG:
+		s->frame.elr += 4;
 		break;
 	case HV_PENDING_HCALL:
 		for (unsigned i = 0; i < 4; i++)
@@ -202,8 +209,44 @@ static enum hv_next exit_smc(struct arm64_hv_vcpu *s, struct hc_run *run)
 	return HV_REENTER;
 }
 
+// A trapped MSR / MRS (EC 0x18). ISS: Op0 21:20, Op2 19:17, Op1 16:14,
+// CRn 13:10, Rt 9:5, CRm 4:1, direction 0 (1: MRS).
+#define ISS_SYSREG_ID_MASK 0x3ffc1eu
+#define ISS_SYSREG_READ	   1u
+#define SYSREG_ICC_SRE_ID  HC_SYSREG_ID(3, 0, 12, 12, 5)
+
+static enum hv_next exit_sysreg(struct arm64_hv_vcpu *s, struct hc_run *run, uint64_t esr,
+				bool vgic)
+{
+	uint32_t id = (uint32_t)esr & ISS_SYSREG_ID_MASK;
+	unsigned rt = (unsigned)(esr >> 5) & 0x1f;
+	bool read = esr & ISS_SYSREG_READ;
+
+	// ICC_SRE_EL1: the system-register interface, always on (SRE, and IRQ
+	// and FIQ bypass disabled, as KVM shows it); writes are ignored.
+	if (id == SYSREG_ICC_SRE_ID) {
+		if (read && rt != 31)
+			s->frame.x[rt] = ICC_SRE_SRE | ICC_SRE_DFB | ICC_SRE_DIB;
+		s->frame.elr += 4;
+		return HV_REENTER;
+	}
+	// The guest's SGIs, for the VMM's distributor (writes only).
+	if (vgic && !read &&
+	    (id == HC_SYSREG_ICC_SGI1R || id == HC_SYSREG_ICC_ASGI1R || id == HC_SYSREG_ICC_SGI0R)) {
+		run->reason = HC_EXIT_SYSREG;
+		run->u.sysreg.id = id;
+		run->u.sysreg.is_write = 1;
+		run->u.sysreg.data = rt == 31 ? 0 : s->frame.x[rt];
+		s->pending = HV_PENDING_SYSREG;
+		return HV_TO_VMM;
+	}
+	// The primary's PMU, debug, timer, PAuth keys...: undefined for the guest.
+	arm64_inject_undef(&s->frame);
+	return HV_REENTER;
+}
+
 static enum hv_next exit_sync(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run,
-			      uint64_t esr)
+			      uint64_t esr, bool vgic)
 {
 	switch (esr_ec(esr)) {
 	case EC_DABT_LOW:
@@ -219,6 +262,8 @@ static enum hv_next exit_sync(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc
 		return HV_TO_VMM;
 	case EC_SMC64:
 		return exit_smc(s, run);
+	case EC_SYSREG:
+		return exit_sysreg(s, run, esr, vgic);
 	case EC_WFX:
 		s->frame.elr += (esr & ESR_IL) ? 4 : 2;
 		if (esr & 1) // WFE (not trapped today): just go on
@@ -226,15 +271,14 @@ static enum hv_next exit_sync(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc
 		run->reason = HC_EXIT_HALT;
 		return HV_TO_VMM;
 	default:
-		// Trapped system registers (the primary's PMU, debug, GIC, timer,
-		// PAuth keys...), SVE/SME, anything else: undefined for the guest.
+		// SVE/SME, anything else: undefined for the guest.
 		arm64_inject_undef(&s->frame);
 		return HV_REENTER;
 	}
 }
 
 static enum hv_next exit_handle(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run,
-				uint64_t kind)
+				uint64_t kind, bool vgic)
 {
 	uint64_t esr = read_sysreg("esr_el2");
 
@@ -244,7 +288,7 @@ static enum hv_next exit_handle(struct vcpu *v, struct arm64_hv_vcpu *s, struct 
 	switch (kind) {
 	case ARM64_TRAP_LOWER_A64_SYNC:
 	case ARM64_TRAP_LOWER_A32_SYNC:
-		return exit_sync(v, s, run, esr);
+		return exit_sync(v, s, run, esr, vgic);
 	case ARM64_TRAP_LOWER_A64_SYNC + 1: // IRQ
 	case ARM64_TRAP_LOWER_A64_SYNC + 2: // FIQ
 	case ARM64_TRAP_LOWER_A32_SYNC + 1:
@@ -259,7 +303,7 @@ static enum hv_next exit_handle(struct vcpu *v, struct arm64_hv_vcpu *s, struct 
 
 // ---- the run ------------------------------------------------------------------------------
 
-static int run_loop(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run)
+static int run_loop(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run, bool vgic)
 {
 	struct arm64_pcpu *pc = arm64_this_pcpu();
 
@@ -278,7 +322,7 @@ static int run_loop(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run)
 		}
 		uint64_t kind = arm64_hv_enter(pc, &s->frame);
 		hv_vcpu_exited(v);
-		switch (exit_handle(v, s, run, kind)) {
+		switch (exit_handle(v, s, run, kind, vgic)) {
 		case HV_REENTER:
 			continue;
 		case HV_NOMEM:
@@ -294,23 +338,37 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 	struct arm64_hv_vcpu *s = (struct arm64_hv_vcpu *)(uintptr_t)v->arch.hv_state;
 	struct arm64_el1_regs prim_el1;
 	struct hv_el2_ctl prim, sec;
+	struct arm64_vgic_run g;
+	int r;
 
 	(void)caller;
+	run->vgic.lr_max = (uint8_t)arm64_vgic_lr_count();
+	r = arm64_vgic_take(run, &g); // before anything changes
+	if (r)
+		return r;
+	bool vgic = g.flags & HC_VGIC_ON;
+
 	complete_pending(s, run);
 	arm64_el1_save(&prim_el1);
 	el2_ctl_save(&prim);
-	el2_ctl_secondary(&prim, s, &sec);
+	el2_ctl_secondary(&prim, s, &g, &sec);
 	// The primary's FP/SIMD registers are not kept: its kernel calls RUN
 	// between kernel_neon_begin() and kernel_neon_end().
 	arm64_fp_load(s->fp);
 	arm64_el1_load(&s->el1);
 	el2_ctl_load(&sec);
+	if (vgic)
+		arm64_vgic_load(s, &g);
 
 	arm64_hv_tick_arm(&prim_el1);
-	int r = run_loop(v, s, run);
+	r = run_loop(v, s, run, vgic);
 
 	arm64_hv_tick_disarm();
+	if (vgic)
+		arm64_vgic_save(s, &g, run);
 	arm64_el1_save(&s->el1);
+	run->vgic.vtimer_ctl = s->el1.cntv_ctl;
+	run->vgic.vtimer_cval = s->el1.cntv_cval;
 	arm64_fp_save(s->fp);
 	el2_ctl_load(&prim);
 	arm64_el1_load(&prim_el1);

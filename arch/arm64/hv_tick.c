@@ -24,13 +24,18 @@
 #define GICX_IGROUPR0	 0x080 // GICD (v2, banked per CPU) / GICR SGI frame (v3)
 #define GICX_ISENABLER0	 0x100
 #define GICX_ICENABLER0	 0x180
+#define GICX_ISACTIVER0	 0x300
+#define GICX_ICACTIVER0	 0x380
 #define GICX_IPRIORITYR	 0x400
 #define GICR_TYPER	 0x008
 #define GICR_TYPER_VLPIS (1ull << 1)
 #define GICR_TYPER_LAST	 (1ull << 4)
 #define GICR_SGI_OFFSET	 0x10000
 
+#define PPI_MAINT_DEFAULT 25 // QEMU virt's and the usual GIC maintenance PPI
+
 static uint64_t tick_gicd, tick_gicr, tick_gicr_len;
+static unsigned tick_maint_intid = PPI_MAINT_DEFAULT;
 static uint64_t tick_ppi_base[ARM64_MAX_CPUS]; // per CPU: the frame holding PPI registers
 
 static uint32_t le32(const uint8_t *p)
@@ -43,8 +48,18 @@ static uint64_t le64(const uint8_t *p)
 	return le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
+// The offset of the MADT's first GICC entry (0 when none).
+static uint32_t first_gicc(const uint8_t *t, uint32_t length)
+{
+	for (uint32_t off = 44; off + 2 <= length && t[off + 1] >= 2; off += t[off + 1])
+		if (t[off] == 0xb)
+			return off;
+	return 0;
+}
+
 // MADT (ACPI 6.5, 5.2.12): GICD entry (type 0xC) base at 8; GICR entry
-// (type 0xE) base at 4, length at 12.
+// (type 0xE) base at 4, length at 12; GICC entry (type 0xB) the VGIC
+// maintenance interrupt at 56 (the first CPU's; every CPU has the same PPI).
 void arm64_hv_tick_init(const void *rsdp)
 {
 	const struct acpi_sdt_header *madt = rsdp ? acpi_find_table(rsdp, "APIC") : NULL;
@@ -61,6 +76,11 @@ void arm64_hv_tick_init(const void *rsdp)
 			break;
 		if (type == 0xc && len >= 24)
 			tick_gicd = le64(t + off + 8);
+		if (type == 0xb && len >= 60 && off == first_gicc(t, madt->length)) {
+			uint32_t m = le32(t + off + 56);
+			if (m >= 16 && m < 32)
+				tick_maint_intid = m;
+		}
 		if (type == 0xe && len >= 16 && !tick_gicr) {
 			tick_gicr = le64(t + off + 4);
 			tick_gicr_len = le32(t + off + 12);
@@ -102,36 +122,70 @@ static uint64_t ppi_base(void)
 	return tick_ppi_base[cpu];
 }
 
-// Before entering a secondary: `prim` holds the primary's EL1 timer state.
-void arm64_hv_tick_arm(const struct arm64_el1_regs *prim)
+uint64_t arm64_hv_gicv3_ppi_frame(void)
 {
-	uint64_t b;
+	return arm64_cpu.gic_sysregs ? ppi_base() : 0;
+}
 
-	if ((prim->cntv_ctl & 3) != 1 || !(b = ppi_base())) // not enabled, or masked
+unsigned arm64_hv_maint_intid(void)
+{
+	return tick_maint_intid;
+}
+
+// A PPI of Slat's own enabled for a run, configured as the primary
+// configured its timer's PPI 27 (group, priority), so that it reaches EL2
+// whenever the primary's tick would have reached the primary.
+void arm64_hv_ppi_enable(unsigned intid)
+{
+	uint64_t b = ppi_base();
+
+	if (!b)
 		return;
-	// PPI 26 as the primary configured its timer's PPI 27: group, priority.
 	volatile uint8_t *prio = (volatile uint8_t *)(uintptr_t)(b + GICX_IPRIORITYR);
 	uint32_t grp = *reg32(b, GICX_IGROUPR0);
 
-	prio[PPI_HYP_TIMER] = prio[PPI_VIRT_TIMER];
-	grp = (grp & ~(1u << PPI_HYP_TIMER)) | ((grp >> PPI_VIRT_TIMER & 1) << PPI_HYP_TIMER);
+	prio[intid] = prio[PPI_VIRT_TIMER];
+	grp = (grp & ~(1u << intid)) | ((grp >> PPI_VIRT_TIMER & 1) << intid);
 	*reg32(b, GICX_IGROUPR0) = grp;
-	write_sysreg("cnthp_cval_el2", prim->cntv_cval);
-	write_sysreg("cnthp_ctl_el2", 1);
 	dsb(sy);
-	*reg32(b, GICX_ISENABLER0) = 1u << PPI_HYP_TIMER;
+	*reg32(b, GICX_ISENABLER0) = 1u << intid;
 	dsb(sy);
 	isb();
+}
+
+void arm64_hv_ppi_disable(unsigned intid)
+{
+	uint64_t b = tick_ppi_base[arm64_pcpu_index()];
+
+	if (b)
+		*reg32(b, GICX_ICENABLER0) = 1u << intid;
+	dsb(sy);
+}
+
+void arm64_hv_ppi_set_active(unsigned intid, bool active)
+{
+	uint64_t b = ppi_base();
+
+	if (b)
+		*reg32(b, active ? GICX_ISACTIVER0 : GICX_ICACTIVER0) = 1u << intid;
+	dsb(sy);
+	isb();
+}
+
+// Before entering a secondary: `prim` holds the primary's EL1 timer state.
+void arm64_hv_tick_arm(const struct arm64_el1_regs *prim)
+{
+	if ((prim->cntv_ctl & 3) != 1 || !ppi_base()) // not enabled, or masked
+		return;
+	write_sysreg("cnthp_cval_el2", prim->cntv_cval);
+	write_sysreg("cnthp_ctl_el2", 1);
+	arm64_hv_ppi_enable(PPI_HYP_TIMER);
 }
 
 // After the run: the timer off (its level drops) and PPI 26 disabled again.
 void arm64_hv_tick_disarm(void)
 {
-	uint64_t b = tick_ppi_base[arm64_pcpu_index()];
-
 	write_sysreg("cnthp_ctl_el2", 0);
 	isb();
-	if (b)
-		*reg32(b, GICX_ICENABLER0) = 1u << PPI_HYP_TIMER;
-	dsb(sy);
+	arm64_hv_ppi_disable(PPI_HYP_TIMER);
 }

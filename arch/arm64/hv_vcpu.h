@@ -6,6 +6,7 @@
 #ifndef SLAT_ARCH_ARM64_HV_VCPU_H
 #define SLAT_ARCH_ARM64_HV_VCPU_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "arch/arm64/hyp.h"
@@ -30,6 +31,7 @@ enum arm64_hv_pending {
 	HV_PENDING_MMIO_READ,  // x[reg] = the VMM's data, pc past the access
 	HV_PENDING_MMIO_WRITE, // pc past the access
 	HV_PENDING_HCALL,      // x0..x3 = the VMM's ret[]
+	HV_PENDING_SYSREG,     // pc past the MSR (HC_EXIT_SYSREG: writes only)
 };
 
 struct arm64_hv_vcpu {
@@ -40,6 +42,18 @@ struct arm64_hv_vcpu {
 	uint32_t pending; // enum arm64_hv_pending
 	uint8_t mmio_reg, mmio_len, mmio_sse, mmio_sf;
 	uint8_t insn_len; // of the access to step over (2: T32 at EL0)
+	// The guest's GICv3 virtual CPU interface state (hv_vgic.c).
+	uint64_t vgic_vmcr;
+	uint32_t vgic_ap0r[4], vgic_ap1r[4];
+};
+
+// One RUN's list registers (hv_vgic.c), from the run page.
+struct arm64_vgic_run {
+	uint64_t lr[HC_VGIC_LR_MAX];
+	uint32_t flags;	 // HC_VGIC_*
+	unsigned nr;	 // lr[] used
+	unsigned lr_max; // the CPU's list registers (with HC_VGIC_ON)
+	bool vtimer_hw;	 // an lr holds the virtual timer's physical PPI
 };
 _Static_assert(sizeof(struct arm64_hv_vcpu) <= 4096, "one deposited page");
 
@@ -50,6 +64,22 @@ uint64_t arm64_hv_vtcr(void);
 void arm64_hv_tick_init(const void *acpi_rsdp);
 void arm64_hv_tick_arm(const struct arm64_el1_regs *prim);
 void arm64_hv_tick_disarm(void);
+
+// hv_tick.c: this CPU's PPIs in its GICv3 redistributor (0: none found),
+// enabled for a run with the group and priority of the primary's timer PPI.
+uint64_t arm64_hv_gicv3_ppi_frame(void);
+void arm64_hv_ppi_enable(unsigned intid);
+void arm64_hv_ppi_disable(unsigned intid);
+void arm64_hv_ppi_set_active(unsigned intid, bool active);
+unsigned arm64_hv_maint_intid(void);
+
+// hv_vgic.c
+unsigned arm64_vgic_lr_count(void);
+int arm64_vgic_take(const struct hc_run *run, struct arm64_vgic_run *g);
+uint64_t arm64_vgic_hcr(const struct arm64_vgic_run *g);
+void arm64_vgic_load(const struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g);
+void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g,
+		     struct hc_run *run);
 
 // hv_el1.c
 void arm64_el1_save(struct arm64_el1_regs *r);
