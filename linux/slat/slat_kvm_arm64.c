@@ -13,6 +13,7 @@
 #include <asm/sysreg.h>
 
 #include "slat_kvm.h"
+#include "slat_kvm_vgic.h"
 
 #define A64_IPA_DEFAULT	 40u /* KVM: VM type 0 */
 #define A64_IPA_MIN	 32u
@@ -48,6 +49,9 @@ long slat_kvm_arch_cap(long cap)
 		return 1;
 	case KVM_CAP_ARM_VM_IPA_SIZE:
 		return a64_ipa_limit();
+	case KVM_CAP_IRQCHIP:	  /* the in-kernel GICv3 (slat_kvm_vgic.c) */
+	case KVM_CAP_DEVICE_CTRL: /* KVM_CREATE_DEVICE for it */
+		return slat_vgic_offered();
 	default:
 		return -1;
 	}
@@ -83,6 +87,7 @@ static long a64_enable_cap(struct slat_kvm_vm *kvm, void __user *up)
 
 void slat_kvm_arch_vcpu_done(struct slat_kvm_vcpu *v)
 {
+	slat_vgic_done(v);
 }
 
 long slat_kvm_arch_dev_ioctl(unsigned int cmd, void __user *up)
@@ -99,6 +104,10 @@ long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __us
 		return copy_to_user(up, &init, sizeof(init)) ? -EFAULT : 0;
 	case KVM_ENABLE_CAP:
 		return a64_enable_cap(kvm, up);
+	case KVM_CREATE_DEVICE:
+		return slat_vgic_create_device(kvm, up);
+	case KVM_IRQ_LINE:
+		return slat_vgic_irq_line(kvm->vm, up);
 	default:
 		return -ENOTTY;
 	}
@@ -295,6 +304,9 @@ int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 	if (rc)
 		return rc;
 	v->mpidr = v->reset->mpidr_el1;
+	rc = slat_vgic_vcpu_create(v);
+	if (rc)
+		return rc;
 	return slat_kvm_psci_register(v);
 }
 
@@ -303,6 +315,7 @@ void slat_kvm_arch_vcpu_free(struct slat_kvm_vcpu *v)
 {
 	if (xa_load(&v->vc->vm->kvcpus, v->id) == v)
 		slat_kvm_psci_unregister(v);
+	slat_vgic_vcpu_free(v); /* after: no other vCPU finds it any more */
 	kfree(v->reset);
 }
 
@@ -383,21 +396,29 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
  */
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 {
+	int rc;
+
 	if (slat_kvm_psci_is_off(v))
-		return slat_kvm_psci_wait_on(v);
-	return slat_kvm_psci_apply_reset(v);
+		rc = slat_kvm_psci_wait_on(v);
+	else
+		rc = slat_kvm_psci_apply_reset(v);
+	return rc ? rc : slat_vgic_ready(v);
 }
 
 /*
  * KVM answers a guest's HVC in the kernel (SMCCC, PSCI), never as an exit:
  * slat_kvm_psci.c for a vCPU with the PSCI feature; without it every
- * function is NOT_SUPPORTED except the two that stop the VM. WFI: KVM blocks until an interrupt; a
- * secondary has no virtual interrupts yet, so WFI completes after one tick (WFI may complete at any
- * time) unless a signal ends the RUN.
+ * function is NOT_SUPPORTED except the two that stop the VM. WFI: KVM blocks until an interrupt;
+ * with the in-kernel GIC until one is pending or the vCPU's timer expires (slat_kvm_vgic.c);
+ * without it after one tick (WFI may complete at any time) unless a signal ends the RUN.
  */
 int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
 {
 	u32 fn;
+	int rc = slat_vgic_exit(v, hr);
+
+	if (rc != SLAT_KVM_GENERIC)
+		return rc;
 
 	switch (hr->reason) {
 	case HC_EXIT_HYPERCALL:

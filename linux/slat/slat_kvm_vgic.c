@@ -1,0 +1,898 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The in-kernel GICv3 of /dev/kvm on arm64: see slat_kvm_vgic.h for the
+ * shape. Register offsets and fields from the GICv3 architecture
+ * specification (Arm IHI 0069); the device's attributes from KVM's
+ * Documentation/virt/kvm/devices/arm-vgic-v3.rst.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
+#include <linux/hrtimer.h>
+#include <linux/math64.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <asm/arch_timer.h>
+#include <asm/sysreg.h>
+
+#include "slat_kvm_vgic.h"
+
+/* GICD / GICR registers (offsets in their 64 KiB frames). */
+#define GICD_CTLR	 0x0000
+#define GICD_TYPER	 0x0004
+#define GICD_IIDR	 0x0008
+#define GICD_TYPER2	 0x000c
+#define GICX_IGROUPR	 0x0080
+#define GICX_ISENABLER	 0x0100
+#define GICX_ICENABLER	 0x0180
+#define GICX_ISPENDR	 0x0200
+#define GICX_ICPENDR	 0x0280
+#define GICX_ISACTIVER	 0x0300
+#define GICX_ICACTIVER	 0x0380
+#define GICX_IPRIORITYR	 0x0400
+#define GICX_ICFGR	 0x0c00
+#define GICD_IROUTER	 0x6000 /* 8 bytes per INTID, from INTID 32 */
+#define GICX_PIDR2	 0xffe8
+#define GICR_CTLR	 0x0000
+#define GICR_IIDR	 0x0004
+#define GICR_TYPER	 0x0008
+#define GICR_WAKER	 0x0014
+#define GICR_SGI_FRAME	 0x10000
+#define GICD_CTLR_GRP1	 (1u << 1) /* EnableGrp1 (one security state: DS) */
+#define GICD_CTLR_ARE	 (1u << 4)
+#define GICD_CTLR_DS	 (1u << 6)
+#define GICR_WAKER_PS	 (1u << 1) /* ProcessorSleep */
+#define GICR_WAKER_CA	 (1u << 2) /* ChildrenAsleep */
+#define GICR_TYPER_LAST	 (1ull << 4)
+#define GIC_PIDR2_ARCHV3 0x3b /* ArchRev 3 */
+#define GIC_IIDR_SLAT	 (0x53u << 24 | 0x43b) /* product 'S', implementer Arm */
+#define IROUTER_IRM	 (1ull << 31)
+#define AFF_MASK	 0xff00ffffffull
+#define SGI1R_INTID(v)	 ((u32)((v) >> 24) & 0xf)
+#define SGI1R_IRM	 (1ull << 40)
+#define CNTV_CTL_ENABLE	 1ull
+#define CNTV_CTL_IMASK	 2ull
+#define CNTV_CTL_ISTATUS 4ull
+
+/* ---- availability ---- */
+
+/* Slat's ABI 1.6 and a GICv3 the primary drives through system registers. */
+bool slat_vgic_offered(void)
+{
+	u64 pfr0 = read_sysreg_s(SYS_ID_AA64PFR0_EL1);
+
+	if ((slat_hv_version & 0xffff) < 6 || !((pfr0 >> 24) & 0xf)) /* GIC: sysregs */
+		return false;
+	return read_sysreg_s(SYS_ICC_SRE_EL1) & 1; /* ICC_SRE_EL1.SRE */
+}
+
+/* ---- lookups (under the kvcpus lock) ---- */
+
+static struct slat_vgic_cpu *vgic_cpu(struct slat_kvm_vcpu *v)
+{
+	return v->arch;
+}
+
+/* The vCPU Slat placed at this affinity (hv_mpidr: 16 per Aff0 cluster). */
+static struct slat_kvm_vcpu *vcpu_at(struct slat_vm *vm, u64 aff)
+{
+	u64 aff0 = aff & 0xff, aff1 = (aff >> 8) & 0xff, aff2 = (aff >> 16) & 0xff;
+
+	if (aff0 >= 16 || (aff >> 32) & 0xff)
+		return NULL;
+	return xa_load(&vm->kvcpus, (unsigned long)(aff0 | aff1 << 4 | aff2 << 12));
+}
+
+static struct vgic_irq *irq_of(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 intid)
+{
+	if (intid < VGIC_NR_PRIVATE)
+		return cpu ? &cpu->priv[intid] : NULL;
+	if (intid < c->nr_irqs && intid < VGIC_INTID_LIMIT)
+		return &c->spi[intid - VGIC_NR_PRIVATE];
+	return NULL;
+}
+
+static bool irq_pending(const struct vgic_irq *irq)
+{
+	return irq->latch || (!irq->edge && irq->line);
+}
+
+/* A new pending interrupt for `t`: wake it from WFI, or kick it out of Slat. */
+static void vgic_kick(struct slat_kvm_vcpu *t)
+{
+	struct slat_vgic_cpu *cpu = vgic_cpu(t);
+
+	wake_up_interruptible(&t->psci_wq);
+	if (cpu->task && cpu->task != current)
+		kick_process(cpu->task);
+}
+
+/* The vCPU an SPI goes to (1-of-N: vCPU 0), or NULL. */
+static struct slat_kvm_vcpu *spi_target(struct slat_vm *vm, const struct vgic_irq *irq)
+{
+	if (irq->route & IROUTER_IRM)
+		return xa_load(&vm->kvcpus, 0);
+	return vcpu_at(vm, irq->route & AFF_MASK);
+}
+
+/* ---- vCPUs ---- */
+
+int slat_vgic_vcpu_create(struct slat_kvm_vcpu *v)
+{
+	struct slat_irqchip *c = READ_ONCE(v->vc->vm->irqchip);
+	struct slat_vgic_cpu *cpu;
+	unsigned int i;
+
+	if (c && READ_ONCE(c->ready))
+		return -EBUSY; /* KVM: no vCPU after the VGIC is initialised */
+	cpu = kzalloc(sizeof(*cpu), GFP_KERNEL);
+	if (!cpu)
+		return -ENOMEM;
+	for (i = 0; i < VGIC_NR_PRIVATE; i++)
+		cpu->priv[i].edge = i < 16; /* SGIs edge; PPIs level until ICFGR1 says */
+	for (i = 0; i < 16; i++)
+		cpu->priv[i].enabled = true; /* KVM: SGIs are always enabled on GICv3 */
+	cpu->asleep = true;
+	v->arch = cpu;
+	return 0;
+}
+
+void slat_vgic_vcpu_free(struct slat_kvm_vcpu *v)
+{
+	kfree(v->arch);
+	v->arch = NULL;
+}
+
+/* ---- the virtual timer ---- */
+
+static u64 counter_now(void)
+{
+	isb();
+	return read_sysreg(cntvct_el0); /* the secondary's CNTVOFF is 0 too */
+}
+
+/* The timer's output as the guest left it: enabled, unmasked, expired. */
+static bool vtimer_level(const struct hc_run *hr)
+{
+	u64 ctl = hr->vgic.vtimer_ctl;
+
+	if (!(ctl & CNTV_CTL_ENABLE) || (ctl & CNTV_CTL_IMASK))
+		return false;
+	return (ctl & CNTV_CTL_ISTATUS) || counter_now() >= hr->vgic.vtimer_cval;
+}
+
+/* ---- list registers ---- */
+
+struct lr_pick {
+	struct vgic_irq *irq;
+	u32 intid;
+};
+
+/* Active ones first (the guest must be able to deactivate them), then priority. */
+static bool pick_before(const struct lr_pick *a, const struct lr_pick *b)
+{
+	if (a->irq->active != b->irq->active)
+		return a->irq->active;
+	if (a->irq->prio != b->irq->prio)
+		return a->irq->prio < b->irq->prio;
+	return a->intid < b->intid;
+}
+
+/* Keep the best `max` in picks[] (sorted); *more when one was left out. */
+static void pick(struct lr_pick *picks, unsigned int *n, unsigned int max, struct lr_pick p,
+		 bool *more)
+{
+	unsigned int i;
+
+	if (*n == max) {
+		*more = true;
+		if (!max || !pick_before(&p, &picks[max - 1]))
+			return;
+		(*n)--;
+	}
+	for (i = *n; i > 0 && pick_before(&p, &picks[i - 1]); i--)
+		picks[i] = picks[i - 1];
+	picks[i] = p;
+	(*n)++;
+}
+
+static void consider(struct slat_irqchip *c, struct vgic_irq *irq, u32 intid,
+		     struct lr_pick *picks, unsigned int *n, unsigned int max, bool *more)
+{
+	bool deliver = irq_pending(irq) && irq->enabled && (c->ctlr & GICD_CTLR_GRP1);
+
+	if (irq->active || deliver)
+		pick(picks, n, max, (struct lr_pick){irq, intid}, more);
+}
+
+static u64 lr_value(const struct vgic_irq *irq, u32 intid)
+{
+	u64 pend = irq_pending(irq) ? 1 : 0, act = irq->active ? 2 : 0;
+	u64 lr = intid | (u64)irq->prio << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_GROUP1;
+
+	if (intid == VGIC_VTIMER_INTID && !irq->edge) {
+		/* The physical timer PPI: deactivated with the virtual one. A
+		 * mapped interrupt is pending or active, never both. */
+		lr |= HC_VGIC_LR_HW | (u64)VGIC_VTIMER_INTID << HC_VGIC_LR_PINTID_SHIFT;
+		return lr | (act ? act : pend) << HC_VGIC_LR_STATE_SHIFT;
+	}
+	if (!irq->edge)
+		lr |= HC_VGIC_LR_EOI; /* deactivation exits: the line is sampled again */
+	return lr | (pend | act) << HC_VGIC_LR_STATE_SHIFT;
+}
+
+/* Under the lock: the interrupts for `v` into the run page's list registers. */
+static void vgic_flush(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct hc_run *hr)
+{
+	struct slat_vgic_cpu *cpu = vgic_cpu(v);
+	struct slat_vm *vm = v->vc->vm;
+	struct lr_pick picks[HC_VGIC_LR_MAX];
+	unsigned int n = 0, i, max = min_t(unsigned int, hr->vgic.lr_max, HC_VGIC_LR_MAX);
+	bool more = false;
+	u32 intid;
+
+	cpu->priv[VGIC_VTIMER_INTID].line = vtimer_level(hr);
+	for (intid = 0; intid < VGIC_NR_PRIVATE; intid++)
+		consider(c, &cpu->priv[intid], intid, picks, &n, max, &more);
+	for (intid = VGIC_NR_PRIVATE; intid < c->nr_irqs; intid++) {
+		struct vgic_irq *irq = &c->spi[intid - VGIC_NR_PRIVATE];
+
+		if ((irq->active || irq_pending(irq)) && spi_target(vm, irq) == v)
+			consider(c, irq, intid, picks, &n, max, &more);
+	}
+	for (i = 0; i < n; i++) {
+		hr->vgic.lr[i] = lr_value(picks[i].irq, picks[i].intid);
+		cpu->lr_intid[i] = picks[i].intid;
+		cpu->lr_latch[i] = picks[i].irq->latch; /* now the lr's to keep */
+		picks[i].irq->latch = false;
+	}
+	cpu->nr_lr = n;
+	cpu->loaded = true;
+	hr->vgic.nr_lr = n;
+	hr->vgic.flags = HC_VGIC_ON | (more ? HC_VGIC_NPIE : 0);
+}
+
+/* Under the lock: what the guest did with the last flush's list registers. */
+static void vgic_sync(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const struct hc_run *hr)
+{
+	struct slat_vgic_cpu *cpu = vgic_cpu(v);
+	unsigned int i;
+
+	if (!cpu->loaded)
+		return;
+	for (i = 0; i < cpu->nr_lr; i++) {
+		u64 lr = hr->vgic.lr[i];
+		unsigned int state = (unsigned int)(lr >> HC_VGIC_LR_STATE_SHIFT);
+		struct vgic_irq *irq = irq_of(c, cpu, cpu->lr_intid[i]);
+
+		if (!irq || (lr & HC_VGIC_LR_VINTID_MASK) != cpu->lr_intid[i])
+			continue; /* not what was offered: Slat does not rewrite lrs */
+		irq->active = state & 2;
+		if (state & 1)
+			irq->latch |= cpu->lr_latch[i]; /* not taken: still pending */
+	}
+	cpu->loaded = false;
+}
+
+/* ---- entry and exit ---- */
+
+static struct slat_irqchip *vgic_of(struct slat_kvm_vcpu *v)
+{
+	return READ_ONCE(v->vc->vm->irqchip);
+}
+
+int slat_vgic_ready(struct slat_kvm_vcpu *v)
+{
+	struct slat_irqchip *c = vgic_of(v);
+	struct hc_run *hr = page_address(v->vc->run);
+	struct xarray *xa = &v->vc->vm->kvcpus;
+
+	if (!c) {
+		hr->vgic.flags = 0;
+		hr->vgic.nr_lr = 0;
+		return 0;
+	}
+	/* KVM initialises a VGIC the VMM did not at the first run; it must
+	 * know where its frames are by then. */
+	if (c->dist_base == VGIC_ADDR_UNSET || c->redist_base == VGIC_ADDR_UNSET)
+		return -ENXIO;
+	xa_lock(xa);
+	WRITE_ONCE(c->ready, true);
+	vgic_sync(v, c, hr);
+	vgic_cpu(v)->task = current;
+	vgic_flush(v, c, hr);
+	xa_unlock(xa);
+	return 0;
+}
+
+void slat_vgic_done(struct slat_kvm_vcpu *v)
+{
+	struct slat_irqchip *c = vgic_of(v);
+	struct xarray *xa = &v->vc->vm->kvcpus;
+
+	if (!c || !v->arch)
+		return;
+	xa_lock(xa);
+	vgic_sync(v, c, page_address(v->vc->run));
+	vgic_cpu(v)->task = NULL;
+	xa_unlock(xa);
+}
+
+/* ---- KVM_IRQ_LINE ---- */
+
+static int vgic_set_line(struct slat_vm *vm, struct slat_irqchip *c, struct slat_kvm_vcpu *t,
+			 u32 intid, bool level)
+{
+	struct vgic_irq *irq;
+	bool was;
+
+	xa_lock(&vm->kvcpus);
+	irq = irq_of(c, t ? vgic_cpu(t) : NULL, intid);
+	if (!irq) {
+		xa_unlock(&vm->kvcpus);
+		return -EINVAL;
+	}
+	was = irq_pending(irq);
+	if (irq->edge)
+		irq->latch |= level; /* any assertion of an edge interrupt */
+	else
+		irq->line = level;
+	if (!t)
+		t = spi_target(vm, irq);
+	if (t && irq_pending(irq) != was)
+		vgic_kick(t); /* raised: deliver; lowered: take it out of the lrs */
+	xa_unlock(&vm->kvcpus);
+	return 0;
+}
+
+/*
+ * KVM's arm64 irq field: vcpu2_index 31:28, type 27:24, vcpu_index 23:16,
+ * number 15:0. With the VGIC: SPIs (32..nr_irqs-1) and a vCPU's PPIs (16-31).
+ */
+long slat_vgic_irq_line(struct slat_vm *vm, void __user *up)
+{
+	struct slat_irqchip *c = READ_ONCE(vm->irqchip);
+	struct kvm_irq_level l;
+	u32 type, num, idx;
+	struct slat_kvm_vcpu *t;
+
+	if (copy_from_user(&l, up, sizeof(l)))
+		return -EFAULT;
+	if (!c)
+		return -ENXIO; /* no user-space irqchip lines (KVM_ARM_IRQ_TYPE_CPU) */
+	type = (l.irq >> KVM_ARM_IRQ_TYPE_SHIFT) & KVM_ARM_IRQ_TYPE_MASK;
+	num = l.irq & KVM_ARM_IRQ_NUM_MASK;
+	idx = ((l.irq >> KVM_ARM_IRQ_VCPU_SHIFT) & KVM_ARM_IRQ_VCPU_MASK) |
+	      ((l.irq >> KVM_ARM_IRQ_VCPU2_SHIFT) & KVM_ARM_IRQ_VCPU2_MASK) << 8;
+	if (type == KVM_ARM_IRQ_TYPE_SPI)
+		return num < VGIC_NR_PRIVATE ? -EINVAL : vgic_set_line(vm, c, NULL, num, l.level);
+	if (type != KVM_ARM_IRQ_TYPE_PPI || num < 16 || num >= VGIC_NR_PRIVATE)
+		return -EINVAL;
+	t = xa_load(&vm->kvcpus, idx);
+	if (!t)
+		return -EINVAL;
+	return vgic_set_line(vm, c, t, num, l.level);
+}
+
+/* ---- MMIO: bit, byte and route registers ---- */
+
+enum bit_reg { BIT_ENABLE, BIT_PEND, BIT_ACTIVE };
+
+static bool bit_get(const struct vgic_irq *irq, enum bit_reg r)
+{
+	switch (r) {
+	case BIT_ENABLE:
+		return irq->enabled;
+	case BIT_PEND:
+		return irq_pending(irq);
+	default:
+		return irq->active;
+	}
+}
+
+static void bit_set(struct vgic_irq *irq, enum bit_reg r, bool set)
+{
+	switch (r) {
+	case BIT_ENABLE:
+		irq->enabled = set;
+		break;
+	case BIT_PEND: /* a level interrupt's line stays as the device drives it */
+		irq->latch = set;
+		break;
+	default:
+		irq->active = set;
+		break;
+	}
+}
+
+/* One access to a set/clear bit register: INTIDs from `first`, 8 per byte. */
+static u64 bits_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first, unsigned int len,
+		       enum bit_reg r, bool set_reg, bool write, u64 val, bool *raised)
+{
+	u64 out = 0;
+	unsigned int i;
+
+	for (i = 0; i < len * 8; i++) {
+		struct vgic_irq *irq = irq_of(c, cpu, first + i);
+
+		if (!irq)
+			continue;
+		if (!write) {
+			out |= (u64)bit_get(irq, r) << i;
+			continue;
+		}
+		if (!(val >> i & 1))
+			continue;
+		if (r == BIT_ENABLE && first + i < 16)
+			continue; /* SGIs stay enabled */
+		if (set_reg && !bit_get(irq, r))
+			*raised = true;
+		bit_set(irq, r, set_reg);
+	}
+	return out;
+}
+
+static u64 prio_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first, unsigned int len,
+		       bool write, u64 val)
+{
+	u64 out = 0;
+	unsigned int i;
+
+	for (i = 0; i < len; i++) {
+		struct vgic_irq *irq = irq_of(c, cpu, first + i);
+
+		if (!irq)
+			continue;
+		if (write)
+			irq->prio = (u8)(val >> (8 * i));
+		else
+			out |= (u64)irq->prio << (8 * i);
+	}
+	return out;
+}
+
+/* GICx_ICFGR: 2 bits per INTID, the upper one edge; SGIs are edge, fixed. */
+static u64 cfg_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first, unsigned int len,
+		      bool write, u64 val)
+{
+	u64 out = 0;
+	unsigned int i;
+
+	for (i = 0; i < len * 4; i++) {
+		struct vgic_irq *irq = irq_of(c, cpu, first + i);
+
+		if (!irq)
+			continue;
+		if (write && first + i >= 16)
+			irq->edge = val >> (2 * i + 1) & 1;
+		out |= (u64)irq->edge << (2 * i + 1);
+	}
+	return write ? 0 : out;
+}
+
+/*
+ * The registers both frames share, for the INTIDs the frame owns (the
+ * distributor: SPIs; a redistributor's SGI frame: its SGIs and PPIs). *hit
+ * false: not one of them.
+ */
+static u64 common_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 off, unsigned int len,
+			 bool write, u64 val, bool *hit, bool *raised)
+{
+	*hit = true;
+	if (off >= GICX_IGROUPR && off < GICX_ISENABLER)
+		return write ? 0 : ~0ull >> (64 - 8 * len); /* group 1, RAO/WI */
+	if (off >= GICX_ISENABLER && off < GICX_IPRIORITYR) {
+		u32 base = off & ~0x7fu, first = (off - base) * 8;
+		enum bit_reg r = base < GICX_ISPENDR	? BIT_ENABLE
+				 : base < GICX_ISACTIVER ? BIT_PEND
+							 : BIT_ACTIVE;
+		bool set_reg = !(base & 0x80);
+
+		return bits_access(c, cpu, first, len, r, set_reg, write, val, raised);
+	}
+	if (off >= GICX_IPRIORITYR && off < GICX_IPRIORITYR + VGIC_NR_IRQS_MAX)
+		return prio_access(c, cpu, off - GICX_IPRIORITYR, len, write, val);
+	if (off >= GICX_ICFGR && off < GICX_ICFGR + VGIC_NR_IRQS_MAX / 4)
+		return cfg_access(c, cpu, (off - GICX_ICFGR) * 4, len, write, val);
+	if (off >= GICX_PIDR2 && off < GICX_PIDR2 + 4)
+		return write ? 0 : GIC_PIDR2_ARCHV3;
+	*hit = false;
+	return 0;
+}
+
+static u64 dist_access(struct slat_irqchip *c, u32 off, unsigned int len, bool write, u64 val,
+		       bool *raised)
+{
+	bool hit;
+	u64 r;
+
+	if (off == GICD_CTLR) {
+		if (write)
+			c->ctlr = (u32)val & GICD_CTLR_GRP1;
+		if (write && (c->ctlr & GICD_CTLR_GRP1))
+			*raised = true;
+		return c->ctlr | GICD_CTLR_ARE | GICD_CTLR_DS;
+	}
+	if (off == GICD_TYPER) /* ITLinesNumber; IDbits 9 (10 bits); no LPIs */
+		return (c->nr_irqs / 32 - 1) | 9u << 19;
+	if (off == GICD_IIDR)
+		return GIC_IIDR_SLAT;
+	if (off >= GICD_IROUTER + 8 * VGIC_NR_PRIVATE && off < GICD_IROUTER + 8 * VGIC_NR_IRQS_MAX) {
+		struct vgic_irq *irq = irq_of(c, NULL, (off - GICD_IROUTER) / 8);
+		unsigned int shift = (off & 4) * 8;
+
+		if (!irq)
+			return 0;
+		if (write) {
+			u64 mask = (len == 8 ? ~0ull : 0xffffffffull) << shift;
+
+			irq->route = (irq->route & ~mask) | ((val << shift) & mask);
+			irq->route &= AFF_MASK | IROUTER_IRM;
+			*raised = irq_pending(irq);
+		}
+		return irq->route >> shift;
+	}
+	/* Private INTIDs are the redistributors' (ARE): RAZ/WI here. */
+	if ((off >= GICX_IGROUPR && off < GICX_IGROUPR + 0x80 && (off & 0x7f) < 4) ||
+	    (off >= GICX_IPRIORITYR && off < GICX_IPRIORITYR + VGIC_NR_PRIVATE) ||
+	    (off >= GICX_ICFGR && off < GICX_ICFGR + 8))
+		return 0;
+	if (off >= GICX_ISENABLER && off < GICX_IPRIORITYR && (off & 0x7f) < 4)
+		return 0;
+	r = common_access(c, NULL, off, len, write, val, &hit, raised);
+	return hit ? r : 0; /* everything else RAZ/WI */
+}
+
+/* Redistributor `t` (index `idx`; `last`: the highest). */
+static u64 redist_access(struct slat_irqchip *c, struct slat_kvm_vcpu *t, bool last, u32 off,
+			 unsigned int len, bool write, u64 val, bool *raised)
+{
+	struct slat_vgic_cpu *cpu = vgic_cpu(t);
+	bool hit;
+	u64 typer, r;
+
+	if (off >= GICR_SGI_FRAME) {
+		off -= GICR_SGI_FRAME;
+		if (off >= GICX_IPRIORITYR + VGIC_NR_PRIVATE && off < GICX_ICFGR)
+			return 0;
+		if ((off >= GICX_IGROUPR && off < GICX_IPRIORITYR && (off & 0x7f) >= 4) ||
+		    off >= GICX_ICFGR + 8)
+			return 0; /* only the first register of each: INTIDs 0-31 */
+		r = common_access(c, cpu, off, len, write, val, &hit, raised);
+		return hit ? r : 0;
+	}
+	switch (off & ~7u) {
+	case GICR_TYPER: /* Affinity, Processor_Number (the vCPU id), Last */
+		typer = (t->mpidr & 0xffffff) << 32 | ((t->mpidr >> 32) & 0xff) << 56 |
+			(u64)(t->id & 0xffff) << 8 | (last ? GICR_TYPER_LAST : 0);
+		return typer >> ((off & 4) * 8);
+	default:
+		break;
+	}
+	switch (off) {
+	case GICR_IIDR:
+		return GIC_IIDR_SLAT;
+	case GICR_WAKER: /* the sleep handshake completes at once */
+		if (write)
+			cpu->asleep = val & GICR_WAKER_PS;
+		return cpu->asleep ? GICR_WAKER_PS | GICR_WAKER_CA : 0;
+	case GICX_PIDR2:
+		return GIC_PIDR2_ARCHV3;
+	default:
+		return 0; /* GICR_CTLR (no LPIs) and the rest: RAZ/WI */
+	}
+}
+
+/* Kick every vCPU that may now have something to take (after a write). */
+static void kick_all(struct slat_vm *vm)
+{
+	struct slat_kvm_vcpu *t;
+	unsigned long i;
+
+	xa_for_each(&vm->kvcpus, i, t)
+		vgic_kick(t);
+}
+
+static bool vgic_mmio(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct hc_run *hr)
+{
+	struct slat_vm *vm = v->vc->vm;
+	u64 gpa = hr->u.mmio.gpa, val = hr->u.mmio.data, out = 0;
+	unsigned long idx;
+	unsigned int len = hr->u.mmio.len;
+	bool write = hr->u.mmio.is_write, raised = false, legal;
+	struct slat_kvm_vcpu *t;
+
+	legal = (len == 1 || len == 2 || len == 4 || len == 8) && !(gpa & (len - 1));
+	if (gpa - c->dist_base < VGIC_DIST_SIZE) {
+		xa_lock(&vm->kvcpus);
+		if (legal)
+			out = dist_access(c, gpa - c->dist_base, len, write, val, &raised);
+	} else if (gpa >= c->redist_base) {
+		idx = (gpa - c->redist_base) / VGIC_REDIST_SIZE;
+		xa_lock(&vm->kvcpus);
+		t = idx < U32_MAX ? xa_load(&vm->kvcpus, idx) : NULL;
+		if (!t) {
+			xa_unlock(&vm->kvcpus);
+			return false; /* past the last redistributor: the VMM's */
+		}
+		if (legal)
+			out = redist_access(c, t, !xa_find_after(&vm->kvcpus, &idx, ULONG_MAX, XA_PRESENT),
+					    (gpa - c->redist_base) % VGIC_REDIST_SIZE, len, write,
+					    val, &raised);
+	} else {
+		return false;
+	}
+	if (raised)
+		kick_all(vm);
+	xa_unlock(&vm->kvcpus);
+	if (!legal)
+		pr_info_once("slat: GIC access of %u bytes at 0x%llx: RAZ/WI\n", len, gpa);
+	if (!write)
+		hr->u.mmio.data = len == 8 ? out : out & ((1ull << (8 * len)) - 1);
+	return true;
+}
+
+/* ---- SGIs ---- */
+
+static void vgic_sgi(struct slat_kvm_vcpu *v, u64 val)
+{
+	struct slat_vm *vm = v->vc->vm;
+	u32 intid = SGI1R_INTID(val);
+	u64 aff = ((val >> 48) & 0xff) << 32 | ((val >> 32) & 0xff) << 16 | ((val >> 16) & 0xff) << 8;
+	unsigned int rs = (val >> 44) & 0xf, b;
+	struct slat_kvm_vcpu *t;
+	unsigned long i;
+
+	xa_lock(&vm->kvcpus);
+	if (val & SGI1R_IRM) {
+		xa_for_each(&vm->kvcpus, i, t) {
+			if (t == v)
+				continue;
+			vgic_cpu(t)->priv[intid].latch = true;
+			vgic_kick(t);
+		}
+	} else {
+		for (b = 0; b < 16; b++) {
+			if (!(val >> b & 1) || !(t = vcpu_at(vm, aff | (rs * 16 + b))))
+				continue;
+			vgic_cpu(t)->priv[intid].latch = true;
+			vgic_kick(t);
+		}
+	}
+	xa_unlock(&vm->kvcpus);
+}
+
+/* ---- WFI ---- */
+
+static bool vgic_wake_now(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const struct hc_run *hr)
+{
+	struct slat_vgic_cpu *cpu = vgic_cpu(v);
+	struct slat_vm *vm = v->vc->vm;
+	bool wake = false;
+	u32 intid;
+
+	if (!(READ_ONCE(c->ctlr) & GICD_CTLR_GRP1))
+		return false;
+	xa_lock(&vm->kvcpus);
+	cpu->priv[VGIC_VTIMER_INTID].line = vtimer_level(hr);
+	for (intid = 0; intid < VGIC_NR_PRIVATE && !wake; intid++)
+		wake = irq_pending(&cpu->priv[intid]) && cpu->priv[intid].enabled;
+	for (intid = VGIC_NR_PRIVATE; intid < c->nr_irqs && !wake; intid++) {
+		struct vgic_irq *irq = &c->spi[intid - VGIC_NR_PRIVATE];
+
+		wake = irq_pending(irq) && irq->enabled && spi_target(vm, irq) == v;
+	}
+	xa_unlock(&vm->kvcpus);
+	return wake;
+}
+
+/* WFI waits for an interrupt for this vCPU: a pending one, or its timer. */
+static void vgic_wfi(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const struct hc_run *hr)
+{
+	u64 ctl = hr->vgic.vtimer_ctl, now, ns = 0;
+
+	if ((ctl & CNTV_CTL_ENABLE) && !(ctl & CNTV_CTL_IMASK)) {
+		now = counter_now();
+		if (hr->vgic.vtimer_cval > now)
+			ns = mul_u64_u64_div_u64(hr->vgic.vtimer_cval - now, NSEC_PER_SEC,
+						 arch_timer_get_cntfrq());
+		else
+			return;
+	}
+	if (ns)
+		wait_event_interruptible_hrtimeout(v->psci_wq, vgic_wake_now(v, c, hr),
+						   ns_to_ktime(ns));
+	else
+		wait_event_interruptible(v->psci_wq, vgic_wake_now(v, c, hr));
+}
+
+int slat_vgic_exit(struct slat_kvm_vcpu *v, struct hc_run *hr)
+{
+	struct slat_irqchip *c = vgic_of(v);
+	struct xarray *xa = &v->vc->vm->kvcpus;
+
+	if (!c)
+		return SLAT_KVM_GENERIC;
+	xa_lock(xa);
+	vgic_sync(v, c, hr);
+	xa_unlock(xa);
+	switch (hr->reason) {
+	case HC_EXIT_MMIO:
+		return vgic_mmio(v, c, hr) ? SLAT_KVM_REENTER : SLAT_KVM_GENERIC;
+	case HC_EXIT_SYSREG:
+		if (hr->u.sysreg.id == HC_SYSREG_ICC_SGI1R)
+			vgic_sgi(v, hr->u.sysreg.data);
+		else /* group 0 and Secure SGIs: one security state, group 1 only */
+			pr_info_once("slat: guest SGI register %#x ignored\n", hr->u.sysreg.id);
+		return SLAT_KVM_REENTER;
+	case HC_EXIT_HALT:
+		if (!vgic_wake_now(v, c, hr))
+			vgic_wfi(v, c, hr);
+		return SLAT_KVM_REENTER;
+	default:
+		return SLAT_KVM_GENERIC;
+	}
+}
+
+/* ---- the device ---- */
+
+static long vgic_set_addr(struct slat_irqchip *c, u64 attr, u64 __user *up, bool set)
+{
+	u64 *slot, a;
+
+	if (attr == KVM_VGIC_V3_ADDR_TYPE_DIST)
+		slot = &c->dist_base;
+	else if (attr == KVM_VGIC_V3_ADDR_TYPE_REDIST)
+		slot = &c->redist_base;
+	else
+		return -ENXIO;
+	if (!set)
+		return put_user(*slot, up);
+	if (get_user(a, up))
+		return -EFAULT;
+	if (c->ready)
+		return -EBUSY;
+	if (a & (SZ_64K - 1))
+		return -EINVAL;
+	if (*slot != VGIC_ADDR_UNSET)
+		return -EEXIST;
+	*slot = a;
+	return 0;
+}
+
+static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_attr *a)
+{
+	struct slat_irqchip *c = vm->irqchip;
+	u32 __user *up32 = u64_to_user_ptr(a->addr);
+	bool set = cmd == KVM_SET_DEVICE_ATTR, has = cmd == KVM_HAS_DEVICE_ATTR;
+	u32 n;
+
+	switch (a->group) {
+	case KVM_DEV_ARM_VGIC_GRP_ADDR:
+		if (has)
+			return a->attr == KVM_VGIC_V3_ADDR_TYPE_DIST ||
+				       a->attr == KVM_VGIC_V3_ADDR_TYPE_REDIST
+				   ? 0
+				   : -ENXIO;
+		return vgic_set_addr(c, a->attr, u64_to_user_ptr(a->addr), set);
+	case KVM_DEV_ARM_VGIC_GRP_NR_IRQS:
+		if (has)
+			return 0;
+		if (!set)
+			return put_user(c->nr_irqs, up32);
+		if (get_user(n, up32))
+			return -EFAULT;
+		if (n < 64 || n > VGIC_NR_IRQS_MAX || n % 32)
+			return -EINVAL;
+		if (c->ready)
+			return n == c->nr_irqs ? 0 : -EBUSY;
+		c->nr_irqs = n;
+		return 0;
+	case KVM_DEV_ARM_VGIC_GRP_CTRL:
+		if (a->attr != KVM_DEV_ARM_VGIC_CTRL_INIT)
+			return -ENXIO;
+		if (has)
+			return 0;
+		if (!set)
+			return -ENXIO;
+		WRITE_ONCE(c->ready, true);
+		return 0;
+	default:
+		return -ENXIO; /* register images, LEVEL_INFO, ITS: not offered */
+	}
+}
+
+static long vgic_dev_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+	struct slat_vm *vm = f->private_data;
+	struct kvm_device_attr a;
+	long rc;
+
+	switch (cmd) {
+	case KVM_SET_DEVICE_ATTR:
+	case KVM_GET_DEVICE_ATTR:
+	case KVM_HAS_DEVICE_ATTR:
+		if (copy_from_user(&a, (void __user *)arg, sizeof(a)))
+			return -EFAULT;
+		if (a.flags)
+			return -EINVAL;
+		mutex_lock(&vm->lock);
+		rc = vgic_attr(vm, cmd, &a);
+		mutex_unlock(&vm->lock);
+		return rc;
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int vgic_dev_release(struct inode *inode, struct file *f)
+{
+	slat_vm_put(f->private_data);
+	return 0;
+}
+
+static const struct file_operations vgic_dev_fops = {
+    .owner = THIS_MODULE,
+    .unlocked_ioctl = vgic_dev_ioctl,
+    .release = vgic_dev_release,
+    .llseek = noop_llseek,
+};
+
+static struct slat_irqchip *vgic_new(void)
+{
+	struct slat_irqchip *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	unsigned int i;
+
+	if (!c)
+		return NULL;
+	c->dist_base = c->redist_base = VGIC_ADDR_UNSET;
+	c->nr_irqs = VGIC_NR_IRQS_DEF;
+	for (i = 0; i < ARRAY_SIZE(c->spi); i++)
+		c->spi[i].route = 0; /* Aff 0.0.0.0: vCPU 0 */
+	return c;
+}
+
+/*
+ * KVM_CREATE_DEVICE: one GICv3 per VM (-EEXIST), before any vCPU has run;
+ * KVM_CREATE_DEVICE_TEST only asks. The fd holds a VM reference; the VGIC
+ * itself lives as long as the VM.
+ */
+long slat_vgic_create_device(struct slat_kvm_vm *kvm, void __user *up)
+{
+	struct kvm_create_device cd;
+	struct slat_vm *vm = kvm->vm;
+	struct slat_irqchip *c;
+	int fd;
+
+	if (copy_from_user(&cd, up, sizeof(cd)))
+		return -EFAULT;
+	if (cd.type != KVM_DEV_TYPE_ARM_VGIC_V3 || !slat_vgic_offered())
+		return -ENODEV;
+	if (cd.flags & ~KVM_CREATE_DEVICE_TEST)
+		return -EINVAL;
+	if (cd.flags & KVM_CREATE_DEVICE_TEST)
+		return 0;
+	c = vgic_new();
+	if (!c)
+		return -ENOMEM;
+	mutex_lock(&vm->lock);
+	if (vm->irqchip) {
+		mutex_unlock(&vm->lock);
+		kfree(c);
+		return -EEXIST;
+	}
+	kref_get(&vm->ref);
+	fd = anon_inode_getfd("kvm-arm-vgic-v3", &vgic_dev_fops, vm, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		mutex_unlock(&vm->lock);
+		slat_vm_put(vm);
+		kfree(c);
+		return fd;
+	}
+	WRITE_ONCE(vm->irqchip, c);
+	mutex_unlock(&vm->lock);
+	cd.fd = fd;
+	if (copy_to_user(up, &cd, sizeof(cd)))
+		return -EFAULT; /* the fd stays, as in KVM */
+	return 0;
+}

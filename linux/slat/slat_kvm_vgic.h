@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The in-kernel GICv3 of /dev/kvm on arm64 (KVM_CREATE_DEVICE with
+ * KVM_DEV_TYPE_ARM_VGIC_V3; docs/kvm-api.md), emulated in the module as KVM
+ * emulates it in its kernel, written from the GICv3 architecture
+ * specification (Arm IHI 0069): the distributor and one redistributor per
+ * vCPU as MMIO the guest's accesses exit for, SGIs from Slat's sysreg exits,
+ * the virtual timer's PPI from the timer state Slat reports at each exit.
+ * Slat's virtual CPU interface (ABI 1.6) takes the interrupts through the list
+ * registers: before each entry the module offers the highest-priority ones
+ * for the vCPU (slat_vgic_flush), after each run it reads back what the guest
+ * did with them (slat_vgic_sync).
+ *
+ * Locking: the VM's kvcpus xarray lock guards all of it (the distributor,
+ * every vCPU's private interrupts): it also guards PSCI state, and every
+ * path here is short.
+ */
+#ifndef SLAT_KVM_VGIC_H
+#define SLAT_KVM_VGIC_H
+
+#include "slat_kvm.h"
+
+#define VGIC_NR_PRIVATE	  32u
+#define VGIC_NR_IRQS_MAX  1024u /* GICD_TYPER.ITLinesNumber 31: INTIDs up to 1019 */
+#define VGIC_NR_IRQS_DEF  256u	/* KVM's default without KVM_DEV_ARM_VGIC_GRP_NR_IRQS */
+#define VGIC_INTID_LIMIT  1020u
+#define VGIC_DIST_SIZE	  0x10000ull
+#define VGIC_REDIST_SIZE  0x20000ull /* RD_base and SGI_base frames */
+#define VGIC_ADDR_UNSET	  (~0ull)
+#define VGIC_VTIMER_INTID HC_VGIC_VTIMER_INTID
+
+/* One interrupt's state. */
+struct vgic_irq {
+	u64 route;   /* SPI: GICD_IROUTER (Aff3 39:32, Aff2..Aff0 23:0, IRM 31) */
+	u8 prio;     /* GICD/GICR_IPRIORITYR */
+	bool enabled;
+	bool edge;   /* GICD/GICR_ICFGR: edge-triggered (SGIs always) */
+	bool latch;  /* pending: an edge, or set through ISPENDR */
+	bool line;   /* the input level (KVM_IRQ_LINE; the timer's output) */
+	bool active; /* taken by the guest and not yet deactivated */
+};
+
+/* The VM's distributor (slat_vm.irqchip on arm64); one allocation. */
+struct slat_irqchip {
+	u64 dist_base, redist_base; /* VGIC_ADDR_UNSET until the VMM sets them */
+	u32 nr_irqs;		    /* INTIDs below this exist (SPIs from 32) */
+	bool ready;		    /* initialised: addresses fixed, vCPUs may run */
+	u32 ctlr;		    /* GICD_CTLR's EnableGrp1 (the only group) */
+	struct vgic_irq spi[VGIC_NR_IRQS_MAX - VGIC_NR_PRIVATE];
+};
+
+/* A vCPU's part (slat_kvm_vcpu.arch on arm64). */
+struct slat_vgic_cpu {
+	struct vgic_irq priv[VGIC_NR_PRIVATE]; /* SGIs 0-15, PPIs 16-31 */
+	bool asleep;			       /* GICR_WAKER.ProcessorSleep */
+	/* What the last flush put in Slat's list registers. */
+	u16 lr_intid[HC_VGIC_LR_MAX];
+	bool lr_latch[HC_VGIC_LR_MAX]; /* the latch moved into that lr */
+	unsigned int nr_lr;
+	bool loaded; /* a flush not yet synced */
+	struct task_struct *task; /* in KVM_RUN, or NULL: kicked on new interrupts */
+};
+
+bool slat_vgic_offered(void);
+int slat_vgic_vcpu_create(struct slat_kvm_vcpu *v);
+void slat_vgic_vcpu_free(struct slat_kvm_vcpu *v);
+long slat_vgic_create_device(struct slat_kvm_vm *kvm, void __user *up);
+long slat_vgic_irq_line(struct slat_vm *vm, void __user *up);
+/* Before each entry: 0, or -ENXIO (a VGIC without its addresses). */
+int slat_vgic_ready(struct slat_kvm_vcpu *v);
+void slat_vgic_done(struct slat_kvm_vcpu *v);
+/* An exit the VGIC answers (MMIO on its frames, SGIs, WFI): SLAT_KVM_*. */
+int slat_vgic_exit(struct slat_kvm_vcpu *v, struct hc_run *hr);
+
+#endif
