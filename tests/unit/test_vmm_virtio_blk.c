@@ -10,7 +10,9 @@
 // and changes nothing; a guest that breaks the ring's rules (a descriptor
 // outside its memory, a chain that loops, a queue outside its memory) gets
 // DEVICE_NEEDS_RESET, no completion, and nothing more until it resets the
-// device; FEATURES_OK is refused without VERSION_1.
+// device; FEATURES_OK is refused without VERSION_1. With RAM from 1 GiB (the
+// arm64 layout) the same requests work at the same offsets into RAM, and a
+// descriptor just below RAM is outside guest memory.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,6 +40,7 @@
 #define STATUS	 0xf000u
 
 struct vm vm;
+static uint64_t ram_base;  // guest-physical address of vm.mem[0]: 0, or arm64's
 static int irq_level = -1; // what set_irq_line said last
 static unsigned irq_calls;
 static char disk_path[64];
@@ -88,21 +91,23 @@ static void driver_init(uint64_t features)
 	wr(VMMIO_STATUS, 1 | 2 | STATUS_FEAT_OK);
 	wr(VMMIO_QUEUE_SEL, 0);
 	wr(VMMIO_QUEUE_NUM, QNUM);
-	wr(VMMIO_QUEUE_DESC_LO, DESC);
-	wr(VMMIO_QUEUE_DESC_HI, 0);
-	wr(VMMIO_QUEUE_AVAIL_LO, AVAIL);
-	wr(VMMIO_QUEUE_AVAIL_HI, 0);
-	wr(VMMIO_QUEUE_USED_LO, USED);
-	wr(VMMIO_QUEUE_USED_HI, 0);
+	wr(VMMIO_QUEUE_DESC_LO, (uint32_t)(ram_base + DESC));
+	wr(VMMIO_QUEUE_DESC_HI, (uint32_t)((ram_base + DESC) >> 32));
+	wr(VMMIO_QUEUE_AVAIL_LO, (uint32_t)(ram_base + AVAIL));
+	wr(VMMIO_QUEUE_AVAIL_HI, (uint32_t)((ram_base + AVAIL) >> 32));
+	wr(VMMIO_QUEUE_USED_LO, (uint32_t)(ram_base + USED));
+	wr(VMMIO_QUEUE_USED_HI, (uint32_t)((ram_base + USED) >> 32));
 	wr(VMMIO_QUEUE_READY, 1);
 	wr(VMMIO_STATUS, 1 | 2 | STATUS_FEAT_OK | 4);
 }
 
-static void put_desc(unsigned i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
+// Descriptor I for the buffer at offset OFF into RAM (guest-physical
+// ram_base + OFF, modulo 2^64: a "negative" OFF is below RAM).
+static void put_desc(unsigned i, uint64_t off, uint32_t len, uint16_t flags, uint16_t next)
 {
 	uint8_t *d = vm.mem + DESC + 16 * i;
 
-	put64(d, 0, addr);
+	put64(d, 0, ram_base + off);
 	put32(d, 8, len);
 	put16(d, 12, flags);
 	put16(d, 14, next);
@@ -140,6 +145,7 @@ static int setup(void **state, bool read_only)
 	(void)state;
 	vm.mem = calloc(1, MEM_SIZE);
 	vm.mem_size = MEM_SIZE;
+	vm.ram_base = ram_base;
 	vm.virtio_base = GPA_VIRTIO_BLK;
 	vm.virtio_irq = VIRTIO_BLK_GSI;
 	vm.irq_kind = "GSI";
@@ -163,6 +169,13 @@ static int setup(void **state, bool read_only)
 	return 0;
 }
 
+// RAM from 1 GiB, as on arm64.
+static int setup_high(void **state)
+{
+	ram_base = 0x40000000;
+	return setup(state, false);
+}
+
 static int setup_rw(void **state)
 {
 	return setup(state, false);
@@ -176,6 +189,7 @@ static int setup_ro(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	ram_base = 0;
 	close(blk.fd);
 	blk.fd = -1;
 	unlink(disk_path);
@@ -336,6 +350,14 @@ static void test_chain_that_loops(void **state)
 	expect_needs_reset();
 }
 
+static void test_descriptor_below_ram(void **state)
+{
+	(void)state;
+	assert_int_equal(vm.ram_base, 0x40000000);
+	submit_broken((uint64_t)0 - SECTOR, DESC_F_NEXT | DESC_F_WRITE, 2); // ends at the base
+	expect_needs_reset();
+}
+
 static void test_queue_outside_memory(void **state)
 {
 	(void)state;
@@ -361,6 +383,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_descriptor_outside_memory, setup_rw, teardown),
 	    cmocka_unit_test_setup_teardown(test_chain_that_loops, setup_rw, teardown),
 	    cmocka_unit_test_setup_teardown(test_queue_outside_memory, setup_rw, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_two_sectors, setup_high, teardown),
+	    cmocka_unit_test_setup_teardown(test_write_one_sector, setup_high, teardown),
+	    cmocka_unit_test_setup_teardown(test_descriptor_below_ram, setup_high, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
