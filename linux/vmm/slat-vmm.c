@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// slat-vmm: a small VMM over the KVM API that boots a Linux bzImage as a VM.
+// slat-vmm: a small VMM over the KVM API that boots Linux as a VM: a bzImage
+// on x86_64, an arm64 Image with a device tree on arm64 (vmm.h lists the
+// files of each; this one is common to both: arguments, vCPU threads, exits).
 //
-//   slat-vmm --kernel bzImage [--initrd initrd.img] [--cmdline "..."]
+//   slat-vmm --kernel bzImage|Image [--initrd initrd.img] [--cmdline "..."]
 //            [--mem 256M] [--cpus 1..4] [--disk FILE[,ro]] [--timeout S] [-v]
 //
-// Exit status: 0 the guest powered off (ACPI S5 through the FADT's sleep
-// control register), 3 it reset (i8042 0xfe), 1 the VM failed (triple fault,
-// an exit KVM could not handle, a failed ioctl, --timeout ran out), 2 bad
-// arguments.
+// Exit status: 0 the guest powered off (x86: ACPI S5 through the FADT's sleep
+// control register; arm64: PSCI SYSTEM_OFF), 3 it reset (x86: i8042 0xfe;
+// arm64: PSCI SYSTEM_RESET), 1 the VM failed (triple fault, an exit KVM could
+// not handle, a failed ioctl, --timeout ran out), 2 bad arguments.
 //
-// The machine (x86_64): RAM from address 0 (vmm_layout.h), KVM's in-kernel
-// irqchip (a local APIC per vCPU and an I/O APIC at 0xfec00000), ACPI tables
-// for a hardware-reduced platform (no 8259 PIC, no PIT, no PM timer as far as
-// the guest knows: Linux then uses the I/O APIC and the local APIC timer), an
-// 8250/16550A UART at 0x3f8 on IRQ 4, and the i8042's reset line. Every other
-// port reads as all ones and ignores writes; so does MMIO outside RAM.
+// The arm64 machine (QEMU virt's layout) is described in vmm_arm64_boot.c,
+// vmm_arm64_fdt.c and vmm_arm64_kvm.c. The machine (x86_64): RAM from address 0 (vmm_layout.h),
+// KVM's in-kernel irqchip (a local APIC per vCPU and an I/O APIC at 0xfec00000), ACPI tables for a
+// hardware-reduced platform (no 8259 PIC, no PIT, no PM timer as far as the guest knows: Linux then
+// uses the I/O APIC and the local APIC timer), an 8250/16550A UART at 0x3f8 on IRQ 4, and the
+// i8042's reset line. Every other port reads as all ones and ignores writes; so does MMIO outside
+// RAM.
 //
 // Boot (Linux's Documentation/x86/boot.rst, the 64-bit boot protocol): the
 // protected-mode part of the bzImage goes to 1 MiB, the zero page holds the

@@ -64,9 +64,6 @@ void arch_system_event(struct vcpu *v)
 	}
 }
 
-#define CORE_REG(field)                                                                            \
-	(KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE | KVM_REG_ARM_CORE_REG(field))
-
 static bool get_reg(struct vcpu *v, uint64_t id, uint64_t *val)
 {
 	struct kvm_one_reg r = {.id = id, .addr = (uint64_t)(uintptr_t)val};

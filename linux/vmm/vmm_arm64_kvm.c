@@ -16,9 +16,6 @@
 #include "vmm.h"
 #include "vmm_arm64_layout.h"
 
-#define CORE_REG(field)                                                                            \
-	(KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE | KVM_REG_ARM_CORE_REG(field))
-
 static void kvm_ioctl(int fd, unsigned long req, void *arg, const char *name)
 {
 	if (ioctl(fd, req, arg) < 0)

@@ -39,6 +39,11 @@
 #define DTB_MAX		(2ull << 20) // booting.rst: at most 2 MiB, 8-byte aligned
 #define CMDLINE_MAX	2048	     // arm64's COMMAND_LINE_SIZE
 
+// KVM_{GET,SET}_ONE_REG id of a core register (struct kvm_regs' FIELD), the
+// only register ids slat-vmm uses.
+#define CORE_REG(field)                                                                            \
+	(KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE | KVM_REG_ARM_CORE_REG(field))
+
 // What load_guest() leaves for create_vcpus(): vCPU 0's pc and x0.
 struct arm64_boot {
 	uint64_t entry; // the Image's load address
