@@ -87,7 +87,7 @@ void dump_vcpu(struct vcpu *v)
 		return;
 	}
 	fprintf(stderr,
-		"slat-vmm: vcpu %d: pc %016llx pstate %08llx sp %016llx\n"
+		"slat-vmm: vcpu %d: pc %016llx pstate %08llx sp_el0 %016llx\n"
 		"  x0 %016llx x1 %016llx x2 %016llx x3 %016llx\n",
 		v->id, (unsigned long long)pc, (unsigned long long)pstate, (unsigned long long)sp,
 		(unsigned long long)x[0], (unsigned long long)x[1], (unsigned long long)x[2],
