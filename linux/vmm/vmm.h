@@ -104,7 +104,7 @@ struct vm {
 	int ncpus;
 	bool verbose;
 	size_t run_size;
-	struct kvm_cpuid2 *cpuid;
+	struct kvm_cpuid2 *cpuid; // x86: KVM_GET_SUPPORTED_CPUID
 	struct vcpu vcpus[VCPU_MAX];
 	struct uart uart;
 	unsigned long port_reads, port_writes, mmio_reads, mmio_writes;
@@ -129,6 +129,7 @@ void create_vm(void);			      // the VM, memory slots, irqchip
 void create_vcpus(void);		      // vCPUs with their boot state
 void set_irq_line(uint32_t line, bool level); // KVM_IRQ_LINE for a device's line
 bool arch_exit(struct vcpu *v);		      // an exit of its own; false: unknown
+// An MMIO access outside RAM and the in-kernel devices; false: not decoded.
 bool arch_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size);
 void arch_system_event(struct vcpu *v); // KVM_EXIT_SYSTEM_EVENT
 void dump_vcpu(struct vcpu *v);		// registers to stderr
