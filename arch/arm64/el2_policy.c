@@ -68,6 +68,46 @@ uint64_t arm64_hv_mdcr_for(unsigned hpmn)
 	return (hpmn & 0x1f) | MDCR_TPMCR | MDCR_TPM | MDCR_TDA | MDCR_TDOSA | MDCR_TDRA;
 }
 
+// ISS fields of a trapped MSR / MRS.
+#define ISS_OP0(id) (((id) >> 20) & 3u)
+#define ISS_OP2(id) (((id) >> 17) & 7u)
+#define ISS_OP1(id) (((id) >> 14) & 7u)
+#define ISS_CRN(id) (((id) >> 10) & 0xfu)
+#define ISS_CRM(id) (((id) >> 1) & 0xfu)
+
+static bool sysreg_is_pmu(uint32_t id)
+{
+	unsigned op1 = ISS_OP1(id), crn = ISS_CRN(id), crm = ISS_CRM(id), op2 = ISS_OP2(id);
+
+	if (ISS_OP0(id) != 3)
+		return false;
+	if (op1 == 3 && crn == 9 && crm >= 12 && crm <= 14) // PMCR_EL0 ... PMOVSSET_EL0
+		return true;
+	if (op1 == 3 && crn == 14 && crm >= 8) // PMEVCNTR<n>, PMEVTYPER<n>, PMCCFILTR
+		return true;
+	// PMINTENSET_EL1, PMINTENCLR_EL1, PMMIR_EL1
+	return op1 == 0 && crn == 9 && crm == 14 && (op2 == 1 || op2 == 2 || op2 == 6);
+}
+
+enum arm64_hv_sysreg_action arm64_hv_sysreg_action(uint32_t id)
+{
+	unsigned op0 = ISS_OP0(id), op1 = ISS_OP1(id);
+
+	if (op0 == 2 && op1 == 0 && ISS_CRN(id) == 0 && ISS_CRM(id) == 2 && ISS_OP2(id) == 2)
+		return HV_SYSREG_MDSCR;
+	// Debug registers (op1 0) and the debug communication channel (op1 3);
+	// op1 1 is trace, which stays UNDEFINED.
+	if (op0 == 2 && (op1 == 0 || op1 == 3))
+		return HV_SYSREG_RAZ_WI;
+	if (sysreg_is_pmu(id))
+		return HV_SYSREG_RAZ_WI;
+	if (op0 == 3 && op1 == 0 && ISS_CRN(id) == 12 && ISS_CRM(id) == 12 && ISS_OP2(id) == 5)
+		return HV_SYSREG_ICC_SRE;
+	if (op0 == 3 && op1 == 0 && ISS_CRN(id) == 12 && ISS_CRM(id) == 11 && ISS_OP2(id) >= 5)
+		return HV_SYSREG_SGI;
+	return HV_SYSREG_UNDEF;
+}
+
 bool arm64_hv_pstate_ok(const struct arm64_cpu_features *f, uint64_t pstate)
 {
 	uint64_t mode = pstate & PSR_MODE_MASK;

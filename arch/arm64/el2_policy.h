@@ -44,6 +44,23 @@ uint64_t arm64_hv_hcr_for(const struct arm64_cpu_features *f);
 // primary's), HPMN kept at `hpmn`.
 uint64_t arm64_hv_mdcr_for(unsigned hpmn);
 
+// What a secondary's trapped MSR / MRS gets (docs/secondary-vms-arm64.md);
+// `id` is the register in ESR_EL2's ISS form (HC_SYSREG_ID: Op0, Op2, Op1,
+// CRn, CRm). The PMU and the debug registers trap (MDCR_EL2 above), but the
+// CPU's ID registers, which a secondary reads untrapped, say they exist, and
+// Linux programs them at boot: they read as zero and ignore writes (a PMU
+// without counters, breakpoints and watchpoints that never match, an empty
+// debug channel), as KVM answers them for a vCPU without a PMU or debug
+// state. MDSCR_EL1 keeps the guest's value without putting it in effect.
+enum arm64_hv_sysreg_action {
+	HV_SYSREG_UNDEF,   // UNDEFINED for the guest
+	HV_SYSREG_RAZ_WI,  // reads zero, writes ignored
+	HV_SYSREG_MDSCR,   // the guest's MDSCR_EL1, kept per vCPU, not in effect
+	HV_SYSREG_ICC_SRE, // ICC_SRE_EL1: the system-register interface, fixed
+	HV_SYSREG_SGI,	   // ICC_SGI1R / ASGI1R / SGI0R: the VMM's GIC (with one)
+};
+enum arm64_hv_sysreg_action arm64_hv_sysreg_action(uint32_t id);
+
 // Is `pstate` a state SET_REGS may give a secondary vCPU? AArch64 EL1h, EL1t
 // or EL0t; only NZCV, DAIF, the mode and (with FEAT_PAN) PAN may be set.
 bool arm64_hv_pstate_ok(const struct arm64_cpu_features *f, uint64_t pstate);

@@ -4,6 +4,7 @@
 // primary (whose HVC handler we are in) and a secondary vCPU, the entry loop
 // and the exits. See arch/arm64/hv.c for the overall shape and
 // docs/secondary-vms-arm64.md for the trap policy.
+#include "arch/arm64/el2_policy.h"
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/exit_reason.h"
 #include "arch/arm64/hv_vcpu.h"
@@ -209,11 +210,10 @@ static enum hv_next exit_smc(struct arm64_hv_vcpu *s, struct hc_run *run)
 	return HV_REENTER;
 }
 
-// A trapped MSR / MRS (EC 0x18). ISS: Op0 21:20, Op2 19:17, Op1 16:14,
-// CRn 13:10, Rt 9:5, CRm 4:1, direction 0 (1: MRS).
+// A trapped MSR / MRS (EC 0x18): what el2_policy.c decides for it. ISS:
+// the register in the HC_SYSREG_ID form, Rt 9:5, direction 0 (1: MRS).
 #define ISS_SYSREG_ID_MASK 0x3ffc1eu
 #define ISS_SYSREG_READ	   1u
-#define SYSREG_ICC_SRE_ID  HC_SYSREG_ID(3, 0, 12, 12, 5)
 
 static enum hv_next exit_sysreg(struct arm64_hv_vcpu *s, struct hc_run *run, uint64_t esr,
 				bool vgic)
@@ -221,27 +221,37 @@ static enum hv_next exit_sysreg(struct arm64_hv_vcpu *s, struct hc_run *run, uin
 	uint32_t id = (uint32_t)esr & ISS_SYSREG_ID_MASK;
 	unsigned rt = (unsigned)(esr >> 5) & 0x1f;
 	bool read = esr & ISS_SYSREG_READ;
+	uint64_t in = rt == 31 ? 0 : s->frame.x[rt], out = 0;
 
-	// ICC_SRE_EL1: the system-register interface, always on (SRE, and IRQ
-	// and FIQ bypass disabled, as KVM shows it); writes are ignored.
-	if (id == SYSREG_ICC_SRE_ID) {
-		if (read && rt != 31)
-			s->frame.x[rt] = ICC_SRE_SRE | ICC_SRE_DFB | ICC_SRE_DIB;
-		s->frame.elr += 4;
+	switch (arm64_hv_sysreg_action(id)) {
+	case HV_SYSREG_RAZ_WI:
+		break;
+	case HV_SYSREG_MDSCR:
+		if (!read)
+			s->mdscr_guest = in;
+		out = s->mdscr_guest;
+		break;
+	case HV_SYSREG_ICC_SRE: // SRE, IRQ and FIQ bypass disabled (as KVM shows it)
+		out = ICC_SRE_SRE | ICC_SRE_DFB | ICC_SRE_DIB;
+		break;
+	case HV_SYSREG_SGI:
+		if (vgic && !read) { // for the VMM's distributor
+			run->reason = HC_EXIT_SYSREG;
+			run->u.sysreg.id = id;
+			run->u.sysreg.is_write = 1;
+			run->u.sysreg.data = in;
+			s->pending = HV_PENDING_SYSREG;
+			return HV_TO_VMM;
+		}
+		arm64_inject_undef(&s->frame);
+		return HV_REENTER;
+	default: // the primary's timer, PAuth keys, trace...
+		arm64_inject_undef(&s->frame);
 		return HV_REENTER;
 	}
-	// The guest's SGIs, for the VMM's distributor (writes only).
-	if (vgic && !read &&
-	    (id == HC_SYSREG_ICC_SGI1R || id == HC_SYSREG_ICC_ASGI1R || id == HC_SYSREG_ICC_SGI0R)) {
-		run->reason = HC_EXIT_SYSREG;
-		run->u.sysreg.id = id;
-		run->u.sysreg.is_write = 1;
-		run->u.sysreg.data = rt == 31 ? 0 : s->frame.x[rt];
-		s->pending = HV_PENDING_SYSREG;
-		return HV_TO_VMM;
-	}
-	// The primary's PMU, debug, timer, PAuth keys...: undefined for the guest.
-	arm64_inject_undef(&s->frame);
+	if (read && rt != 31)
+		s->frame.x[rt] = out;
+	s->frame.elr += 4;
 	return HV_REENTER;
 }
 
