@@ -10,8 +10,15 @@
 //  - the virtual timer's PPI 27. A list register may name it in the HW form;
 //    Slat then holds the physical PPI 27 active for the run, so the expired
 //    timer does not interrupt again until the guest deactivates the virtual
-//    one (which deactivates the physical one). At the exit the physical PPI 27
-//    is made inactive again: it is the primary's timer outside the run.
+//    one (which deactivates the physical one). It does the same when the
+//    guest's timer output is high at entry (enabled, unmasked, expired) but
+//    the VMM has nothing to deliver for it (the guest's PPI disabled, its
+//    priority masked...): else the physical PPI would end every entry before
+//    the guest's first instruction, and the guest could never enable it. As
+//    in KVM, such a timer reprogrammed later in the run interrupts only once
+//    the run ends (the primary's tick at the latest). At the exit the
+//    physical PPI 27 is made inactive again: it is the primary's timer
+//    outside the run.
 //  - the maintenance interrupt (the MADT's, PPI 25 on QEMU virt), enabled
 //    for the run only, like the tick's PPI 26 (hv_tick.c). It fires when a
 //    list register with its EOI bit is deactivated or, with HC_VGIC_NPIE,
@@ -171,15 +178,18 @@ uint64_t arm64_vgic_hcr(const struct arm64_vgic_run *g)
 
 // ---- entry and exit ----------------------------------------------------------------------
 
-// After the secondary's ICH_HCR_EL2 is loaded.
-void arm64_vgic_load(const struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g)
+#define CNTV_CTL_FIRING 5u // ENABLE and ISTATUS, IMASK clear
+
+// After the secondary's ICH_HCR_EL2 and EL1 timer registers are loaded.
+void arm64_vgic_load(const struct arm64_hv_vcpu *s, struct arm64_vgic_run *g)
 {
 	for (unsigned i = 0; i < g->lr_max; i++)
 		lr_write(i, i < g->nr ? g->lr[i] : 0);
 	write_sysreg(SYSREG_ICH_VMCR_EL2, s->vgic_vmcr);
 	apr_load(s->vgic_ap0r, s->vgic_ap1r, apr_count());
 	isb();
-	if (g->vtimer_hw)
+	g->vtimer_held = g->vtimer_hw || (read_sysreg("cntv_ctl_el0") & 7) == CNTV_CTL_FIRING;
+	if (g->vtimer_held)
 		arm64_hv_ppi_set_active(PPI_VIRT_TIMER, true);
 	arm64_hv_ppi_enable(arm64_hv_maint_intid());
 }
@@ -202,6 +212,6 @@ void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g,
 	write_sysreg(SYSREG_ICH_HCR_EL2, 0);
 	isb();
 	arm64_hv_ppi_disable(arm64_hv_maint_intid());
-	if (g->vtimer_hw)
+	if (g->vtimer_held)
 		arm64_hv_ppi_set_active(PPI_VIRT_TIMER, false);
 }
