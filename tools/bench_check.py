@@ -39,7 +39,7 @@ RESULT_KEYS = {
     "live_secondary": ["bench", "arch", "mode", "slots", "vm_kib", "run", "delete_us", "zapped",
                        "refaults", "destroy_us", "table_bytes", "zap_all"],
     "kvm_api": ["bench", "system", "test"],
-    "secondary_boot": ["bench", "system", "run", "boot_s", "exit"],
+    "secondary_boot": ["bench", "system", "run", "boot_s", "exit"],  # arch: x86_64 when absent
     "boot": ["bench", "mode", "run", "marker_s", "kernel_uptime_s", "exit_s", "status",
              "exits_total", "exits", "io_exits_by_port", "slat_uptime_s"],
 }
@@ -176,7 +176,9 @@ class Checker:
             if not isinstance(s.get("summary"), list) or not s["summary"]:
                 self.err(where, "no summary list")
         elif name == "secondary_boot":
-            self.both_modes(res, where, "system", {"slat", "kvm"})
+            for arch in sorted({r.get("arch", "x86_64") for r in res}):
+                rows = [r for r in res if r.get("arch", "x86_64") == arch]
+                self.both_modes(rows, f"{where} {arch}", "system", {"slat", "kvm"})
         elif name == "b6_delete_vs_size":
             if len({r.get("vm_bytes") for r in res}) < 2:
                 self.err(where, "needs at least two VM sizes")
