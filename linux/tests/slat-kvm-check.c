@@ -7,8 +7,13 @@
 // SMCCC call answered NOT_SUPPORTED in the kernel, WFI, PSCI SYSTEM_OFF as a
 // system event) and immediate_exit leaving the last exit as it was; then
 // PSCI with two vCPUs (CPU_ON into a vCPU whose thread waits in KVM_RUN,
-// CPU_OFF, AFFINITY_INFO, SYSTEM_SUSPEND to the VMM, every refusal). Prints
-// one "SLAT-GUEST: kvmcheck: ..." line per check and a PASS/FAIL verdict.
+// CPU_OFF, AFFINITY_INFO, SYSTEM_SUSPEND to the VMM, every refusal); a
+// read-only region; the in-kernel GICv3 (its device attributes, then guests
+// that bring it up and take an SGI, an SPI from KVM_IRQ_LINE, their virtual
+// timer's PPI and another vCPU's SGI). Prints one "SLAT-GUEST: kvmcheck: ..."
+// line per check and a PASS/FAIL verdict. --reference: the run on Linux's own
+// KVM (tests/boot/t_arm64_kvm_reference.sh), which leaves out the checks of
+// Slat's own choices and of the refusals KVM does not make.
 #define _GNU_SOURCE // pthread_timedjoin_np
 #include <errno.h>
 #include <fcntl.h>
