@@ -4,7 +4,8 @@
 # place, tools/emu.sh, shared by `make run` and tests/boot/lib.sh.
 #
 #   make run                       QEMU arm64 virt (EL2), -cpu cortex-a72: Slat boots
-#                                  Debian's kernel to a busybox shell
+#                                  Debian's kernel to a busybox shell; in it,
+#                                  /vm/run-vm.sh boots a Linux secondary
 #   make run ARCH=x86_64           QEMU x86-64 -cpu max (AMD SVM + NPT); in the
 #                                  shell, /vm/run-vm.sh boots a Linux secondary
 #   make run ARCH=x86_64 CPU=intel Bochs corei7_skylake_x (Intel VT-x + EPT)
@@ -22,11 +23,13 @@ TEST_STAGES ?= unit boot bench
 RUN_FILES ?=
 
 # arm64: slat.efi boots Debian's kernel (make guest-aarch64) on 2 CPUs to an
-# interactive busybox shell on the serial console (`exit` powers off).
+# interactive busybox shell on the serial console (`exit` powers off), with
+# the VM kernel for slat-vmm in the initramfs (tools/vmm-initrd.sh aarch64:
+# /vm/run-vm.sh boots a Linux secondary with a shell).
 RUN_CFG_aarch64   := $(BUILD)/run/aarch64.slat.cfg
-RUN_DEPS_aarch64  := guest-aarch64 $(RUN_CFG_aarch64)
+RUN_DEPS_aarch64  := guest-aarch64 vmm-initrd-aarch64 $(RUN_CFG_aarch64)
 RUN_FILES_aarch64 := $(RUN_CFG_aarch64)=slat.cfg \
-	$(BUILD)/guest/aarch64/vmlinuz=slat/vmlinuz $(BUILD)/guest/aarch64/initrd.img=slat/initrd.img
+	$(BUILD)/guest/aarch64/vmlinuz=slat/vmlinuz $(BUILD)/guest/aarch64/initrd-vmm.img=slat/initrd.img
 RUN_ENV_aarch64   := EMU_ESP_CYL=128 EMU_SMP=2
 $(RUN_CFG_aarch64): mk/boot.mk
 	@mkdir -p $(@D)
