@@ -6,14 +6,20 @@
 #   kvm_expect_pass ARCH [vmx]
 #                          every selftest passes under Slat by its own verdict;
 #                          the capability-missing runs skip or fail cleanly
-#                          (ARCH aarch64: psci_test too; x86_64:
-#                          set_memory_region_test and xapic_ipi_test too)
+#                          (ARCH aarch64: psci_test and slat-kvm-check's
+#                          GICv3 guests too; x86_64: set_memory_region_test
+#                          and xapic_ipi_test too)
 
 kvm_expect_pass() {
-	local t psci=() smrt=()
+	local t psci=() smrt=() vgic=()
 	# arm64: PSCI in the module (CPU_ON, SYSTEM_SUSPEND) by psci_test's verdict.
 	[ "$1" = aarch64 ] && psci=('^SLAT-GUEST: kvm: running psci_test' \
 		'^SLAT-GUEST: kvm: psci_test exit 0$')
+	# arm64: slat-kvm-check's in-kernel GICv3 guests (SGI 3, SPI 40, PPI 27 in
+	# that order; SGI 5 to the other vCPU), as on Linux's KVM (t_arm64_kvm_reference).
+	[ "$1" = aarch64 ] && vgic=('^SLAT-GUEST: kvmcheck: vgic: exactly 3 interrupts taken: ok' \
+		'^SLAT-GUEST: kvmcheck: vgic: third INTID: PPI 27 \(the virtual timer\): ok' \
+		'^SLAT-GUEST: kvmcheck: vgic: \.\.\. SGI 5: ok')
 	# x86: memory regions with KVM's x86 semantics, in use while moved or deleted.
 	[ "$1" = x86_64 ] && smrt=('^SLAT-GUEST: kvm: set_memory_region_test: Testing KVM_RUN with zero added memory regions' \
 		'^SLAT-GUEST: kvm: set_memory_region_test: Adding slots 0\.\.32763, each memory region with 2048K size' \
@@ -26,6 +32,7 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: xapic_ipi_test exit 0$')
 	expect_in_order '^SLAT-GUEST: kvm on ' \
 		'^SLAT-GUEST: dmesg: slat: /dev/kvm ready \(KVM API 12, 256 vCPUs, 32764 slots per VM\)$' \
+		"${vgic[@]}" \
 		'^SLAT-GUEST: kvmcheck: PASS \([0-9]+ checks, 0 failed\)$' \
 		'^SLAT-GUEST: slat-kvm-check exit 0$' \
 		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: Testing creating 256 vCPUs, with IDs 0\.\.\.255\.$' \
