@@ -43,7 +43,7 @@ __asm__(".arch_extension fp\n"
 	"	mov	x0, x4\n"
 	"	hvc	#0\n"		 /* hypercall nr = what was read */
 	"	str	x0, [x2, #16]\n" /* MMIO write: the hypercall's ret[0] */
-	"	mrs	x9, pmcr_el0\n"	 /* the primary's PMU: UNDEF for the guest */
+	"	mrs	x9, cntp_ctl_el0\n" /* the primary's physical timer: UNDEF */
 	"	wfi\n"			 /* HALT */
 	"g_phase2:\n"
 	"	ldr	x6, [x1]\n" /* the slot's old gpa: MMIO read now */
@@ -71,6 +71,35 @@ __asm__(".arch_extension fp\n"
 	"g_halt:\n"
 	"	wfi\n"
 	"	b	g_halt\n"
+	/* The virtual GIC (ABI 1.6), IRQs masked: acknowledge and end what the
+	 * VMM put in a list register, send an SGI, then the emulated registers. */
+	"g_vgic:\n"
+	"	mrs	x9, S3_0_C12_C12_5\n" /* ICC_SRE_EL1 */
+	"	str	x9, [x2]\n"
+	"	mov	x9, #0xff\n"
+	"	msr	S3_0_C4_C6_0, x9\n" /* ICC_PMR_EL1 */
+	"	mov	x9, #1\n"
+	"	msr	S3_0_C12_C12_7, x9\n" /* ICC_IGRPEN1_EL1 */
+	"	isb\n"
+	"	mrs	x9, S3_0_C12_C12_0\n" /* ICC_IAR1_EL1 */
+	"	str	x9, [x2, #8]\n"
+	"	msr	S3_0_C12_C12_1, x9\n" /* ICC_EOIR1_EL1: drop and deactivate */
+	"	isb\n"
+	"	mrs	x9, S3_0_C12_C12_0\n" /* nothing left: 1023 */
+	"	str	x9, [x2, #16]\n"
+	"	movz	x9, #0x0001\n"
+	"	movk	x9, #0x0500, lsl #16\n"
+	"	msr	S3_0_C12_C11_5, x9\n" /* ICC_SGI1R_EL1: SGI 5 to Aff0 0 */
+	"	mov	x9, #3\n"
+	"	msr	cntv_ctl_el0, x9\n" /* enabled and masked: reported at exits */
+	"	mov	x9, #0x1000\n"
+	"	msr	mdscr_el1, x9\n"
+	"	mrs	x9, mdscr_el1\n"
+	"	str	x9, [x2, #32]\n"
+	"	mrs	x9, pmcr_el0\n"
+	"	str	x9, [x2, #40]\n"
+	"	wfi\n"
+	"	b	g_halt\n"
 	"g_main_end:\n"
 	/* Current-EL SPx sync vector (VBAR_EL1 = 0, offset 0x200): report ESR_EL1
 	 * with an MMIO write and step over the faulting instruction. */
@@ -83,8 +112,8 @@ __asm__(".arch_extension fp\n"
 	"	eret\n"
 	"g_vec_end:\n"
 	".text\n");
-extern const char g_main[], g_phase2[], g_phase3[], g_race[], g_spin[], g_main_end[], g_vec[],
-    g_vec_end[];
+extern const char g_main[], g_phase2[], g_phase3[], g_race[], g_spin[], g_vgic[], g_main_end[],
+    g_vec[], g_vec_end[];
 #define SPIN_LOOPS 30000000ull
 
 /* ---- CPU 1: deletes a slot while CPU 0 runs the guest (MMU off, no stack) ---- */
@@ -192,9 +221,11 @@ static const char *err_name(int64_t e)
 
 static const char *exit_name(uint32_t r)
 {
-	static const char *const n[] = {"?",	    "MMIO",	 "IO",	       "HYPERCALL", "HALT",
-					"SHUTDOWN", "PREEMPTED", "FAIL_ENTRY", "INTERNAL"};
-	return r < 9 ? n[r] : "?";
+	static const char *const n[] = {"?",	     "MMIO",	     "IO",	  "HYPERCALL",
+					"HALT",	     "SHUTDOWN",     "PREEMPTED", "FAIL_ENTRY",
+					"INTERNAL",  "MEMFAULT",     "IRQ_WINDOW", "MSR",
+					"SYSREG"};
+	return r < sizeof(n) / sizeof(n[0]) ? n[r] : "?";
 }
 
 /* ---- memory --------------------------------------------------------------------- */
@@ -642,6 +673,76 @@ static void phase2_3(uint64_t vm)
 	preempt_test(vm);
 }
 
+/* ---- the virtual GIC (ABI 1.6) ---- */
+#define LR_PENDING (1ull << HC_VGIC_LR_STATE_SHIFT)
+#define LR_SPI40   (40ull | 0x80ull << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_GROUP1 | LR_PENDING)
+
+static unsigned lr_state(void)
+{
+	return (unsigned)(run_page()->vgic.lr[0] >> HC_VGIC_LR_STATE_SHIFT);
+}
+
+/* A RUN the vgic fields make illegal: refused before anything runs. */
+static void vgic_refused(uint64_t vm, const char *check, uint32_t flags, uint8_t nr, uint64_t lr)
+{
+	uint64_t pc;
+
+	CALL(HC_VCPU_GET_REGS, vm, 0, regs_pg, 0, 0, 0);
+	pc = regs()->pc;
+	run_page()->vgic.flags = flags;
+	run_page()->vgic.nr_lr = nr;
+	run_page()->vgic.lr[0] = lr;
+	struct ret4 r = CALL(HC_VCPU_RUN, vm, 0, run_pg, 0, 0, 0);
+	run_page()->vgic.flags = 0;
+	run_page()->vgic.nr_lr = 0;
+	CALL(HC_VCPU_GET_REGS, vm, 0, regs_pg, 0, 0, 0);
+	ta_verdict(check, "%s, pc %s", err_name(r.st), regs()->pc == pc ? "kept" : "MOVED");
+}
+
+static void vgic_hostile(uint64_t vm, unsigned lr_max)
+{
+	vgic_refused(vm, "vgic-bad-group0", HC_VGIC_ON, 1, LR_SPI40 & ~HC_VGIC_LR_GROUP1);
+	vgic_refused(vm, "vgic-bad-intid", HC_VGIC_ON, 1, (LR_SPI40 & ~0xffffffffull) | 1020);
+	vgic_refused(vm, "vgic-bad-res0", HC_VGIC_ON, 1, LR_SPI40 | 1ull << 56);
+	vgic_refused(vm, "vgic-bad-hw-pintid", HC_VGIC_ON, 1,
+		     LR_SPI40 | HC_VGIC_LR_HW | 30ull << HC_VGIC_LR_PINTID_SHIFT);
+	vgic_refused(vm, "vgic-bad-count", HC_VGIC_ON, (uint8_t)(lr_max + 1), LR_SPI40);
+	vgic_refused(vm, "vgic-bad-flags", HC_VGIC_ON | 4, 0, 0);
+	vgic_refused(vm, "vgic-lrs-while-off", 0, 1, LR_SPI40);
+}
+
+static void vgic_test(uint64_t vm)
+{
+	struct hc_run *rp = run_page();
+	unsigned lr_max = rp->vgic.lr_max; /* written at every RUN */
+
+	ta_verdict("vgic-lr-max", "%u", lr_max);
+	set_entry(vm, 0, g_vgic);
+	if (!lr_max) { /* GICv2: no virtual interface for secondaries */
+		vgic_refused(vm, "vgic-on-without-lrs", HC_VGIC_ON, 0, 0);
+		return;
+	}
+	vgic_hostile(vm, lr_max);
+	rp->vgic.flags = HC_VGIC_ON;
+	rp->vgic.nr_lr = 1;
+	rp->vgic.lr[0] = LR_SPI40;
+	verdict_exit("vgic-sre", run_vcpu(vm, 0)); /* ICC_SRE_EL1 */
+	ta_verdict("vgic-lr-before-ack", "state %u", lr_state());
+	verdict_exit("vgic-iar", run_vcpu(vm, 0)); /* the INTID acknowledged */
+	ta_verdict("vgic-lr-after-ack", "state %u", lr_state());
+	verdict_exit("vgic-iar-empty", run_vcpu(vm, 0)); /* 1023 after the EOI */
+	ta_verdict("vgic-lr-after-eoi", "state %u", lr_state());
+	uint32_t r = run_vcpu(vm, 0);
+	ta_verdict("vgic-sgi", "%s id 0x%x write %u data 0x%llx", exit_name(r), rp->u.sysreg.id,
+		   rp->u.sysreg.is_write, (unsigned long long)rp->u.sysreg.data);
+	rp->vgic.nr_lr = 0;
+	verdict_exit("vgic-mdscr", run_vcpu(vm, 0));
+	verdict_exit("vgic-pmcr", run_vcpu(vm, 0));
+	verdict_exit("vgic-halt", run_vcpu(vm, 0));
+	ta_verdict("vgic-vtimer-ctl", "0x%llx", (unsigned long long)(rp->vgic.vtimer_ctl & 3));
+	rp->vgic.flags = 0;
+}
+
 static void hostile(uint64_t vm)
 {
 	uint64_t slat = slat_region_guess();
@@ -727,6 +828,7 @@ void ta_main(void)
 	load_guest(vm);
 	phase1(vm);
 	phase2_3(vm);
+	vgic_test(vm);
 	cross_cpu_delete(vm);
 	hostile(vm);
 	teardown(vm);
