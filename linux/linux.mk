@@ -54,7 +54,8 @@ endif
 # slat-vmm: a VMM of the project's own over the KVM API (x86_64: boots a
 # bzImage; arm64: an Image with a device tree). The common files and those of
 # one architecture (linux/vmm/vmm.h lists them).
-VMMCOMMON := $(addprefix $(L)/vmm/,slat-vmm.c vmm_uart.c vmm_virtio_blk.c vmm_fdt.c)
+VMMCOMMON := $(addprefix $(L)/vmm/,slat-vmm.c vmm_uart.c vmm_virtio_mmio.c vmm_virtio_blk.c \
+                vmm_virtio_console.c vmm_fdt.c)
 ifeq ($(GARCH),aarch64)
 VMMSRC := $(VMMCOMMON) $(wildcard $(L)/vmm/vmm_arm64*.c)
 else

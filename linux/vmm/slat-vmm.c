@@ -53,7 +53,9 @@
 // hardware-reduced platform has for an ISA interrupt; its input is slat-vmm's
 // stdin. With --disk FILE a virtio-mmio block device (virtio 1.x, ACPI
 // LNRO0005 in the DSDT, level interrupt on GSI 16) serves the file as
-// /dev/vda. PIT channel 2 and the CMOS clock answer the guest's calibration
+// /dev/vda. With --console virtio a virtio-mmio console (ACPI LNRO0005,
+// GSI 17) is the VM's hvc0 and takes stdin; the UART keeps the kernel's
+// messages. PIT channel 2 and the CMOS clock answer the guest's calibration
 // and wall-clock reads, which otherwise each spin for thousands of exits.
 #include <errno.h>
 #include <fcntl.h>
@@ -110,6 +112,7 @@ void __attribute__((noreturn)) vm_end(int status, const char *why)
 	uart_flush();
 	fprintf(stderr, "\nslat-vmm: %s, exit %d\n", why, status);
 	virtio_blk_summary();
+	virtio_console_summary();
 	if (vm.verbose)
 		arch_verbose_summary();
 	exit(status);
@@ -247,20 +250,36 @@ static void parse_disk(char *arg, struct options *o)
 	o->disk = arg;
 }
 
+static void parse_console(const char *arg, struct options *o)
+{
+	if (!strcmp(arg, "virtio"))
+		o->console_virtio = true;
+	else if (!strcmp(arg, "uart"))
+		o->console_virtio = false;
+	else
+		usage_error("--console %s: uart or virtio", arg);
+}
+
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
-	    {"kernel", required_argument, NULL, 'k'},  {"initrd", required_argument, NULL, 'i'},
-	    {"cmdline", required_argument, NULL, 'c'}, {"mem", required_argument, NULL, 'm'},
-	    {"cpus", required_argument, NULL, 'n'},    {"disk", required_argument, NULL, 'd'},
-	    {"timeout", required_argument, NULL, 't'}, {"verbose", no_argument, NULL, 'v'},
-	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
+	    {"kernel", required_argument, NULL, 'k'},
+	    {"initrd", required_argument, NULL, 'i'},
+	    {"cmdline", required_argument, NULL, 'c'},
+	    {"mem", required_argument, NULL, 'm'},
+	    {"cpus", required_argument, NULL, 'n'},
+	    {"disk", required_argument, NULL, 'd'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"console", required_argument, NULL, 'C'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	int c;
 
 	*o = (struct options){.cmdline = "console=ttyS0", .mem = 256ull << 20, .cpus = 1};
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "k:i:c:m:n:d:t:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:i:c:m:n:d:t:C:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			o->kernel = optarg;
@@ -283,13 +302,16 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'd':
 			parse_disk(optarg, o);
 			break;
+		case 'C':
+			parse_console(optarg, o);
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
 		case 'h':
 			printf("usage: slat-vmm --kernel %s [--initrd FILE] [--cmdline STR] "
-			       "[--mem SIZE] [--cpus 1..%d] [--disk FILE[,ro]] [--timeout SECONDS] "
-			       "[-v]\n",
+			       "[--mem SIZE] [--cpus 1..%d] [--disk FILE[,ro]]\n"
+			       "       [--console uart|virtio] [--timeout SECONDS] [-v]\n",
 			       arch_kernel_usage, VCPU_MAX);
 			exit(0);
 		default:
@@ -470,6 +492,9 @@ int main(int argc, char **argv)
 	// Everything the arguments decide is checked before /dev/kvm is opened.
 	if (o.disk)
 		virtio_blk_open(o.disk, o.disk_ro);
+	vm.console_virtio = o.console_virtio;
+	if (o.console_virtio)
+		virtio_console_init();
 	map_memory();
 	load_guest(&o);
 	create_vm();

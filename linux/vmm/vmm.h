@@ -5,7 +5,10 @@
 //
 //   slat-vmm.c         arguments, the vCPU threads, exits, ending the VM
 //   vmm_uart.c         an 8250/16550A, output to stdout, input from stdin
+//   vmm_virtio_mmio.c  the virtio-mmio transport the virtio devices share
+//                      (vmm_virtio.h)
 //   vmm_virtio_blk.c   a virtio-mmio block device over a disk image file
+//   vmm_virtio_console.c  a virtio-mmio console (--console virtio): hvc0
 //   vmm_fdt.c          a flattened devicetree writer (arm64's boot)
 //
 // x86_64 (vmm_x86_layout.h):
@@ -55,6 +58,7 @@ struct options {
 	const char *cmdline;
 	const char *disk;
 	bool disk_ro;
+	bool console_virtio; // --console virtio: stdin and stdout on hvc0
 	uint64_t mem;
 	int cpus;
 	unsigned timeout; // seconds; 0: none
@@ -101,6 +105,12 @@ struct vm {
 	uint64_t virtio_base;
 	uint32_t uart_irq, virtio_irq;
 	const char *irq_kind; // how the disk's line is named ("GSI", "SPI INTID")
+	// The virtio console's registers and line (--console virtio), the next
+	// virtio-mmio window after the disk's; console_virtio: it is the console
+	// (stdin goes to it, not to the UART).
+	uint64_t console_base;
+	uint32_t console_irq;
+	bool console_virtio;
 	int ncpus;
 	bool verbose;
 	size_t run_size;
@@ -144,6 +154,10 @@ bool uart_access(unsigned reg, bool write, uint8_t *data, unsigned size);
 void virtio_blk_open(const char *path, bool read_only);
 bool virtio_blk_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size);
 void virtio_blk_summary(void);
+void virtio_console_init(void);
+bool virtio_console_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size);
+void virtio_console_input(const uint8_t *buf, size_t n); // stdin's bytes (the reader)
+void virtio_console_summary(void);
 
 static inline uint16_t get16(const uint8_t *p, size_t off)
 {

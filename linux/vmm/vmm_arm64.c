@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // slat-vmm on arm64: where the devices are, MMIO dispatch (the UART, the
-// virtio-mmio disk; the GIC is KVM's), PSCI system events and the register
+// virtio-mmio disk and console; the GIC is KVM's), PSCI system events and the register
 // dumps (the VM itself: vmm_arm64_kvm.c).
 #include <errno.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 
 const char arch_kernel_usage[] = "Image";
 
-// RAM from 1 GiB; the UART and the disk on SPIs (their INTIDs are the lines
+// RAM from 1 GiB; the UART, the disk and the virtio console on SPIs (their INTIDs are the lines
 // set_irq_line() takes).
 void arch_init(void)
 {
@@ -22,6 +22,8 @@ void arch_init(void)
 	vm.virtio_base = GPA_VIRTIO_BLK;
 	vm.uart_irq = GIC_SPI_BASE + UART_SPI;
 	vm.virtio_irq = GIC_SPI_BASE + VIRTIO_SPI;
+	vm.console_base = GPA_VIRTIO_CON;
+	vm.console_irq = GIC_SPI_BASE + VIRTIO_CON_SPI;
 	vm.irq_kind = "SPI INTID";
 }
 
@@ -47,7 +49,8 @@ bool arch_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size)
 {
 	if (addr >= GPA_UART && addr < GPA_UART + UART_SIZE)
 		return uart_access((unsigned)(addr - GPA_UART), write, data, size);
-	return virtio_blk_mmio(addr, write, data, size);
+	return virtio_blk_mmio(addr, write, data, size) ||
+	       virtio_console_mmio(addr, write, data, size);
 }
 
 // PSCI SYSTEM_OFF and SYSTEM_RESET, which KVM's PSCI turns into system

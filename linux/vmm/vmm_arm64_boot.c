@@ -96,6 +96,7 @@ static void write_fdt(const struct options *o, uint64_t initrd, size_t initrd_si
 	    .initrd_start = initrd,
 	    .initrd_end = initrd_size ? initrd + initrd_size : 0,
 	    .virtio_blk = o->disk != NULL,
+	    .virtio_con = o->console_virtio,
 	};
 	size_t n = arm64_build_fdt(&a, gpa(arm64_boot.dtb), DTB_MAX);
 

@@ -3,7 +3,8 @@
 // slat-vmm's arm64 machine as a device tree (the nodes QEMU's "virt" machine
 // gives Linux, for the devices slat-vmm has): RAM, the vCPUs started through
 // PSCI (KVM's, by HVC), the GICv3 (KVM's vGIC), the architected timer, the
-// ns16550a UART and, with --disk, the virtio-mmio disk. Interrupt specifiers
+// ns16550a UART and, with --disk, the virtio-mmio disk (with --console
+// virtio a second virtio-mmio node, the console). Interrupt specifiers
 // are the GIC binding's three cells: type (0 SPI, 1 PPI), number within the
 // type, flags (4 level high, 8 level low).
 #include <stdio.h>
@@ -128,12 +129,12 @@ static void add_uart(struct fdt *f)
 
 // "dma-coherent": the VMM reads and writes the rings through cacheable
 // memory, so the guest must not map them uncached.
-static void add_virtio_blk(struct fdt *f)
+static void add_virtio_mmio(struct fdt *f, uint64_t base, uint32_t spi)
 {
-	const uint64_t reg[] = {GPA_VIRTIO_BLK, VIRTIO_MMIO_SIZE};
-	const uint32_t irq[] = {GIC_SPI, VIRTIO_SPI, IRQ_LEVEL_HIGH};
+	const uint64_t reg[] = {base, VIRTIO_MMIO_SIZE};
+	const uint32_t irq[] = {GIC_SPI, spi, IRQ_LEVEL_HIGH};
 
-	node_at(f, "virtio_mmio", GPA_VIRTIO_BLK);
+	node_at(f, "virtio_mmio", base);
 	fdt_prop_str(f, "compatible", "virtio,mmio");
 	fdt_prop_u64s(f, "reg", reg, 2);
 	fdt_prop_cells(f, "interrupts", irq, 3);
@@ -159,7 +160,9 @@ size_t arm64_build_fdt(const struct arm64_fdt_args *a, uint8_t *out, size_t cap)
 	add_timer(&f);
 	add_uart(&f);
 	if (a->virtio_blk)
-		add_virtio_blk(&f);
+		add_virtio_mmio(&f, GPA_VIRTIO_BLK, VIRTIO_SPI);
+	if (a->virtio_con)
+		add_virtio_mmio(&f, GPA_VIRTIO_CON, VIRTIO_CON_SPI);
 	fdt_end_node(&f);
 	return fdt_finish(&f, out, cap);
 }

@@ -20,10 +20,12 @@
 #define GPA_UART       0x09000000ull // ns16550a, one byte per register
 #define UART_SIZE      0x1000ull     // decoded: the first 8 bytes
 #define GPA_VIRTIO_BLK 0x0a000000ull // virtio-mmio registers (--disk)
+#define GPA_VIRTIO_CON 0x0a000200ull // the next window (--console virtio)
 #define GPA_RAM	       0x40000000ull
 #define GIC_SPI_BASE   32u // INTID of SPI 0
 #define UART_SPI       1u  // INTID 33, level high
 #define VIRTIO_SPI     16u // INTID 48, level high
+#define VIRTIO_CON_SPI 17u // INTID 49, level high
 #define GIC_NR_IRQS    96u // KVM_DEV_ARM_VGIC_GRP_NR_IRQS: 32 private + 64 SPIs
 #define GIC_PHANDLE    1u
 
@@ -59,6 +61,7 @@ struct arm64_fdt_args {
 	const char *cmdline;
 	uint64_t initrd_start, initrd_end; // end 0: no initrd
 	bool virtio_blk;
+	bool virtio_con;
 };
 size_t arm64_build_fdt(const struct arm64_fdt_args *a, uint8_t *out, size_t cap);
 

@@ -12,7 +12,9 @@
 // stops reading stdin until the guest has read some. A FIFO reset (FCR bit 1)
 // does not discard input the guest has not been shown. On a terminal, stdin
 // is switched to byte-at-a-time without local echo (the guest echoes) and
-// restored when slat-vmm exits.
+// restored when slat-vmm exits. With --console virtio the same reader feeds
+// the virtio console (vmm_virtio_console.c) instead, and the UART gets no
+// input (its output stays: the kernel's messages).
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,10 +210,24 @@ bool uart_access(unsigned reg, bool write, uint8_t *data, unsigned size)
 	return true;
 }
 
-// Moves what stdin gives into rx[] (waiting while it is full) until EOF.
+// Stdin's bytes into rx[], waiting while it is full.
+static void uart_rx_push(struct uart *u, const uint8_t *buf, size_t n)
+{
+	pthread_mutex_lock(&u->lock);
+	for (size_t i = 0; i < n; i++) {
+		while ((u->rx_tail + 1) % UART_RX_BUF == u->rx_head)
+			pthread_cond_wait(&u->rx_space, &u->lock);
+		u->rx[u->rx_tail] = buf[i];
+		u->rx_tail = (u->rx_tail + 1) % UART_RX_BUF;
+		uart_update_irq(u);
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+// Moves what stdin gives to the console until EOF: the UART's rx[], or with
+// --console virtio the virtio console (one device takes stdin, never both).
 static void *uart_reader(void *arg)
 {
-	struct uart *u = &vm.uart;
 	uint8_t buf[256];
 
 	(void)arg;
@@ -220,15 +236,10 @@ static void *uart_reader(void *arg)
 
 		if (n <= 0)
 			return NULL; // EOF or error: the guest gets no more input
-		pthread_mutex_lock(&u->lock);
-		for (ssize_t i = 0; i < n; i++) {
-			while ((u->rx_tail + 1) % UART_RX_BUF == u->rx_head)
-				pthread_cond_wait(&u->rx_space, &u->lock);
-			u->rx[u->rx_tail] = buf[i];
-			u->rx_tail = (u->rx_tail + 1) % UART_RX_BUF;
-			uart_update_irq(u);
-		}
-		pthread_mutex_unlock(&u->lock);
+		if (vm.console_virtio)
+			virtio_console_input(buf, (size_t)n);
+		else
+			uart_rx_push(&vm.uart, buf, (size_t)n);
 	}
 }
 

@@ -2,8 +2,9 @@
 //
 // A virtio block device over virtio-mmio (the virtio 1.x register layout,
 // version 2; one split virtqueue), serving a disk image file as the guest's
-// /dev/vda. Facts from the OASIS virtio 1.1 specification: 4.2 (MMIO
-// transport), 2.6 (split virtqueues) and 5.2 (block device).
+// /dev/vda. The transport, the rings and the guest-memory checks are
+// vmm_virtio_mmio.c's; this file is the block device of the OASIS virtio 1.1
+// specification, 5.2.
 //
 // Features offered: VERSION_1, SEG_MAX, FLUSH, and RO for --disk FILE,ro.
 // Requests: IN, OUT, FLUSH (fdatasync), GET_ID (the file's name); anything
@@ -27,50 +28,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vmm.h"
+#include "vmm_virtio.h"
 
-// MMIO registers (offsets from vm.virtio_base).
-#define VMMIO_MAGIC	       0x000
-#define VMMIO_VERSION	       0x004
-#define VMMIO_DEVICE_ID	       0x008
-#define VMMIO_VENDOR_ID	       0x00c
-#define VMMIO_DEV_FEATURES     0x010
-#define VMMIO_DEV_FEATURES_SEL 0x014
-#define VMMIO_DRV_FEATURES     0x020
-#define VMMIO_DRV_FEATURES_SEL 0x024
-#define VMMIO_QUEUE_SEL	       0x030
-#define VMMIO_QUEUE_NUM_MAX    0x034
-#define VMMIO_QUEUE_NUM	       0x038
-#define VMMIO_QUEUE_READY      0x044
-#define VMMIO_QUEUE_NOTIFY     0x050
-#define VMMIO_INT_STATUS       0x060
-#define VMMIO_INT_ACK	       0x064
-#define VMMIO_STATUS	       0x070
-#define VMMIO_QUEUE_DESC_LO    0x080
-#define VMMIO_QUEUE_DESC_HI    0x084
-#define VMMIO_QUEUE_AVAIL_LO   0x090
-#define VMMIO_QUEUE_AVAIL_HI   0x094
-#define VMMIO_QUEUE_USED_LO    0x0a0
-#define VMMIO_QUEUE_USED_HI    0x0a4
-#define VMMIO_CONFIG_GEN       0x0fc
-#define VMMIO_CONFIG	       0x100
-
-#define VIRTIO_MAGIC	     0x74726976u // "virt"
-#define VIRTIO_VENDOR	     0x54414c53u // "SLAT"
-#define VIRTIO_ID_BLOCK	     2
-#define QUEUE_NUM_MAX	     128
-#define BLK_SEG_MAX	     (QUEUE_NUM_MAX - 2) // a header and a status descriptor
-#define STATUS_FEAT_OK	     0x08
-#define STATUS_NEEDS_RST     0x40
-#define INT_USED_BUFFER	     0x1
-#define INT_CONFIG_CHANGE    0x2
-#define F_BLK_SEG_MAX	     (1ull << 2)
-#define F_BLK_RO	     (1ull << 5)
-#define F_BLK_FLUSH	     (1ull << 9)
-#define F_VERSION_1	     (1ull << 32)
-#define DESC_F_NEXT	     1
-#define DESC_F_WRITE	     2
-#define AVAIL_F_NO_INTERRUPT 1
+#define VIRTIO_ID_BLOCK 2
+#define BLK_SEG_MAX	(QUEUE_NUM_MAX - 2) // a header and a status descriptor
+#define F_BLK_SEG_MAX	(1ull << 2)
+#define F_BLK_RO	(1ull << 5)
+#define F_BLK_FLUSH	(1ull << 9)
 
 #define BLK_T_IN     0
 #define BLK_T_OUT    1
@@ -88,38 +52,40 @@
 #define CFG_SEG_MAX  12
 #define CFG_BYTES    16
 
-struct vq {
-	uint32_t num;
-	bool ready;
-	uint64_t desc, avail, used; // guest-physical addresses
-	uint16_t last_avail;	    // the next avail ring entry to take
-	uint16_t used_idx;	    // the device's copy of used->idx
-};
-
 struct vblk {
-	pthread_mutex_t lock;
+	struct virtio_dev dev;
 	const char *path;
 	int fd;
 	bool ro;
 	uint64_t sectors;
-	uint32_t dev_features_sel, drv_features_sel;
-	uint64_t drv_features;
-	uint32_t status, queue_sel, isr;
-	bool irq_level;
-	struct vq q;
 	uint8_t config[CFG_BYTES];
-	unsigned long reads, writes, flushes, ids, errors;
+	unsigned long reads, writes, flushes, ids;
 	uint64_t read_bytes, write_bytes;
 };
 
-static struct vblk blk = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+static void blk_notify(struct virtio_dev *d, unsigned q);
 
-// One descriptor as the guest wrote it.
-struct desc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t flags, next;
+static struct vblk blk = {
+    .dev = {.lock = PTHREAD_MUTEX_INITIALIZER, .name = "virtio-blk"},
+    .fd = -1,
 };
+
+// The device's identity, features and place (vm.virtio_base, vm.virtio_irq).
+static void blk_dev_init(void)
+{
+	struct virtio_dev *d = &blk.dev;
+
+	d->name = "virtio-blk";
+	d->device_id = VIRTIO_ID_BLOCK;
+	d->features = F_VERSION_1 | F_BLK_SEG_MAX | F_BLK_FLUSH | (blk.ro ? F_BLK_RO : 0);
+	d->base = vm.virtio_base;
+	d->irq = vm.virtio_irq;
+	d->nqueues = 1;
+	d->config = blk.config;
+	d->config_len = CFG_BYTES;
+	d->notify = blk_notify;
+	d->present = true;
+}
 
 void virtio_blk_open(const char *path, bool read_only)
 {
@@ -141,77 +107,12 @@ void virtio_blk_open(const char *path, bool read_only)
 	blk.sectors = (uint64_t)st.st_size / SECTOR;
 	put64(blk.config, CFG_CAPACITY, blk.sectors);
 	put32(blk.config, CFG_SEG_MAX, BLK_SEG_MAX);
+	blk_dev_init();
 	fprintf(stderr,
 		"slat-vmm: disk %s: %llu sectors (%llu KiB)%s, virtio-mmio at 0x%llx, %s %u\n",
 		path, (unsigned long long)blk.sectors, (unsigned long long)(blk.sectors / 2),
 		read_only ? ", read-only" : "", (unsigned long long)vm.virtio_base, vm.irq_kind,
 		vm.virtio_irq);
-}
-
-static uint64_t device_features(void)
-{
-	return F_VERSION_1 | F_BLK_SEG_MAX | F_BLK_FLUSH | (blk.ro ? F_BLK_RO : 0);
-}
-
-// Guest memory [addr, addr + len), or NULL when any of it is not RAM.
-static uint8_t *guest_range(uint64_t addr, uint64_t len)
-{
-	if (addr < vm.ram_base || addr - vm.ram_base > vm.mem_size ||
-	    len > vm.mem_size - (addr - vm.ram_base))
-		return NULL;
-	return vm.mem + (addr - vm.ram_base);
-}
-
-static void update_irq(void)
-{
-	bool level = blk.isr != 0;
-
-	if (level != blk.irq_level) {
-		blk.irq_level = level;
-		set_irq_line(vm.virtio_irq, level);
-	}
-}
-
-static void reset_device(void)
-{
-	blk.status = 0;
-	blk.drv_features = 0;
-	blk.dev_features_sel = blk.drv_features_sel = blk.queue_sel = 0;
-	blk.q = (struct vq){0};
-	blk.isr = 0;
-	update_irq();
-}
-
-// The guest broke a rule of the ring: say what, once, and stop the queue.
-static void __attribute__((format(printf, 1, 2))) needs_reset(const char *fmt, ...)
-{
-	va_list ap;
-
-	blk.errors++;
-	if (!(blk.status & STATUS_NEEDS_RST)) {
-		fputs("slat-vmm: virtio-blk: guest error: ", stderr);
-		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
-		va_end(ap);
-		fputs("; device needs reset\n", stderr);
-	}
-	blk.status |= STATUS_NEEDS_RST;
-	blk.q.ready = false;
-	blk.isr |= INT_CONFIG_CHANGE; // how a device tells the driver its status changed
-	update_irq();
-}
-
-static bool read_desc(uint16_t i, struct desc *d)
-{
-	const uint8_t *p = guest_range(blk.q.desc + 16ull * i, 16);
-
-	if (!p)
-		return false;
-	d->addr = get64(p, 0);
-	d->len = get32(p, 8);
-	d->flags = get16(p, 12);
-	d->next = get16(p, 14);
-	return true;
 }
 
 // Full transfers of LEN bytes at byte offset OFF of the image.
@@ -238,50 +139,38 @@ struct request {
 	uint8_t *status;
 };
 
-// Walks the chain at HEAD into R; false (after needs_reset()) when it is
-// malformed: the header first (device-readable, 16 bytes), the data, then a
-// one-byte device-writable status.
+// The chain at HEAD as a request in R; false (after virtio_needs_reset())
+// when it is malformed: the header first (device-readable, 16 bytes), the
+// data, then a one-byte device-writable status.
 static bool parse_chain(uint16_t head, struct request *r)
 {
-	struct desc d;
-	uint16_t i = head;
+	static struct desc chain[QUEUE_NUM_MAX]; // under the device's lock
+	unsigned n = virtq_chain(&blk.dev, &blk.dev.q[0], head, chain);
+	const struct desc *last;
 	const uint8_t *h;
 
-	r->ndata = 0;
-	for (unsigned n = 0;; n++) {
-		if (n >= blk.q.num || i >= blk.q.num || !read_desc(i, &d)) {
-			needs_reset("descriptor chain at %u loops or leaves the table", head);
-			return false;
-		}
-		if (!guest_range(d.addr, d.len)) {
-			needs_reset("descriptor %u points outside guest memory (0x%llx + 0x%x)", i,
-				    (unsigned long long)d.addr, d.len);
-			return false;
-		}
-		if (n == 0) {
-			if (d.len < 16 || (d.flags & DESC_F_WRITE)) {
-				needs_reset("request %u: no 16-byte readable header", head);
-				return false;
-			}
-			h = guest_range(d.addr, 16);
-			r->type = get32(h, 0);
-			r->sector = get64(h, 8);
-		} else if (!(d.flags & DESC_F_NEXT)) {
-			if (d.len < 1 || !(d.flags & DESC_F_WRITE)) {
-				needs_reset("request %u: no writable status byte", head);
-				return false;
-			}
-			r->status = guest_range(d.addr, 1);
-			return true;
-		} else {
-			r->data[r->ndata++] = d;
-		}
-		if (!(d.flags & DESC_F_NEXT)) {
-			needs_reset("request %u: no status descriptor", head);
-			return false;
-		}
-		i = d.next;
+	if (!n)
+		return false;
+	last = &chain[n - 1];
+	if (chain[0].len < 16 || (chain[0].flags & DESC_F_WRITE)) {
+		virtio_needs_reset(&blk.dev, "request %u: no 16-byte readable header", head);
+		return false;
 	}
+	if (n < 2) {
+		virtio_needs_reset(&blk.dev, "request %u: no status descriptor", head);
+		return false;
+	}
+	if (last->len < 1 || !(last->flags & DESC_F_WRITE)) {
+		virtio_needs_reset(&blk.dev, "request %u: no writable status byte", head);
+		return false;
+	}
+	h = guest_range(chain[0].addr, 16);
+	r->type = get32(h, 0);
+	r->sector = get64(h, 8);
+	r->ndata = n - 2;
+	memcpy(r->data, chain + 1, r->ndata * sizeof(*chain));
+	r->status = guest_range(last->addr, 1);
+	return true;
 }
 
 // Reads or writes the data descriptors; their direction must match.
@@ -338,7 +227,7 @@ static uint8_t id_request(const struct request *r, uint32_t *written)
 // One request; false when the chain was malformed (nothing to complete).
 static bool do_request(uint16_t head, uint32_t *written)
 {
-	static struct request r; // under blk.lock
+	static struct request r; // under the device's lock
 	uint8_t st;
 
 	if (!parse_chain(head, &r))
@@ -361,193 +250,34 @@ static bool do_request(uint16_t head, uint32_t *written)
 		break;
 	}
 	if (st == BLK_S_IOERR)
-		blk.errors++;
+		blk.dev.errors++;
 	*r.status = st;
 	return true;
 }
 
-// Takes every request the guest made available, completes each in the used
-// ring (the ring's index published after its entry), then interrupts.
-static void process_queue(void)
+// Takes every request the guest made available on queue 0, completes each
+// in the used ring, then interrupts. Under the device's lock.
+static void blk_notify(struct virtio_dev *d, unsigned qi)
 {
-	struct vq *q = &blk.q;
-	uint8_t *avail = guest_range(q->avail, 6 + 2ull * q->num);
-	uint8_t *used = guest_range(q->used, 6 + 8ull * q->num);
-	uint16_t avail_idx;
+	struct vq *q = &d->q[qi];
+	uint16_t head;
 	bool any = false;
 
-	if (!q->ready || (blk.status & STATUS_NEEDS_RST))
-		return;
-	avail_idx = __atomic_load_n((uint16_t *)(avail + 2), __ATOMIC_ACQUIRE);
-	if ((uint16_t)(avail_idx - q->last_avail) > q->num) {
-		needs_reset("avail index %u is %u entries ahead of the device", avail_idx,
-			    (uint16_t)(avail_idx - q->last_avail));
-		return;
-	}
-	while (q->last_avail != avail_idx) {
-		uint16_t head = get16(avail, 4 + 2u * (q->last_avail % q->num));
+	while (virtq_pop(d, q, &head)) {
 		uint32_t written = 0;
-		uint8_t *e = used + 4 + 8u * (q->used_idx % q->num);
 
 		if (!do_request(head, &written))
-			return;
-		put32(e, 0, head);
-		put32(e, 4, written);
-		q->used_idx++;
-		__atomic_store_n((uint16_t *)(used + 2), q->used_idx, __ATOMIC_RELEASE);
-		q->last_avail++;
+			return; // the device needs a reset: no completion
+		virtq_push(q, head, written);
 		any = true;
 	}
-	if (any && !(get16(avail, 0) & AVAIL_F_NO_INTERRUPT)) {
-		blk.isr |= INT_USED_BUFFER;
-		update_irq();
-	}
-}
-
-// QueueReady = 1: the rings must lie in guest memory.
-static void queue_ready(uint32_t val)
-{
-	struct vq *q = &blk.q;
-
-	if (!val) {
-		q->ready = false;
-		return;
-	}
-	if (!q->num || !guest_range(q->desc, 16ull * q->num) ||
-	    !guest_range(q->avail, 6 + 2ull * q->num) || !guest_range(q->used, 6 + 8ull * q->num)) {
-		needs_reset("queue of %u entries placed outside guest memory", q->num);
-		return;
-	}
-	q->ready = true;
-}
-
-// Status: FEATURES_OK stays set only for features the device offered,
-// VERSION_1 among them.
-static void status_write(uint32_t val)
-{
-	if (!val) {
-		reset_device();
-		return;
-	}
-	if ((val & STATUS_FEAT_OK) && !(blk.status & STATUS_FEAT_OK) &&
-	    ((blk.drv_features & ~device_features()) || !(blk.drv_features & F_VERSION_1)))
-		val &= ~(uint32_t)STATUS_FEAT_OK;
-	blk.status = val | (blk.status & STATUS_NEEDS_RST);
-}
-
-static uint32_t reg_read(uint32_t off)
-{
-	switch (off) {
-	case VMMIO_MAGIC:
-		return VIRTIO_MAGIC;
-	case VMMIO_VERSION:
-		return 2;
-	case VMMIO_DEVICE_ID:
-		return VIRTIO_ID_BLOCK;
-	case VMMIO_VENDOR_ID:
-		return VIRTIO_VENDOR;
-	case VMMIO_DEV_FEATURES:
-		return blk.dev_features_sel > 1
-			   ? 0
-			   : (uint32_t)(device_features() >> (32 * blk.dev_features_sel));
-	case VMMIO_QUEUE_NUM_MAX:
-		return blk.queue_sel == 0 ? QUEUE_NUM_MAX : 0;
-	case VMMIO_QUEUE_READY:
-		return blk.queue_sel == 0 && blk.q.ready;
-	case VMMIO_INT_STATUS:
-		return blk.isr;
-	case VMMIO_STATUS:
-		return blk.status;
-	default:
-		return 0; // write-only registers and the gaps; CONFIG_GEN stays 0
-	}
-}
-
-static void set_half(uint64_t *a, bool high, uint32_t val)
-{
-	*a = high ? (*a & 0xffffffffull) | (uint64_t)val << 32 : (*a & ~0xffffffffull) | val;
-}
-
-static void reg_write(uint32_t off, uint32_t val)
-{
-	struct vq *q = &blk.q;
-	bool q0 = blk.queue_sel == 0;
-
-	switch (off) {
-	case VMMIO_DEV_FEATURES_SEL:
-		blk.dev_features_sel = val;
-		break;
-	case VMMIO_DRV_FEATURES:
-		if (blk.drv_features_sel <= 1)
-			set_half(&blk.drv_features, blk.drv_features_sel, val);
-		break;
-	case VMMIO_DRV_FEATURES_SEL:
-		blk.drv_features_sel = val;
-		break;
-	case VMMIO_QUEUE_SEL:
-		blk.queue_sel = val;
-		break;
-	case VMMIO_QUEUE_NUM:
-		if (q0 && !q->ready)
-			q->num = val && val <= QUEUE_NUM_MAX && !(val & (val - 1)) ? val : 0;
-		break;
-	case VMMIO_QUEUE_READY:
-		if (q0)
-			queue_ready(val);
-		break;
-	case VMMIO_QUEUE_NOTIFY:
-		if (val == 0)
-			process_queue();
-		break;
-	case VMMIO_INT_ACK:
-		blk.isr &= ~val;
-		update_irq();
-		break;
-	case VMMIO_STATUS:
-		status_write(val);
-		break;
-	case VMMIO_QUEUE_DESC_LO:
-	case VMMIO_QUEUE_DESC_HI:
-		if (q0 && !q->ready)
-			set_half(&q->desc, off == VMMIO_QUEUE_DESC_HI, val);
-		break;
-	case VMMIO_QUEUE_AVAIL_LO:
-	case VMMIO_QUEUE_AVAIL_HI:
-		if (q0 && !q->ready)
-			set_half(&q->avail, off == VMMIO_QUEUE_AVAIL_HI, val);
-		break;
-	case VMMIO_QUEUE_USED_LO:
-	case VMMIO_QUEUE_USED_HI:
-		if (q0 && !q->ready)
-			set_half(&q->used, off == VMMIO_QUEUE_USED_HI, val);
-		break;
-	default:
-		break; // read-only registers
-	}
+	if (any)
+		virtq_interrupt(d, q);
 }
 
 bool virtio_blk_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size)
 {
-	uint64_t off = addr - vm.virtio_base;
-
-	if (blk.fd < 0 || addr < vm.virtio_base || off >= VIRTIO_MMIO_SIZE)
-		return false;
-	pthread_mutex_lock(&blk.lock);
-	if (off >= VMMIO_CONFIG) { // any width; writes ignored (no writable fields)
-		off -= VMMIO_CONFIG;
-		if (!write)
-			for (unsigned i = 0; i < size; i++)
-				data[i] = off + i < CFG_BYTES ? blk.config[off + i] : 0;
-	} else if (size != 4 || (off & 3)) {
-		if (!write)
-			memset(data, 0, size); // registers are 32-bit wide only
-	} else if (write) {
-		reg_write((uint32_t)off, get32(data, 0));
-	} else {
-		put32(data, 0, reg_read((uint32_t)off));
-	}
-	pthread_mutex_unlock(&blk.lock);
-	return true;
+	return virtio_mmio_access(&blk.dev, addr, write, data, size);
 }
 
 void virtio_blk_summary(void)
@@ -558,5 +288,5 @@ void virtio_blk_summary(void)
 		"slat-vmm: disk %s: %lu reads (%llu KiB), %lu writes (%llu KiB), %lu flushes, %lu "
 		"errors\n",
 		blk.path, blk.reads, (unsigned long long)(blk.read_bytes >> 10), blk.writes,
-		(unsigned long long)(blk.write_bytes >> 10), blk.flushes, blk.errors);
+		(unsigned long long)(blk.write_bytes >> 10), blk.flushes, blk.dev.errors);
 }

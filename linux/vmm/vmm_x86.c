@@ -13,13 +13,16 @@
 
 const char arch_kernel_usage[] = "bzImage";
 
-// RAM from 0; COM1 on IRQ 4 (= GSI 4); the disk's registers in the MMIO hole.
+// RAM from 0; COM1 on IRQ 4 (= GSI 4); the disk's and the virtio console's
+// registers in the MMIO hole.
 void arch_init(void)
 {
 	vm.ram_base = 0;
 	vm.virtio_base = GPA_VIRTIO_BLK;
 	vm.uart_irq = COM1_IRQ;
 	vm.virtio_irq = VIRTIO_BLK_GSI;
+	vm.console_base = GPA_VIRTIO_CON;
+	vm.console_irq = VIRTIO_CON_GSI;
 	vm.irq_kind = "GSI";
 }
 
@@ -90,7 +93,8 @@ bool arch_exit(struct vcpu *v)
 
 bool arch_mmio(uint64_t addr, bool write, uint8_t *data, unsigned size)
 {
-	return virtio_blk_mmio(addr, write, data, size);
+	return virtio_blk_mmio(addr, write, data, size) ||
+	       virtio_console_mmio(addr, write, data, size);
 }
 
 void arch_system_event(struct vcpu *v)

@@ -100,15 +100,17 @@ static uint32_t acpi_fadt(uint8_t *t, uint64_t dsdt)
 }
 
 // AML for a virtio-mmio device (Linux's virtio_mmio driver matches _HID
-// "LNRO0005"): Device (VBLK) { Name (_HID, "LNRO0005") Name (_UID, Zero)
+// "LNRO0005"): Device (NAME) { Name (_HID, "LNRO0005") Name (_UID, UID)
 // Name (_CRS, ResourceTemplate () { Memory32Fixed (ReadWrite, BASE, SIZE)
 // Interrupt (ResourceConsumer, Level, ActiveHigh, Exclusive) { GSI } }) }.
 // Every package here is under 64 bytes: one-byte PkgLength encodings.
-static uint32_t aml_virtio_mmio(uint8_t *p, uint32_t base, uint32_t size, uint32_t gsi)
+// NAME is 4 characters; UID 0 or 1 (ZeroOp, OneOp).
+static uint32_t aml_virtio_mmio(uint8_t *p, const char *name, uint8_t uid, uint32_t base,
+				uint32_t size, uint32_t gsi)
 {
 	static const uint8_t head[] =
 	    {
-		0x5b, 0x82, 0,	 'V',  'B',  'L',  'K', // Device (VBLK), PkgLength at [2]
+		0x5b, 0x82, 0,	 'V',  'B',  'L',  'K', // Device (NAME at [3]), PkgLength at [2]
 		0x08, '_',  'H', 'I',  'D',  0x0d, 'L',	 'N', 'R', 'O',	 '0',
 		'0',  '0',  '5', 0x00, 0x08, '_',  'U',	 'I', 'D', 0x00, 0x08,
 		'_',  'C',  'R', 'S',  0x11, 0,	   0x0a, 0, // Buffer: PkgLength at [34], size at
@@ -117,6 +119,8 @@ static uint32_t aml_virtio_mmio(uint8_t *p, uint32_t base, uint32_t size, uint32
 	uint32_t n = sizeof(head), res;
 
 	memcpy(p, head, n);
+	memcpy(p + 3, name, 4);
+	p[27] = uid; // after "_UID"
 	res = n;
 	p[n++] = 0x86; // Memory32Fixed: 9 bytes of body
 	p[n++] = 9;
@@ -140,14 +144,17 @@ static uint32_t aml_virtio_mmio(uint8_t *p, uint32_t base, uint32_t size, uint32
 	return n;
 }
 
-static uint32_t acpi_dsdt(uint8_t *t, bool virtio_blk)
+static uint32_t acpi_dsdt(uint8_t *t, bool virtio_blk, bool virtio_con)
 {
 	uint32_t len = ACPI_HDR_LEN + sizeof(dsdt_aml);
 
 	memcpy(t + ACPI_HDR_LEN, dsdt_aml, sizeof(dsdt_aml));
 	if (virtio_blk)
-		len += aml_virtio_mmio(t + len, (uint32_t)GPA_VIRTIO_BLK, VIRTIO_MMIO_SIZE,
-				       VIRTIO_BLK_GSI);
+		len += aml_virtio_mmio(t + len, "VBLK", 0, (uint32_t)GPA_VIRTIO_BLK,
+				       VIRTIO_MMIO_SIZE, VIRTIO_BLK_GSI);
+	if (virtio_con)
+		len += aml_virtio_mmio(t + len, "VCON", 1, (uint32_t)GPA_VIRTIO_CON,
+				       VIRTIO_MMIO_SIZE, VIRTIO_CON_GSI);
 	acpi_header(t, "DSDT", len, 2);
 	acpi_finish(t);
 	return len;
@@ -216,13 +223,13 @@ static uint64_t align16(uint64_t a)
 
 // Lays the tables out from GPA_ACPI: RSDP, XSDT, FADT, DSDT, MADT. Returns
 // the RSDP's address.
-uint64_t build_acpi(int ncpus, bool virtio_blk)
+uint64_t build_acpi(int ncpus, bool virtio_blk, bool virtio_con)
 {
 	uint64_t rsdp = GPA_ACPI, xsdt = rsdp + 64, fadt = xsdt + 64;
 	uint64_t dsdt = align16(fadt + FADT_LEN), madt;
 	uint64_t tables[2];
 
-	madt = align16(dsdt + acpi_dsdt(gpa(dsdt), virtio_blk));
+	madt = align16(dsdt + acpi_dsdt(gpa(dsdt), virtio_blk, virtio_con));
 	acpi_fadt(gpa(fadt), dsdt);
 	acpi_madt(gpa(madt), ncpus);
 	tables[0] = fadt;

@@ -198,7 +198,7 @@ void load_guest(const struct options *o)
 	build_gdt();
 	build_reset_stub();
 	build_zero_page(&bz, o->cmdline, initrd_addr, inf.size,
-			build_acpi(o->cpus, o->disk != NULL));
+			build_acpi(o->cpus, o->disk != NULL, o->console_virtio));
 	fprintf(stderr,
 		"slat-vmm: %s (boot protocol %u.%02u), %llu MiB, %d vCPU%s, initrd %zu KiB at "
 		"0x%llx, 64-bit entry 0x%llx\n",

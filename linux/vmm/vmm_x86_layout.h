@@ -24,6 +24,7 @@
 #define GPA_RESET_VECTOR 0xffff0ull    // f000:fff0: a stub that resets through the i8042
 #define GPA_KERNEL	 0x100000ull   // the protected-mode kernel (1 MiB)
 #define GPA_VIRTIO_BLK	 0xd0000000ull // virtio-mmio registers (--disk)
+#define GPA_VIRTIO_CON	 0xd0000200ull // the next window (--console virtio)
 #define GPA_IOAPIC	 0xfec00000ull
 #define GPA_LAPIC	 0xfee00000ull
 #define IDENTITY_MAP_GIB 4
@@ -77,6 +78,7 @@
 #define PORT_COM1	   0x3f8 // 8 registers
 #define COM1_IRQ	   4	 // ISA IRQ = I/O APIC pin (GSI) 4
 #define VIRTIO_BLK_GSI	   16	 // an I/O APIC pin no ISA IRQ uses; level, active high
+#define VIRTIO_CON_GSI	   17	 // the same for the virtio console
 #define PORT_PIT_CH2	   0x42
 #define PORT_PIT_MODE	   0x43
 #define PORT_SYS_CTRL_B	   0x61 // bit 0: PIT channel 2 gate; bit 5: its output
@@ -91,7 +93,7 @@
 // What the x86 files share besides vmm.h.
 #include <stdbool.h>
 #include <stdint.h>
-uint64_t build_acpi(int ncpus, bool virtio_blk);			 // vmm_x86_acpi.c
+uint64_t build_acpi(int ncpus, bool virtio_blk, bool virtio_con);	 // vmm_x86_acpi.c
 bool legacy_io(uint16_t port, bool write, uint8_t *data, unsigned size); // vmm_legacy.c
 
 #endif

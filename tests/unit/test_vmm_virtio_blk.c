@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// slat-vmm's virtio-blk device (linux/vmm/vmm_virtio_blk.c), compiled into
+// slat-vmm's virtio-blk device (linux/vmm/vmm_virtio_blk.c, over the shared
+// transport of vmm_virtio_mmio.c), compiled into
 // this test with a fake guest memory and a disk image in a temporary file.
 // The test drives the MMIO registers as Linux's virtio_mmio driver does and
 // builds split-virtqueue requests in guest memory. Properties: reads and
@@ -23,6 +24,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "linux/vmm/vmm_virtio_mmio.c"
 #include "linux/vmm/vmm_virtio_blk.c"
 
 // Where the architecture puts the device (x86's place and line, RAM from 0).
@@ -159,7 +161,7 @@ static int setup(void **state, bool read_only)
 	}
 	close(fd);
 	memset(&blk, 0, sizeof(blk));
-	pthread_mutex_init(&blk.lock, NULL);
+	pthread_mutex_init(&blk.dev.lock, NULL);
 	blk.fd = -1;
 	virtio_blk_open(disk_path, read_only);
 	irq_level = -1;
@@ -279,7 +281,7 @@ static void test_past_the_end_is_ioerr(void **state)
 	assert_int_equal(vm.mem[STATUS], BLK_S_IOERR);
 	assert_int_equal(vm.mem[DATA], 0); // nothing read
 	assert_int_equal(used_idx(), 1);   // completed, as a disk answers
-	assert_int_equal(blk.errors, 1);
+	assert_int_equal(blk.dev.errors, 1);
 	assert_int_equal(rd(VMMIO_STATUS) & STATUS_NEEDS_RST, 0);
 }
 
@@ -307,7 +309,7 @@ static void expect_needs_reset(void)
 	assert_int_equal(vm.mem[STATUS], 0xff);
 	assert_int_equal(rd(VMMIO_STATUS) & STATUS_NEEDS_RST, STATUS_NEEDS_RST);
 	assert_int_equal(rd(VMMIO_INT_STATUS), INT_CONFIG_CHANGE);
-	assert_int_equal(blk.errors, 1);
+	assert_int_equal(blk.dev.errors, 1);
 	wr(VMMIO_QUEUE_NOTIFY, 0);
 	assert_int_equal(used_idx(), 0);
 	wr(VMMIO_STATUS, 0);
