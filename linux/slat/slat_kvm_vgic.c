@@ -92,11 +92,6 @@ static struct vgic_irq *irq_of(struct slat_irqchip *c, struct slat_vgic_cpu *cpu
 	return NULL;
 }
 
-static bool irq_pending(const struct vgic_irq *irq)
-{
-	return irq->latch || (!irq->edge && irq->line);
-}
-
 /* A new pending interrupt for `t`: wake it from WFI, or kick it out of Slat. */
 static void vgic_kick(struct slat_kvm_vcpu *t)
 {
@@ -161,64 +156,15 @@ static bool vtimer_level(const struct hc_run *hr)
 	return (ctl & CNTV_CTL_ISTATUS) || counter_now() >= hr->vgic.vtimer_cval;
 }
 
-/* ---- list registers ---- */
-
-struct lr_pick {
-	struct vgic_irq *irq;
-	u32 intid;
-};
-
-/* Active ones first (the guest must be able to deactivate them), then priority. */
-static bool pick_before(const struct lr_pick *a, const struct lr_pick *b)
-{
-	if (a->irq->active != b->irq->active)
-		return a->irq->active;
-	if (a->irq->prio != b->irq->prio)
-		return a->irq->prio < b->irq->prio;
-	return a->intid < b->intid;
-}
-
-/* Keep the best `max` in picks[] (sorted); *more when one was left out. */
-static void pick(struct lr_pick *picks, unsigned int *n, unsigned int max, struct lr_pick p,
-		 bool *more)
-{
-	unsigned int i;
-
-	if (*n == max) {
-		*more = true;
-		if (!max || !pick_before(&p, &picks[max - 1]))
-			return;
-		(*n)--;
-	}
-	for (i = *n; i > 0 && pick_before(&p, &picks[i - 1]); i--)
-		picks[i] = picks[i - 1];
-	picks[i] = p;
-	(*n)++;
-}
+/* ---- list registers (the logic: slat_vgic_lr.h) ---- */
 
 static void consider(struct slat_irqchip *c, struct vgic_irq *irq, u32 intid,
-		     struct lr_pick *picks, unsigned int *n, unsigned int max, bool *more)
+		     struct vgic_pick *picks, unsigned int *n, unsigned int max, bool *more)
 {
-	bool deliver = irq_pending(irq) && irq->enabled && (c->ctlr & GICD_CTLR_GRP1);
+	bool deliver = vgic_irq_pending(irq) && irq->enabled && (c->ctlr & GICD_CTLR_GRP1);
 
 	if (irq->active || deliver)
-		pick(picks, n, max, (struct lr_pick){irq, intid}, more);
-}
-
-static u64 lr_value(const struct vgic_irq *irq, u32 intid)
-{
-	u64 pend = irq_pending(irq) ? 1 : 0, act = irq->active ? 2 : 0;
-	u64 lr = intid | (u64)irq->prio << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_GROUP1;
-
-	if (intid == VGIC_VTIMER_INTID && !irq->edge) {
-		/* The physical timer PPI: deactivated with the virtual one. A
-		 * mapped interrupt is pending or active, never both. */
-		lr |= HC_VGIC_LR_HW | (u64)VGIC_VTIMER_INTID << HC_VGIC_LR_PINTID_SHIFT;
-		return lr | (act ? act : pend) << HC_VGIC_LR_STATE_SHIFT;
-	}
-	if (!irq->edge)
-		lr |= HC_VGIC_LR_EOI; /* deactivation exits: the line is sampled again */
-	return lr | (pend | act) << HC_VGIC_LR_STATE_SHIFT;
+		vgic_pick(picks, n, max, (struct vgic_pick){irq, intid}, more);
 }
 
 /* Under the lock: the interrupts for `v` into the run page's list registers. */
@@ -226,7 +172,7 @@ static void vgic_flush(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct h
 {
 	struct slat_vgic_cpu *cpu = vgic_cpu(v);
 	struct slat_vm *vm = v->vc->vm;
-	struct lr_pick picks[HC_VGIC_LR_MAX];
+	struct vgic_pick picks[HC_VGIC_LR_MAX];
 	unsigned int n = 0, i, max = min_t(unsigned int, hr->vgic.lr_max, HC_VGIC_LR_MAX);
 	bool more = false;
 	u32 intid;
@@ -237,14 +183,12 @@ static void vgic_flush(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct h
 	for (intid = VGIC_NR_PRIVATE; intid < c->nr_irqs; intid++) {
 		struct vgic_irq *irq = &c->spi[intid - VGIC_NR_PRIVATE];
 
-		if ((irq->active || irq_pending(irq)) && spi_target(vm, irq) == v)
+		if ((irq->active || vgic_irq_pending(irq)) && spi_target(vm, irq) == v)
 			consider(c, irq, intid, picks, &n, max, &more);
 	}
 	for (i = 0; i < n; i++) {
-		hr->vgic.lr[i] = lr_value(picks[i].irq, picks[i].intid);
+		hr->vgic.lr[i] = vgic_lr_load(picks[i].irq, picks[i].intid, &cpu->lr_latch[i]);
 		cpu->lr_intid[i] = picks[i].intid;
-		cpu->lr_latch[i] = picks[i].irq->latch; /* now the lr's to keep */
-		picks[i].irq->latch = false;
 	}
 	cpu->nr_lr = n;
 	cpu->loaded = true;
@@ -261,15 +205,12 @@ static void vgic_sync(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const str
 	if (!cpu->loaded)
 		return;
 	for (i = 0; i < cpu->nr_lr; i++) {
-		u64 lr = hr->vgic.lr[i];
-		unsigned int state = (unsigned int)(lr >> HC_VGIC_LR_STATE_SHIFT);
 		struct vgic_irq *irq = irq_of(c, cpu, cpu->lr_intid[i]);
 
-		if (!irq || (lr & HC_VGIC_LR_VINTID_MASK) != cpu->lr_intid[i])
-			continue; /* not what was offered: Slat does not rewrite lrs */
-		irq->active = state & 2;
-		if (state & 1)
-			irq->latch |= cpu->lr_latch[i]; /* not taken: still pending */
+		/* An lr naming another INTID is ignored: Slat only writes back
+		 * what the guest did with the ones it was given. */
+		if (irq)
+			vgic_lr_sync(irq, cpu->lr_intid[i], hr->vgic.lr[i], cpu->lr_latch[i]);
 	}
 	cpu->loaded = false;
 }
@@ -332,14 +273,14 @@ static int vgic_set_line(struct slat_vm *vm, struct slat_irqchip *c, struct slat
 		xa_unlock(&vm->kvcpus);
 		return -EINVAL;
 	}
-	was = irq_pending(irq);
+	was = vgic_irq_pending(irq);
 	if (irq->edge)
 		irq->latch |= level; /* any assertion of an edge interrupt */
 	else
 		irq->line = level;
 	if (!t)
 		t = spi_target(vm, irq);
-	if (t && irq_pending(irq) != was)
+	if (t && vgic_irq_pending(irq) != was)
 		vgic_kick(t); /* raised: deliver; lowered: take it out of the lrs */
 	xa_unlock(&vm->kvcpus);
 	return 0;
@@ -384,7 +325,7 @@ static bool bit_get(const struct vgic_irq *irq, enum bit_reg r)
 	case BIT_ENABLE:
 		return irq->enabled;
 	case BIT_PEND:
-		return irq_pending(irq);
+		return vgic_irq_pending(irq);
 	default:
 		return irq->active;
 	}
@@ -528,7 +469,7 @@ static u64 dist_access(struct slat_irqchip *c, u32 off, unsigned int len, bool w
 
 			irq->route = (irq->route & ~mask) | ((val << shift) & mask);
 			irq->route &= AFF_MASK | IROUTER_IRM;
-			*raised = irq_pending(irq);
+			*raised = vgic_irq_pending(irq);
 		}
 		return irq->route >> shift;
 	}
@@ -676,11 +617,11 @@ static bool vgic_wake_now(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const
 	xa_lock(&vm->kvcpus);
 	cpu->priv[VGIC_VTIMER_INTID].line = vtimer_level(hr);
 	for (intid = 0; intid < VGIC_NR_PRIVATE && !wake; intid++)
-		wake = irq_pending(&cpu->priv[intid]) && cpu->priv[intid].enabled;
+		wake = vgic_irq_pending(&cpu->priv[intid]) && cpu->priv[intid].enabled;
 	for (intid = VGIC_NR_PRIVATE; intid < c->nr_irqs && !wake; intid++) {
 		struct vgic_irq *irq = &c->spi[intid - VGIC_NR_PRIVATE];
 
-		wake = irq_pending(irq) && irq->enabled && spi_target(vm, irq) == v;
+		wake = vgic_irq_pending(irq) && irq->enabled && spi_target(vm, irq) == v;
 	}
 	xa_unlock(&vm->kvcpus);
 	return wake;

@@ -19,6 +19,7 @@
 #define SLAT_KVM_VGIC_H
 
 #include "slat_kvm.h"
+#include "slat_vgic_lr.h"
 
 #define VGIC_NR_PRIVATE	  32u
 #define VGIC_NR_IRQS_MAX  1024u /* GICD_TYPER.ITLinesNumber 31: INTIDs up to 1019 */
@@ -27,18 +28,6 @@
 #define VGIC_DIST_SIZE	  0x10000ull
 #define VGIC_REDIST_SIZE  0x20000ull /* RD_base and SGI_base frames */
 #define VGIC_ADDR_UNSET	  (~0ull)
-#define VGIC_VTIMER_INTID HC_VGIC_VTIMER_INTID
-
-/* One interrupt's state. */
-struct vgic_irq {
-	u64 route;   /* SPI: GICD_IROUTER (Aff3 39:32, Aff2..Aff0 23:0, IRM 31) */
-	u8 prio;     /* GICD/GICR_IPRIORITYR */
-	bool enabled;
-	bool edge;   /* GICD/GICR_ICFGR: edge-triggered (SGIs always) */
-	bool latch;  /* pending: an edge, or set through ISPENDR */
-	bool line;   /* the input level (KVM_IRQ_LINE; the timer's output) */
-	bool active; /* taken by the guest and not yet deactivated */
-};
 
 /* The VM's distributor (slat_vm.irqchip on arm64); one allocation. */
 struct slat_irqchip {
