@@ -1,4 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0 (it compiles linux/slat/slat_vgic_lr.h)
+// SPDX-License-Identifier: GPL-2.0
+// (GPL-2.0: it compiles slat.ko's linux/slat/slat_vgic_lr.h.)
 //
 // The list-register logic of slat.ko's in-kernel GICv3
 // (linux/slat/slat_vgic_lr.h), hosted: which interrupts go into Slat's list
