@@ -627,24 +627,29 @@ static bool vgic_wake_now(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const
 	return wake;
 }
 
-/* WFI waits for an interrupt for this vCPU: a pending one, or its timer. */
+/*
+ * WFI waits for an interrupt for this vCPU: a pending one, or its timer's
+ * deadline when the timer could interrupt (enabled and unmasked, its PPI
+ * enabled, group 1 on). An expired timer that cannot interrupt wakes nothing,
+ * as in KVM.
+ */
 static void vgic_wfi(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const struct hc_run *hr)
 {
-	u64 ctl = hr->vgic.vtimer_ctl, now, ns = 0;
+	u64 ctl = hr->vgic.vtimer_ctl, now, ns;
+	bool timer = (ctl & CNTV_CTL_ENABLE) && !(ctl & CNTV_CTL_IMASK) &&
+		     READ_ONCE(vgic_cpu(v)->priv[VGIC_VTIMER_INTID].enabled) &&
+		     (READ_ONCE(c->ctlr) & GICD_CTLR_GRP1);
 
-	if ((ctl & CNTV_CTL_ENABLE) && !(ctl & CNTV_CTL_IMASK)) {
-		now = counter_now();
-		if (hr->vgic.vtimer_cval > now)
-			ns = mul_u64_u64_div_u64(hr->vgic.vtimer_cval - now, NSEC_PER_SEC,
-						 arch_timer_get_cntfrq());
-		else
-			return;
-	}
-	if (ns)
-		wait_event_interruptible_hrtimeout(v->psci_wq, vgic_wake_now(v, c, hr),
-						   ns_to_ktime(ns));
-	else
+	if (!timer) {
 		wait_event_interruptible(v->psci_wq, vgic_wake_now(v, c, hr));
+		return;
+	}
+	now = counter_now();
+	if (hr->vgic.vtimer_cval <= now)
+		return; /* expired meanwhile: the next flush delivers it */
+	ns = mul_u64_u64_div_u64(hr->vgic.vtimer_cval - now, NSEC_PER_SEC, arch_timer_get_cntfrq());
+	wait_event_interruptible_hrtimeout(v->psci_wq, vgic_wake_now(v, c, hr),
+					   ns_to_ktime(ns ? ns : 1));
 }
 
 int slat_vgic_exit(struct slat_kvm_vcpu *v, struct hc_run *hr)
