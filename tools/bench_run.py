@@ -61,7 +61,7 @@ KVM_API = ("kvm_api", "The same Linux KVM selftest binaries on Slat's /dev/kvm (
            "one emulator: memslot_perf_test's sub-tests at 64 and at the most slots, "
            "memslot_modification_stress_test (tools/bench-kvm-api.sh)")
 SEC_BOOT = ("secondary_boot", "A Linux secondary's boot: slat-vmm boots Debian's kernel as a "
-            "2-vCPU VM to its power-off on Slat's /dev/kvm (a Slat secondary, SVM) and on Linux's "
+            "2-vCPU VM to its power-off on Slat's /dev/kvm (a Slat secondary: SVM, arm64) and on Linux's "
             "own KVM in the same emulator (tools/bench-secondary-boot.sh)")
 BOOT = ("boot", "Boot time to the guest marker and exits per reason, under Slat vs the same "
         "firmware and loader with hypervisor = off (emulated)")
