@@ -10,14 +10,16 @@
 #         /vm/vmlinuz      the same Debian kernel (bzImage; arm64: Image), the VM's
 #         /vm/run-vm.sh    boots them with /slat/slat-vmm (tools/vm/run-vm.sh)
 #         /vm/initrd.img   the VM's own initramfs: busybox, the virtio-mmio
-#                          block modules, and an /init that prints
+#                          block and console modules, and an /init that prints
 #                          "VMM-GUEST: up, N CPUs online ...", counts its
 #                          timer interrupts across a 1 s sleep (x86: the
 #                          local APIC's, "LOC:"; arm64: "arch_timer"), checks
 #                          /dev/vda when slat-vmm gave it a disk (size,
 #                          SHA-256, a write the VMM's host reads back), runs
-#                          a shell on the console with vmm.shell, and powers
-#                          the VM off (reboots it with vmm.reboot)
+#                          a shell on the console with vmm.shell (on
+#                          /dev/hvc0, slat-vmm's virtio console, with
+#                          vmm.console=hvc0 too), and powers the VM off
+#                          (reboots it with vmm.reboot)
 #
 # The kernel unpacks concatenated archives in order, so the normal initramfs
 # every other test boots stays as small as it is. Needs build/guest/ARCH/
@@ -64,6 +66,11 @@ cp "$busybox" "$inner/bin/busybox"
 for m in virtio/virtio_ring virtio/virtio virtio/virtio_mmio block/virtio_blk; do
 	cp "$out/modules/kernel/drivers/$m.ko" "$inner/lib/modules/"
 done
+# The virtio console (hvc0, slat-vmm --console virtio), when the kernel has
+# it as a module (Debian's cloud kernel: CONFIG_VIRTIO_CONSOLE=m); built in,
+# there is nothing to load.
+con="$out/modules/kernel/drivers/char/virtio_console.ko"
+[ ! -f "$con" ] || cp "$con" "$inner/lib/modules/"
 ln -s busybox "$inner/bin/sh"
 cat >"$inner/init" <<'INIT'
 #!/bin/sh
@@ -87,7 +94,8 @@ sleep 1
 echo "VMM-GUEST: timer: $(($(loc) - t0)) local timer interrupts in a 1 s sleep"
 # The disk (slat-vmm --disk): its size and SHA-256 for the host to compare,
 # then a line written at sector 8 that the host reads back after power-off.
-for m in virtio_ring virtio virtio_mmio virtio_blk; do
+for m in virtio_ring virtio virtio_mmio virtio_blk virtio_console; do
+	[ -f /lib/modules/$m.ko ] || continue
 	insmod /lib/modules/$m.ko || echo "VMM-GUEST: insmod $m failed"
 done
 n=0
@@ -103,9 +111,28 @@ if [ -e /sys/block/vda ]; then
 else
 	echo "VMM-GUEST: no disk"
 fi
+# The shell: on the console (the UART: slat-vmm's stdin), or with
+# vmm.console=hvc0 on the virtio console's /dev/hvc0 (then slat-vmm's stdin
+# and stdout), which stays open from the "ready" line to the shell's end.
+hvc_shell() {
+	n=0
+	while [ ! -c /dev/hvc0 ] && [ $n -lt 50 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	if [ -c /dev/hvc0 ]; then
+		sh -c 'echo "VMM-GUEST: shell ready on $(tty)"; exec sh' </dev/hvc0 >/dev/hvc0 2>&1
+	else
+		echo "VMM-GUEST: no /dev/hvc0"
+	fi
+}
 if grep -q 'vmm\.shell' /proc/cmdline; then
-	echo "VMM-GUEST: shell ready"
-	sh # its input is the console: slat-vmm's stdin
+	if grep -q 'vmm\.console=hvc0' /proc/cmdline; then
+		hvc_shell
+	else
+		echo "VMM-GUEST: shell ready"
+		sh # its input is the console: slat-vmm's stdin
+	fi
 fi
 if grep -q 'vmm\.reboot' /proc/cmdline; then
 	echo "VMM-GUEST: rebooting"

@@ -46,7 +46,13 @@ expect_in_order '^SLAT-GUEST: vmm_slat on x86_64' \
 	'^SLAT-GUEST: vm1: vmm exit 0 after [0-9]+\.[0-9] s$' \
 	'^SLAT-GUEST: vm1: disk checksum matches the image.s$' \
 	'^SLAT-GUEST: vm1: the VM.s write is in the image$' \
+	'^SLAT-GUEST: vm2: slat-vmm: console: virtio-mmio at 0xd0000200, GSI 17 \(hvc0\)$' \
 	'^SLAT-GUEST: vm2: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+	'^SLAT-GUEST: vm2: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
+	'^SLAT-GUEST: vm2: VMM-GUEST: shell ready on /dev/hvc0' \
+	'^SLAT-GUEST: vm2: VMM-HVC: 42 from /dev/hvc0 of a VM with 2 CPUs$' \
+	'^SLAT-GUEST: vm2: slat-vmm: guest powered off \(ACPI S5\), exit 0$' \
+	'^SLAT-GUEST: vm2: slat-vmm: console: [1-9][0-9]* bytes in, [1-9][0-9]* out, 0 errors$' \
 	'^SLAT-GUEST: vm2: vmm exit 0 after [0-9]+\.[0-9] s$' \
 	'^SLAT-GUEST: vm2: disk checksum matches the image.s$' \
 	'^SLAT-GUEST: vm2: the VM.s write is in the image$' \
@@ -74,6 +80,6 @@ expect_count 17 '^SLAT-GUEST: vmm bad-arg ok: exit 2: '
 expect_count 4 '^SLAT-GUEST: vm[1-4]: vmm exit 0 after'
 expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' \
 	'slat-vmm: vcpu [0-9]' 'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'bad-arg WRONG' \
-	'virtio-blk: guest error' 'insmod .* failed' 'VMM-GUEST: no disk' 'unchecked MSR access'
+	'virtio-blk: guest error' 'virtio-console: guest error' 'insmod .* failed' 'VMM-GUEST: no disk' 'unchecked MSR access'
 expect_exit
 boot_done

@@ -11,7 +11,9 @@
 #       then compares the VM's SHA-256 of /dev/vda with its own of the image,
 #       and reads back the line the VM wrote at sector 8. SHELL=shell: once
 #       the VM's init says "shell ready", a command line and "poweroff -f"
-#       are typed on the VM's console (slat-vmm's stdin).
+#       are typed on the VM's console (slat-vmm's stdin); SHELL=hvc: the same
+#       with slat-vmm's --console virtio, the VM's shell on /dev/hvc0 and
+#       another command line ("VMM-HVC: ..."); SHELL=none: no shell.
 #   vm_bad_args
 #       slat-vmm's refusals of bad arguments: status 2 and one line each.
 VMM=/slat/slat-vmm
@@ -19,8 +21,9 @@ VM_LIMIT=${VM_LIMIT:-240} # slat-vmm --timeout: then registers, status 1
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 
-# feed_shell TAG: types on the VM's console once its shell is ready; gives
-# up when the VM has ended (TAG.done) or after 20 minutes.
+# feed_shell TAG KIND: types on the VM's console (KIND shell: the UART's;
+# hvc: the virtio console's hvc0) once its shell is ready; gives up when the
+# VM has ended (TAG.done) or after 20 minutes.
 feed_shell() {
 	local n=0
 	until grep -q 'VMM-GUEST: shell ready' "/tmp/$1.out" 2>/dev/null; do
@@ -28,18 +31,23 @@ feed_shell() {
 		sleep 0.1
 		n=$((n + 1))
 	done
-	printf '%s\n' 'echo "VMM-SHELL: $((6 * 7)) from the console of a VM with $(nproc) CPUs"' 'poweroff -f'
+	if [ "$2" = hvc ]; then
+		printf '%s\n' 'echo "VMM-HVC: $((6 * 7)) from $(tty) of a VM with $(nproc) CPUs"' 'poweroff -f'
+	else
+		printf '%s\n' 'echo "VMM-SHELL: $((6 * 7)) from the console of a VM with $(nproc) CPUs"' 'poweroff -f'
+	fi
 }
 
 vm_run() {
-	local tag=$1 cpus=$2 disk=$3 shell=$4 args=$5 vm_shell want start end took got wrote back
+	local tag=$1 cpus=$2 disk=$3 shell=$4 args=$5 vm_shell console=uart want start end took got wrote back
 	dd if=/dev/urandom of="$disk" bs=1M count=4 2>/dev/null
 	want=$(sha256sum "$disk" | cut -d' ' -f1)
 	rm -f "/tmp/$tag.out" "/tmp/$tag.done" "/tmp/$tag.in"
-	if [ "$shell" = shell ]; then
+	[ "$shell" = hvc ] && console=virtio
+	if [ "$shell" = shell ] || [ "$shell" = hvc ]; then
 		vm_shell=1
 		mkfifo "/tmp/$tag.in"
-		feed_shell "$tag" >"/tmp/$tag.in" &
+		feed_shell "$tag" "$shell" >"/tmp/$tag.in" &
 	else
 		vm_shell=0
 		: >"/tmp/$tag.in"
@@ -50,7 +58,8 @@ vm_run() {
 	# /vm/run-vm.sh (tools/vm/run-vm.sh), as a user starts a VM.
 	{
 		VM_SHELL=$vm_shell VM_APPEND="$args" timeout -s KILL $((VM_LIMIT + 60)) /vm/run-vm.sh \
-			--mem 256M --cpus "$cpus" --disk "$disk" --timeout "$VM_LIMIT" -v <"/tmp/$tag.in" 2>&1
+			--mem 256M --cpus "$cpus" --disk "$disk" --console $console --timeout "$VM_LIMIT" -v \
+			<"/tmp/$tag.in" 2>&1
 		echo $? >"/tmp/$tag.rc"
 	} | tee "/tmp/$tag.out" | sed "s/^/SLAT-GUEST: $tag: /"
 	touch "/tmp/$tag.done"

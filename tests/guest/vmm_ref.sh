@@ -22,6 +22,9 @@ fi
 # typed at on its console. Few kernel messages (loglevel 6 still shows its
 # banner); reboot at once on a panic.
 vm_run vm1 2 /tmp/disk1.img shell "loglevel=6"
+# The same with slat-vmm's virtio console (--console virtio): the shell on
+# the VM's /dev/hvc0, typed at through slat-vmm's stdin.
+vm_run vm2 2 /tmp/disk2.img hvc "loglevel=4"
 
 # A guest reboot ends slat-vmm with status 3 (x86: Linux, hardware-reduced
 # and without EFI, jumps to the real-mode reset vector, where slat-vmm's stub

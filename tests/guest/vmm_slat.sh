@@ -24,7 +24,7 @@ dmesg | grep 'slat:' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
 cmdline="loglevel=7"
 
 vm_run vm1 2 /tmp/disk1.img shell "$cmdline"
-vm_run vm2 2 /tmp/disk2.img none "loglevel=4"
+vm_run vm2 2 /tmp/disk2.img hvc "loglevel=4"
 
 # Two VMs at once, each with its own disk; a third start on vm3's disk while
 # vm3 runs is refused (the image is locked), and leaves vm3 alone.

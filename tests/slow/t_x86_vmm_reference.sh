@@ -31,6 +31,16 @@ expect_in_order '^SLAT-GUEST: vmm_ref on x86_64' \
 	'^SLAT-GUEST: vm1: vmm exit 0 after [0-9]+\.[0-9] s$' \
 	'^SLAT-GUEST: vm1: disk checksum matches the image.s$' \
 	'^SLAT-GUEST: vm1: the VM.s write is in the image$' \
+	'^SLAT-GUEST: vm2: slat-vmm: console: virtio-mmio at 0xd0000200, GSI 17 \(hvc0\)$' \
+	'^SLAT-GUEST: vm2: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+	'^SLAT-GUEST: vm2: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
+	'^SLAT-GUEST: vm2: VMM-GUEST: shell ready on /dev/hvc0' \
+	'^SLAT-GUEST: vm2: VMM-HVC: 42 from /dev/hvc0 of a VM with 2 CPUs$' \
+	'^SLAT-GUEST: vm2: slat-vmm: guest powered off \(ACPI S5\), exit 0$' \
+	'^SLAT-GUEST: vm2: slat-vmm: console: [1-9][0-9]* bytes in, [1-9][0-9]* out, 0 errors$' \
+	'^SLAT-GUEST: vm2: vmm exit 0 after [0-9]+\.[0-9] s$' \
+	'^SLAT-GUEST: vm2: disk checksum matches the image.s$' \
+	'^SLAT-GUEST: vm2: the VM.s write is in the image$' \
 	'^SLAT-GUEST: vm: slat-vmm: [^ ]+ \(boot protocol 2\.[0-9]+\), 128 MiB, 1 vCPU,' \
 	'^SLAT-GUEST: vm: VMM-GUEST: up, 1 CPUs online \(0\)' \
 	'^SLAT-GUEST: vm: VMM-GUEST: rebooting' \
@@ -55,6 +65,6 @@ expect_in_order '^SLAT-GUEST: vmm_ref on x86_64' \
 	'^SLAT-GUEST: MARKER vmm_ref-done'
 expect_count 16 '^SLAT-GUEST: vmm bad-arg ok: exit 2: '
 expect_absent 'bad-arg WRONG' 'Kernel panic' 'BUG' 'Oops' 'slat-vmm: vcpu [0-9]' 'MISMATCH' \
-	'virtio-blk: guest error'
+	'virtio-blk: guest error' 'virtio-console: guest error'
 expect_exit
 boot_done

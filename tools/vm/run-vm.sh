@@ -7,7 +7,10 @@
 # x86 tells the VM its TSC rate and delay loop (Slat's KVM has no kvmclock:
 # the values this kernel measured, from its dmesg; arm64 needs none, its
 # timer's frequency is architected). VM_APPEND adds to the VM's command
-# line. Options go to slat-vmm (docs/vmm.md), e.g. --cpus 2 --disk FILE.
+# line. Options go to slat-vmm (docs/vmm.md), e.g. --cpus 2 --disk FILE;
+# with --console virtio the VM's shell is on /dev/hvc0 (slat-vmm's virtio
+# console: vmm.console=hvc0 tells the VM's init), the kernel's messages stay
+# on the UART.
 # Examples (make run ARCH=x86_64):
 #   /vm/run-vm.sh --cpus 2
 #   dd if=/dev/zero of=/tmp/d.img bs=1M count=16; /vm/run-vm.sh --disk /tmp/d.img
@@ -24,5 +27,12 @@ if [ "$(uname -m)" = x86_64 ] && dmesg | grep -q 'slat: /dev/kvm ready'; then
 	cmdline="$cmdline tsc_early_khz=$khz lpj=$lpj no_timer_check"
 fi
 [ "${VM_SHELL:-1}" = 0 ] || cmdline="$cmdline vmm.shell"
+prev=
+for a in "$@"; do
+	if [ "$a" = --console=virtio ] || { [ "$prev" = --console ] && [ "$a" = virtio ]; }; then
+		cmdline="$cmdline vmm.console=hvc0"
+	fi
+	prev=$a
+done
 exec /slat/slat-vmm --kernel /vm/vmlinuz --initrd /vm/initrd.img \
 	--cmdline "$cmdline ${VM_APPEND:-}" "$@"
