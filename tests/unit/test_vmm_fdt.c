@@ -224,7 +224,7 @@ static uint64_t rd64(const uint8_t *p)
 	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
 }
 
-static void build_machine(int ncpus, bool disk, bool initrd)
+static void build_machine(int ncpus, bool disk, bool initrd, bool console)
 {
 	const struct arm64_fdt_args a = {
 	    .ncpus = ncpus,
@@ -234,6 +234,7 @@ static void build_machine(int ncpus, bool disk, bool initrd)
 	    .initrd_start = 0x41e00000,
 	    .initrd_end = initrd ? 0x41f00000 : 0,
 	    .virtio_blk = disk,
+	    .virtio_con = console,
 	};
 
 	assert_true(arm64_build_fdt(&a, blob, sizeof(blob)) > 0);
@@ -244,7 +245,7 @@ static void test_machine(void **state)
 	struct found p;
 
 	(void)state;
-	build_machine(3, true, true);
+	build_machine(3, true, true, true);
 	assert_true(find_prop("/cpus/cpu@2", "reg", &p));
 	assert_int_equal(rd32(p.val), 2);
 	assert_false(find_prop("/cpus/cpu@3", "reg", &p));
@@ -270,13 +271,23 @@ static void test_machine(void **state)
 	assert_int_equal(rd32(p.val + 4), UART_SPI);
 	assert_true(find_prop("/virtio_mmio@a000000", "interrupts", &p));
 	assert_int_equal(rd32(p.val + 4), VIRTIO_SPI);
+	// The virtio console (--console virtio): the next window, its own SPI.
+	assert_true(find_prop("/virtio_mmio@a000200", "compatible", &p));
+	assert_string_equal((const char *)p.val, "virtio,mmio");
+	assert_true(find_prop("/virtio_mmio@a000200", "reg", &p));
+	assert_int_equal(rd64(p.val), GPA_VIRTIO_CON);
+	assert_int_equal(rd64(p.val + 8), VIRTIO_MMIO_SIZE);
+	assert_true(find_prop("/virtio_mmio@a000200", "interrupts", &p));
+	assert_int_equal(rd32(p.val + 4), VIRTIO_CON_SPI);
+	assert_int_not_equal(VIRTIO_CON_SPI, VIRTIO_SPI);
 	assert_true(find_prop("/", "interrupt-parent", &p));
 	assert_int_equal(rd32(p.val), GIC_PHANDLE);
 	assert_true(find_prop("/intc@8000000", "phandle", &p));
 	assert_int_equal(rd32(p.val), GIC_PHANDLE);
 
-	build_machine(1, false, false);
+	build_machine(1, false, false, false);
 	assert_false(find_prop("/virtio_mmio@a000000", "compatible", &p));
+	assert_false(find_prop("/virtio_mmio@a000200", "compatible", &p));
 	assert_false(find_prop("/chosen", "linux,initrd-start", &p));
 	assert_false(find_prop("/cpus/cpu@1", "reg", &p));
 }
