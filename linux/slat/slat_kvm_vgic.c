@@ -239,6 +239,7 @@ int slat_vgic_ready(struct slat_kvm_vcpu *v)
 		return -ENXIO;
 	xa_lock(xa);
 	WRITE_ONCE(c->ready, true);
+	WRITE_ONCE(c->mapped, true);
 	vgic_sync(v, c, hr);
 	vgic_cpu(v)->task = current;
 	vgic_flush(v, c, hr);
@@ -696,8 +697,8 @@ static long vgic_set_addr(struct slat_irqchip *c, u64 attr, u64 __user *up, bool
 		return put_user(*slot, up);
 	if (get_user(a, up))
 		return -EFAULT;
-	if (c->ready)
-		return -EBUSY;
+	if (c->mapped)
+		return -EBUSY; /* KVM: fixed once a vCPU has run (after CTRL_INIT still free) */
 	if (a & (SZ_64K - 1))
 		return -EINVAL;
 	if (*slot != VGIC_ADDR_UNSET)
@@ -728,7 +729,7 @@ static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_at
 			return put_user(c->nr_irqs, up32);
 		if (get_user(n, up32))
 			return -EFAULT;
-		if (n < 64 || n > VGIC_NR_IRQS_MAX || n % 32)
+		if (n < 64 || n > VGIC_NR_IRQS_SET_MAX || n % 32)
 			return -EINVAL;
 		if (c->ready)
 			return n == c->nr_irqs ? 0 : -EBUSY;

@@ -23,6 +23,7 @@
 
 #define VGIC_NR_PRIVATE	  32u
 #define VGIC_NR_IRQS_MAX  1024u /* GICD_TYPER.ITLinesNumber 31: INTIDs up to 1019 */
+#define VGIC_NR_IRQS_SET_MAX 1023u /* KVM's bound on GRP_NR_IRQS: 992 in steps of 32 */
 #define VGIC_NR_IRQS_DEF  256u	/* KVM's default without KVM_DEV_ARM_VGIC_GRP_NR_IRQS */
 #define VGIC_INTID_LIMIT  1020u
 #define VGIC_DIST_SIZE	  0x10000ull
@@ -33,7 +34,8 @@
 struct slat_irqchip {
 	u64 dist_base, redist_base; /* VGIC_ADDR_UNSET until the VMM sets them */
 	u32 nr_irqs;		    /* INTIDs below this exist (SPIs from 32) */
-	bool ready;		    /* initialised: addresses fixed, vCPUs may run */
+	bool ready;		    /* initialised (CTRL_INIT or a first RUN): no new vCPU, NR_IRQS fixed */
+	bool mapped;		    /* a vCPU has run: the addresses are fixed too */
 	u32 ctlr;		    /* GICD_CTLR's EnableGrp1 (the only group) */
 	struct vgic_irq spi[VGIC_NR_IRQS_MAX - VGIC_NR_PRIVATE];
 };

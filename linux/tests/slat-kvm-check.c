@@ -1056,18 +1056,20 @@ static void check_vgic_device(int kvm)
 	expect("vgic: NR_IRQS 96", gic_nr_irqs(dev, GIC_NR_IRQS), 0);
 	int vcpu = psci_vcpu(vm, 0, 1u << KVM_ARM_VCPU_PSCI_0_2, &run, sz);
 	expect("vgic: CTRL_INIT", gic_init(dev), 0);
-	long r = gic_addr(dev, KVM_VGIC_V3_ADDR_TYPE_REDIST, GICR_GPA);
-	say("vgic probe: REDIST address first set after CTRL_INIT: errno %d", r < 0 ? errno : 0);
+	// Until a vCPU runs the addresses may still be set; no vCPU may be added.
+	expect("vgic: REDIST address first set after CTRL_INIT",
+	       gic_addr(dev, KVM_VGIC_V3_ADDR_TYPE_REDIST, GICR_GPA), 0);
+	expect("vgic: KVM_CREATE_VCPU after CTRL_INIT", ioctl(vm, KVM_CREATE_VCPU, 1), EBUSY);
 	if (vcpu >= 0)
 		close(vcpu);
 	close(dev);
 	close(vm);
 
-	// Probes for the report (not counted): NR_IRQS 1024.
+	// KVM's bound on NR_IRQS is 1023: 992 is the largest multiple of 32.
 	vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	dev = gic_create(vm);
-	r = gic_nr_irqs(dev, 1024);
-	say("vgic probe: NR_IRQS 1024: errno %d", r < 0 ? errno : 0);
+	expect("vgic: NR_IRQS 1024", gic_nr_irqs(dev, 1024), EINVAL);
+	expect("vgic: NR_IRQS 992", gic_nr_irqs(dev, 992), 0);
 	close(dev);
 	close(vm);
 }
