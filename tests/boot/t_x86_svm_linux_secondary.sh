@@ -71,11 +71,11 @@ for t in vm3 vm4; do
 		"^SLAT-GUEST: $t: disk checksum matches the image.s\$" \
 		"^SLAT-GUEST: $t: the VM.s write is in the image\$"
 done
-# The two ran at the same time: each started before the other powered off.
-expect_in_order '^SLAT-GUEST: vm3: slat-vmm: .*2 vCPUs' '^SLAT-GUEST: vm4: VMM-GUEST: up' \
-	'^SLAT-GUEST: vm3: vmm exit 0'
-expect_in_order '^SLAT-GUEST: vm4: slat-vmm: .*2 vCPUs' '^SLAT-GUEST: vm3: VMM-GUEST: up' \
-	'^SLAT-GUEST: vm4: vmm exit 0'
+# The two ran at the same time: each shell was up before the other VM ended
+# (each is told to power off only once both shells are up), and both answered.
+expect_in_order '^SLAT-GUEST: vm3: VMM-GUEST: shell ready' '^SLAT-GUEST: vm4: vmm exit 0'
+expect_in_order '^SLAT-GUEST: vm4: VMM-GUEST: shell ready' '^SLAT-GUEST: vm3: vmm exit 0'
+expect_count 3 '^SLAT-GUEST: vm[134]: VMM-SHELL: 42 from the console of a VM with 2 CPUs$'
 expect_count 17 '^SLAT-GUEST: vmm bad-arg ok: exit 2: '
 expect_count 4 '^SLAT-GUEST: vm[1-4]: vmm exit 0 after'
 expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' \

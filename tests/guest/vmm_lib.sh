@@ -13,7 +13,9 @@
 #       the VM's init says "shell ready", a command line and "poweroff -f"
 #       are typed on the VM's console (slat-vmm's stdin); SHELL=hvc: the same
 #       with slat-vmm's --console virtio, the VM's shell on /dev/hvc0 and
-#       another command line ("VMM-HVC: ..."); SHELL=none: no shell.
+#       another command line ("VMM-HVC: ..."); SHELL=none: no shell. With
+#       VM_PEER=TAG2 the typing also waits until VM TAG2's shell is ready:
+#       two VMs started together are then both up before either powers off.
 #   vm_bad_args
 #       slat-vmm's refusals of bad arguments: status 2 and one line each.
 VMM=/slat/slat-vmm
@@ -21,13 +23,18 @@ VM_LIMIT=${VM_LIMIT:-240} # slat-vmm --timeout: then registers, status 1
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 
-# feed_shell TAG KIND: types on the VM's console (KIND shell: the UART's;
-# hvc: the virtio console's hvc0) once its shell is ready; gives up when the
-# VM has ended (TAG.done) or after 20 minutes.
+# shell_ready TAG: VM TAG's init has started its shell.
+shell_ready() { grep -q 'VMM-GUEST: shell ready' "/tmp/$1.out" 2>/dev/null; }
+
+# feed_shell TAG KIND [PEER]: types on the VM's console (KIND shell: the
+# UART's; hvc: the virtio console's hvc0) once its shell (and PEER's, when
+# given) is ready; gives up when the VM has ended (TAG.done) or after 20
+# minutes, and stops waiting for PEER once it has ended without a shell.
 feed_shell() {
 	local n=0
-	until grep -q 'VMM-GUEST: shell ready' "/tmp/$1.out" 2>/dev/null; do
+	until shell_ready "$1" && { [ -z "$3" ] || shell_ready "$3"; }; do
 		[ -e "/tmp/$1.done" ] || [ $n -ge 12000 ] && return
+		[ -n "$3" ] && [ -e "/tmp/$3.done" ] && ! shell_ready "$3" && shell_ready "$1" && break
 		sleep 0.1
 		n=$((n + 1))
 	done
@@ -47,7 +54,7 @@ vm_run() {
 	if [ "$shell" = shell ] || [ "$shell" = hvc ]; then
 		vm_shell=1
 		mkfifo "/tmp/$tag.in"
-		feed_shell "$tag" "$shell" >"/tmp/$tag.in" &
+		feed_shell "$tag" "$shell" "${VM_PEER:-}" >"/tmp/$tag.in" &
 	else
 		vm_shell=0
 		: >"/tmp/$tag.in"

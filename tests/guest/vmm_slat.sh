@@ -26,10 +26,12 @@ cmdline="loglevel=7"
 vm_run vm1 2 /tmp/disk1.img shell "$cmdline"
 vm_run vm2 2 /tmp/disk2.img hvc "loglevel=4"
 
-# Two VMs at once, each with its own disk; a third start on vm3's disk while
-# vm3 runs is refused (the image is locked), and leaves vm3 alone.
-vm_run vm3 2 /tmp/disk3.img none "loglevel=4" &
-vm_run vm4 2 /tmp/disk4.img none "loglevel=4" &
+# Two VMs at once, each with its own disk and a shell that is told to power
+# off only once both shells are up; a third start on vm3's disk while vm3
+# runs is refused (the image is locked), and leaves vm3 alone.
+rm -f /tmp/vm3.out /tmp/vm4.out /tmp/vm3.done /tmp/vm4.done
+VM_PEER=vm4 vm_run vm3 2 /tmp/disk3.img shell "loglevel=4" &
+VM_PEER=vm3 vm_run vm4 2 /tmp/disk4.img shell "loglevel=4" &
 n=0
 until grep -q '^slat-vmm: disk /tmp/disk3.img' /tmp/vm3.out 2>/dev/null || [ $n -ge 600 ]; do
 	sleep 0.1
