@@ -53,6 +53,7 @@
 #define CNTV_CTL_ENABLE	 1ull
 #define CNTV_CTL_IMASK	 2ull
 #define CNTV_CTL_ISTATUS 4ull
+#define VGIC_WFI_MAX_S	 3600u
 
 /* ---- availability ---- */
 
@@ -648,7 +649,11 @@ static void vgic_wfi(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const stru
 	now = counter_now();
 	if (hr->vgic.vtimer_cval <= now)
 		return; /* expired meanwhile: the next flush delivers it */
-	ns = mul_u64_u64_div_u64(hr->vgic.vtimer_cval - now, NSEC_PER_SEC, arch_timer_get_cntfrq());
+	/* At most an hour per wait (a far deadline cannot overflow the ns count);
+	 * the next WFI waits again. */
+	ns = mul_u64_u64_div_u64(min_t(u64, hr->vgic.vtimer_cval - now,
+				       (u64)arch_timer_get_cntfrq() * VGIC_WFI_MAX_S),
+				 NSEC_PER_SEC, arch_timer_get_cntfrq());
 	wait_event_interruptible_hrtimeout(v->psci_wq, vgic_wake_now(v, c, hr),
 					   ns_to_ktime(ns ? ns : 1));
 }
