@@ -157,17 +157,17 @@ enum hc_exit {
 // while such an lr is pending or active. HC_VGIC_NPIE asks for an exit
 // (PREEMPTED) once no lr is pending (the VMM has more to deliver); an lr
 // with its EOI bit exits the same way once the guest deactivates it.
-#define HC_VGIC_ON	      1u
-#define HC_VGIC_NPIE	      2u
-#define HC_VGIC_LR_MAX	      16u
-#define HC_VGIC_VTIMER_INTID  27u
-#define HC_VGIC_LR_STATE_SHIFT 62 // 0 invalid, 1 pending, 2 active, 3 both
-#define HC_VGIC_LR_HW	      (1ull << 61)
-#define HC_VGIC_LR_GROUP1     (1ull << 60)
-#define HC_VGIC_LR_PRIO_SHIFT 48 // 8 bits
-#define HC_VGIC_LR_EOI	      (1ull << 41) // without HW: maintenance at deactivation
-#define HC_VGIC_LR_PINTID_SHIFT 32	   // with HW: 13 bits
-#define HC_VGIC_LR_VINTID_MASK 0xffffffffull
+#define HC_VGIC_ON		1u
+#define HC_VGIC_NPIE		2u
+#define HC_VGIC_LR_MAX		16u
+#define HC_VGIC_VTIMER_INTID	27u
+#define HC_VGIC_LR_STATE_SHIFT	62 // 0 invalid, 1 pending, 2 active, 3 both
+#define HC_VGIC_LR_HW		(1ull << 61)
+#define HC_VGIC_LR_GROUP1	(1ull << 60)
+#define HC_VGIC_LR_PRIO_SHIFT	48	     // 8 bits
+#define HC_VGIC_LR_EOI		(1ull << 41) // without HW: maintenance at deactivation
+#define HC_VGIC_LR_PINTID_SHIFT 32	     // with HW: 13 bits
+#define HC_VGIC_LR_VINTID_MASK	0xffffffffull
 
 // 1.6, arm64: HC_EXIT_SYSREG's id, the system register in the ESR_EL2 ISS
 // layout of a trapped MSR (Op0, Op2, Op1, CRn, CRm; Rt and direction zero).
@@ -239,9 +239,9 @@ struct hc_run {
 	uint8_t pad_irq;
 	// 1.6, arm64 (HC_VGIC_* above); read at each VCPU_RUN.
 	struct {
-		uint32_t flags;		     // in: HC_VGIC_ON, HC_VGIC_NPIE
-		uint8_t nr_lr;		     // in: lr[] entries used, at most lr_max
-		uint8_t lr_max;		     // out: the CPU's list registers (at most 16)
+		uint32_t flags; // in: HC_VGIC_ON, HC_VGIC_NPIE
+		uint8_t nr_lr;	// in: lr[] entries used, at most lr_max
+		uint8_t lr_max; // out: the CPU's list registers (at most 16)
 		uint16_t pad;
 		uint64_t lr[HC_VGIC_LR_MAX]; // in: loaded at entry; out: their state at exit
 		uint64_t vtimer_ctl;	     // out: CNTV_CTL_EL0 at the exit (ISTATUS: expired)

@@ -40,7 +40,7 @@ struct arm64_hv_vcpu {
 	uint8_t fp[528] __attribute__((aligned(16))); // V0-V31, FPSR, FPCR
 	uint64_t vmpidr;
 	uint64_t mdscr_guest; // MDSCR_EL1 as the guest wrote it (trapped, not in effect)
-	uint32_t pending; // enum arm64_hv_pending
+	uint32_t pending;     // enum arm64_hv_pending
 	uint8_t mmio_reg, mmio_len, mmio_sse, mmio_sf;
 	uint8_t insn_len; // of the access to step over (2: T32 at EL0)
 	// The guest's GICv3 virtual CPU interface state (hv_vgic.c).
@@ -51,10 +51,10 @@ struct arm64_hv_vcpu {
 // One RUN's list registers (hv_vgic.c), from the run page.
 struct arm64_vgic_run {
 	uint64_t lr[HC_VGIC_LR_MAX];
-	uint32_t flags;	 // HC_VGIC_*
-	unsigned nr;	 // lr[] used
-	unsigned lr_max; // the CPU's list registers (with HC_VGIC_ON)
-	bool vtimer_hw;	 // an lr holds the virtual timer's physical PPI
+	uint32_t flags;	  // HC_VGIC_*
+	unsigned nr;	  // lr[] used
+	unsigned lr_max;  // the CPU's list registers (with HC_VGIC_ON)
+	bool vtimer_hw;	  // an lr holds the virtual timer's physical PPI
 	bool vtimer_held; // the physical timer PPI is held active for the run
 };
 _Static_assert(sizeof(struct arm64_hv_vcpu) <= 4096, "one deposited page");
@@ -80,8 +80,7 @@ unsigned arm64_vgic_lr_count(void);
 int arm64_vgic_take(const struct hc_run *run, struct arm64_vgic_run *g);
 uint64_t arm64_vgic_hcr(const struct arm64_vgic_run *g);
 void arm64_vgic_load(const struct arm64_hv_vcpu *s, struct arm64_vgic_run *g);
-void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g,
-		     struct hc_run *run);
+void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g, struct hc_run *run);
 
 // hv_el1.c
 void arm64_el1_save(struct arm64_el1_regs *r);

@@ -197,8 +197,7 @@ void arm64_vgic_load(const struct arm64_hv_vcpu *s, struct arm64_vgic_run *g)
 // Before the primary's controls come back: the state the guest left, into
 // the run page and the vCPU; the list registers emptied (the maintenance
 // condition with them) and the physical PPIs given back.
-void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g,
-		     struct hc_run *run)
+void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g, struct hc_run *run)
 {
 	for (unsigned i = 0; i < g->lr_max; i++) {
 		uint64_t lr = lr_read(i);

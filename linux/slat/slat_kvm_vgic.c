@@ -44,7 +44,7 @@
 #define GICR_WAKER_PS	 (1u << 1) /* ProcessorSleep */
 #define GICR_WAKER_CA	 (1u << 2) /* ChildrenAsleep */
 #define GICR_TYPER_LAST	 (1ull << 4)
-#define GIC_PIDR2_ARCHV3 0x3b /* ArchRev 3 */
+#define GIC_PIDR2_ARCHV3 0x3b		       /* ArchRev 3 */
 #define GIC_IIDR_SLAT	 (0x53u << 24 | 0x43b) /* product 'S', implementer Arm */
 #define IROUTER_IRM	 (1ull << 31)
 #define AFF_MASK	 0xff00ffffffull
@@ -349,8 +349,9 @@ static void bit_set(struct vgic_irq *irq, enum bit_reg r, bool set)
 }
 
 /* One access to a set/clear bit register: INTIDs from `first`, 8 per byte. */
-static u64 bits_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first, unsigned int len,
-		       enum bit_reg r, bool set_reg, bool write, u64 val, bool *raised)
+static u64 bits_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first,
+		       unsigned int len, enum bit_reg r, bool set_reg, bool write, u64 val,
+		       bool *raised)
 {
 	u64 out = 0;
 	unsigned int i;
@@ -375,8 +376,8 @@ static u64 bits_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 fi
 	return out;
 }
 
-static u64 prio_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first, unsigned int len,
-		       bool write, u64 val)
+static u64 prio_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first,
+		       unsigned int len, bool write, u64 val)
 {
 	u64 out = 0;
 	unsigned int i;
@@ -395,8 +396,8 @@ static u64 prio_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 fi
 }
 
 /* GICx_ICFGR: 2 bits per INTID, the upper one edge; SGIs are edge, fixed. */
-static u64 cfg_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first, unsigned int len,
-		      bool write, u64 val)
+static u64 cfg_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 first,
+		      unsigned int len, bool write, u64 val)
 {
 	u64 out = 0;
 	unsigned int i;
@@ -418,15 +419,15 @@ static u64 cfg_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 fir
  * distributor: SPIs; a redistributor's SGI frame: its SGIs and PPIs). *hit
  * false: not one of them.
  */
-static u64 common_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 off, unsigned int len,
-			 bool write, u64 val, bool *hit, bool *raised)
+static u64 common_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 off,
+			 unsigned int len, bool write, u64 val, bool *hit, bool *raised)
 {
 	*hit = true;
 	if (off >= GICX_IGROUPR && off < GICX_ISENABLER)
 		return write ? 0 : ~0ull >> (64 - 8 * len); /* group 1, RAO/WI */
 	if (off >= GICX_ISENABLER && off < GICX_IPRIORITYR) {
 		u32 base = off & ~0x7fu, first = (off - base) * 8;
-		enum bit_reg r = base < GICX_ISPENDR	? BIT_ENABLE
+		enum bit_reg r = base < GICX_ISPENDR	 ? BIT_ENABLE
 				 : base < GICX_ISACTIVER ? BIT_PEND
 							 : BIT_ACTIVE;
 		bool set_reg = !(base & 0x80);
@@ -460,7 +461,8 @@ static u64 dist_access(struct slat_irqchip *c, u32 off, unsigned int len, bool w
 		return (c->nr_irqs / 32 - 1) | 9u << 19;
 	if (off == GICD_IIDR)
 		return GIC_IIDR_SLAT;
-	if (off >= GICD_IROUTER + 8 * VGIC_NR_PRIVATE && off < GICD_IROUTER + 8 * VGIC_NR_IRQS_MAX) {
+	if (off >= GICD_IROUTER + 8 * VGIC_NR_PRIVATE &&
+	    off < GICD_IROUTER + 8 * VGIC_NR_IRQS_MAX) {
 		struct vgic_irq *irq = irq_of(c, NULL, (off - GICD_IROUTER) / 8);
 		unsigned int shift = (off & 4) * 8;
 
@@ -532,7 +534,7 @@ static void kick_all(struct slat_vm *vm)
 	struct slat_kvm_vcpu *t;
 	unsigned long i;
 
-	xa_for_each(&vm->kvcpus, i, t)
+	xa_for_each (&vm->kvcpus, i, t)
 		vgic_kick(t);
 }
 
@@ -559,9 +561,9 @@ static bool vgic_mmio(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct hc
 			return false; /* past the last redistributor: the VMM's */
 		}
 		if (legal)
-			out = redist_access(c, t, !xa_find_after(&vm->kvcpus, &idx, ULONG_MAX, XA_PRESENT),
-					    (gpa - c->redist_base) % VGIC_REDIST_SIZE, len, write,
-					    val, &raised);
+			out = redist_access(
+			    c, t, !xa_find_after(&vm->kvcpus, &idx, ULONG_MAX, XA_PRESENT),
+			    (gpa - c->redist_base) % VGIC_REDIST_SIZE, len, write, val, &raised);
 	} else {
 		return false;
 	}
@@ -581,14 +583,15 @@ static void vgic_sgi(struct slat_kvm_vcpu *v, u64 val)
 {
 	struct slat_vm *vm = v->vc->vm;
 	u32 intid = SGI1R_INTID(val);
-	u64 aff = ((val >> 48) & 0xff) << 32 | ((val >> 32) & 0xff) << 16 | ((val >> 16) & 0xff) << 8;
+	u64 aff =
+	    ((val >> 48) & 0xff) << 32 | ((val >> 32) & 0xff) << 16 | ((val >> 16) & 0xff) << 8;
 	unsigned int rs = (val >> 44) & 0xf, b;
 	struct slat_kvm_vcpu *t;
 	unsigned long i;
 
 	xa_lock(&vm->kvcpus);
 	if (val & SGI1R_IRM) {
-		xa_for_each(&vm->kvcpus, i, t) {
+		xa_for_each (&vm->kvcpus, i, t) {
 			if (t == v)
 				continue;
 			vgic_cpu(t)->priv[intid].latch = true;
@@ -651,9 +654,9 @@ static void vgic_wfi(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const stru
 		return; /* expired meanwhile: the next flush delivers it */
 	/* At most an hour per wait (a far deadline cannot overflow the ns count);
 	 * the next WFI waits again. */
-	ns = mul_u64_u64_div_u64(min_t(u64, hr->vgic.vtimer_cval - now,
-				       (u64)arch_timer_get_cntfrq() * VGIC_WFI_MAX_S),
-				 NSEC_PER_SEC, arch_timer_get_cntfrq());
+	ns = mul_u64_u64_div_u64(
+	    min_t(u64, hr->vgic.vtimer_cval - now, (u64)arch_timer_get_cntfrq() * VGIC_WFI_MAX_S),
+	    NSEC_PER_SEC, arch_timer_get_cntfrq());
 	wait_event_interruptible_hrtimeout(v->psci_wq, vgic_wake_now(v, c, hr),
 					   ns_to_ktime(ns ? ns : 1));
 }

@@ -21,22 +21,22 @@
 #include "slat_kvm.h"
 #include "slat_vgic_lr.h"
 
-#define VGIC_NR_PRIVATE	  32u
-#define VGIC_NR_IRQS_MAX  1024u /* GICD_TYPER.ITLinesNumber 31: INTIDs up to 1019 */
+#define VGIC_NR_PRIVATE	     32u
+#define VGIC_NR_IRQS_MAX     1024u /* GICD_TYPER.ITLinesNumber 31: INTIDs up to 1019 */
 #define VGIC_NR_IRQS_SET_MAX 1023u /* KVM's bound on GRP_NR_IRQS: 992 in steps of 32 */
-#define VGIC_NR_IRQS_DEF  256u	/* KVM's default without KVM_DEV_ARM_VGIC_GRP_NR_IRQS */
-#define VGIC_INTID_LIMIT  1020u
-#define VGIC_DIST_SIZE	  0x10000ull
-#define VGIC_REDIST_SIZE  0x20000ull /* RD_base and SGI_base frames */
-#define VGIC_ADDR_UNSET	  (~0ull)
+#define VGIC_NR_IRQS_DEF     256u  /* KVM's default without KVM_DEV_ARM_VGIC_GRP_NR_IRQS */
+#define VGIC_INTID_LIMIT     1020u
+#define VGIC_DIST_SIZE	     0x10000ull
+#define VGIC_REDIST_SIZE     0x20000ull /* RD_base and SGI_base frames */
+#define VGIC_ADDR_UNSET	     (~0ull)
 
 /* The VM's distributor (slat_vm.irqchip on arm64); one allocation. */
 struct slat_irqchip {
 	u64 dist_base, redist_base; /* VGIC_ADDR_UNSET until the VMM sets them */
 	u32 nr_irqs;		    /* INTIDs below this exist (SPIs from 32) */
-	bool ready;		    /* initialised (CTRL_INIT or a first RUN): no new vCPU, NR_IRQS fixed */
-	bool mapped;		    /* a vCPU has run: the addresses are fixed too */
-	u32 ctlr;		    /* GICD_CTLR's EnableGrp1 (the only group) */
+	bool ready;  /* initialised (CTRL_INIT or a first RUN): no new vCPU, NR_IRQS fixed */
+	bool mapped; /* a vCPU has run: the addresses are fixed too */
+	u32 ctlr;    /* GICD_CTLR's EnableGrp1 (the only group) */
 	struct vgic_irq spi[VGIC_NR_IRQS_MAX - VGIC_NR_PRIVATE];
 };
 
@@ -48,7 +48,7 @@ struct slat_vgic_cpu {
 	u16 lr_intid[HC_VGIC_LR_MAX];
 	bool lr_latch[HC_VGIC_LR_MAX]; /* the latch moved into that lr */
 	unsigned int nr_lr;
-	bool loaded; /* a flush not yet synced */
+	bool loaded;		  /* a flush not yet synced */
 	struct task_struct *task; /* in KVM_RUN, or NULL: kicked on new interrupts */
 };
 

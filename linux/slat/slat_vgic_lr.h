@@ -16,8 +16,8 @@
 
 /* One interrupt's state. */
 struct vgic_irq {
-	u64 route;   /* SPI: GICD_IROUTER (Aff3 39:32, Aff2..Aff0 23:0, IRM 31) */
-	u8 prio;     /* GICD/GICR_IPRIORITYR */
+	u64 route; /* SPI: GICD_IROUTER (Aff3 39:32, Aff2..Aff0 23:0, IRM 31) */
+	u8 prio;   /* GICD/GICR_IPRIORITYR */
 	bool enabled;
 	bool edge;   /* GICD/GICR_ICFGR: edge-triggered (SGIs always) */
 	bool latch;  /* pending: an edge, or set through ISPENDR */

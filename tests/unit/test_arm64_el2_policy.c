@@ -178,29 +178,37 @@ static void secondary_pstate(void **state)
 static void secondary_sysregs(void **state)
 {
 	(void)state;
-	assert_int_equal(arm64_hv_sysreg_action(R(2, 0, 0, 2, 2)), HV_SYSREG_MDSCR); // MDSCR_EL1
+	assert_int_equal(arm64_hv_sysreg_action(R(2, 0, 0, 2, 2)), HV_SYSREG_MDSCR);  // MDSCR_EL1
 	assert_int_equal(arm64_hv_sysreg_action(R(2, 0, 1, 0, 4)), HV_SYSREG_RAZ_WI); // OSLAR_EL1
 	assert_int_equal(arm64_hv_sysreg_action(R(2, 0, 1, 3, 4)), HV_SYSREG_RAZ_WI); // OSDLR_EL1
 	assert_int_equal(arm64_hv_sysreg_action(R(2, 0, 0, 0, 5)), HV_SYSREG_RAZ_WI); // DBGBCR0_EL1
 	assert_int_equal(arm64_hv_sysreg_action(R(2, 0, 0, 3, 6)), HV_SYSREG_RAZ_WI); // DBGWVR3_EL1
 	assert_int_equal(arm64_hv_sysreg_action(R(2, 3, 0, 1, 0)), HV_SYSREG_RAZ_WI); // MDCCSR_EL0
 	assert_int_equal(arm64_hv_sysreg_action(R(2, 1, 0, 1, 0)), HV_SYSREG_UNDEF);  // TRCPRGCTLR
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 9, 14, 0)), HV_SYSREG_RAZ_WI); // PMUSERENR_EL0
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 9, 14, 0)),
+			 HV_SYSREG_RAZ_WI); // PMUSERENR_EL0
 	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 9, 12, 0)), HV_SYSREG_RAZ_WI); // PMCR_EL0
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 9, 13, 0)), HV_SYSREG_RAZ_WI); // PMCCNTR_EL0
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 14, 8, 0)), HV_SYSREG_RAZ_WI); // PMEVCNTR0_EL0
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 9, 13, 0)),
+			 HV_SYSREG_RAZ_WI); // PMCCNTR_EL0
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 14, 8, 0)),
+			 HV_SYSREG_RAZ_WI); // PMEVCNTR0_EL0
 	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 14, 15, 7)), HV_SYSREG_RAZ_WI); // PMCCFILTR
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 9, 14, 1)), HV_SYSREG_RAZ_WI); // PMINTENSET_EL1
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 9, 9, 0)), HV_SYSREG_UNDEF);   // PMSCR_EL1 (SPE)
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 14, 2, 1)), HV_SYSREG_UNDEF);  // CNTP_CTL_EL0
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 1, 0, 1)), HV_SYSREG_UNDEF);   // ACTLR_EL1
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 2, 1, 0)), HV_SYSREG_UNDEF);   // APIAKEYLO_EL1
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 9, 14, 1)),
+			 HV_SYSREG_RAZ_WI); // PMINTENSET_EL1
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 9, 9, 0)),
+			 HV_SYSREG_UNDEF); // PMSCR_EL1 (SPE)
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 3, 14, 2, 1)),
+			 HV_SYSREG_UNDEF);					     // CNTP_CTL_EL0
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 1, 0, 1)), HV_SYSREG_UNDEF); // ACTLR_EL1
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 2, 1, 0)),
+			 HV_SYSREG_UNDEF); // APIAKEYLO_EL1
 	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 12, 12, 5)), HV_SYSREG_ICC_SRE);
 	assert_int_equal(arm64_hv_sysreg_action(HC_SYSREG_ICC_SGI1R), HV_SYSREG_SGI);
 	assert_int_equal(arm64_hv_sysreg_action(HC_SYSREG_ICC_ASGI1R), HV_SYSREG_SGI);
 	assert_int_equal(arm64_hv_sysreg_action(HC_SYSREG_ICC_SGI0R), HV_SYSREG_SGI);
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 12, 11, 3)), HV_SYSREG_UNDEF); // ICC_RPR_EL1
-	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 4, 6, 0)), HV_SYSREG_UNDEF);   // ICC_PMR_EL1
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 12, 11, 3)),
+			 HV_SYSREG_UNDEF);					     // ICC_RPR_EL1
+	assert_int_equal(arm64_hv_sysreg_action(R(3, 0, 4, 6, 0)), HV_SYSREG_UNDEF); // ICC_PMR_EL1
 }
 
 int main(void)

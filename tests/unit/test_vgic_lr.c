@@ -46,9 +46,9 @@ static void pending_follows_latch_or_level(void **state)
 static void picks_active_first_then_priority(void **state)
 {
 	struct vgic_irq irq[6] = {
-	    {.prio = 0xa0, .latch = true}, {.prio = 0x20, .latch = true},
+	    {.prio = 0xa0, .latch = true},  {.prio = 0x20, .latch = true},
 	    {.prio = 0xf0, .active = true}, {.prio = 0x20, .latch = true},
-	    {.prio = 0x80, .latch = true}, {.prio = 0xc0, .latch = true},
+	    {.prio = 0x80, .latch = true},  {.prio = 0xc0, .latch = true},
 	};
 	const u32 intid[6] = {40, 33, 27, 3, 48, 50};
 	struct vgic_pick picks[4];
@@ -102,14 +102,14 @@ static void lr_forms(void **state)
 	assert_false(lr & (HC_VGIC_LR_EOI | HC_VGIC_LR_HW)); // an edge needs no resampling
 	lr = vgic_lr_value(&spi, 48);
 	assert_int_equal(lr, 48 | 0x80ull << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_GROUP1 |
-				  HC_VGIC_LR_EOI | 1ull << HC_VGIC_LR_STATE_SHIFT);
+				 HC_VGIC_LR_EOI | 1ull << HC_VGIC_LR_STATE_SHIFT);
 	spi.active = true; // still high while in service: pending and active
 	assert_int_equal(STATE(vgic_lr_value(&spi, 48)), VGIC_LR_PENDING | VGIC_LR_ACTIVE);
 	// The timer: the HW form naming physical PPI 27, active or pending, never both.
 	lr = vgic_lr_value(&timer, 27);
 	assert_int_equal(lr, 27 | 0x40ull << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_GROUP1 |
-				  HC_VGIC_LR_HW | 27ull << HC_VGIC_LR_PINTID_SHIFT |
-				  2ull << HC_VGIC_LR_STATE_SHIFT);
+				 HC_VGIC_LR_HW | 27ull << HC_VGIC_LR_PINTID_SHIFT |
+				 2ull << HC_VGIC_LR_STATE_SHIFT);
 	timer.active = false;
 	assert_int_equal(STATE(vgic_lr_value(&timer, 27)), VGIC_LR_PENDING);
 	// PPI 27 made edge-triggered by the guest is an ordinary interrupt.

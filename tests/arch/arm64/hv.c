@@ -41,10 +41,10 @@ __asm__(".arch_extension fp\n"
 	"	str	x0, [x2]\n"	/* MMIO write: the pattern */
 	"	ldr	x4, [x2, #8]\n" /* MMIO read: the VMM answers */
 	"	mov	x0, x4\n"
-	"	hvc	#0\n"		 /* hypercall nr = what was read */
-	"	str	x0, [x2, #16]\n" /* MMIO write: the hypercall's ret[0] */
+	"	hvc	#0\n"		    /* hypercall nr = what was read */
+	"	str	x0, [x2, #16]\n"    /* MMIO write: the hypercall's ret[0] */
 	"	mrs	x9, cntp_ctl_el0\n" /* the primary's physical timer: UNDEF */
-	"	wfi\n"			 /* HALT */
+	"	wfi\n"			    /* HALT */
 	"g_phase2:\n"
 	"	ldr	x6, [x1]\n" /* the slot's old gpa: MMIO read now */
 	"	ldr	x7, [x8]\n" /* its new gpa: the pattern */
@@ -221,10 +221,9 @@ static const char *err_name(int64_t e)
 
 static const char *exit_name(uint32_t r)
 {
-	static const char *const n[] = {"?",	     "MMIO",	     "IO",	  "HYPERCALL",
-					"HALT",	     "SHUTDOWN",     "PREEMPTED", "FAIL_ENTRY",
-					"INTERNAL",  "MEMFAULT",     "IRQ_WINDOW", "MSR",
-					"SYSREG"};
+	static const char *const n[] = {
+	    "?",	  "MMIO",     "IO",	  "HYPERCALL",	"HALT", "SHUTDOWN", "PREEMPTED",
+	    "FAIL_ENTRY", "INTERNAL", "MEMFAULT", "IRQ_WINDOW", "MSR",	"SYSREG"};
 	return r < sizeof(n) / sizeof(n[0]) ? n[r] : "?";
 }
 
