@@ -175,6 +175,28 @@ void set_memory_slots(void)
 	}
 }
 
+// The vCPUs' fds and kvm_run mappings (vm.ncpus of them, ids 0..n-1); each
+// architecture then gives them their state.
+void open_vcpus(void)
+{
+	int sz = ioctl(vm.kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+
+	if (sz <= 0)
+		die("KVM_GET_VCPU_MMAP_SIZE failed");
+	vm.run_size = (size_t)sz;
+	for (int i = 0; i < vm.ncpus; i++) {
+		struct vcpu *v = &vm.vcpus[i];
+
+		v->id = i;
+		v->fd = ioctl(vm.vm_fd, KVM_CREATE_VCPU, i);
+		if (v->fd < 0)
+			die("KVM_CREATE_VCPU %d failed", i);
+		v->run = mmap(NULL, vm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+		if (v->run == MAP_FAILED)
+			die("mmap of vCPU %d's kvm_run failed", i);
+	}
+}
+
 // ---- arguments ----
 
 static uint64_t parse_mem(const char *s)

@@ -97,25 +97,12 @@ static void set_boot_state(struct vcpu *v)
 void create_vcpus(void)
 {
 	struct kvm_vcpu_init target;
-	int sz = ioctl(vm.kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 
-	if (sz <= 0)
-		die("KVM_GET_VCPU_MMAP_SIZE failed");
-	vm.run_size = (size_t)sz;
 	memset(&target, 0, sizeof(target));
 	kvm_ioctl(vm.vm_fd, KVM_ARM_PREFERRED_TARGET, &target, "KVM_ARM_PREFERRED_TARGET");
-	for (int i = 0; i < vm.ncpus; i++) {
-		struct vcpu *v = &vm.vcpus[i];
-
-		v->id = i;
-		v->fd = ioctl(vm.vm_fd, KVM_CREATE_VCPU, i);
-		if (v->fd < 0)
-			die("KVM_CREATE_VCPU %d failed", i);
-		v->run = mmap(NULL, vm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
-		if (v->run == MAP_FAILED)
-			die("mmap of vCPU %d's kvm_run failed", i);
-		init_vcpu(v, &target);
-	}
+	open_vcpus();
+	for (int i = 0; i < vm.ncpus; i++)
+		init_vcpu(&vm.vcpus[i], &target);
 	create_vgic();
 	set_boot_state(&vm.vcpus[0]);
 }

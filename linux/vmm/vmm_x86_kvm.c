@@ -222,22 +222,11 @@ static void set_boot_state(struct vcpu *v)
 
 void create_vcpus(void)
 {
-	int sz = ioctl(vm.kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
-
-	if (sz <= 0)
-		die("KVM_GET_VCPU_MMAP_SIZE failed");
-	vm.run_size = (size_t)sz;
 	get_supported_cpuid();
+	open_vcpus();
 	for (int i = 0; i < vm.ncpus; i++) {
 		struct vcpu *v = &vm.vcpus[i];
 
-		v->id = i;
-		v->fd = ioctl(vm.vm_fd, KVM_CREATE_VCPU, i);
-		if (v->fd < 0)
-			die("KVM_CREATE_VCPU %d failed", i);
-		v->run = mmap(NULL, vm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
-		if (v->run == MAP_FAILED)
-			die("mmap of vCPU %d's kvm_run failed", i);
 		set_vcpu_cpuid(v, true);
 		if (!set_boot_msrs(v))
 			set_vcpu_cpuid(v, false); // again before any KVM_RUN: allowed
