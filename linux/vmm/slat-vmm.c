@@ -175,6 +175,20 @@ void set_memory_slots(void)
 	}
 }
 
+// /dev/kvm (API version 12) and a VM of type 0 in vm.kvm_fd, vm.vm_fd.
+void open_kvm_vm(void)
+{
+	vm.kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm.kvm_fd < 0)
+		die("cannot open /dev/kvm");
+	errno = 0;
+	if (ioctl(vm.kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION)
+		die("/dev/kvm: KVM API version is not %d", KVM_API_VERSION);
+	vm.vm_fd = ioctl(vm.kvm_fd, KVM_CREATE_VM, 0);
+	if (vm.vm_fd < 0)
+		die("KVM_CREATE_VM failed");
+}
+
 // The vCPUs' fds and kvm_run mappings (vm.ncpus of them, ids 0..n-1); each
 // architecture then gives them their state.
 void open_vcpus(void)

@@ -131,6 +131,7 @@ void __attribute__((noreturn)) vcpu_fail(struct vcpu *v, const char *what);
 struct file_data read_file(const char *what, const char *path);
 void *gpa(uint64_t addr);    // guest-physical ADDR in RAM (the caller checked it)
 void set_memory_slots(void); // vm.mem to KVM
+void open_kvm_vm(void);	     // /dev/kvm and a VM (type 0)
 void open_vcpus(void);	     // the vCPUs' fds and kvm_run pages
 
 // What each architecture provides (vmm_x86*.c, vmm_arm64*.c).

@@ -31,15 +31,7 @@ static void mask_pics(void);
 
 void create_vm(void)
 {
-	vm.kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm.kvm_fd < 0)
-		die("cannot open /dev/kvm");
-	errno = 0;
-	if (ioctl(vm.kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION)
-		die("/dev/kvm: KVM API version is not %d", KVM_API_VERSION);
-	vm.vm_fd = ioctl(vm.kvm_fd, KVM_CREATE_VM, 0);
-	if (vm.vm_fd < 0)
-		die("KVM_CREATE_VM failed");
+	open_kvm_vm();
 	if (ioctl(vm.vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0)
 		die("KVM_SET_TSS_ADDR failed");
 	set_memory_slots();
