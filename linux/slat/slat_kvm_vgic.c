@@ -796,14 +796,12 @@ static const struct file_operations vgic_dev_fops = {
 static struct slat_irqchip *vgic_new(void)
 {
 	struct slat_irqchip *c = kzalloc(sizeof(*c), GFP_KERNEL);
-	unsigned int i;
 
 	if (!c)
 		return NULL;
+	/* Zeroed: every SPI routed to affinity 0.0.0.0 (vCPU 0), all disabled. */
 	c->dist_base = c->redist_base = VGIC_ADDR_UNSET;
 	c->nr_irqs = VGIC_NR_IRQS_DEF;
-	for (i = 0; i < ARRAY_SIZE(c->spi); i++)
-		c->spi[i].route = 0; /* Aff 0.0.0.0: vCPU 0 */
 	return c;
 }
 
