@@ -29,7 +29,11 @@
 // 1.6: arm64 virtual interrupts: the GICv3 virtual CPU interface's list
 //      registers through the run page (hc_run.vgic), the guest's SGIs as
 //      HC_EXIT_SYSREG exits, its virtual timer's state at each exit.
-#define HC_ABI_MINOR 6u
+// 1.7: arm64 GICv2 machines: the same list registers for the GICv2 virtual
+//      CPU interface (HC_VGIC_V2, hc_run.vgic.cpuif_ipa), whose guest
+//      accesses Slat performs on the GICV frame; hc_run.vgic.gic says which
+//      interface the CPU has.
+#define HC_ABI_MINOR 7u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -157,17 +161,29 @@ enum hc_exit {
 // while such an lr is pending or active. HC_VGIC_NPIE asks for an exit
 // (PREEMPTED) once no lr is pending (the VMM has more to deliver); an lr
 // with its EOI bit exits the same way once the guest deactivates it.
-#define HC_VGIC_ON		1u
-#define HC_VGIC_NPIE		2u
-#define HC_VGIC_LR_MAX		16u
-#define HC_VGIC_VTIMER_INTID	27u
-#define HC_VGIC_LR_STATE_SHIFT	62 // 0 invalid, 1 pending, 2 active, 3 both
-#define HC_VGIC_LR_HW		(1ull << 61)
-#define HC_VGIC_LR_GROUP1	(1ull << 60)
-#define HC_VGIC_LR_PRIO_SHIFT	48	     // 8 bits
-#define HC_VGIC_LR_EOI		(1ull << 41) // without HW: maintenance at deactivation
-#define HC_VGIC_LR_PINTID_SHIFT 32	     // with HW: 13 bits
-#define HC_VGIC_LR_VINTID_MASK	0xffffffffull
+//
+// 1.7, GICv2 machines (hc_run.vgic.gic == 2): the flags must add HC_VGIC_V2
+// (and must not on GICv3) and cpuif_ipa names where the guest finds its
+// memory-mapped CPU interface (8 KiB, 4 KiB aligned, no slot there). Slat
+// performs the guest's 32-bit accesses to it on the CPU's GICV frame at EL2
+// and does not exit (others read as zero and ignore writes). An lr is still
+// in the ICH_LR format, converted to GICH_LR<n>: group 0 is allowed (a GICv2
+// guest takes group 0 as IRQs), priorities keep their top 5 bits, and an
+// SGI's lr carries its source vCPU in vINTID bits 12:10 (GICH_LR.CPUID).
+#define HC_VGIC_ON		 1u
+#define HC_VGIC_NPIE		 2u
+#define HC_VGIC_V2		 4u
+#define HC_VGIC_V2_SGI_SRC_SHIFT 10 // vINTID bits 12:10, SGIs only (v2)
+#define HC_VGIC_V2_CPUIF_SIZE	 0x2000u
+#define HC_VGIC_LR_MAX		 16u
+#define HC_VGIC_VTIMER_INTID	 27u
+#define HC_VGIC_LR_STATE_SHIFT	 62 // 0 invalid, 1 pending, 2 active, 3 both
+#define HC_VGIC_LR_HW		 (1ull << 61)
+#define HC_VGIC_LR_GROUP1	 (1ull << 60)
+#define HC_VGIC_LR_PRIO_SHIFT	 48	      // 8 bits
+#define HC_VGIC_LR_EOI		 (1ull << 41) // without HW: maintenance at deactivation
+#define HC_VGIC_LR_PINTID_SHIFT	 32	      // with HW: 13 bits
+#define HC_VGIC_LR_VINTID_MASK	 0xffffffffull
 
 // 1.6, arm64: HC_EXIT_SYSREG's id, the system register in the ESR_EL2 ISS
 // layout of a trapped MSR (Op0, Op2, Op1, CRn, CRm; Rt and direction zero).
@@ -239,13 +255,15 @@ struct hc_run {
 	uint8_t pad_irq;
 	// 1.6, arm64 (HC_VGIC_* above); read at each VCPU_RUN.
 	struct {
-		uint32_t flags; // in: HC_VGIC_ON, HC_VGIC_NPIE
+		uint32_t flags; // in: HC_VGIC_ON, HC_VGIC_NPIE, HC_VGIC_V2
 		uint8_t nr_lr;	// in: lr[] entries used, at most lr_max
 		uint8_t lr_max; // out: the CPU's list registers (at most 16)
-		uint16_t pad;
+		uint8_t gic;	// out (1.7): 3 GICv3, 2 GICv2, 0 no interface
+		uint8_t pad;
 		uint64_t lr[HC_VGIC_LR_MAX]; // in: loaded at entry; out: their state at exit
 		uint64_t vtimer_ctl;	     // out: CNTV_CTL_EL0 at the exit (ISTATUS: expired)
 		uint64_t vtimer_cval;	     // out: CNTV_CVAL_EL0 at the exit
+		uint64_t cpuif_ipa;	     // in (1.7, HC_VGIC_V2): the guest's GICC base
 	} vgic;
 };
 

@@ -58,6 +58,7 @@ void arm64_hv_boot_ranges(const uint64_t (*ram)[2], unsigned nram)
 	}
 	hv_vtcr = arm64_s2_vtcr(&g, hv_ps());
 	arm64_hv_tick_init(plan->fw.acpi_rsdp);
+	arm64_vgic_v2_init();
 	slat[0][0] = plan->region.base;
 	slat[0][1] = plan->region.size;
 	struct hv_boot b = {
@@ -70,6 +71,11 @@ void arm64_hv_boot_ranges(const uint64_t (*ram)[2], unsigned nram)
 	};
 	if (hv_init(&b))
 		log_warn("arm64: secondary VMs unavailable (hv_init failed)\n");
+}
+
+unsigned arm64_hv_ipa_bits(void)
+{
+	return hv_ipa_bits;
 }
 
 void arch_hv_s2_config(struct s2_vm_config *cfg)

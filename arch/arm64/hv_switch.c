@@ -138,21 +138,46 @@ static enum hv_next exit_internal(struct hc_run *run, uint64_t hw, uint64_t i0, 
 	return HV_TO_VMM;
 }
 
-// An access no slot backs: an MMIO exit when the syndrome describes it
-// (ISV: a single load or store of a general-purpose register).
-static enum hv_next exit_mmio(struct arm64_hv_vcpu *s, struct hc_run *run, uint64_t esr,
-			      uint64_t ipa, bool insn)
+// The access in a data abort's syndrome (ISV: a single load or store of a
+// general-purpose register) into the vCPU's mmio_* fields.
+static void mmio_decode(struct arm64_hv_vcpu *s, uint64_t esr)
 {
-	if (insn || (esr & ISS_DABT_S1PTW) || !(esr & ISS_DABT_ISV))
-		return exit_internal(run, esr, ipa, read_sysreg("far_el2"));
-	unsigned reg = (unsigned)(esr >> 16) & 0x1f;
-	bool write = esr & ISS_DABT_WNR;
-
 	s->mmio_len = (uint8_t)(1u << ((esr >> 22) & 3));
-	s->mmio_reg = (uint8_t)reg;
+	s->mmio_reg = (uint8_t)((esr >> 16) & 0x1f);
 	s->mmio_sse = (esr & ISS_DABT_SSE) != 0;
 	s->mmio_sf = (esr & ISS_DABT_SF) != 0;
 	s->insn_len = (esr & ESR_IL) ? 4 : 2;
+}
+
+// GICv2: the guest's access to its CPU interface, done by Slat on GICV
+// (hv_vgic_v2.c) without leaving EL2.
+static enum hv_next cpuif_access(struct arm64_hv_vcpu *s, uint64_t esr, uint64_t off)
+{
+	bool write = esr & ISS_DABT_WNR;
+
+	mmio_decode(s, esr);
+	uint64_t in = s->mmio_reg == 31 ? 0 : s->frame.x[s->mmio_reg];
+	uint64_t out = arm64_vgic_v2_cpuif(off, s->mmio_len, write, in);
+
+	if (!write && s->mmio_reg != 31)
+		s->frame.x[s->mmio_reg] = mmio_extend(s, out);
+	s->frame.elr += s->insn_len;
+	return HV_REENTER;
+}
+
+// An access no slot backs: an MMIO exit when the syndrome describes it, or
+// the GICv2 CPU interface's.
+static enum hv_next exit_mmio(struct arm64_hv_vcpu *s, struct hc_run *run, uint64_t esr,
+			      uint64_t ipa, bool insn, const struct arm64_vgic_run *g)
+{
+	if (insn || (esr & ISS_DABT_S1PTW) || !(esr & ISS_DABT_ISV))
+		return exit_internal(run, esr, ipa, read_sysreg("far_el2"));
+	if (g->v2 && ipa - g->cpuif_ipa < HC_VGIC_V2_CPUIF_SIZE)
+		return cpuif_access(s, esr, ipa - g->cpuif_ipa);
+	bool write = esr & ISS_DABT_WNR;
+	unsigned reg = (unsigned)(esr >> 16) & 0x1f;
+
+	mmio_decode(s, esr);
 	s->pending = write ? HV_PENDING_MMIO_WRITE : HV_PENDING_MMIO_READ;
 	run->reason = HC_EXIT_MMIO;
 	run->u.mmio.gpa = ipa;
@@ -167,7 +192,7 @@ static enum hv_next exit_mmio(struct arm64_hv_vcpu *s, struct hc_run *run, uint6
 }
 
 static enum hv_next exit_abort(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run,
-			       uint64_t esr, bool insn)
+			       uint64_t esr, bool insn, const struct arm64_vgic_run *g)
 {
 	unsigned fsc = (unsigned)(esr & ISS_FSC_MASK);
 	uint64_t far = read_sysreg("far_el2");
@@ -184,7 +209,7 @@ static enum hv_next exit_abort(struct vcpu *v, struct arm64_hv_vcpu *s, struct h
 	case S2_FAULT_RETRY:
 		return HV_REENTER;
 	case S2_FAULT_MMIO:
-		return exit_mmio(s, run, esr, ipa, insn);
+		return exit_mmio(s, run, esr, ipa, insn, g);
 	case S2_FAULT_ABSENT: // the VMM fills the page; the access runs again
 		return hv_vcpu_memfault(v, ipa, insn ? false : !!(esr & ISS_DABT_WNR), run)
 			   ? HV_TO_VMM
@@ -256,13 +281,13 @@ static enum hv_next exit_sysreg(struct arm64_hv_vcpu *s, struct hc_run *run, uin
 }
 
 static enum hv_next exit_sync(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run,
-			      uint64_t esr, bool vgic)
+			      uint64_t esr, const struct arm64_vgic_run *g)
 {
 	switch (esr_ec(esr)) {
 	case EC_DABT_LOW:
-		return exit_abort(v, s, run, esr, false);
+		return exit_abort(v, s, run, esr, false, g);
 	case EC_IABT_LOW:
-		return exit_abort(v, s, run, esr, true);
+		return exit_abort(v, s, run, esr, true, g);
 	case EC_HVC64: // ELR is already past the HVC
 		run->reason = HC_EXIT_HYPERCALL;
 		run->u.hcall.nr = s->frame.x[0];
@@ -273,7 +298,7 @@ static enum hv_next exit_sync(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc
 	case EC_SMC64:
 		return exit_smc(s, run);
 	case EC_SYSREG:
-		return exit_sysreg(s, run, esr, vgic);
+		return exit_sysreg(s, run, esr, g->flags & HC_VGIC_ON);
 	case EC_WFX:
 		s->frame.elr += (esr & ESR_IL) ? 4 : 2;
 		if (esr & 1) // WFE (not trapped today): just go on
@@ -288,7 +313,7 @@ static enum hv_next exit_sync(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc
 }
 
 static enum hv_next exit_handle(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run,
-				uint64_t kind, bool vgic)
+				uint64_t kind, const struct arm64_vgic_run *g)
 {
 	uint64_t esr = read_sysreg("esr_el2");
 
@@ -298,7 +323,7 @@ static enum hv_next exit_handle(struct vcpu *v, struct arm64_hv_vcpu *s, struct 
 	switch (kind) {
 	case ARM64_TRAP_LOWER_A64_SYNC:
 	case ARM64_TRAP_LOWER_A32_SYNC:
-		return exit_sync(v, s, run, esr, vgic);
+		return exit_sync(v, s, run, esr, g);
 	case ARM64_TRAP_LOWER_A64_SYNC + 1: // IRQ
 	case ARM64_TRAP_LOWER_A64_SYNC + 2: // FIQ
 	case ARM64_TRAP_LOWER_A32_SYNC + 1:
@@ -313,7 +338,8 @@ static enum hv_next exit_handle(struct vcpu *v, struct arm64_hv_vcpu *s, struct 
 
 // ---- the run ------------------------------------------------------------------------------
 
-static int run_loop(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run, bool vgic)
+static int run_loop(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run,
+		    const struct arm64_vgic_run *g)
 {
 	struct arm64_pcpu *pc = arm64_this_pcpu();
 
@@ -332,7 +358,7 @@ static int run_loop(struct vcpu *v, struct arm64_hv_vcpu *s, struct hc_run *run,
 		}
 		uint64_t kind = arm64_hv_enter(pc, &s->frame);
 		hv_vcpu_exited(v);
-		switch (exit_handle(v, s, run, kind, vgic)) {
+		switch (exit_handle(v, s, run, kind, g)) {
 		case HV_REENTER:
 			continue;
 		case HV_NOMEM:
@@ -353,6 +379,7 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 
 	(void)caller;
 	run->vgic.lr_max = (uint8_t)arm64_vgic_lr_count();
+	run->vgic.gic = (uint8_t)arm64_vgic_kind();
 	r = arm64_vgic_take(run, &g); // before anything changes
 	if (r)
 		return r;
@@ -371,7 +398,7 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 		arm64_vgic_load(s, &g);
 
 	arm64_hv_tick_arm(&prim_el1);
-	r = run_loop(v, s, run, vgic);
+	r = run_loop(v, s, run, &g);
 
 	arm64_hv_tick_disarm();
 	if (vgic)

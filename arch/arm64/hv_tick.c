@@ -35,6 +35,7 @@
 #define PPI_MAINT_DEFAULT 25 // QEMU virt's and the usual GIC maintenance PPI
 
 static uint64_t tick_gicd, tick_gicr, tick_gicr_len;
+static uint64_t tick_gich, tick_gicv; // GICv2 virtualization frames (0: none)
 static unsigned tick_maint_intid = PPI_MAINT_DEFAULT;
 static uint64_t tick_ppi_base[ARM64_MAX_CPUS]; // per CPU: the frame holding PPI registers
 
@@ -58,8 +59,9 @@ static uint32_t first_gicc(const uint8_t *t, uint32_t length)
 }
 
 // MADT (ACPI 6.5, 5.2.12): GICD entry (type 0xC) base at 8; GICR entry
-// (type 0xE) base at 4, length at 12; GICC entry (type 0xB) the VGIC
-// maintenance interrupt at 56 (the first CPU's; every CPU has the same PPI).
+// (type 0xE) base at 4, length at 12; GICC entry (type 0xB) GICV at 40, GICH
+// at 48 and the VGIC maintenance interrupt at 56 (the first CPU's: every CPU
+// has the same PPI, and on GICv2 sees its own interface at the same frames).
 void arm64_hv_tick_init(const void *rsdp)
 {
 	const struct acpi_sdt_header *madt = rsdp ? acpi_find_table(rsdp, "APIC") : NULL;
@@ -80,6 +82,8 @@ void arm64_hv_tick_init(const void *rsdp)
 			uint32_t m = le32(t + off + 56);
 			if (m >= 16 && m < 32)
 				tick_maint_intid = m;
+			tick_gicv = le64(t + off + 40);
+			tick_gich = le64(t + off + 48);
 		}
 		if (type == 0xe && len >= 16 && !tick_gicr) {
 			tick_gicr = le64(t + off + 4);
@@ -125,6 +129,13 @@ static uint64_t ppi_base(void)
 uint64_t arm64_hv_gicv3_ppi_frame(void)
 {
 	return arm64_cpu.gic_sysregs ? ppi_base() : 0;
+}
+
+bool arm64_hv_gicv2_frames(uint64_t *gich, uint64_t *gicv)
+{
+	*gich = tick_gich;
+	*gicv = tick_gicv;
+	return !arm64_cpu.gic_sysregs && tick_gicd && tick_gich && tick_gicv;
 }
 
 unsigned arm64_hv_maint_intid(void)

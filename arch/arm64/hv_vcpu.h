@@ -51,16 +51,19 @@ struct arm64_hv_vcpu {
 // One RUN's list registers (hv_vgic.c), from the run page.
 struct arm64_vgic_run {
 	uint64_t lr[HC_VGIC_LR_MAX];
-	uint32_t flags;	  // HC_VGIC_*
-	unsigned nr;	  // lr[] used
-	unsigned lr_max;  // the CPU's list registers (with HC_VGIC_ON)
-	bool vtimer_hw;	  // an lr holds the virtual timer's physical PPI
-	bool vtimer_held; // the physical timer PPI is held active for the run
+	uint32_t flags;	    // HC_VGIC_*
+	unsigned nr;	    // lr[] used
+	unsigned lr_max;    // the CPU's list registers (with HC_VGIC_ON)
+	bool vtimer_hw;	    // an lr holds the virtual timer's physical PPI
+	bool vtimer_held;   // the physical timer PPI is held active for the run
+	bool v2;	    // HC_VGIC_V2: the GICv2 interface (hv_vgic_v2.c)
+	uint64_t cpuif_ipa; // v2: the guest's CPU interface
 };
 _Static_assert(sizeof(struct arm64_hv_vcpu) <= 4096, "one deposited page");
 
-// hv.c: VTCR_EL2 of every secondary VM.
+// hv.c: VTCR_EL2 of every secondary VM, and their IPA size.
 uint64_t arm64_hv_vtcr(void);
+unsigned arm64_hv_ipa_bits(void);
 
 // hv_tick.c: the primary's virtual-timer deadline on CNTHP during a run.
 void arm64_hv_tick_init(const void *acpi_rsdp);
@@ -74,13 +77,26 @@ void arm64_hv_ppi_enable(unsigned intid);
 void arm64_hv_ppi_disable(unsigned intid);
 void arm64_hv_ppi_set_active(unsigned intid, bool active);
 unsigned arm64_hv_maint_intid(void);
+// hv_tick.c: the GICv2 GICH and GICV frames from the MADT (false: none, or
+// not a GICv2 machine).
+bool arm64_hv_gicv2_frames(uint64_t *gich, uint64_t *gicv);
 
 // hv_vgic.c
+unsigned arm64_vgic_kind(void);
 unsigned arm64_vgic_lr_count(void);
 int arm64_vgic_take(const struct hc_run *run, struct arm64_vgic_run *g);
 uint64_t arm64_vgic_hcr(const struct arm64_vgic_run *g);
 void arm64_vgic_load(const struct arm64_hv_vcpu *s, struct arm64_vgic_run *g);
 void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g, struct hc_run *run);
+
+// hv_vgic_v2.c
+void arm64_vgic_v2_init(void);
+unsigned arm64_vgic_v2_lr_count(void);
+bool arm64_vgic_v2_lr_ok(uint64_t lr);
+void arm64_vgic_v2_load(const struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g);
+void arm64_vgic_v2_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g,
+			struct hc_run *run);
+uint64_t arm64_vgic_v2_cpuif(uint64_t off, unsigned len, bool write, uint64_t val);
 
 // hv_el1.c
 void arm64_el1_save(struct arm64_el1_regs *r);

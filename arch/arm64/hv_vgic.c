@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// A secondary's GICv3 virtual CPU interface (ABI 1.6, hc_run.vgic;
-// docs/secondary-vms-arm64.md). The distributor and redistributors a guest
+// A secondary's virtual CPU interface (ABI 1.6, hc_run.vgic;
+// docs/secondary-vms-arm64.md): GICv3's here, GICv2's registers in
+// hv_vgic_v2.c. The distributor and redistributors a guest
 // sees are the VMM's (slat.ko emulates them as KVM does); Slat owns only what
 // needs EL2: the list registers, loaded from the run page at each entry and
 // written back at each exit, the guest's ICH_VMCR_EL2 and active priorities
@@ -110,10 +111,11 @@ static void apr_load(const uint32_t *ap0, const uint32_t *ap1, unsigned n)
 
 // ---- what this CPU has ---------------------------------------------------------------
 
-// The list registers this CPU implements (at most HC_VGIC_LR_MAX), or 0 when
-// secondaries cannot have the interface here: no GICv3 system registers in
-// use, or no redistributor found for this CPU (its PPIs are needed).
-unsigned arm64_vgic_lr_count(void)
+// The GICv3 list registers this CPU implements (at most HC_VGIC_LR_MAX), or
+// 0 when secondaries cannot have the interface here: no GICv3 system
+// registers in use, or no redistributor found for this CPU (its PPIs are
+// needed).
+static unsigned v3_lr_count(void)
 {
 	if (!arm64_cpu.gic_sysregs || !(read_sysreg(SYSREG_ICC_SRE_EL2) & ICC_SRE_SRE) ||
 	    !arm64_hv_gicv3_ppi_frame())
@@ -121,6 +123,19 @@ unsigned arm64_vgic_lr_count(void)
 	unsigned n = ICH_VTR_LISTREGS(read_sysreg(SYSREG_ICH_VTR_EL2));
 
 	return n > HC_VGIC_LR_MAX ? HC_VGIC_LR_MAX : n;
+}
+
+// The virtual CPU interface secondaries get on this CPU: 3, 2 or 0 (none).
+unsigned arm64_vgic_kind(void)
+{
+	if (arm64_cpu.gic_sysregs)
+		return v3_lr_count() ? 3 : 0;
+	return arm64_vgic_v2_lr_count() ? 2 : 0;
+}
+
+unsigned arm64_vgic_lr_count(void)
+{
+	return arm64_cpu.gic_sysregs ? v3_lr_count() : arm64_vgic_v2_lr_count();
 }
 
 // Active-priority registers per group: 32 priorities each, 2^(PRIbits) in all.
@@ -144,6 +159,13 @@ static bool lr_ok(uint64_t lr)
 	return !(lr & LR_EOI_RES0);
 }
 
+// GICv2: where the guest's CPU interface is (a whole 8 KiB in the IPA space).
+static bool cpuif_ok(uint64_t ipa)
+{
+	return !(ipa & 0xfff) && ipa + HC_VGIC_V2_CPUIF_SIZE > ipa &&
+	       ipa + HC_VGIC_V2_CPUIF_SIZE <= 1ull << arm64_hv_ipa_bits();
+}
+
 // One read of the VMM's part of the run page: checked = used.
 int arm64_vgic_take(const struct hc_run *run, struct arm64_vgic_run *g)
 {
@@ -151,17 +173,25 @@ int arm64_vgic_take(const struct hc_run *run, struct arm64_vgic_run *g)
 	uint8_t nr = __atomic_load_n(&run->vgic.nr_lr, __ATOMIC_RELAXED);
 
 	*g = (struct arm64_vgic_run){.flags = flags};
-	if (flags & ~(HC_VGIC_ON | HC_VGIC_NPIE))
+	if (flags & ~(HC_VGIC_ON | HC_VGIC_NPIE | HC_VGIC_V2))
 		return HC_E_INVAL;
 	if (!(flags & HC_VGIC_ON))
 		return nr || flags ? HC_E_INVAL : HC_OK;
-	g->lr_max = arm64_vgic_lr_count();
-	if (!g->lr_max || nr > g->lr_max)
+	g->v2 = flags & HC_VGIC_V2;
+	if (arm64_vgic_kind() != (g->v2 ? 2u : 3u)) // the form must be this CPU's
 		return HC_E_INVAL;
+	g->lr_max = arm64_vgic_lr_count();
+	if (nr > g->lr_max)
+		return HC_E_INVAL;
+	if (g->v2) {
+		g->cpuif_ipa = __atomic_load_n(&run->vgic.cpuif_ipa, __ATOMIC_RELAXED);
+		if (!cpuif_ok(g->cpuif_ipa))
+			return HC_E_INVAL;
+	}
 	g->nr = nr;
 	for (unsigned i = 0; i < nr; i++) {
 		g->lr[i] = __atomic_load_n(&run->vgic.lr[i], __ATOMIC_RELAXED);
-		if (!lr_ok(g->lr[i]))
+		if (!(g->v2 ? arm64_vgic_v2_lr_ok(g->lr[i]) : lr_ok(g->lr[i])))
 			return HC_E_INVAL;
 		if ((g->lr[i] & HC_VGIC_LR_HW) && LR_STATE(g->lr[i]))
 			g->vtimer_hw = true;
@@ -180,24 +210,30 @@ uint64_t arm64_vgic_hcr(const struct arm64_vgic_run *g)
 
 #define CNTV_CTL_FIRING 5u // ENABLE and ISTATUS, IMASK clear
 
-// After the secondary's ICH_HCR_EL2 and EL1 timer registers are loaded.
-void arm64_vgic_load(const struct arm64_hv_vcpu *s, struct arm64_vgic_run *g)
+static void v3_load(const struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g)
 {
 	for (unsigned i = 0; i < g->lr_max; i++)
 		lr_write(i, i < g->nr ? g->lr[i] : 0);
 	write_sysreg(SYSREG_ICH_VMCR_EL2, s->vgic_vmcr);
 	apr_load(s->vgic_ap0r, s->vgic_ap1r, apr_count());
 	isb();
+}
+
+// After the secondary's EL1 timer registers (and on GICv3 its ICH_HCR_EL2)
+// are loaded.
+void arm64_vgic_load(const struct arm64_hv_vcpu *s, struct arm64_vgic_run *g)
+{
+	if (g->v2)
+		arm64_vgic_v2_load(s, g);
+	else
+		v3_load(s, g);
 	g->vtimer_held = g->vtimer_hw || (read_sysreg("cntv_ctl_el0") & 7) == CNTV_CTL_FIRING;
 	if (g->vtimer_held)
 		arm64_hv_ppi_set_active(PPI_VIRT_TIMER, true);
 	arm64_hv_ppi_enable(arm64_hv_maint_intid());
 }
 
-// Before the primary's controls come back: the state the guest left, into
-// the run page and the vCPU; the list registers emptied (the maintenance
-// condition with them) and the physical PPIs given back.
-void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g, struct hc_run *run)
+static void v3_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g, struct hc_run *run)
 {
 	for (unsigned i = 0; i < g->lr_max; i++) {
 		uint64_t lr = lr_read(i);
@@ -210,6 +246,17 @@ void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g, st
 	apr_save(s->vgic_ap0r, s->vgic_ap1r, apr_count());
 	write_sysreg(SYSREG_ICH_HCR_EL2, 0);
 	isb();
+}
+
+// Before the primary's controls come back: the state the guest left, into
+// the run page and the vCPU; the list registers emptied (the maintenance
+// condition with them) and the physical PPIs given back.
+void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g, struct hc_run *run)
+{
+	if (g->v2)
+		arm64_vgic_v2_save(s, g, run);
+	else
+		v3_save(s, g, run);
 	arm64_hv_ppi_disable(arm64_hv_maint_intid());
 	if (g->vtimer_held)
 		arm64_hv_ppi_set_active(PPI_VIRT_TIMER, false);

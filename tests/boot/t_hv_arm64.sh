@@ -18,10 +18,10 @@ printf '%s\n' 'loader  = \arch\hv.efi' 'initrd  =' 'cmdline =' >"$BOOT_DIR/slat.
 boot_esp aarch64 "$BOOT_DIR/slat.cfg=slat.cfg" "$BOOT_TOP/build/aarch64/arch/hv.efi=arch/hv.efi"
 EMU_SMP=2 EMU_ARM64_MACHINE="virt,virtualization=on,gic-version=$HV_GIC" BOOT_TIMEOUT=${BOOT_TIMEOUT:-150} \
 	boot_qemu_arm64 "$HV_CPU"
-# The virtual GIC (ABI 1.6): its list registers on GICv3; none on GICv2.
+# The virtual GIC: its list registers on GICv3 (ABI 1.6) and GICv2 (1.7).
 if [ "$HV_GIC" = 3 ]; then
 	vgic=(
-		'^ARCHTEST vgic-lr-max: 4$'
+		'^ARCHTEST vgic-lr-max: 4, GICv3$'
 		'^ARCHTEST set-regs: OK$'
 		'^ARCHTEST vgic-bad-group0: E_INVAL, pc kept$'
 		'^ARCHTEST vgic-bad-intid: E_INVAL, pc kept$'
@@ -30,6 +30,7 @@ if [ "$HV_GIC" = 3 ]; then
 		'^ARCHTEST vgic-bad-count: E_INVAL, pc kept$'
 		'^ARCHTEST vgic-bad-flags: E_INVAL, pc kept$'
 		'^ARCHTEST vgic-lrs-while-off: E_INVAL, pc kept$'
+		'^ARCHTEST vgic-v2-on-v3: E_INVAL, pc kept$'
 		'^ARCHTEST vgic-sre: MMIO gpa 0x10000000 len 8 write data 0x7$'
 		'^ARCHTEST vgic-lr-before-ack: state 1$'
 		'^ARCHTEST vgic-iar: MMIO gpa 0x10000008 len 8 write data 0x28$'
@@ -42,17 +43,38 @@ if [ "$HV_GIC" = 3 ]; then
 		'^ARCHTEST vgic-halt: HALT$'
 		'^ARCHTEST vgic-vtimer-ctl: 0x3$'
 	)
-	verdicts=98 refused=27
+	verdicts=99 refused=28
 else
-	vgic=('^ARCHTEST vgic-lr-max: 0$' '^ARCHTEST set-regs: OK$' '^ARCHTEST vgic-on-without-lrs: E_INVAL, pc kept$')
-	verdicts=81 refused=21
+	# GICv2 (ABI 1.7): the same list registers through GICH, the guest's
+	# CPU interface served on GICV at EL2 (no exits for it).
+	vgic=(
+		'^ARCHTEST vgic-lr-max: 4, GICv2$'
+		'^ARCHTEST set-regs: OK$'
+		'^ARCHTEST vgic2-v3-form: E_INVAL, pc kept$'
+		'^ARCHTEST vgic2-cpuif-unaligned: E_INVAL, pc kept$'
+		'^ARCHTEST vgic2-cpuif-beyond-ipa: E_INVAL, pc kept$'
+		'^ARCHTEST vgic2-spi-with-source: E_INVAL, pc kept$'
+		'^ARCHTEST vgic2-intid-13-bits: E_INVAL, pc kept$'
+		'^ARCHTEST vgic2-bad-hw-pintid: E_INVAL, pc kept$'
+		'^ARCHTEST vgic2-bad-count: E_INVAL, pc kept$'
+		'^ARCHTEST vgic2-ctlr: MMIO gpa 0x10000000 len 8 write data 0x1$'
+		'^ARCHTEST vgic2-lrs-before: states 1 1$'
+		'^ARCHTEST vgic2-iar-spi: MMIO gpa 0x10000008 len 8 write data 0x28$'
+		'^ARCHTEST vgic2-lrs-after-spi: states 2 1$'
+		'^ARCHTEST vgic2-iar-sgi: MMIO gpa 0x10000008 len 8 write data 0x805$'
+		'^ARCHTEST vgic2-iar-empty: MMIO gpa 0x10000010 len 8 write data 0x3ff$'
+		'^ARCHTEST vgic2-lrs-after-eoi: states 0 0, lr1 0xa0000000000805$'
+		'^ARCHTEST vgic2-byte-read: MMIO gpa 0x10000010 len 8 write data 0x0$'
+		'^ARCHTEST vgic2-halt: HALT$'
+	)
+	verdicts=96 refused=27
 fi
 # The guest's code layout (offsets of its labels) is fixed by tests/arch/arm64/hv.c.
 expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST-BEGIN' \
 	'^ARCHTEST uid-hvc: 74616c53 3158564d 2d6d7261 76736263$' \
 	'^ARCHTEST uid-smc: 74616c53 3158564d 2d6d7261 76736263$' \
-	'^ARCHTEST version: OK 0x10006$' \
+	'^ARCHTEST version: OK 0x10007$' \
 	'^ARCHTEST hvc-keeps-x7-x17: yes$' \
 	'^ARCHTEST unknown-vendor-fn: E_UNKNOWN$' \
 	'^ARCHTEST vm-create-before-deposit: E_NOMEM$' \

@@ -24,6 +24,7 @@
 #define G_DATA	 0x100000ull   /* slot 1: two pages the guest fills */
 #define G_DATA2	 0x200000ull   /* slot 1 after MOVE */
 #define G_MMIO	 0x10000000ull /* no slot: the guest's "device" */
+#define G_CPUIF	 0x20000000ull /* no slot: its GICv2 CPU interface (ABI 1.7) */
 #define DATA_PGS 2
 #define PATTERN	 0x5a17c0de00ff1234ull
 #define RUN_MAX	 100000u /* RUN calls per expected exit (PREEMPTED retries) */
@@ -100,6 +101,30 @@ __asm__(".arch_extension fp\n"
 	"	str	x9, [x2, #40]\n"
 	"	wfi\n"
 	"	b	g_halt\n"
+	/* The same on GICv2 (ABI 1.7): the CPU interface at G_CPUIF, which Slat
+	 * serves on GICV without exits: priority mask, group 0 on, then two
+	 * acknowledge/end pairs (an SPI, then an SGI with its source) and an
+	 * empty acknowledge. */
+	"g_vgic2:\n"
+	"	movz	x13, #0x2000, lsl #16\n" /* G_CPUIF */
+	"	mov	w9, #0xff\n"
+	"	str	w9, [x13, #4]\n" /* GICC_PMR */
+	"	mov	w9, #1\n"
+	"	str	w9, [x13]\n" /* GICC_CTLR: EnableGrp0 */
+	"	ldr	w9, [x13]\n"
+	"	str	x9, [x2]\n"
+	"	ldr	w9, [x13, #0xc]\n" /* GICC_IAR */
+	"	str	x9, [x2, #8]\n"
+	"	str	w9, [x13, #0x10]\n" /* GICC_EOIR */
+	"	ldr	w9, [x13, #0xc]\n"
+	"	str	x9, [x2, #8]\n"
+	"	str	w9, [x13, #0x10]\n"
+	"	ldr	w9, [x13, #0xc]\n" /* nothing left: 1023 */
+	"	str	x9, [x2, #16]\n"
+	"	ldrb	w9, [x13, #4]\n" /* not a word: reads as zero */
+	"	str	x9, [x2, #16]\n"
+	"	wfi\n"
+	"	b	g_halt\n"
 	"g_main_end:\n"
 	/* Current-EL SPx sync vector (VBAR_EL1 = 0, offset 0x200): report ESR_EL1
 	 * with an MMIO write and step over the faulting instruction. */
@@ -112,8 +137,8 @@ __asm__(".arch_extension fp\n"
 	"	eret\n"
 	"g_vec_end:\n"
 	".text\n");
-extern const char g_main[], g_phase2[], g_phase3[], g_race[], g_spin[], g_vgic[], g_main_end[],
-    g_vec[], g_vec_end[];
+extern const char g_main[], g_phase2[], g_phase3[], g_race[], g_spin[], g_vgic[], g_vgic2[],
+    g_main_end[], g_vec[], g_vec_end[];
 #define SPIN_LOOPS 30000000ull
 
 /* ---- CPU 1: deletes a slot while CPU 0 runs the guest (MMU off, no stack) ---- */
@@ -706,8 +731,62 @@ static void vgic_hostile(uint64_t vm, unsigned lr_max)
 	vgic_refused(vm, "vgic-bad-hw-pintid", HC_VGIC_ON, 1,
 		     LR_SPI40 | HC_VGIC_LR_HW | 30ull << HC_VGIC_LR_PINTID_SHIFT);
 	vgic_refused(vm, "vgic-bad-count", HC_VGIC_ON, (uint8_t)(lr_max + 1), LR_SPI40);
-	vgic_refused(vm, "vgic-bad-flags", HC_VGIC_ON | 4, 0, 0);
+	vgic_refused(vm, "vgic-bad-flags", HC_VGIC_ON | 8, 0, 0);
 	vgic_refused(vm, "vgic-lrs-while-off", 0, 1, LR_SPI40);
+	vgic_refused(vm, "vgic-v2-on-v3", HC_VGIC_ON | HC_VGIC_V2, 0, 0);
+}
+
+/* ---- GICv2 (ABI 1.7) ---- */
+#define LR2_SPI40 (40ull | 0x80ull << HC_VGIC_LR_PRIO_SHIFT | LR_PENDING) /* group 0 */
+#define LR2_SGI5_FROM2                                                                             \
+	(5ull | 2ull << HC_VGIC_V2_SGI_SRC_SHIFT | 0xa0ull << HC_VGIC_LR_PRIO_SHIFT | LR_PENDING)
+
+static void vgic2_refused(uint64_t vm, const char *check, uint64_t cpuif, uint64_t lr)
+{
+	run_page()->vgic.cpuif_ipa = cpuif;
+	vgic_refused(vm, check, HC_VGIC_ON | HC_VGIC_V2, 1, lr);
+}
+
+static void vgic2_hostile(uint64_t vm, unsigned lr_max)
+{
+	vgic_refused(vm, "vgic2-v3-form", HC_VGIC_ON, 1, LR_SPI40);
+	vgic2_refused(vm, "vgic2-cpuif-unaligned", G_CPUIF + 0x800, LR2_SPI40);
+	vgic2_refused(vm, "vgic2-cpuif-beyond-ipa", (1ull << 52) - PAGE, LR2_SPI40);
+	vgic2_refused(vm, "vgic2-spi-with-source", G_CPUIF, LR2_SPI40 | 1ull << 10);
+	vgic2_refused(vm, "vgic2-intid-13-bits", G_CPUIF, LR2_SPI40 | 1ull << 13);
+	vgic2_refused(vm, "vgic2-bad-hw-pintid", G_CPUIF,
+		      LR2_SPI40 | HC_VGIC_LR_HW | 30ull << HC_VGIC_LR_PINTID_SHIFT);
+	run_page()->vgic.cpuif_ipa = G_CPUIF;
+	vgic_refused(vm, "vgic2-bad-count", HC_VGIC_ON | HC_VGIC_V2, (uint8_t)(lr_max + 1),
+		     LR2_SPI40);
+}
+
+static void vgic2_test(uint64_t vm, unsigned lr_max)
+{
+	struct hc_run *rp = run_page();
+
+	set_entry(vm, 0, g_vgic2);
+	vgic2_hostile(vm, lr_max);
+	rp->vgic.flags = HC_VGIC_ON | HC_VGIC_V2;
+	rp->vgic.cpuif_ipa = G_CPUIF;
+	rp->vgic.nr_lr = 2;
+	rp->vgic.lr[0] = LR2_SPI40;
+	rp->vgic.lr[1] = LR2_SGI5_FROM2;
+	verdict_exit("vgic2-ctlr", run_vcpu(vm, 0));
+	ta_verdict("vgic2-lrs-before", "states %u %u", lr_state(),
+		   (unsigned)(rp->vgic.lr[1] >> HC_VGIC_LR_STATE_SHIFT));
+	verdict_exit("vgic2-iar-spi", run_vcpu(vm, 0)); /* the higher priority first */
+	ta_verdict("vgic2-lrs-after-spi", "states %u %u", lr_state(),
+		   (unsigned)(rp->vgic.lr[1] >> HC_VGIC_LR_STATE_SHIFT));
+	verdict_exit("vgic2-iar-sgi", run_vcpu(vm, 0)); /* 5 from CPU 2 */
+	verdict_exit("vgic2-iar-empty", run_vcpu(vm, 0));
+	ta_verdict("vgic2-lrs-after-eoi", "states %u %u, lr1 0x%llx", lr_state(),
+		   (unsigned)(rp->vgic.lr[1] >> HC_VGIC_LR_STATE_SHIFT),
+		   (unsigned long long)rp->vgic.lr[1]);
+	rp->vgic.nr_lr = 0;
+	verdict_exit("vgic2-byte-read", run_vcpu(vm, 0));
+	verdict_exit("vgic2-halt", run_vcpu(vm, 0));
+	rp->vgic.flags = 0;
 }
 
 static void vgic_test(uint64_t vm)
@@ -715,9 +794,13 @@ static void vgic_test(uint64_t vm)
 	struct hc_run *rp = run_page();
 	unsigned lr_max = rp->vgic.lr_max; /* written at every RUN */
 
-	ta_verdict("vgic-lr-max", "%u", lr_max);
+	ta_verdict("vgic-lr-max", "%u, GICv%u", lr_max, rp->vgic.gic);
+	if (rp->vgic.gic == 2) {
+		vgic2_test(vm, lr_max);
+		return;
+	}
 	set_entry(vm, 0, g_vgic);
-	if (!lr_max) { /* GICv2: no virtual interface for secondaries */
+	if (!lr_max) { /* no virtual interface for secondaries */
 		vgic_refused(vm, "vgic-on-without-lrs", HC_VGIC_ON, 0, 0);
 		return;
 	}
