@@ -6,6 +6,7 @@
 //
 //   slat-vmm --kernel bzImage|Image [--initrd initrd.img] [--cmdline "..."]
 //            [--mem 256M] [--cpus 1..4] [--disk FILE[,ro]] [--timeout S] [-v]
+//            [--console uart|virtio] [--gic v2|v3|auto (arm64)]
 //
 // Exit status: 0 the guest powered off (x86: ACPI S5 through the FADT's sleep
 // control register; arm64: PSCI SYSTEM_OFF), 3 it reset (x86: i8042 0xfe;
@@ -296,6 +297,21 @@ static void parse_console(const char *arg, struct options *o)
 		usage_error("--console %s: uart or virtio", arg);
 }
 
+// --gic v2|v3|auto: arm64's interrupt controller (vmm_arm64_kvm.c).
+static void parse_gic(const char *arg, struct options *o)
+{
+	if (!arch_has_gic)
+		usage_error("--gic %s: arm64 only (an x86_64 VM has APICs, no GIC)", arg);
+	if (!strcmp(arg, "auto"))
+		o->gic = GIC_AUTO;
+	else if (!strcmp(arg, "v2"))
+		o->gic = GIC_V2;
+	else if (!strcmp(arg, "v3"))
+		o->gic = GIC_V3;
+	else
+		usage_error("--gic %s: v2, v3 or auto", arg);
+}
+
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
@@ -308,6 +324,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 	    {"timeout", required_argument, NULL, 't'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"console", required_argument, NULL, 'C'},
+	    {"gic", required_argument, NULL, 'G'}, // arm64
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -315,7 +332,7 @@ static void parse_args(int argc, char **argv, struct options *o)
 
 	*o = (struct options){.cmdline = "console=ttyS0", .mem = 256ull << 20, .cpus = 1};
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "k:i:c:m:n:d:t:C:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "k:i:c:m:n:d:t:C:G:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			o->kernel = optarg;
@@ -341,14 +358,18 @@ static void parse_args(int argc, char **argv, struct options *o)
 		case 'C':
 			parse_console(optarg, o);
 			break;
+		case 'G':
+			parse_gic(optarg, o);
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
 		case 'h':
 			printf("usage: slat-vmm --kernel %s [--initrd FILE] [--cmdline STR] "
 			       "[--mem SIZE] [--cpus 1..%d] [--disk FILE[,ro]]\n"
-			       "       [--console uart|virtio] [--timeout SECONDS] [-v]\n",
-			       arch_kernel_usage, VCPU_MAX);
+			       "       [--console uart|virtio]%s [--timeout SECONDS] [-v]\n",
+			       arch_kernel_usage, VCPU_MAX,
+			       arch_has_gic ? " [--gic v2|v3|auto]" : "");
 			exit(0);
 		default:
 			usage_error("bad option '%s' (see --help)", argv[optind - 1]);
@@ -358,6 +379,9 @@ static void parse_args(int argc, char **argv, struct options *o)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	if (!o->kernel)
 		usage_error("--kernel is required");
+	if (o->gic == GIC_V2 && o->cpus > GICV2_VCPU_MAX)
+		usage_error("--gic v2 --cpus %d: a GICv2 serves at most %d vCPUs", o->cpus,
+			    GICV2_VCPU_MAX);
 }
 
 // ---- exits ----
@@ -524,6 +548,7 @@ int main(int argc, char **argv)
 	vm.mem_size = o.mem;
 	vm.ncpus = o.cpus;
 	vm.verbose = o.verbose;
+	vm.gic = o.gic;
 	uart_init();
 	// Everything the arguments decide is checked before /dev/kvm is opened.
 	if (o.disk)

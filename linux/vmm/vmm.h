@@ -24,7 +24,8 @@
 //   vmm_arm64.c        MMIO dispatch, PSCI system events, register dumps
 //   vmm_arm64_boot.c   the Image, initrd and device tree in guest memory
 //   vmm_arm64_fdt.c    the machine's device tree
-//   vmm_arm64_kvm.c    the VM, its vCPUs and the vGICv3 through the KVM API
+//   vmm_arm64_kvm.c    the VM, its vCPUs and the vGIC (v3 or v2) through the
+//                      KVM API
 //
 // linux/linux.mk picks the files of one architecture; the "arch" functions
 // below are what each set provides to slat-vmm.c and the devices.
@@ -51,6 +52,15 @@
 #define SLOT_MAX	 (1ull << 30)
 #define VCPU_MAX	 4
 #define VIRTIO_MMIO_SIZE 0x200
+#define GICV2_VCPU_MAX	 8 // a GICv2 serves at most 8 CPUs
+
+// --gic (arm64): the interrupt controller the VM gets. GIC_AUTO: a GICv3 when
+// the KVM offers one, else a GICv2 (create_vm() decides).
+enum gic_version {
+	GIC_AUTO = 0,
+	GIC_V2 = 2,
+	GIC_V3 = 3,
+};
 
 struct options {
 	const char *kernel;
@@ -58,7 +68,8 @@ struct options {
 	const char *cmdline;
 	const char *disk;
 	bool disk_ro;
-	bool console_virtio; // --console virtio: stdin and stdout on hvc0
+	bool console_virtio;  // --console virtio: stdin and stdout on hvc0
+	enum gic_version gic; // --gic (arm64 only)
 	uint64_t mem;
 	int cpus;
 	unsigned timeout; // seconds; 0: none
@@ -111,6 +122,9 @@ struct vm {
 	uint64_t console_base;
 	uint32_t console_irq;
 	bool console_virtio;
+	// arm64: the GIC --gic asked for; GIC_V2 or GIC_V3 once create_vm()
+	// has chosen.
+	enum gic_version gic;
 	int ncpus;
 	bool verbose;
 	size_t run_size;
@@ -147,6 +161,7 @@ void arch_system_event(struct vcpu *v); // KVM_EXIT_SYSTEM_EVENT
 void dump_vcpu(struct vcpu *v);		// registers to stderr
 void arch_verbose_summary(void);	// -v: accesses nothing decoded
 extern const char arch_kernel_usage[];	// "bzImage" / "Image" in --help
+extern const bool arch_has_gic;		// --gic is an option (arm64)
 
 // Devices. Each returns false for an access it does not decode.
 void uart_init(void);

@@ -13,6 +13,7 @@
 #include "vmm_arm64_layout.h"
 
 const char arch_kernel_usage[] = "Image";
+const bool arch_has_gic = true; // --gic v2|v3|auto
 
 // RAM from 1 GiB; the UART, the disk and the virtio console on SPIs (their INTIDs are the lines
 // set_irq_line() takes).

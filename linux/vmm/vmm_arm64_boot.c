@@ -11,7 +11,12 @@
 //
 // vCPU 0 starts at the Image's first byte with x0 the device tree and x1..x3
 // zero, at EL1 with interrupts masked (KVM's reset state, vmm_arm64_kvm.c).
+// The device tree is written last, by create_vm() through arm64_write_fdt():
+// its GIC node depends on what the KVM offers (--gic auto), and the lines
+// that describe the guest wait for it, so that a --gic the KVM cannot give
+// is refused in the one line of a bad argument.
 #define _GNU_SOURCE // memmem
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,23 +91,29 @@ static void __attribute__((noreturn)) too_small(const char *path, uint64_t need)
 		    (unsigned long long)(vm.mem_size >> 20));
 }
 
-static void write_fdt(const struct options *o, uint64_t initrd, size_t initrd_size)
+// The tree of arm64_boot.fdt, its GIC vm.gic's (chosen by now), at
+// arm64_boot.dtb, and the lines that say what the guest got. The command
+// line is at most CMDLINE_MAX bytes, so a tree that does not fit is
+// slat-vmm's fault, not the arguments'.
+void arm64_write_fdt(void)
 {
-	struct arm64_fdt_args a = {
-	    .ncpus = o->cpus,
-	    .mem_base = GPA_RAM,
-	    .mem_size = vm.mem_size,
-	    .cmdline = o->cmdline,
-	    .initrd_start = initrd,
-	    .initrd_end = initrd_size ? initrd + initrd_size : 0,
-	    .virtio_blk = o->disk != NULL,
-	    .virtio_con = o->console_virtio,
-	};
-	size_t n = arm64_build_fdt(&a, gpa(arm64_boot.dtb), DTB_MAX);
+	const struct arm64_fdt_args *a = &arm64_boot.fdt;
+	uint64_t initrd_size = a->initrd_end ? a->initrd_end - a->initrd_start : 0;
+	size_t n;
 
-	if (!n)
-		usage_error("the device tree does not fit in %llu KiB",
-			    (unsigned long long)(DTB_MAX >> 10));
+	fprintf(stderr,
+		"slat-vmm: %s (arm64 Image), %llu MiB, %d vCPU%s, initrd %llu KiB at 0x%llx, "
+		"entry 0x%llx\n",
+		arm64_boot.version, (unsigned long long)(a->mem_size >> 20), a->ncpus,
+		a->ncpus > 1 ? "s" : "", (unsigned long long)(initrd_size >> 10),
+		(unsigned long long)a->initrd_start, (unsigned long long)arm64_boot.entry);
+	arm64_boot.fdt.gic = vm.gic;
+	n = arm64_build_fdt(&arm64_boot.fdt, gpa(arm64_boot.dtb), DTB_MAX);
+	if (!n) {
+		errno = 0;
+		die("the device tree does not fit in %llu KiB",
+		    (unsigned long long)(DTB_MAX >> 10));
+	}
 	fprintf(stderr, "slat-vmm: device tree %zu bytes at 0x%llx\n", n,
 		(unsigned long long)arm64_boot.dtb);
 }
@@ -135,13 +146,17 @@ void load_guest(const struct options *o)
 		memcpy(gpa(initrd), inf.data, inf.size);
 	}
 	memcpy(gpa(arm64_boot.entry), kf.data, kf.size);
-	fprintf(stderr,
-		"slat-vmm: %s (arm64 Image), %llu MiB, %d vCPU%s, initrd %zu KiB at 0x%llx, entry "
-		"0x%llx\n",
-		img.version, (unsigned long long)(vm.mem_size >> 20), o->cpus,
-		o->cpus > 1 ? "s" : "", inf.size >> 10, (unsigned long long)initrd,
-		(unsigned long long)arm64_boot.entry);
-	write_fdt(o, initrd, inf.size);
+	snprintf(arm64_boot.version, sizeof(arm64_boot.version), "%s", img.version);
+	arm64_boot.fdt = (struct arm64_fdt_args){
+	    .ncpus = o->cpus,
+	    .mem_base = GPA_RAM,
+	    .mem_size = vm.mem_size,
+	    .cmdline = o->cmdline,
+	    .initrd_start = initrd,
+	    .initrd_end = inf.size ? initrd + inf.size : 0,
+	    .virtio_blk = o->disk != NULL,
+	    .virtio_con = o->console_virtio,
+	};
 	free(kf.data);
 	free(inf.data);
 }

@@ -2,11 +2,12 @@
 //
 // slat-vmm's arm64 machine as a device tree (the nodes QEMU's "virt" machine
 // gives Linux, for the devices slat-vmm has): RAM, the vCPUs started through
-// PSCI (KVM's, by HVC), the GICv3 (KVM's vGIC), the architected timer, the
-// ns16550a UART and, with --disk, the virtio-mmio disk (with --console
-// virtio a second virtio-mmio node, the console). Interrupt specifiers
-// are the GIC binding's three cells: type (0 SPI, 1 PPI), number within the
-// type, flags (4 level high, 8 level low).
+// PSCI (KVM's, by HVC), the GICv3 or GICv2 (KVM's vGIC), the architected
+// timer, the ns16550a UART and, with --disk, the virtio-mmio disk (with
+// --console virtio a second virtio-mmio node, the console). Interrupt
+// specifiers are the GIC binding's three cells: type (0 SPI, 1 PPI), number
+// within the type, flags (4 level high, 8 level low); a GICv2's PPIs also
+// name the CPUs they reach, a mask in bits 15:8 of the flags.
 #include <stdio.h>
 
 #include "vmm.h"
@@ -83,6 +84,22 @@ static void add_psci(struct fdt *f)
 	fdt_end_node(f);
 }
 
+// A GICv2: the distributor and the CPU interface (8 KiB: GICC_DIR is at
+// 0x1000), the compatible string Linux's GICv2 driver and QEMU's virt use.
+static void add_gicv2(struct fdt *f)
+{
+	const uint64_t reg[] = {GPA_GICD, GICD_SIZE, GPA_GICC, GICC_SIZE};
+
+	node_at(f, "intc", GPA_GICD);
+	fdt_prop_str(f, "compatible", "arm,cortex-a15-gic");
+	fdt_prop_u32(f, "#interrupt-cells", 3);
+	fdt_prop_u32(f, "#address-cells", 0); // no child nodes (no GICv2m)
+	fdt_prop_empty(f, "interrupt-controller");
+	fdt_prop_u64s(f, "reg", reg, 4);
+	fdt_prop_u32(f, "phandle", GIC_PHANDLE);
+	fdt_end_node(f);
+}
+
 static void add_gic(struct fdt *f, int ncpus)
 {
 	const uint64_t reg[] = {GPA_GICD, GICD_SIZE, GPA_GICR, GICR_STRIDE * (uint64_t)ncpus};
@@ -98,11 +115,14 @@ static void add_gic(struct fdt *f, int ncpus)
 	fdt_end_node(f);
 }
 
-static void add_timer(struct fdt *f)
+// CPU_MASK: 0 on a GICv3 (its binding has no mask), on a GICv2 the mask of
+// the vCPUs the timer's PPIs reach (all of them), already in bits 15:8.
+static void add_timer(struct fdt *f, uint32_t cpu_mask)
 {
+	const uint32_t flags = cpu_mask | IRQ_LEVEL_LOW;
 	const uint32_t irqs[] = {
-	    GIC_PPI, PPI_SEC_PHYS, IRQ_LEVEL_LOW, GIC_PPI, PPI_PHYS, IRQ_LEVEL_LOW,
-	    GIC_PPI, PPI_VIRT,	   IRQ_LEVEL_LOW, GIC_PPI, PPI_HYP,  IRQ_LEVEL_LOW,
+	    GIC_PPI, PPI_SEC_PHYS, flags, GIC_PPI, PPI_PHYS, flags,
+	    GIC_PPI, PPI_VIRT,	   flags, GIC_PPI, PPI_HYP,  flags,
 	};
 
 	fdt_begin_node(f, "timer");
@@ -156,8 +176,13 @@ size_t arm64_build_fdt(const struct arm64_fdt_args *a, uint8_t *out, size_t cap)
 	add_memory(&f, a);
 	add_cpus(&f, a->ncpus);
 	add_psci(&f);
-	add_gic(&f, a->ncpus);
-	add_timer(&f);
+	if (a->gic == GIC_V2) {
+		add_gicv2(&f);
+		add_timer(&f, ((1u << a->ncpus) - 1) << 8);
+	} else {
+		add_gic(&f, a->ncpus);
+		add_timer(&f, 0);
+	}
 	add_uart(&f);
 	if (a->virtio_blk)
 		add_virtio_mmio(&f, GPA_VIRTIO_BLK, VIRTIO_SPI);

@@ -2,12 +2,19 @@
 //
 // slat-vmm's arm64 VM through the standard KVM API: memory slots, the vCPUs
 // (KVM_ARM_VCPU_INIT with PSCI 0.2; all but vCPU 0 start powered off and
-// wait for the guest's PSCI CPU_ON), the in-kernel GICv3 (created after the
+// wait for the guest's PSCI CPU_ON), the in-kernel GIC (created after the
 // vCPUs, as KVM requires, and initialized before the first KVM_RUN), and
 // vCPU 0's boot registers through KVM_SET_ONE_REG (core registers only).
+//
+// The GIC is a GICv3 or, with --gic v2 or with --gic auto on a KVM without a
+// vGICv3 (a host whose GIC is a GICv2), a GICv2: its distributor where the
+// GICv3's is, its CPU interface at GPA_GICC, at most GICV2_VCPU_MAX vCPUs.
+// The choice is made once the VM exists (KVM_CREATE_DEVICE_TEST asks the
+// KVM) and before the device tree, which describes it, is written.
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -22,9 +29,59 @@ static void kvm_ioctl(int fd, unsigned long req, void *arg, const char *name)
 		die("%s failed", name);
 }
 
+static const char *gic_why; // how vm.gic was chosen, for the GIC's start line
+
+// Whether the KVM can create a vGIC of TYPE (KVM_CREATE_DEVICE_TEST only asks):
+// false when it has none (ENODEV); any other failure ends the VMM.
+static bool kvm_has_vgic(uint32_t type, const char *name)
+{
+	struct kvm_create_device d = {.type = type, .flags = KVM_CREATE_DEVICE_TEST};
+
+	if (ioctl(vm.vm_fd, KVM_CREATE_DEVICE, &d) == 0)
+		return true;
+	if (errno != ENODEV)
+		die("KVM_CREATE_DEVICE_TEST (%s) failed", name);
+	return false;
+}
+
+// vm.gic from --gic to the GIC the VM gets. auto: a GICv3 when the KVM has
+// one, else a GICv2. A GIC asked for that the KVM does not have, or more
+// vCPUs than a GICv2 serves, is a bad argument for this KVM (status 2; the
+// kernel's and the device tree's start lines wait for the choice).
+static void choose_gic(void)
+{
+	if (vm.gic == GIC_V3) {
+		if (!kvm_has_vgic(KVM_DEV_TYPE_ARM_VGIC_V3, "vGICv3"))
+			usage_error("--gic v3: this KVM has no vGICv3 (KVM_CREATE_DEVICE_TEST: "
+				    "no such device)");
+		gic_why = "--gic v3";
+	} else if (vm.gic == GIC_V2) {
+		if (!kvm_has_vgic(KVM_DEV_TYPE_ARM_VGIC_V2, "vGICv2"))
+			usage_error("--gic v2: this KVM has no vGICv2 (KVM_CREATE_DEVICE_TEST: "
+				    "no such device)");
+		gic_why = "--gic v2";
+	} else if (kvm_has_vgic(KVM_DEV_TYPE_ARM_VGIC_V3, "vGICv3")) {
+		vm.gic = GIC_V3;
+		gic_why = "--gic auto";
+	} else {
+		if (!kvm_has_vgic(KVM_DEV_TYPE_ARM_VGIC_V2, "vGICv2")) {
+			errno = 0;
+			die("this KVM has neither a vGICv3 nor a vGICv2");
+		}
+		vm.gic = GIC_V2;
+		gic_why = "--gic auto: the KVM has no vGICv3";
+		if (vm.ncpus > GICV2_VCPU_MAX)
+			usage_error("--cpus %d: this KVM has only a GICv2, which serves at most %d "
+				    "vCPUs",
+				    vm.ncpus, GICV2_VCPU_MAX);
+	}
+}
+
 void create_vm(void)
 {
 	open_kvm_vm(); // type 0: the default IPA size
+	choose_gic();
+	arm64_write_fdt();
 	set_memory_slots();
 }
 
@@ -47,22 +104,40 @@ static void vgic_attr(int fd, uint32_t group, uint64_t attr, void *val, const ch
 	kvm_ioctl(fd, KVM_SET_DEVICE_ATTR, &a, name);
 }
 
-// The GICv3: distributor and redistributor addresses, 64 SPIs, then INIT
-// (after which KVM_IRQ_LINE works and the vCPUs may run).
+// The GIC vm.gic names: the distributor's address and the redistributors'
+// (GICv3) or the CPU interface's (GICv2), 64 SPIs, then INIT (after which
+// KVM_IRQ_LINE works and the vCPUs may run).
 static void create_vgic(void)
 {
-	struct kvm_create_device d = {.type = KVM_DEV_TYPE_ARM_VGIC_V3};
-	uint64_t dist = GPA_GICD, redist = GPA_GICR;
+	bool v2 = vm.gic == GIC_V2;
+	struct kvm_create_device d = {
+	    .type = v2 ? KVM_DEV_TYPE_ARM_VGIC_V2 : KVM_DEV_TYPE_ARM_VGIC_V3,
+	};
+	uint64_t dist = GPA_GICD, redist = GPA_GICR, cpuif = GPA_GICC;
 	uint32_t nr_irqs = GIC_NR_IRQS;
 
-	kvm_ioctl(vm.vm_fd, KVM_CREATE_DEVICE, &d, "KVM_CREATE_DEVICE (vGICv3)");
-	vgic_attr((int)d.fd, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_DIST, &dist,
-		  "vGIC distributor address");
-	vgic_attr((int)d.fd, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_REDIST, &redist,
-		  "vGIC redistributor address");
+	kvm_ioctl(vm.vm_fd, KVM_CREATE_DEVICE, &d,
+		  v2 ? "KVM_CREATE_DEVICE (vGICv2)" : "KVM_CREATE_DEVICE (vGICv3)");
+	if (v2) {
+		vgic_attr((int)d.fd, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V2_ADDR_TYPE_DIST, &dist,
+			  "vGIC distributor address");
+		vgic_attr((int)d.fd, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V2_ADDR_TYPE_CPU, &cpuif,
+			  "vGIC CPU interface address");
+	} else {
+		vgic_attr((int)d.fd, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_DIST, &dist,
+			  "vGIC distributor address");
+		vgic_attr((int)d.fd, KVM_DEV_ARM_VGIC_GRP_ADDR, KVM_VGIC_V3_ADDR_TYPE_REDIST,
+			  &redist, "vGIC redistributor address");
+	}
 	vgic_attr((int)d.fd, KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0, &nr_irqs, "vGIC NR_IRQS");
 	vgic_attr((int)d.fd, KVM_DEV_ARM_VGIC_GRP_CTRL, KVM_DEV_ARM_VGIC_CTRL_INIT, NULL,
 		  "vGIC CTRL_INIT");
+	if (v2)
+		fprintf(stderr, "slat-vmm: GICv2: distributor 0x%llx, CPU interface 0x%llx (%s)\n",
+			(unsigned long long)GPA_GICD, (unsigned long long)GPA_GICC, gic_why);
+	else
+		fprintf(stderr, "slat-vmm: GICv3: distributor 0x%llx, redistributors 0x%llx (%s)\n",
+			(unsigned long long)GPA_GICD, (unsigned long long)GPA_GICR, gic_why);
 }
 
 static void init_vcpu(struct vcpu *v, const struct kvm_vcpu_init *target)

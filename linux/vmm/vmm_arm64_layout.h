@@ -13,10 +13,12 @@
 #include "vmm.h"
 
 // Guest-physical layout: devices below 1 GiB, RAM from 1 GiB.
-#define GPA_GICD       0x08000000ull // GICv3 distributor, 64 KiB
+#define GPA_GICD       0x08000000ull // distributor (GICv3 or GICv2), 64 KiB
 #define GICD_SIZE      0x10000ull
-#define GPA_GICR       0x080a0000ull // redistributors: RD + SGI frames per vCPU
+#define GPA_GICR       0x080a0000ull // GICv3 redistributors: RD + SGI frames per vCPU
 #define GICR_STRIDE    0x20000ull
+#define GPA_GICC       0x08010000ull // GICv2 CPU interface (--gic v2), 8 KiB
+#define GICC_SIZE      0x2000ull
 #define GPA_UART       0x09000000ull // ns16550a, one byte per register
 #define UART_SIZE      0x1000ull     // decoded: the first 8 bytes
 #define GPA_VIRTIO_BLK 0x0a000000ull // virtio-mmio registers (--disk)
@@ -46,13 +48,6 @@
 #define CORE_REG(field)                                                                            \
 	(KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE | KVM_REG_ARM_CORE_REG(field))
 
-// What load_guest() leaves for create_vcpus(): vCPU 0's pc and x0.
-struct arm64_boot {
-	uint64_t entry; // the Image's load address
-	uint64_t dtb;	// the device tree's guest-physical address
-};
-extern struct arm64_boot arm64_boot;
-
 // The machine's device tree into OUT (vmm_arm64_fdt.c): its size, 0 when it
 // does not fit in CAP bytes.
 struct arm64_fdt_args {
@@ -62,7 +57,21 @@ struct arm64_fdt_args {
 	uint64_t initrd_start, initrd_end; // end 0: no initrd
 	bool virtio_blk;
 	bool virtio_con;
+	enum gic_version gic; // GIC_V2: a GICv2; anything else: a GICv3
 };
 size_t arm64_build_fdt(const struct arm64_fdt_args *a, uint8_t *out, size_t cap);
+
+// What load_guest() leaves for create_vm() and create_vcpus(): vCPU 0's pc
+// and x0, the kernel's version, and the device tree's contents but for the
+// GIC, which create_vm() chooses before arm64_write_fdt() writes the tree at
+// dtb and says what the guest got.
+struct arm64_boot {
+	uint64_t entry;	  // the Image's load address
+	uint64_t dtb;	  // the device tree's guest-physical address
+	char version[80]; // from the Image's "Linux version " banner, else "kernel"
+	struct arm64_fdt_args fdt;
+};
+extern struct arm64_boot arm64_boot;
+void arm64_write_fdt(void);
 
 #endif

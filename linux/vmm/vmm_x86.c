@@ -12,6 +12,7 @@
 #include "vmm_x86_layout.h"
 
 const char arch_kernel_usage[] = "bzImage";
+const bool arch_has_gic = false; // no --gic: the interrupts are the APICs'
 
 // RAM from 0; COM1 on IRQ 4 (= GSI 4); the disk's and the virtio console's
 // registers in the MMIO hole.
