@@ -10,7 +10,10 @@
 // stored once; a tree that does not fit, or has a node left open, is
 // refused. The arm64 machine's tree (linux/vmm/vmm_arm64_fdt.c): a cpu node
 // per vCPU with its MPIDR, the redistributors sized by the vCPU count, the
-// initrd in /chosen, the disk's node only with a disk.
+// initrd in /chosen, the disk's node only with a disk; with a GICv2 (--gic
+// v2) the GICv2 node (compatible, distributor and CPU interface, no
+// redistributors) and the timer's PPIs with the mask of every vCPU in bits
+// 15:8 of their flags, the SPIs as on a GICv3, which has no mask.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -224,7 +227,7 @@ static uint64_t rd64(const uint8_t *p)
 	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
 }
 
-static void build_machine(int ncpus, bool disk, bool initrd, bool console)
+static void build_machine_gic(int ncpus, bool disk, bool initrd, bool console, enum gic_version gic)
 {
 	const struct arm64_fdt_args a = {
 	    .ncpus = ncpus,
@@ -235,9 +238,15 @@ static void build_machine(int ncpus, bool disk, bool initrd, bool console)
 	    .initrd_end = initrd ? 0x41f00000 : 0,
 	    .virtio_blk = disk,
 	    .virtio_con = console,
+	    .gic = gic,
 	};
 
 	assert_true(arm64_build_fdt(&a, blob, sizeof(blob)) > 0);
+}
+
+static void build_machine(int ncpus, bool disk, bool initrd, bool console)
+{
+	build_machine_gic(ncpus, disk, initrd, console, GIC_V3);
 }
 
 static void test_machine(void **state)
@@ -292,12 +301,89 @@ static void test_machine(void **state)
 	assert_false(find_prop("/cpus/cpu@1", "reg", &p));
 }
 
+// The timer's four PPIs (secure and non-secure physical, virtual,
+// hypervisor), level low, FLAGS their flags cell with any CPU mask.
+static void assert_timer(uint32_t flags)
+{
+	static const uint32_t ppi[] = {13, 14, 11, 10};
+	struct found p;
+
+	assert_true(find_prop("/timer", "interrupts", &p));
+	assert_int_equal(p.len, 12 * 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(rd32(p.val + 12 * i), 1); // PPI
+		assert_int_equal(rd32(p.val + 12 * i + 4), ppi[i]);
+		assert_int_equal(rd32(p.val + 12 * i + 8), flags);
+	}
+}
+
+// An SPI's three cells at NODE: no CPU mask on either GIC.
+static void assert_spi(const char *node, uint32_t spi)
+{
+	struct found p;
+
+	assert_true(find_prop(node, "interrupts", &p));
+	assert_int_equal(p.len, 3 * 4);
+	assert_int_equal(rd32(p.val), 0);
+	assert_int_equal(rd32(p.val + 4), spi);
+	assert_int_equal(rd32(p.val + 8), 4);
+}
+
+static void test_machine_gicv2(void **state)
+{
+	static const char compat[] = "arm,cortex-a15-gic";
+	struct found p;
+
+	(void)state;
+	build_machine_gic(3, true, false, true, GIC_V2);
+	assert_true(find_prop("/intc@8000000", "compatible", &p));
+	assert_int_equal(p.len, sizeof(compat));
+	assert_memory_equal(p.val, compat, sizeof(compat));
+	assert_true(find_prop("/intc@8000000", "#interrupt-cells", &p));
+	assert_int_equal(p.len, 4);
+	assert_int_equal(rd32(p.val), 3);
+	assert_true(find_prop("/intc@8000000", "interrupt-controller", &p));
+	assert_int_equal(p.len, 0);
+	// Distributor 64 KiB at 0x08000000, CPU interface 8 KiB at 0x08010000.
+	assert_true(find_prop("/intc@8000000", "reg", &p));
+	assert_int_equal(p.len, 32);
+	assert_int_equal(rd64(p.val), 0x08000000);
+	assert_int_equal(rd64(p.val + 8), 0x10000);
+	assert_int_equal(rd64(p.val + 16), 0x08010000);
+	assert_int_equal(rd64(p.val + 24), 0x2000);
+	assert_false(find_prop("/intc@8000000", "#redistributor-regions", &p));
+	assert_true(find_prop("/intc@8000000", "phandle", &p));
+	assert_int_equal(rd32(p.val), GIC_PHANDLE);
+	assert_true(find_prop("/", "interrupt-parent", &p));
+	assert_int_equal(rd32(p.val), GIC_PHANDLE);
+	// vCPUs 0..2: mask 0x7 in bits 15:8, level low.
+	assert_timer(0x708);
+	assert_spi("/uart@9000000", 1);
+	assert_spi("/virtio_mmio@a000000", 16);
+	assert_spi("/virtio_mmio@a000200", 17);
+
+	build_machine_gic(1, false, false, false, GIC_V2);
+	assert_timer(0x108);
+	build_machine_gic(GICV2_VCPU_MAX, false, false, false, GIC_V2);
+	assert_true(find_prop("/cpus/cpu@7", "reg", &p));
+	assert_int_equal(rd32(p.val), 7);
+	assert_timer(0xff08);
+
+	// The GICv3 next to it: its own compatible, no mask on the PPIs.
+	build_machine(3, true, false, true);
+	assert_true(find_prop("/intc@8000000", "compatible", &p));
+	assert_string_equal((const char *)p.val, "arm,gic-v3");
+	assert_true(find_prop("/intc@8000000", "#redistributor-regions", &p));
+	assert_timer(8);
+	assert_spi("/uart@9000000", 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_header),	 cmocka_unit_test(test_props_read_back),
 	    cmocka_unit_test(test_strings_once), cmocka_unit_test(test_refusals),
-	    cmocka_unit_test(test_machine),
+	    cmocka_unit_test(test_machine),	 cmocka_unit_test(test_machine_gicv2),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
