@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The list-register logic of the in-kernel GICv3 (slat_kvm_vgic.c): which
- * interrupts go into Slat's list registers before an entry, in which form,
- * and what the guest's changes to them mean after the run. Pure functions
- * over struct vgic_irq, without kernel calls or locks (the caller holds the
- * VGIC's lock), so that tests/unit/test_vgic_lr.c runs them hosted; the
- * includer provides u8/u16/u32/u64, bool and core/hcall_abi.h.
+ * The list-register logic of the in-kernel GICv3 and GICv2 (slat_kvm_vgic.c,
+ * slat_kvm_vgic_v2.c): which interrupts go into Slat's list registers before
+ * an entry, in which form, and what the guest's changes to them mean after
+ * the run; for GICv2 also the SGIs' sources and GICD_SGIR's targets. Pure
+ * functions over struct vgic_irq, without kernel calls or locks (the caller
+ * holds the VGIC's lock), so that tests/unit/test_vgic_lr.c runs them hosted;
+ * the includer provides u8/u16/u32/u64, bool and core/hcall_abi.h.
  */
 #ifndef SLAT_VGIC_LR_H
 #define SLAT_VGIC_LR_H
@@ -16,13 +17,20 @@
 
 /* One interrupt's state. */
 struct vgic_irq {
-	u64 route; /* SPI: GICD_IROUTER (Aff3 39:32, Aff2..Aff0 23:0, IRM 31) */
-	u8 prio;   /* GICD/GICR_IPRIORITYR */
+	/* SPI: GICv3 GICD_IROUTER (Aff3 39:32, Aff2..Aff0 23:0, IRM 31); GICv2
+	 * GICD_ITARGETSR's CPU mask in bits 7:0 */
+	u64 route;
+	u8 prio; /* GICD/GICR_IPRIORITYR */
 	bool enabled;
 	bool edge;   /* GICD/GICR_ICFGR: edge-triggered (SGIs always) */
 	bool latch;  /* pending: an edge, or set through ISPENDR */
 	bool line;   /* the input level (KVM_IRQ_LINE; the timer's output) */
 	bool active; /* taken by the guest and not yet deactivated */
+	/* GICv2 SGIs: every (SGI, source vCPU) is its own interrupt. `src` has
+	 * a bit per source with one pending (latch is then src != 0), `act_src`
+	 * is the source of the active one. */
+	u8 src;
+	u8 act_src;
 };
 
 /* Pending: latched, or a level-sensitive input held high. */
@@ -112,6 +120,129 @@ static inline bool vgic_lr_sync(struct vgic_irq *irq, u32 intid, u64 lr, bool la
 	if (state & VGIC_LR_PENDING)
 		irq->latch |= latch;
 	return true;
+}
+
+/* ---- GICv2 (ABI 1.7: HC_VGIC_V2) ---- */
+
+#define VGIC_V2_MAX_CPUS   8u
+#define VGIC_V2_NR_SGIS	   16u
+#define VGIC_V2_INTID_MASK 0x3ffu /* the vINTID without an SGI's source */
+#define VGIC_V2_SRC_MASK   7u
+
+/* The lowest source in `mask` (0 when none). */
+static inline unsigned int vgic_v2_lowest(u8 mask)
+{
+	unsigned int i;
+
+	for (i = 0; i < VGIC_V2_MAX_CPUS; i++)
+		if (mask >> i & 1)
+			return i;
+	return 0;
+}
+
+/* The vINTID of a GICv2 lr: an SGI's carries its source vCPU in 12:10. */
+static inline u32 vgic_v2_vintid(u32 intid, unsigned int src)
+{
+	if (intid >= VGIC_V2_NR_SGIS)
+		return intid;
+	return intid | (src & VGIC_V2_SRC_MASK) << HC_VGIC_V2_SGI_SRC_SHIFT;
+}
+
+/*
+ * An SGI into a GICv2 lr, one source at a time: the active one's source
+ * (pending too when that source sent it again), else the lowest pending
+ * source. Another source left waiting hides behind the EOI bit: the guest's
+ * deactivation exits and the next flush offers it.
+ */
+static inline u64 vgic_v2_sgi_load(struct vgic_irq *irq, u32 intid, u32 *vintid, bool *latch_out)
+{
+	unsigned int src = irq->active ? irq->act_src : vgic_v2_lowest(irq->src);
+	u8 bit = (u8)(1u << src);
+	u64 state = irq->active ? VGIC_LR_ACTIVE : 0;
+	u64 lr;
+
+	*latch_out = irq->src & bit;
+	if (*latch_out)
+		state |= VGIC_LR_PENDING;
+	irq->src &= (u8)~bit;
+	irq->latch = irq->src != 0;
+	*vintid = vgic_v2_vintid(intid, src);
+	lr = *vintid | (u64)irq->prio << HC_VGIC_LR_PRIO_SHIFT | state << HC_VGIC_LR_STATE_SHIFT;
+	return irq->src ? lr | HC_VGIC_LR_EOI : lr;
+}
+
+/*
+ * Into a GICv2 lr: group 0 (the GICv2 guest enables only group 0), the rest
+ * as vgic_lr_load; *vintid is the value the lr names (with an SGI's source).
+ */
+static inline u64 vgic_v2_lr_load(struct vgic_irq *irq, u32 intid, u32 *vintid, bool *latch_out)
+{
+	if (intid < VGIC_V2_NR_SGIS)
+		return vgic_v2_sgi_load(irq, intid, vintid, latch_out);
+	*vintid = intid;
+	return vgic_lr_load(irq, intid, latch_out) & ~HC_VGIC_LR_GROUP1;
+}
+
+/*
+ * Back from a GICv2 lr: false when it no longer names `vintid` (source
+ * included; nothing applied). An SGI's active state takes the lr's source; a
+ * source still pending goes back into the mask.
+ */
+static inline bool vgic_v2_lr_sync(struct vgic_irq *irq, u32 vintid, u64 lr, bool latch)
+{
+	unsigned int state = (unsigned int)(lr >> HC_VGIC_LR_STATE_SHIFT);
+	unsigned int src = vintid >> HC_VGIC_V2_SGI_SRC_SHIFT & VGIC_V2_SRC_MASK;
+
+	if ((vintid & VGIC_V2_INTID_MASK) >= VGIC_V2_NR_SGIS)
+		return vgic_lr_sync(irq, vintid, lr, latch);
+	if ((lr & HC_VGIC_LR_VINTID_MASK) != vintid)
+		return false;
+	irq->active = state & VGIC_LR_ACTIVE;
+	if (irq->active)
+		irq->act_src = (u8)src;
+	if ((state & VGIC_LR_PENDING) && latch)
+		irq->src |= (u8)(1u << src);
+	irq->latch = irq->src != 0;
+	return true;
+}
+
+/* Makes SGI `irq` pending from source `src` (GICD_SGIR, GICD_SPENDSGIR). */
+static inline void vgic_v2_sgi_raise(struct vgic_irq *irq, u8 srcs)
+{
+	irq->src |= srcs;
+	irq->latch = irq->src != 0;
+}
+
+/* GICD_CPENDSGIR: those sources are no longer pending. */
+static inline void vgic_v2_sgi_clear(struct vgic_irq *irq, u8 srcs)
+{
+	irq->src &= (u8)~srcs;
+	irq->latch = irq->src != 0;
+}
+
+/*
+ * GICD_SGIR's targets from vCPU `self`, among the vCPUs of `present` (bit n:
+ * vCPU n exists): TargetListFilter 25:24 = 0 the CPUTargetList (23:16), 1
+ * every other vCPU, 2 the writer itself, 3 (reserved) none.
+ */
+static inline u8 vgic_v2_sgir_targets(u32 val, unsigned int self, u8 present)
+{
+	switch (val >> 24 & 3) {
+	case 0:
+		return (u8)(val >> 16) & present;
+	case 1:
+		return present & (u8) ~(1u << self);
+	case 2:
+		return present & (u8)(1u << self);
+	default:
+		return 0;
+	}
+}
+
+/* The vCPU an SPI with GICD_ITARGETSR `mask` goes to: the lowest, -1 none. */
+static inline int vgic_v2_spi_cpu(u8 mask)
+{
+	return mask ? (int)vgic_v2_lowest(mask) : -1;
 }
 
 #endif

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 // (GPL-2.0: it compiles slat.ko's linux/slat/slat_vgic_lr.h.)
 //
-// The list-register logic of slat.ko's in-kernel GICv3
+// The list-register logic of slat.ko's in-kernel GICv3 and GICv2
 // (linux/slat/slat_vgic_lr.h), hosted: which interrupts go into Slat's list
 // registers and in which order, the form of each (state, priority, group,
 // EOI for level-triggered ones, the HW form for the virtual timer), and what
 // the guest's changes mean after the run (acknowledged, ended, an edge that
-// arrived meanwhile). Exact values throughout.
+// arrived meanwhile); for GICv2 the SGIs' source vCPUs (one lr per source,
+// one at a time), group 0, GICD_SGIR's targets and ITARGETSR's choice.
+// Exact values throughout.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,7 +25,9 @@ typedef uint64_t u64;
 #include "linux/slat/slat_vgic_lr.h"
 
 #define STATE(lr) ((unsigned)((lr) >> HC_VGIC_LR_STATE_SHIFT))
-#define PRIO(lr)  ((unsigned)((lr) >> HC_VGIC_LR_PRIO_SHIFT) & 0xff)
+#define WITH_STATE(lr, st)                                                                         \
+	(((lr) & ~(3ull << HC_VGIC_LR_STATE_SHIFT)) | (u64)(st) << HC_VGIC_LR_STATE_SHIFT)
+#define PRIO(lr) ((unsigned)((lr) >> HC_VGIC_LR_PRIO_SHIFT) & 0xff)
 
 static void pending_follows_latch_or_level(void **state)
 {
@@ -189,6 +193,175 @@ static void sync_ignores_another_intid(void **state)
 	assert_true(spi.active); // unchanged
 }
 
+// ---- GICv2 ----
+
+// SGI 3 from vCPU 2: vINTID 3 | 2 << 10, group 0, pending; the source leaves
+// the mask while the lr carries it.
+static void v2_sgi_lr_names_its_source(void **state)
+{
+	struct vgic_irq sgi = {.edge = true, .enabled = true, .prio = 0xa0};
+	bool latch;
+	u32 vintid;
+	u64 lr;
+
+	(void)state;
+	vgic_v2_sgi_raise(&sgi, 1u << 2);
+	assert_true(sgi.latch);
+	assert_true(vgic_irq_pending(&sgi));
+	lr = vgic_v2_lr_load(&sgi, 3, &vintid, &latch);
+	assert_int_equal(vintid, 3 | 2u << 10);
+	assert_int_equal(lr, 3 | 2ull << 10 | 0xa0ull << HC_VGIC_LR_PRIO_SHIFT |
+				 1ull << HC_VGIC_LR_STATE_SHIFT);
+	assert_false(lr & HC_VGIC_LR_GROUP1);
+	assert_true(latch);
+	assert_int_equal(sgi.src, 0);
+	assert_false(sgi.latch);
+}
+
+// Two sources pending: one lr at a time, the lowest source first, with EOI so
+// that its deactivation exits; the other follows after it.
+static void v2_two_sources_one_at_a_time(void **state)
+{
+	struct vgic_irq sgi = {.edge = true, .enabled = true, .prio = 0x80};
+	bool latch;
+	u32 vintid;
+	u64 lr;
+
+	(void)state;
+	vgic_v2_sgi_raise(&sgi, 1u << 4);
+	vgic_v2_sgi_raise(&sgi, 1u << 1);
+	lr = vgic_v2_lr_load(&sgi, 5, &vintid, &latch);
+	assert_int_equal(lr, 5 | 1ull << 10 | 0x80ull << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_EOI |
+				 1ull << HC_VGIC_LR_STATE_SHIFT);
+	assert_int_equal(sgi.src, 1u << 4); // the other still pending
+	assert_true(sgi.latch);
+	// The guest acknowledges it (GICC_IAR 5 | 1 << 10): active from vCPU 1.
+	assert_true(vgic_v2_lr_sync(&sgi, vintid, WITH_STATE(lr, VGIC_LR_ACTIVE), latch));
+	assert_true(sgi.active);
+	assert_int_equal(sgi.act_src, 1);
+	assert_int_equal(sgi.src, 1u << 4);
+	// In service: its lr is the active one only, EOI still asked.
+	lr = vgic_v2_lr_load(&sgi, 5, &vintid, &latch);
+	assert_int_equal(lr, 5 | 1ull << 10 | 0x80ull << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_EOI |
+				 2ull << HC_VGIC_LR_STATE_SHIFT);
+	assert_false(latch);
+	assert_true(vgic_v2_lr_sync(&sgi, vintid, WITH_STATE(lr, 0), latch)); // EOIR
+	assert_false(sgi.active);
+	// Then vCPU 4's, the last one: no EOI.
+	lr = vgic_v2_lr_load(&sgi, 5, &vintid, &latch);
+	assert_int_equal(vintid, 5 | 4u << 10);
+	assert_int_equal(lr, 5 | 4ull << 10 | 0x80ull << HC_VGIC_LR_PRIO_SHIFT |
+				 1ull << HC_VGIC_LR_STATE_SHIFT);
+	assert_int_equal(sgi.src, 0);
+	assert_false(sgi.latch);
+}
+
+// Not acknowledged: the lr comes back pending and its source with it.
+static void v2_pending_lr_gives_back_its_source(void **state)
+{
+	struct vgic_irq sgi = {.edge = true, .enabled = true};
+	bool latch;
+	u32 vintid;
+	u64 lr;
+
+	(void)state;
+	vgic_v2_sgi_raise(&sgi, 1u << 2);
+	lr = vgic_v2_lr_load(&sgi, 3, &vintid, &latch);
+	assert_int_equal(sgi.src, 0);
+	assert_true(vgic_v2_lr_sync(&sgi, vintid, lr, latch));
+	assert_int_equal(sgi.src, 1u << 2);
+	assert_true(sgi.latch);
+	assert_false(sgi.active);
+}
+
+// An lr naming the same SGI from another source is not this one's: nothing
+// changes; the right one then gives back its own source only.
+static void v2_other_source_leaves_it_alone(void **state)
+{
+	struct vgic_irq sgi = {.edge = true, .enabled = true};
+	bool latch;
+	u32 vintid;
+	u64 lr;
+
+	(void)state;
+	vgic_v2_sgi_raise(&sgi, 1u << 1);
+	lr = vgic_v2_lr_load(&sgi, 3, &vintid, &latch);
+	vgic_v2_sgi_raise(&sgi, 1u << 2); // vCPU 2 sends it while the guest runs
+	assert_false(vgic_v2_lr_sync(&sgi, 3 | 2u << 10, WITH_STATE(lr, VGIC_LR_ACTIVE), latch));
+	assert_int_equal(sgi.src, 1u << 2);
+	assert_false(sgi.active);
+	assert_false(vgic_v2_lr_sync(&sgi, vintid, (lr & ~0x1c00ull) | 2u << 10, latch));
+	assert_int_equal(sgi.src, 1u << 2);
+	assert_true(vgic_v2_lr_sync(&sgi, vintid, lr, latch)); // still pending
+	assert_int_equal(sgi.src, 1u << 1 | 1u << 2);
+}
+
+// Active from vCPU 1 and sent again by vCPU 1: one lr, pending and active.
+static void v2_same_source_again_while_active(void **state)
+{
+	struct vgic_irq sgi = {.edge = true, .enabled = true, .active = true, .act_src = 1};
+	bool latch;
+	u32 vintid;
+	u64 lr;
+
+	(void)state;
+	vgic_v2_sgi_raise(&sgi, 1u << 1);
+	lr = vgic_v2_lr_load(&sgi, 0, &vintid, &latch);
+	assert_int_equal(lr, 1ull << 10 | 3ull << HC_VGIC_LR_STATE_SHIFT);
+	assert_true(latch);
+	assert_int_equal(sgi.src, 0);
+	// GICD_CPENDSGIR / SPENDSGIR keep the latch with the mask.
+	vgic_v2_sgi_raise(&sgi, 0x81);
+	assert_true(sgi.latch);
+	vgic_v2_sgi_clear(&sgi, 0x81);
+	assert_int_equal(sgi.src, 0);
+	assert_false(sgi.latch);
+}
+
+// Not SGIs: the GICv3 forms in group 0, the vINTID the INTID.
+static void v2_spi_and_timer_are_group0(void **state)
+{
+	struct vgic_irq spi = {.line = true, .prio = 0x80};
+	struct vgic_irq timer = {.line = true, .active = true, .prio = 0x40};
+	bool latch;
+	u32 vintid;
+	u64 lr;
+
+	(void)state;
+	lr = vgic_v2_lr_load(&spi, 48, &vintid, &latch);
+	assert_int_equal(vintid, 48);
+	assert_int_equal(lr, 48 | 0x80ull << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_EOI |
+				 1ull << HC_VGIC_LR_STATE_SHIFT);
+	assert_true(vgic_v2_lr_sync(&spi, vintid, WITH_STATE(lr, VGIC_LR_ACTIVE), latch));
+	assert_true(spi.active);
+	lr = vgic_v2_lr_load(&timer, 27, &vintid, &latch);
+	assert_int_equal(lr, 27 | 0x40ull << HC_VGIC_LR_PRIO_SHIFT | HC_VGIC_LR_HW |
+				 27ull << HC_VGIC_LR_PINTID_SHIFT | 2ull << HC_VGIC_LR_STATE_SHIFT);
+}
+
+// GICD_SGIR's TargetListFilter over the vCPUs that exist (0-3 here).
+static void v2_sgir_targets(void **state)
+{
+	(void)state;
+	assert_int_equal(vgic_v2_sgir_targets(0u << 24 | 0x06u << 16 | 3, 0, 0x0f), 0x06);
+	assert_int_equal(vgic_v2_sgir_targets(0u << 24 | 0xf2u << 16, 0, 0x0f), 0x02);
+	assert_int_equal(vgic_v2_sgir_targets(1u << 24 | 0xffu << 16, 1, 0x0f), 0x0d);
+	assert_int_equal(vgic_v2_sgir_targets(2u << 24, 3, 0x0f), 0x08);
+	assert_int_equal(vgic_v2_sgir_targets(3u << 24 | 0xffu << 16, 0, 0x0f), 0);
+	assert_int_equal(vgic_v2_vintid(15, 7), 15 | 7u << 10);
+	assert_int_equal(vgic_v2_vintid(16, 7), 16); // a PPI has no source
+}
+
+// ITARGETSR: the lowest vCPU of the mask, none for 0 (KVM's choice).
+static void v2_spi_goes_to_the_lowest_target(void **state)
+{
+	(void)state;
+	assert_int_equal(vgic_v2_spi_cpu(0), -1);
+	assert_int_equal(vgic_v2_spi_cpu(0x0c), 2);
+	assert_int_equal(vgic_v2_spi_cpu(0x81), 0);
+	assert_int_equal(vgic_v2_spi_cpu(0x80), 7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +373,14 @@ int main(void)
 	    cmocka_unit_test(sync_keeps_latches),
 	    cmocka_unit_test(sync_level_follows_the_line),
 	    cmocka_unit_test(sync_ignores_another_intid),
+	    cmocka_unit_test(v2_sgi_lr_names_its_source),
+	    cmocka_unit_test(v2_two_sources_one_at_a_time),
+	    cmocka_unit_test(v2_pending_lr_gives_back_its_source),
+	    cmocka_unit_test(v2_other_source_leaves_it_alone),
+	    cmocka_unit_test(v2_same_source_again_while_active),
+	    cmocka_unit_test(v2_spi_and_timer_are_group0),
+	    cmocka_unit_test(v2_sgir_targets),
+	    cmocka_unit_test(v2_spi_goes_to_the_lowest_target),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
