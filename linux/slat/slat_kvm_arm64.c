@@ -49,7 +49,7 @@ long slat_kvm_arch_cap(long cap)
 		return 1;
 	case KVM_CAP_ARM_VM_IPA_SIZE:
 		return a64_ipa_limit();
-	case KVM_CAP_IRQCHIP:	  /* the in-kernel GICv3 (slat_kvm_vgic.c) */
+	case KVM_CAP_IRQCHIP:	  /* the in-kernel GICv3 or GICv2 (slat_kvm_vgic*.c) */
 	case KVM_CAP_DEVICE_CTRL: /* KVM_CREATE_DEVICE for it */
 		return slat_vgic_offered();
 	default:
@@ -307,7 +307,10 @@ int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 	rc = slat_vgic_vcpu_create(v);
 	if (rc)
 		return rc;
-	return slat_kvm_psci_register(v);
+	rc = slat_kvm_psci_register(v);
+	if (rc)
+		return rc;
+	return slat_vgic_vcpu_added(v); /* a GICv2's limit, checked once it is findable */
 }
 
 /* Also after a failed create: unregistering an id not registered is a no-op. */

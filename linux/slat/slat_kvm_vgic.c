@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The in-kernel GICv3 of /dev/kvm on arm64: see slat_kvm_vgic.h for the
+ * The in-kernel GICv3 of /dev/kvm on arm64, and what its GICv2 shares with
+ * it (the GICv2 distributor: slat_kvm_vgic_v2.c): see slat_kvm_vgic.h for the
  * shape. Register offsets and fields from the GICv3 architecture
  * specification (Arm IHI 0069); the device's attributes from KVM's
- * Documentation/virt/kvm/devices/arm-vgic-v3.rst.
+ * Documentation/virt/kvm/devices/arm-vgic-v3.rst and arm-vgic.rst.
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
@@ -39,6 +40,7 @@
 #define GICR_WAKER	 0x0014
 #define GICR_SGI_FRAME	 0x10000
 #define GICD_CTLR_GRP1	 (1u << 1) /* EnableGrp1 (one security state: DS) */
+#define GICD_CTLR_V2_EN	 (1u << 0) /* GICv2 without Security Extensions: Enable */
 #define GICD_CTLR_ARE	 (1u << 4)
 #define GICD_CTLR_DS	 (1u << 6)
 #define GICR_WAKER_PS	 (1u << 1) /* ProcessorSleep */
@@ -58,13 +60,27 @@
 /* ---- availability ---- */
 
 /* Slat's ABI 1.6 and a GICv3 the primary drives through system registers. */
-bool slat_vgic_offered(void)
+static bool vgic_v3_offered(void)
 {
 	u64 pfr0 = read_sysreg_s(SYS_ID_AA64PFR0_EL1);
 
 	if ((slat_hv_version & 0xffff) < 6 || !((pfr0 >> 24) & 0xf)) /* GIC: sysregs */
 		return false;
 	return read_sysreg_s(SYS_ICC_SRE_EL1) & 1; /* ICC_SRE_EL1.SRE */
+}
+
+bool slat_vgic_type_offered(u32 type)
+{
+	if (type == KVM_DEV_TYPE_ARM_VGIC_V3)
+		return vgic_v3_offered();
+	if (type == KVM_DEV_TYPE_ARM_VGIC_V2)
+		return slat_vgic_v2_offered();
+	return false;
+}
+
+bool slat_vgic_offered(void)
+{
+	return vgic_v3_offered() || slat_vgic_v2_offered();
 }
 
 /* ---- lookups (under the kvcpus lock) ---- */
@@ -94,7 +110,7 @@ static struct vgic_irq *irq_of(struct slat_irqchip *c, struct slat_vgic_cpu *cpu
 }
 
 /* A new pending interrupt for `t`: wake it from WFI, or kick it out of Slat. */
-static void vgic_kick(struct slat_kvm_vcpu *t)
+void slat_vgic_kick(struct slat_kvm_vcpu *t)
 {
 	struct slat_vgic_cpu *cpu = vgic_cpu(t);
 
@@ -103,9 +119,11 @@ static void vgic_kick(struct slat_kvm_vcpu *t)
 		kick_process(cpu->task);
 }
 
-/* The vCPU an SPI goes to (1-of-N: vCPU 0), or NULL. */
+/* The vCPU an SPI goes to (1-of-N: vCPU 0; GICv2: its ITARGETSR), or NULL. */
 static struct slat_kvm_vcpu *spi_target(struct slat_vm *vm, const struct vgic_irq *irq)
 {
+	if (vm->irqchip->v2)
+		return slat_vgic_v2_spi_target(vm, irq);
 	if (irq->route & IROUTER_IRM)
 		return xa_load(&vm->kvcpus, 0);
 	return vcpu_at(vm, irq->route & AFF_MASK);
@@ -131,6 +149,26 @@ int slat_vgic_vcpu_create(struct slat_kvm_vcpu *v)
 	cpu->asleep = true;
 	v->arch = cpu;
 	return 0;
+}
+
+/*
+ * KVM makes a GICv2 VM's max_vcpus 8, and the CPU interface number is what
+ * GICD_ITARGETSR and GICD_SGIR name: here the vCPU id. Checked once the vCPU
+ * is in kvcpus, under its lock, as slat_vgic_create_device checks the ids
+ * there: of a vCPU and a GICv2 made at once, one of them sees the other.
+ */
+int slat_vgic_vcpu_added(struct slat_kvm_vcpu *v)
+{
+	struct xarray *xa = &v->vc->vm->kvcpus;
+	struct slat_irqchip *c;
+	int rc = 0;
+
+	xa_lock(xa);
+	c = v->vc->vm->irqchip;
+	if (c && c->v2 && v->id >= VGIC_V2_MAX_CPUS)
+		rc = -EINVAL;
+	xa_unlock(xa);
+	return rc;
 }
 
 void slat_vgic_vcpu_free(struct slat_kvm_vcpu *v)
@@ -159,13 +197,34 @@ static bool vtimer_level(const struct hc_run *hr)
 
 /* ---- list registers (the logic: slat_vgic_lr.h) ---- */
 
+/* The distributor forwards pending interrupts: v3 EnableGrp1, v2 Enable. */
+static bool dist_on(const struct slat_irqchip *c)
+{
+	return READ_ONCE(c->ctlr) & (c->v2 ? GICD_CTLR_V2_EN : GICD_CTLR_GRP1);
+}
+
 static void consider(struct slat_irqchip *c, struct vgic_irq *irq, u32 intid,
 		     struct vgic_pick *picks, unsigned int *n, unsigned int max, bool *more)
 {
-	bool deliver = vgic_irq_pending(irq) && irq->enabled && (c->ctlr & GICD_CTLR_GRP1);
+	bool deliver = vgic_irq_pending(irq) && irq->enabled && dist_on(c);
 
 	if (irq->active || deliver)
 		vgic_pick(picks, n, max, (struct vgic_pick){irq, intid}, more);
+}
+
+/* lr `i` for `irq`, recorded for the sync: the GICv3 or the GICv2 form. */
+static u64 lr_load(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, unsigned int i,
+		   struct vgic_irq *irq, u32 intid)
+{
+	u32 vintid = intid;
+	u64 lr;
+
+	if (c->v2)
+		lr = vgic_v2_lr_load(irq, intid, &vintid, &cpu->lr_latch[i]);
+	else
+		lr = vgic_lr_load(irq, intid, &cpu->lr_latch[i]);
+	cpu->lr_intid[i] = (u16)vintid;
+	return lr;
 }
 
 /* Under the lock: the interrupts for `v` into the run page's list registers. */
@@ -187,14 +246,13 @@ static void vgic_flush(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct h
 		if ((irq->active || vgic_irq_pending(irq)) && spi_target(vm, irq) == v)
 			consider(c, irq, intid, picks, &n, max, &more);
 	}
-	for (i = 0; i < n; i++) {
-		hr->vgic.lr[i] = vgic_lr_load(picks[i].irq, picks[i].intid, &cpu->lr_latch[i]);
-		cpu->lr_intid[i] = picks[i].intid;
-	}
+	for (i = 0; i < n; i++)
+		hr->vgic.lr[i] = lr_load(c, cpu, i, picks[i].irq, picks[i].intid);
 	cpu->nr_lr = n;
 	cpu->loaded = true;
 	hr->vgic.nr_lr = n;
-	hr->vgic.flags = HC_VGIC_ON | (more ? HC_VGIC_NPIE : 0);
+	hr->vgic.flags = HC_VGIC_ON | (c->v2 ? HC_VGIC_V2 : 0) | (more ? HC_VGIC_NPIE : 0);
+	hr->vgic.cpuif_ipa = c->v2 ? c->cpu_base : 0;
 }
 
 /* Under the lock: what the guest did with the last flush's list registers. */
@@ -206,12 +264,15 @@ static void vgic_sync(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const str
 	if (!cpu->loaded)
 		return;
 	for (i = 0; i < cpu->nr_lr; i++) {
-		struct vgic_irq *irq = irq_of(c, cpu, cpu->lr_intid[i]);
+		u32 vintid = cpu->lr_intid[i];
+		struct vgic_irq *irq = irq_of(c, cpu, vintid & VGIC_V2_INTID_MASK);
 
 		/* An lr naming another INTID is ignored: Slat only writes back
 		 * what the guest did with the ones it was given. */
-		if (irq)
-			vgic_lr_sync(irq, cpu->lr_intid[i], hr->vgic.lr[i], cpu->lr_latch[i]);
+		if (irq && c->v2)
+			vgic_v2_lr_sync(irq, vintid, hr->vgic.lr[i], cpu->lr_latch[i]);
+		else if (irq)
+			vgic_lr_sync(irq, vintid, hr->vgic.lr[i], cpu->lr_latch[i]);
 	}
 	cpu->loaded = false;
 }
@@ -236,8 +297,14 @@ int slat_vgic_ready(struct slat_kvm_vcpu *v)
 	}
 	/* KVM initialises a VGIC the VMM did not at the first run; it must
 	 * know where its frames are by then. */
-	if (c->dist_base == VGIC_ADDR_UNSET || c->redist_base == VGIC_ADDR_UNSET)
+	if (c->v2) {
+		int rc = slat_vgic_v2_check_addrs(c);
+
+		if (rc)
+			return rc;
+	} else if (c->dist_base == VGIC_ADDR_UNSET || c->redist_base == VGIC_ADDR_UNSET) {
 		return -ENXIO;
+	}
 	xa_lock(xa);
 	WRITE_ONCE(c->ready, true);
 	WRITE_ONCE(c->mapped, true);
@@ -283,7 +350,7 @@ static int vgic_set_line(struct slat_vm *vm, struct slat_irqchip *c, struct slat
 	if (!t)
 		t = spi_target(vm, irq);
 	if (t && vgic_irq_pending(irq) != was)
-		vgic_kick(t); /* raised: deliver; lowered: take it out of the lrs */
+		slat_vgic_kick(t); /* raised: deliver; lowered: take it out of the lrs */
 	xa_unlock(&vm->kvcpus);
 	return 0;
 }
@@ -369,6 +436,8 @@ static u64 bits_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 fi
 			continue;
 		if (r == BIT_ENABLE && first + i < 16)
 			continue; /* SGIs stay enabled */
+		if (r == BIT_PEND && first + i < 16 && c->v2)
+			continue; /* GICv2: SGIs pend by source (SPENDSGIR) */
 		if (set_reg && !bit_get(irq, r))
 			*raised = true;
 		bit_set(irq, r, set_reg);
@@ -419,8 +488,8 @@ static u64 cfg_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 fir
  * distributor: SPIs; a redistributor's SGI frame: its SGIs and PPIs). *hit
  * false: not one of them.
  */
-static u64 common_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 off,
-			 unsigned int len, bool write, u64 val, bool *hit, bool *raised)
+u64 slat_vgic_common_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 off,
+			    unsigned int len, bool write, u64 val, bool *hit, bool *raised)
 {
 	*hit = true;
 	if (off >= GICX_IGROUPR && off < GICX_ISENABLER)
@@ -484,7 +553,7 @@ static u64 dist_access(struct slat_irqchip *c, u32 off, unsigned int len, bool w
 		return 0;
 	if (off >= GICX_ISENABLER && off < GICX_IPRIORITYR && (off & 0x7f) < 4)
 		return 0;
-	r = common_access(c, NULL, off, len, write, val, &hit, raised);
+	r = slat_vgic_common_access(c, NULL, off, len, write, val, &hit, raised);
 	return hit ? r : 0; /* everything else RAZ/WI */
 }
 
@@ -503,7 +572,7 @@ static u64 redist_access(struct slat_irqchip *c, struct slat_kvm_vcpu *t, bool l
 		if ((off >= GICX_IGROUPR && off < GICX_IPRIORITYR && (off & 0x7f) >= 4) ||
 		    off >= GICX_ICFGR + 8)
 			return 0; /* only the first register of each: INTIDs 0-31 */
-		r = common_access(c, cpu, off, len, write, val, &hit, raised);
+		r = slat_vgic_common_access(c, cpu, off, len, write, val, &hit, raised);
 		return hit ? r : 0;
 	}
 	switch (off & ~7u) {
@@ -535,7 +604,7 @@ static void kick_all(struct slat_vm *vm)
 	unsigned long i;
 
 	xa_for_each (&vm->kvcpus, i, t)
-		vgic_kick(t);
+		slat_vgic_kick(t);
 }
 
 static bool vgic_mmio(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct hc_run *hr)
@@ -548,7 +617,14 @@ static bool vgic_mmio(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct hc
 	struct slat_kvm_vcpu *t;
 
 	legal = (len == 1 || len == 2 || len == 4 || len == 8) && !(gpa & (len - 1));
-	if (gpa - c->dist_base < VGIC_DIST_SIZE) {
+	if (c->v2 && gpa - c->dist_base < VGIC_V2_DIST_SIZE) {
+		xa_lock(&vm->kvcpus);
+		if (legal)
+			out = slat_vgic_v2_dist_access(v, c, gpa - c->dist_base, len, write, val,
+						       &raised);
+	} else if (c->v2) {
+		return false; /* no redistributors; the CPU interface is Slat's */
+	} else if (gpa - c->dist_base < VGIC_DIST_SIZE) {
 		xa_lock(&vm->kvcpus);
 		if (legal)
 			out = dist_access(c, gpa - c->dist_base, len, write, val, &raised);
@@ -595,14 +671,14 @@ static void vgic_sgi(struct slat_kvm_vcpu *v, u64 val)
 			if (t == v)
 				continue;
 			vgic_cpu(t)->priv[intid].latch = true;
-			vgic_kick(t);
+			slat_vgic_kick(t);
 		}
 	} else {
 		for (b = 0; b < 16; b++) {
 			if (!(val >> b & 1) || !(t = vcpu_at(vm, aff | (rs * 16 + b))))
 				continue;
 			vgic_cpu(t)->priv[intid].latch = true;
-			vgic_kick(t);
+			slat_vgic_kick(t);
 		}
 	}
 	xa_unlock(&vm->kvcpus);
@@ -617,7 +693,7 @@ static bool vgic_wake_now(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const
 	bool wake = false;
 	u32 intid;
 
-	if (!(READ_ONCE(c->ctlr) & GICD_CTLR_GRP1))
+	if (!dist_on(c))
 		return false;
 	xa_lock(&vm->kvcpus);
 	cpu->priv[VGIC_VTIMER_INTID].line = vtimer_level(hr);
@@ -635,15 +711,14 @@ static bool vgic_wake_now(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const
 /*
  * WFI waits for an interrupt for this vCPU: a pending one, or its timer's
  * deadline when the timer could interrupt (enabled and unmasked, its PPI
- * enabled, group 1 on). An expired timer that cannot interrupt wakes nothing,
- * as in KVM.
+ * enabled, the distributor on). An expired timer that cannot interrupt wakes
+ * nothing, as in KVM.
  */
 static void vgic_wfi(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const struct hc_run *hr)
 {
 	u64 ctl = hr->vgic.vtimer_ctl, now, ns;
 	bool timer = (ctl & CNTV_CTL_ENABLE) && !(ctl & CNTV_CTL_IMASK) &&
-		     READ_ONCE(vgic_cpu(v)->priv[VGIC_VTIMER_INTID].enabled) &&
-		     (READ_ONCE(c->ctlr) & GICD_CTLR_GRP1);
+		     READ_ONCE(vgic_cpu(v)->priv[VGIC_VTIMER_INTID].enabled) && dist_on(c);
 
 	if (!timer) {
 		wait_event_interruptible(v->psci_wq, vgic_wake_now(v, c, hr));
@@ -675,9 +750,10 @@ int slat_vgic_exit(struct slat_kvm_vcpu *v, struct hc_run *hr)
 	case HC_EXIT_MMIO:
 		return vgic_mmio(v, c, hr) ? SLAT_KVM_REENTER : SLAT_KVM_GENERIC;
 	case HC_EXIT_SYSREG:
-		if (hr->u.sysreg.id == HC_SYSREG_ICC_SGI1R)
+		if (hr->u.sysreg.id == HC_SYSREG_ICC_SGI1R && !c->v2)
 			vgic_sgi(v, hr->u.sysreg.data);
-		else /* group 0 and Secure SGIs: one security state, group 1 only */
+		else /* group 0 and Secure SGIs: one security state, group 1 only;
+		      * a GICv2 guest has no such registers (GICD_SGIR) */
 			pr_info_once("slat: guest SGI register %#x ignored\n", hr->u.sysreg.id);
 		return SLAT_KVM_REENTER;
 	case HC_EXIT_HALT:
@@ -724,6 +800,8 @@ static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_at
 
 	switch (a->group) {
 	case KVM_DEV_ARM_VGIC_GRP_ADDR:
+		if (c->v2)
+			return slat_vgic_v2_addr(vm, c, a, cmd);
 		if (has)
 			return a->attr == KVM_VGIC_V3_ADDR_TYPE_DIST ||
 				       a->attr == KVM_VGIC_V3_ADDR_TYPE_REDIST
@@ -793,57 +871,89 @@ static const struct file_operations vgic_dev_fops = {
     .llseek = noop_llseek,
 };
 
-static struct slat_irqchip *vgic_new(void)
+static struct slat_irqchip *vgic_new(bool v2)
 {
 	struct slat_irqchip *c = kzalloc(sizeof(*c), GFP_KERNEL);
 
 	if (!c)
 		return NULL;
-	/* Zeroed: every SPI routed to affinity 0.0.0.0 (vCPU 0), all disabled. */
-	c->dist_base = c->redist_base = VGIC_ADDR_UNSET;
+	/* Zeroed: every SPI routed to affinity 0.0.0.0 (vCPU 0), all disabled;
+	 * on a GICv2 to no CPU (ITARGETSR 0, as KVM resets it). */
+	c->dist_base = c->redist_base = c->cpu_base = VGIC_ADDR_UNSET;
 	c->nr_irqs = VGIC_NR_IRQS_DEF;
+	c->v2 = v2;
 	return c;
 }
 
 /*
- * KVM_CREATE_DEVICE: one GICv3 per VM (-EEXIST), before any vCPU has run;
- * KVM_CREATE_DEVICE_TEST only asks. The fd holds a VM reference; the VGIC
- * itself lives as long as the VM.
+ * Under vm->lock: the VGIC becomes the VM's. A GICv2 refuses a VM that has a
+ * vCPU it cannot number (KVM: more than 8 vCPUs, -E2BIG); under the kvcpus
+ * lock, as slat_vgic_vcpu_added looks.
+ */
+static int vgic_install(struct slat_vm *vm, struct slat_irqchip *c)
+{
+	unsigned long first = VGIC_V2_MAX_CPUS;
+	int rc = 0;
+
+	xa_lock(&vm->kvcpus);
+	if (c->v2 && xa_find(&vm->kvcpus, &first, ULONG_MAX, XA_PRESENT))
+		rc = -E2BIG;
+	if (!rc)
+		WRITE_ONCE(vm->irqchip, c);
+	xa_unlock(&vm->kvcpus);
+	return rc;
+}
+
+/*
+ * KVM_CREATE_DEVICE: one GICv3 or GICv2 per VM (-EEXIST), before any vCPU has
+ * run; the type the machine does not offer -ENODEV; KVM_CREATE_DEVICE_TEST
+ * only asks. The fd holds a VM reference; the VGIC itself lives as long as
+ * the VM.
  */
 long slat_vgic_create_device(struct slat_kvm_vm *kvm, void __user *up)
 {
 	struct kvm_create_device cd;
 	struct slat_vm *vm = kvm->vm;
 	struct slat_irqchip *c;
-	int fd;
+	struct file *file;
+	int fd, rc;
 
 	if (copy_from_user(&cd, up, sizeof(cd)))
 		return -EFAULT;
-	if (cd.type != KVM_DEV_TYPE_ARM_VGIC_V3 || !slat_vgic_offered())
+	if (!slat_vgic_type_offered(cd.type))
 		return -ENODEV;
 	if (cd.flags & ~KVM_CREATE_DEVICE_TEST)
 		return -EINVAL;
 	if (cd.flags & KVM_CREATE_DEVICE_TEST)
 		return 0;
-	c = vgic_new();
+	c = vgic_new(cd.type == KVM_DEV_TYPE_ARM_VGIC_V2);
 	if (!c)
 		return -ENOMEM;
-	mutex_lock(&vm->lock);
-	if (vm->irqchip) {
-		mutex_unlock(&vm->lock);
-		kfree(c);
-		return -EEXIST;
-	}
-	kref_get(&vm->ref);
-	fd = anon_inode_getfd("kvm-arm-vgic-v3", &vgic_dev_fops, vm, O_RDWR | O_CLOEXEC);
+	fd = get_unused_fd_flags(O_CLOEXEC);
 	if (fd < 0) {
-		mutex_unlock(&vm->lock);
-		slat_vm_put(vm);
 		kfree(c);
 		return fd;
 	}
-	WRITE_ONCE(vm->irqchip, c);
+	kref_get(&vm->ref); /* the file's, dropped at its release */
+	file = anon_inode_getfile(c->v2 ? "kvm-arm-vgic-v2" : "kvm-arm-vgic-v3", &vgic_dev_fops, vm,
+				  O_RDWR);
+	if (IS_ERR(file)) {
+		put_unused_fd(fd);
+		slat_vm_put(vm);
+		kfree(c);
+		return PTR_ERR(file);
+	}
+	/* Published only with its fd sure to come: nothing can fail after. */
+	mutex_lock(&vm->lock);
+	rc = vm->irqchip ? -EEXIST : vgic_install(vm, c);
 	mutex_unlock(&vm->lock);
+	if (rc) {
+		fput(file);
+		put_unused_fd(fd);
+		kfree(c);
+		return rc;
+	}
+	fd_install(fd, file);
 	cd.fd = fd;
 	if (copy_to_user(up, &cd, sizeof(cd)))
 		return -EFAULT; /* the fd stays, as in KVM */
