@@ -8,17 +8,23 @@
 #
 #   arm64_primary_boot CPU [TEST [CFG LINE...]]
 #                              build the ESP and boot it under QEMU -cpu CPU with
-#                              slat.test=TEST (default primary) and extra slat.cfg lines
+#                              slat.test=TEST (default primary) and extra slat.cfg lines;
+#                              ARM64_INITRD=initrd-vmm.img boots the initramfs
+#                              with slat-vmm and the VM's kernel (tools/vmm-initrd.sh)
 #   arm64_primary_expect       the assertions every CPU model shares
 
 arm64_primary_boot() {
-	local cpu=$1 test=${2:-primary} cfg
+	local cpu=$1 test=${2:-primary} initrd=${ARM64_INITRD:-initrd.img} cfg
 	shift $(($# < 2 ? $# : 2))
+	ARM64_TEST=$test
 	make -s -C "$BOOT_TOP" guest-aarch64 >"$BOOT_DIR/guest.out" 2>&1 || {
 		cat "$BOOT_DIR/guest.out" >&2
 		echo "boot: building the arm64 guest failed" >&2
 		exit 1
 	}
+	if [ "$initrd" = initrd-vmm.img ]; then
+		bash "$BOOT_TOP/tools/vmm-initrd.sh" aarch64 || exit 1
+	fi
 	cfg="$BOOT_DIR/slat.cfg"
 	{
 		echo '# written by tests/boot/arm64_primary.sh'
@@ -31,7 +37,7 @@ arm64_primary_boot() {
 	local g="$BOOT_TOP/build/guest/aarch64"
 	# The kernel alone is ~27 MiB: a 63 MiB ESP instead of the default 15.75 MiB.
 	EMU_ESP_CYL=128
-	boot_esp aarch64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd.img=slat/initrd.img"
+	boot_esp aarch64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/$initrd=slat/initrd.img"
 	EMU_SMP=2 boot_qemu_arm64 "$cpu"
 }
 
@@ -43,7 +49,7 @@ arm64_primary_expect() {
 		'^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 		'^slat: hand-off runs from a copy at 0x[0-9a-f]+; slat.efi.s pages 0x[0-9a-f]+-0x[0-9a-f]+ re-typed EfiLoaderCode -> EfiBootServicesData$' \
 		'^slat: initrd \\slat\\initrd.img, [0-9]+ KiB, offered via LoadFile2$' \
-		'^slat: starting \\slat\\vmlinuz with "console=ttyAMA0 panic=-1 slat.test=primary slat.region=0x[0-9a-f]+,0x400000"$' \
+		'^slat: starting \\slat\\vmlinuz with "console=ttyAMA0 panic=-1 slat.test='"$ARM64_TEST"' slat.region=0x[0-9a-f]+,0x400000"$' \
 		'^SLAT-GUEST: init up on aarch64' \
 		'^SLAT-GUEST: el EL1$' \
 		'^SLAT-GUEST: cpus online 0-1$' \
