@@ -33,7 +33,9 @@
 //      CPU interface (HC_VGIC_V2, hc_run.vgic.cpuif_ipa), whose guest
 //      accesses Slat performs on the GICV frame; hc_run.vgic.gic says which
 //      interface the CPU has.
-#define HC_ABI_MINOR 7u
+// 1.8: x86 NMIs for secondaries through the run page (hc_run.nmi, nmi_state):
+//      KVM's KVM_NMI and the NMI IPIs of the VMM's LAPIC.
+#define HC_ABI_MINOR 8u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -151,6 +153,14 @@ enum hc_exit {
 
 #define HC_IRQ_VALID (1u << 31) // hc_run.irq: bits 7:0 the vector
 
+// 1.8, x86: hc_run.nmi = 1 raises an NMI for the vCPU at this RUN (it merges
+// with one already held, as NMIs do in hardware); Slat writes 0 once the vCPU
+// holds it, and delivers it when the guest is not in an NMI handler (NMIs are
+// blocked from an NMI's delivery to the handler's IRET). Other values:
+// HC_E_INVAL. At every exit nmi_state says what Slat still holds.
+#define HC_NMI_HELD    1u // one waits for delivery
+#define HC_NMI_BLOCKED 2u // the guest runs its NMI handler (until its IRET)
+
 // 1.6, arm64: hc_run.vgic. With HC_VGIC_ON the guest has the GICv3 virtual
 // CPU interface (ICH_HCR_EL2.En): Slat loads lr[0..nr_lr) into ICH_LR<n>_EL2
 // at each entry and writes their state back at each exit, and keeps the
@@ -265,6 +275,10 @@ struct hc_run {
 		uint64_t vtimer_cval;	     // out: CNTV_CVAL_EL0 at the exit
 		uint64_t cpuif_ipa;	     // in (1.7, HC_VGIC_V2): the guest's GICC base
 	} vgic;
+	// 1.8, x86 (HC_NMI_* above): read at each VCPU_RUN.
+	uint8_t nmi;	   // in: 1 = raise one; 0 once the vCPU holds it
+	uint8_t nmi_state; // out: HC_NMI_HELD | HC_NMI_BLOCKED at the exit
+	uint8_t pad_nmi[6];
 };
 
 // x86 segment register as the VMCB keeps it: attr = type(3:0) S(4) DPL(6:5)

@@ -204,6 +204,8 @@ static void irq_after_run(struct vcpu *v, const struct x86_hv_irq *q, struct hc_
 	run->irq = q->irq;
 	run->if_flag = !!(v->arch.ops->read_rflags(v) & RFLAGS_IF);
 	run->irq_ready = !(q->irq & HC_IRQ_VALID) && hv_ops->irq_open(v);
+	run->nmi_state =
+	    (v->arch.nmi.pending ? HC_NMI_HELD : 0) | (v->arch.nmi.blocked ? HC_NMI_BLOCKED : 0);
 }
 
 // The entry loop, on the host stack of the caller's exit (interrupts and GIF
@@ -214,11 +216,16 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 	// One read of the primary's page: checked = used.
 	uint32_t irq = __atomic_load_n(&run->irq, __ATOMIC_RELAXED);
 	uint8_t window = __atomic_load_n(&run->irq_window, __ATOMIC_RELAXED);
+	uint8_t nmi = __atomic_load_n(&run->nmi, __ATOMIC_RELAXED);
 	struct x86_hv_irq q = {.irq = irq, .want_window = window == 1};
 	int rc = HC_OK;
 
-	if ((irq & ~(HC_IRQ_VALID | 0xffu)) || window > 1)
+	if ((irq & ~(HC_IRQ_VALID | 0xffu)) || window > 1 || nmi > 1 || (nmi && !hv_ops->nmi_ok()))
 		return HC_E_INVAL;
+	if (nmi) { // held from here: delivered when the guest is not blocked
+		x86_nmi_raise(&v->arch.nmi);
+		run->nmi = 0;
+	}
 	x86_hv_complete(v, run);
 	hv_ops->begin(caller, v);
 	for (;;) {

@@ -47,6 +47,9 @@ struct x86_hv_ops {
 	// irq_inject: queue one (only when open). irq_window: exit
 	// (X86_EXIT_IRQ_WINDOW) as soon as the guest can take one, or not.
 	bool (*irq_open)(struct vcpu *v);
+	// ABI 1.8: true when the back end delivers the guest's NMIs (v->arch.nmi)
+	// at its entries; false: an NMI from the VMM is refused (HC_E_INVAL).
+	bool (*nmi_ok)(void);
 	void (*irq_inject)(struct vcpu *v, uint8_t vector);
 	void (*irq_window)(struct vcpu *v, bool on);
 	// After the entry that followed irq_inject: whether the guest took the

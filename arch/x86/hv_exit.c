@@ -379,6 +379,7 @@ static enum exit_reason hv_exit_class(enum x86_exit_kind k)
 	case X86_EXIT_INTR:
 	case X86_EXIT_NMI:
 	case X86_EXIT_IRQ_WINDOW:
+	case X86_EXIT_NMI_WINDOW:
 		return EXIT_INTERRUPT;
 	case X86_EXIT_CPUID:
 		return EXIT_CPUID;
@@ -410,6 +411,7 @@ enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x
 	case X86_EXIT_NMI:
 		return nmi_exit(caller, run);
 	case X86_EXIT_IRQ_WINDOW: // the entry loop injects or ends the RUN (hv.c)
+	case X86_EXIT_NMI_WINDOW: // the back end's NMI bookkeeping (svm/hv.c)
 		return X86_HV_REENTER;
 	case X86_EXIT_CPUID:
 		return cpuid_exit(v);

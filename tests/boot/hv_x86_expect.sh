@@ -8,7 +8,7 @@ expect_absent '^ARCHTEST-ABORT' 'X64 Exception Type' 'slat: .*fault on Slat memo
 expect_count 2 '^(warning: )?slat: (NPT|EPT) fault on an unmapped address at GPA 0x[0-9a-f]+ \(read at CPL 0'
 expect_count 2 'slat: .*fault on'
 expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
-	'^ARCHTEST hv-version: st 0 version 0x10007$' \
+	'^ARCHTEST hv-version: st 0 version 0x10008$' \
 	'^ARCHTEST hv-stats-boot: st 0 deposited-as-counted 1 held-beyond-own_nodes 0 free 0 used-by-vms 0 vms 0 balanced 1$' \
 	'^ARCHTEST hv-vm-create-empty-pool: -9$' \
 	'^ARCHTEST hv-deposit: 0$' \
@@ -65,6 +65,14 @@ expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
 	'^ARCHTEST hv-in-exit2: io port 0x1234 size 4 out 1 data 0xfeedface$' \
 	'^ARCHTEST hv-in-exit3: halt 0$' \
 	'^ARCHTEST hv-msr-unknown: shutdown 0$' \
+	'^ARCHTEST hv-nmi-exit1: io data 0x1, nmi 0 state 0$' \
+	'^ARCHTEST hv-nmi-bad-value: -12$' \
+	'^ARCHTEST hv-nmi-1-taken: io data 0x[0-9a-f]+, nmi 0 state 2$' \
+	'^ARCHTEST hv-nmi-at: nop$' \
+	'^ARCHTEST hv-nmi-2-after-iret: io data 0x[0-9a-f]+, nmi 0 state 2$' \
+	'^ARCHTEST hv-nmi-2-at: nop$' \
+	'^ARCHTEST hv-nmi-done: io data 0x2, nmi 0 state 0$' \
+	'^ARCHTEST hv-nmi-halt: halt 0$' \
 	'^ARCHTEST hv-nomem-setup: vm 0 vcpu\+slot 0$' \
 	'^ARCHTEST hv-nomem-run: -9$' \
 	'^ARCHTEST hv-nomem-steps: (-9 )(-9 )+io$' \

@@ -22,6 +22,10 @@ struct x86_nmi_state {
 	bool blocked;	   // the guest runs its NMI handler: NMIs held until its IRET
 	bool iret_seen;	   // blocked, and the guest reached its IRET (intercepted) ...
 	uint64_t iret_rip; // ... at this RIP: unblocked once an exit shows another RIP
+	// SVM: stepping over that IRET to deliver a held NMI after it.
+	bool stepping;	   // TF set by Slat, #DB intercepted
+	bool step_tf;	   // the guest's own TF when the step began
+	uint64_t step_dr6; // the guest's DR6 before the step (the trap sets BS)
 };
 
 // What a secondary vCPU's next VCPU_RUN completes with the VMM's answer

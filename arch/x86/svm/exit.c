@@ -171,43 +171,42 @@ static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e)
 // shared state does, with the IRET intercept to see the handler end. Without
 // NRIPS the IRET exit comes before the IRET runs, so a held NMI waits for
 // the IRET to run alone under TF (#DB intercepted), as hardware delivers it
-// after the IRET, before the next instruction.
-static void nmi_step_begin(struct svm_cpu *c, void *vmcb)
+// after the IRET, before the next instruction. The same for the primary's
+// vCPUs and for secondaries (svm/hv.c): the state is the vCPU's.
+static void nmi_step_begin(struct x86_nmi_state *n, void *vmcb)
 {
 	uint64_t rflags = *vmcb64(vmcb, VMCB_RFLAGS);
 
-	c->nmi_stepping = true;
-	c->step_guest_tf = rflags & RFLAGS_TF;
-	c->step_dr6 = *vmcb64(vmcb, VMCB_DR6);
+	n->stepping = true;
+	n->step_tf = rflags & RFLAGS_TF;
+	n->step_dr6 = *vmcb64(vmcb, VMCB_DR6);
 	*vmcb64(vmcb, VMCB_RFLAGS) = rflags | RFLAGS_TF | RFLAGS_RF;
 	*vmcb32(vmcb, VMCB_INTERCEPT_EXC) |= 1u << 1;
 }
 
 // The #DB of that step (its exit): the IRET ran. The RFLAGS are now the ones
 // the IRET loaded; DR6 gets back what the guest had unless the guest was
-// single-stepping itself, which then gets its #DB.
-static void nmi_step_end(struct svm_cpu *c, void *vmcb)
+// single-stepping itself, which then gets its #DB. `rip`: the guest's now.
+void svm_nmi_step_end(struct x86_nmi_state *n, void *vmcb, uint64_t rip)
 {
-	struct vcpu *v = c->vcpu;
-
-	c->nmi_stepping = false;
+	n->stepping = false;
 	*vmcb32(vmcb, VMCB_INTERCEPT_EXC) &= ~(1u << 1);
-	if (v->arch.nmi.iret_seen && v->arch.rip == v->arch.nmi.iret_rip && !c->step_guest_tf)
+	if (n->iret_seen && rip == n->iret_rip && !n->step_tf)
 		*vmcb64(vmcb, VMCB_RFLAGS) &= ~RFLAGS_TF; // the IRET did not complete
-	if (c->step_guest_tf)
+	if (n->step_tf)
 		*vmcb64(vmcb, VMCB_EVENTINJ) = 1 | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
 	else
-		*vmcb64(vmcb, VMCB_DR6) = c->step_dr6;
+		*vmcb64(vmcb, VMCB_DR6) = n->step_dr6;
 }
 
 // Before VMRUN: inject a held NMI the guest can take, intercept IRET while
 // it is blocked, step over the IRET when one is held.
 // HLT is not intercepted: an NMI exit of a halted CPU already has its RIP
 // after the HLT, so the injected NMI is taken after it, as on hardware.
-static void nmi_apply(struct svm_cpu *c, void *vmcb)
+void svm_nmi_apply(struct x86_nmi_state *n, void *vmcb)
 {
 	bool slot_free = !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID);
-	struct x86_nmi_plan p = x86_nmi_plan(&c->vcpu->arch.nmi, slot_free);
+	struct x86_nmi_plan p = x86_nmi_plan(n, slot_free);
 
 	if (p.inject)
 		*vmcb64(vmcb, VMCB_EVENTINJ) = 2 | EVENTINJ_TYPE_NMI | EVENTINJ_VALID;
@@ -215,8 +214,8 @@ static void nmi_apply(struct svm_cpu *c, void *vmcb)
 		*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) |= INT3_IRET;
 	else
 		*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_IRET;
-	if (p.step_over_iret && !c->nmi_stepping)
-		nmi_step_begin(c, vmcb);
+	if (p.step_over_iret && !n->stepping)
+		nmi_step_begin(n, vmcb);
 }
 
 // The host's NMI handler (svm_entry.S). After an NMI exit svm_handle_exit
@@ -285,8 +284,8 @@ static void svm_exit_body(struct svm_cpu *c)
 	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
 	c->next_rip = e.next_rip;
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
-	if (f.code == SVM_EXIT_EXC_DB && c->nmi_stepping) {
-		nmi_step_end(c, vmcb);
+	if (f.code == SVM_EXIT_EXC_DB && v->arch.nmi.stepping) {
+		svm_nmi_step_end(&v->arch.nmi, vmcb, v->arch.rip);
 		e.kind = X86_EXIT_NMI_WINDOW;
 	}
 	x86_nmi_progress(&v->arch.nmi, v->arch.rip);
@@ -307,7 +306,7 @@ static void svm_exit_body(struct svm_cpu *c)
 	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
 	if (x86_mailbox_poll(v, &vector))
 		svm_vmcb_sipi_reset(c, vector);
-	nmi_apply(c, vmcb);
+	svm_nmi_apply(&v->arch.nmi, vmcb);
 }
 
 const struct x86_vcpu_ops svm_vcpu_ops = {

@@ -280,6 +280,31 @@ static void redeliver_end(struct vcpu *v, int vector)
 		v->arch.hv.intinfo = EVENTINJ_VALID | EVENTINJ_TYPE_INTR | (uint8_t)vector;
 }
 
+// The guest's NMI blocking after an exit (arch/x86/nmi.c, svm/exit.c): the
+// #DB that ends a step over its IRET, an IRET intercepted while blocked, and
+// any exit at another RIP than that IRET's (it completed). Those two exits
+// are Slat's: the entry loop re-enters (X86_EXIT_NMI_WINDOW).
+static void hv_nmi_exit(struct vcpu *v, void *vmcb, const struct svm_exit_fields *f,
+			struct x86_exit *e)
+{
+	struct x86_nmi_state *n = &v->arch.nmi;
+
+	if (f->code == SVM_EXIT_EXC_DB && n->stepping) {
+		svm_nmi_step_end(n, vmcb, v->arch.rip);
+		e->kind = X86_EXIT_NMI_WINDOW;
+	}
+	x86_nmi_progress(n, v->arch.rip);
+	if (e->kind == X86_EXIT_IRET) {
+		x86_nmi_at_iret(n, v->arch.rip);
+		e->kind = X86_EXIT_NMI_WINDOW;
+	}
+}
+
+static bool op_nmi_ok(void)
+{
+	return true; // NMIs are injected with EVENTINJ, the blocking kept in nmi.c
+}
+
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
 {
 	void *vmcb = vmcb_of(v);
@@ -297,6 +322,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	    !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID))
 		*vmcb64(vmcb, VMCB_EVENTINJ) = v->arch.hv.intinfo;
 	v->arch.hv.intinfo = 0;
+	svm_nmi_apply(&v->arch.nmi, vmcb); // after the redelivery: it may take the slot
 	*vmcb64(vmcb, VMCB_RAX) = v->arch.gpr[X86_RAX];
 	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
 	*vmcb64(vmcb, VMCB_RIP) = v->arch.rip;
@@ -314,6 +340,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
 	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
 	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
+	hv_nmi_exit(v, vmcb, &f, e);
 	hv_check_guest_state(v, &f);
 	v->arch.hv.next_rip = e->next_rip;
 	v->arch.hv.intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
@@ -543,6 +570,7 @@ static const struct x86_hv_ops svm_hv_ops = {
     .msr_stopped = op_msr, // the VMCB holds them between RUNs too
     .kick = x86_hv_kick_primary,
     .irq_open = op_irq_open,
+    .nmi_ok = op_nmi_ok,
     .irq_inject = op_irq_inject,
     .irq_window = op_irq_window,
     .irq_taken = op_irq_taken,

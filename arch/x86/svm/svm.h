@@ -101,29 +101,29 @@
 // Exit codes.
 #define SVM_EXIT_WRITE_CR0 0x010
 #define SVM_EXIT_EXC_BASE  0x040
-#define SVM_EXIT_EXC_DB    0x041
-#define SVM_EXIT_INTR      0x060
-#define SVM_EXIT_NMI       0x061
-#define SVM_EXIT_INIT      0x063
-#define SVM_EXIT_VINTR     0x064
-#define SVM_EXIT_CPUID     0x072
-#define SVM_EXIT_IRET      0x074
-#define SVM_EXIT_HLT       0x078
+#define SVM_EXIT_EXC_DB	   0x041
+#define SVM_EXIT_INTR	   0x060
+#define SVM_EXIT_NMI	   0x061
+#define SVM_EXIT_INIT	   0x063
+#define SVM_EXIT_VINTR	   0x064
+#define SVM_EXIT_CPUID	   0x072
+#define SVM_EXIT_IRET	   0x074
+#define SVM_EXIT_HLT	   0x078
 #define SVM_EXIT_INVLPGA   0x07a
-#define SVM_EXIT_IOIO      0x07b
-#define SVM_EXIT_MSR       0x07c
+#define SVM_EXIT_IOIO	   0x07b
+#define SVM_EXIT_MSR	   0x07c
 #define SVM_EXIT_SHUTDOWN  0x07f
-#define SVM_EXIT_VMRUN     0x080
+#define SVM_EXIT_VMRUN	   0x080
 #define SVM_EXIT_VMMCALL   0x081
-#define SVM_EXIT_VMLOAD    0x082
-#define SVM_EXIT_VMSAVE    0x083
-#define SVM_EXIT_STGI      0x084
-#define SVM_EXIT_CLGI      0x085
-#define SVM_EXIT_SKINIT    0x086
-#define SVM_EXIT_MWAIT     0x08b
+#define SVM_EXIT_VMLOAD	   0x082
+#define SVM_EXIT_VMSAVE	   0x083
+#define SVM_EXIT_STGI	   0x084
+#define SVM_EXIT_CLGI	   0x085
+#define SVM_EXIT_SKINIT	   0x086
+#define SVM_EXIT_MWAIT	   0x08b
 #define SVM_EXIT_MWAIT_C   0x08c
-#define SVM_EXIT_XSETBV    0x08d
-#define SVM_EXIT_NPF       0x400
+#define SVM_EXIT_XSETBV	   0x08d
+#define SVM_EXIT_NPF	   0x400
 #define SVM_EXIT_INVALID   0xffffffffffffffffull
 
 #define EVENTINJ_VALID	   (1u << 31)
@@ -179,10 +179,6 @@ struct svm_cpu {
 	uint64_t hsave_pa;	  // VM_HSAVE_PA page
 	uint64_t next_rip;	  // exit-specific next RIP when known (IOIO), else 0
 	volatile bool irq_window; // GIF is set on purpose (svm_irq_window)
-	// Stepping over the guest's IRET to deliver a held NMI after it (nmi.c):
-	bool nmi_stepping;  // TF set by Slat, #DB intercepted
-	bool step_guest_tf; // the guest's own TF when the step began
-	uint64_t step_dr6;  // the guest's DR6 before the step (the trap sets BS)
 	struct vcpu *vcpu;	  // the vCPU this CPU runs
 };
 
@@ -201,6 +197,10 @@ extern struct svm_host svm_host;
 void svm_vmcb_save_state(struct svm_cpu *c); // VMSAVE once per exit (vmcb.c)
 void svm_irq_window(struct vcpu *v);	     // x86_vm_ops.irq_window (exit.c)
 void svm_host_nmi(void);		     // the host NMI handler (svm_entry.S)
+// The guest's NMIs (exit.c), for the primary's vCPUs and secondaries alike:
+// before VMRUN, and at the #DB exit that ends a step over the guest's IRET.
+void svm_nmi_apply(struct x86_nmi_state *n, void *vmcb);
+void svm_nmi_step_end(struct x86_nmi_state *n, void *vmcb, uint64_t rip);
 
 // What the loaded image hands to the resident copy.
 struct svm_boot_args {
@@ -271,7 +271,7 @@ void svm_host_exception(uint64_t *frame); // an exception in the host
 void svm_mm_init(struct region *r);
 uint64_t svm_mm_page_alloc(void); // one zeroed 4K page or 0
 void svm_mm_page_free(uint64_t pa);
-void svm_mm_flush_all_cpus(void); // every vCPU's next VMRUN flushes the primary's ASID
+void svm_mm_flush_all_cpus(void);   // every vCPU's next VMRUN flushes the primary's ASID
 void svm_mm_flush_here(void *vmcb); // this VMCB's next VMRUN flushes the primary's ASID
 // The same for the mm/ engine (mm/s2_backend.h), once it is in slat.efi.
 struct x86_slat_ops;

@@ -133,7 +133,6 @@ void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
 	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
 	*vmcb32(vmcb, VMCB_INTERCEPT_EXC) &= ~(1u << 1); // no NMI step in flight
-	c->nmi_stepping = false;
 	x86_nmi_reset(&v->arch.nmi);
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 	c->vmload = 1; // FS, GS, TR, LDTR and the MSRs above

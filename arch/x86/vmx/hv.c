@@ -29,6 +29,7 @@
 #define INTR_VALID     (1u << 31)
 #define INTR_TYPE_EXC  (3u << 8)
 #define INTR_TYPE_EXT  (0u << 8)
+#define INTR_TYPE_NMI  (2u << 8)
 #define INTR_ERR_VALID (1u << 11)
 
 // The guest state of a vCPU between RUNs (its state page).
@@ -52,6 +53,7 @@ static struct {
 	uint32_t pin, proc, proc2;
 	uint64_t cr0_mask, cr4_mask;
 	bool ept_ad;
+	bool vnmi; // virtual NMIs and NMI-window exiting: the guest's NMIs (ABI 1.8)
 } vmx_hv;
 
 // vmx/hv_entry.S
@@ -366,6 +368,38 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 	x86_hv_fpu_load(primary_fpu(caller));
 }
 
+// ---- the guest's NMIs (ABI 1.8) ------------------------------------------------------
+// With virtual NMIs the CPU keeps the guest's NMI blocking itself (the
+// interruptibility state's bit 3, set at an NMI's delivery and cleared by its
+// handler's IRET): the shared state (arch/x86/nmi.c) takes it from there at
+// each entry. A held NMI goes in through the entry's event slot when it is
+// free and nothing blocks it (NMI, STI or MOV SS blocking: the SDM's entry
+// checks); otherwise NMI-window exiting makes the CPU exit as soon as it
+// could be delivered (X86_EXIT_NMI_WINDOW, the entry loop re-enters).
+static bool op_nmi_ok(void)
+{
+	return vmx_hv.vnmi;
+}
+
+static void nmi_apply(struct vcpu *v)
+{
+	struct x86_nmi_state *n = &v->arch.nmi;
+
+	if (!vmx_hv.vnmi || v->arch.hv.cb_bad)
+		return;
+	uint64_t intr = vmread(VMCS_GUEST_INTERRUPTIBILITY);
+	bool slot_free =
+	    !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_VALID) && !(intr & INTERRUPTIBILITY_SHADOW);
+
+	n->blocked = intr & INTERRUPTIBILITY_NMI;
+	struct x86_nmi_plan p = x86_nmi_plan(n, slot_free);
+	uint64_t proc = vmread(VMCS_PROC_CTLS);
+
+	if (p.inject)
+		vmwrite(VMCS_ENTRY_INTR_INFO, 2 | INTR_TYPE_NMI | INTR_VALID);
+	vmwrite(VMCS_PROC_CTLS, p.want_window ? proc | PROC_NMI_WINDOW : proc & ~PROC_NMI_WINDOW);
+}
+
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
 {
 	uint64_t eptp = ept_eptp(en->root_pa, 4, vmx_hv.ept_ad);
@@ -385,6 +419,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	if ((idt & INTR_VALID) && !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_VALID))
 		vmwrite(VMCS_ENTRY_INTR_INFO, idt & ~(1ull << 12));
 	v->arch.hv.intinfo = 0;
+	nmi_apply(v); // after the redelivery: it may take the slot
 	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
 	vmwrite(VMCS_GUEST_RIP, v->arch.rip);
 
@@ -414,6 +449,8 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 		e->next_rip = v->arch.rip + vmread(VMCS_EXIT_INSN_LEN);
 	v->arch.hv.next_rip = e->next_rip;
 	v->arch.hv.intinfo = failed ? 0 : vmread(VMCS_IDT_VECT_INFO);
+	if (vmx_hv.vnmi && !failed) // the CPU's blocking, for the VMM's nmi_state
+		v->arch.nmi.blocked = vmread(VMCS_GUEST_INTERRUPTIBILITY) & INTERRUPTIBILITY_NMI;
 	vmwrite(VMCS_ENTRY_INTR_INFO, 0);
 	v->arch.insn_done = false;
 }
@@ -658,6 +695,7 @@ static const struct x86_hv_ops vmx_hv_ops = {
     .msr_stopped = op_msr_stopped,
     .kick = x86_hv_kick_primary,
     .irq_open = op_irq_open,
+    .nmi_ok = op_nmi_ok,
     .irq_inject = op_irq_inject,
     .irq_window = op_irq_window,
     .irq_taken = op_irq_taken,
@@ -686,6 +724,12 @@ bool vmx_hv_init(struct region *r, const struct slat_plan *plan)
 		return false;
 	}
 	vmx_hv.ept_ad = c->ept_vpid & (1ull << 21);
+	// The guest's NMIs need virtual NMIs and NMI-window exiting (both or none).
+	vmx_hv.vnmi = ((pin_cap >> 32) & PIN_VIRTUAL_NMI) && ((proc_cap >> 32) & PROC_NMI_WINDOW);
+	if (vmx_hv.vnmi)
+		vmx_hv.pin |= PIN_VIRTUAL_NMI;
+	else
+		log_info("vmx: no virtual NMIs: secondaries get no NMIs\n");
 	// Owned bits: those the CPU fixes (PE and PG are free with unrestricted guest).
 	vmx_hv.cr0_mask = ((c->cr0_fixed0 & ~(CR0_PE | CR0_PG)) | ~c->cr0_fixed1) & 0xffffffffull;
 	vmx_hv.cr4_mask = (c->cr4_fixed0 | ~c->cr4_fixed1) & 0xffffffffull;

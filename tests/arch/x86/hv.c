@@ -30,7 +30,8 @@
  * 0xC0DE0000 + i at 0x1800, OUT 16 to TEST_PORT, HLT. vcpu1 from guest_b:
  * reads 0x10000, OUTs it, stores 0xBEEF at 0x10004, HLT. */
 extern const uint8_t guest_a[], guest_b[], guest_fpu[], guest_cpuid[], guest_call[], guest_in[],
-    guest_msr[], guest_gs[], guest_call_vmx[], guest_spin[], guest_end[];
+    guest_msr[], guest_gs[], guest_call_vmx[], guest_spin[], guest_nmi[], guest_nmi_at[],
+    guest_nmi_handler[], guest_end[];
 __asm__(".section .rdata,\"dr\"\n"
 	".code32\n"
 	"guest_a:\n"
@@ -122,6 +123,21 @@ __asm__(".section .rdata,\"dr\"\n"
 	"guest_spin:\n"
 	"1: mov 0x10000, %eax\n"
 	"  jmp 1b\n"
+	/* NMIs (ABI 1.8): the VMM raises them at the first OUT; its handler
+	 * (IDT vector 2) reports the EIP it interrupted and returns */
+	"guest_nmi:\n"
+	"  mov $0x1234, %dx\n"
+	"  mov $1, %eax\n"
+	"  out %eax, %dx\n"
+	"guest_nmi_at:\n"
+	"  nop\n"
+	"  mov $2, %eax\n"
+	"  out %eax, %dx\n"
+	"  hlt\n"
+	"guest_nmi_handler:\n"
+	"  mov (%esp), %eax\n"
+	"  out %eax, %dx\n"
+	"  iret\n"
 	"guest_end:\n"
 	".code64\n"
 	".text\n");
@@ -512,6 +528,66 @@ static void more_exits(void)
 	verdict_exit("hv-msr-unknown", 0);
 }
 
+/* ---- NMIs (ABI 1.8) ---------------------------------------------------------
+ * guest_nmi with a GDT at gpa 0 and an IDT at 0x100 (vector 2: its handler)
+ * in slot 0's first page. One NMI is taken before the NOP; a second one,
+ * raised while its handler runs, waits for the handler's IRET and is taken
+ * at the same NOP (delivered inside the handler it would report the IRET's
+ * EIP); nmi_state says blocked while a handler runs. */
+#define NMI_IDT	  0x100u
+#define NMI_STACK 0x1f00u
+
+static void nmi_tables(uint64_t page0)
+{
+	uint64_t *gdt = (uint64_t *)(uintptr_t)page0, h = guest_rip(guest_nmi_handler);
+	uint64_t *gate = (uint64_t *)(uintptr_t)(page0 + NMI_IDT + 8 * 2);
+
+	gdt[0] = 0;
+	gdt[1] = 0x00cf9b000000ffffull; /* 0x08: flat 32-bit code */
+	gdt[2] = 0x00cf93000000ffffull; /* 0x10: flat data */
+	*gate = (h & 0xffff) | 0x08ull << 16 | 0x8eull << 40 | (h >> 16) << 48;
+}
+
+static void nmi_state_verdict(const char *check)
+{
+	struct hc_run *rp = run_page();
+
+	ta_verdict(check, "io data 0x%llx, nmi %u state %u", (unsigned long long)rp->u.io.data,
+		   rp->nmi, rp->nmi_state);
+}
+
+static void nmi_test(uint64_t page0)
+{
+	struct hc_run *rp = run_page();
+	struct hc_regs_x86 r;
+	uint32_t reason = 0;
+
+	nmi_tables(page0);
+	flat32(&r, guest_rip(guest_nmi));
+	r.gdt_limit = 0x17;
+	r.idt_base = NMI_IDT;
+	r.idt_limit = 8 * 3 - 1;
+	r.gpr[4] = NMI_STACK; /* ESP */
+	if (set_regs(0, &r))
+		ta_abort("SET_REGS of a valid state failed");
+	run1(0, &reason);
+	nmi_state_verdict("hv-nmi-exit1");
+	rp->nmi = 2;
+	ta_verdict("hv-nmi-bad-value", "%lld", (long long)HC3(HC_VCPU_RUN, vm, 0, run_pa).st);
+	rp->nmi = 1;
+	run1(0, &reason);
+	nmi_state_verdict("hv-nmi-1-taken"); /* at the NOP */
+	ta_verdict("hv-nmi-at", "%s", rp->u.io.data == guest_rip(guest_nmi_at) ? "nop" : "ELSEWHERE");
+	rp->nmi = 1; /* while the first handler runs */
+	run1(0, &reason);
+	nmi_state_verdict("hv-nmi-2-after-iret");
+	ta_verdict("hv-nmi-2-at", "%s",
+		   rp->u.io.data == guest_rip(guest_nmi_at) ? "nop" : "ELSEWHERE");
+	run1(0, &reason);
+	nmi_state_verdict("hv-nmi-done");
+	verdict_exit("hv-nmi-halt", 0);
+}
+
 /* ---- a vCPU on the other CPU while this one changes its VM ----------------
  * EFI_MP_SERVICES_PROTOCOL (UEFI PI vol. 2, 13.4), the calls used here. */
 typedef void(EFIAPI *mp_proc)(void *arg);
@@ -709,6 +785,7 @@ void ta_main(void)
 	verdict_exit("hv-deleted-exit2", 1);
 
 	more_exits();
+	nmi_test(code_pa);
 	nomem_run();
 	hostile(pool, code_pa);
 
