@@ -92,6 +92,16 @@ loc() {
 t0=$(loc)
 sleep 1
 echo "VMM-GUEST: timer: $(($(loc) - t0)) local timer interrupts in a 1 s sleep"
+# x86: NMI IPIs. SysRq l has every CPU print its backtrace: this one
+# directly, the others from an NMI the kernel sends them (it waits up to
+# 10 s for each); the CPUs whose backtrace came, and the NMIs counted.
+if grep -q '^ *NMI:' /proc/interrupts; then
+	echo l >/proc/sysrq-trigger
+	bt=$(dmesg | sed -n 's/.*NMI backtrace for cpu \([0-9]*\).*/\1/p' | sort -n | tr '\n' ' ')
+	nmis=$(awk '/^ *NMI:/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i }
+		END { print s + 0 }' /proc/interrupts)
+	echo "VMM-GUEST: NMI backtraces from CPUs ${bt% }; $nmis NMIs"
+fi
 # The disk (slat-vmm --disk): its size and SHA-256 for the host to compare,
 # then a line written at sector 8 that the host reads back after power-off.
 for m in virtio_ring virtio virtio_mmio virtio_blk virtio_console; do

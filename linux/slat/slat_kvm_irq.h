@@ -45,19 +45,21 @@ struct slat_lapic {
 	bool bsp;	   /* vCPU 0: runnable again at the reset vector after INIT */
 	bool init_pending; /* an INIT whose reset the thread has not applied */
 	int sipi_vector;   /* a STARTUP accepted in INIT_RECEIVED, or -1 */
+	atomic_t nmis;	   /* NMIs for the vCPU not yet offered to Slat (at most 2) */
 };
 
 /* ICR and redirection-entry delivery modes the irqchip emulates. */
 #define SLAT_DM_FIXED	0
 #define SLAT_DM_LOWEST	1
+#define SLAT_DM_NMI	4
 #define SLAT_DM_INIT	5
 #define SLAT_DM_STARTUP 6
 
-/* The modes above are emulated; NMI, SMI and ExtINT are not. */
+/* The modes above are emulated; SMI and ExtINT are not. */
 static inline bool slat_dm_emulated(u32 mode)
 {
-	return mode == SLAT_DM_FIXED || mode == SLAT_DM_LOWEST || mode == SLAT_DM_INIT ||
-	       mode == SLAT_DM_STARTUP;
+	return mode == SLAT_DM_FIXED || mode == SLAT_DM_LOWEST || mode == SLAT_DM_NMI ||
+	       mode == SLAT_DM_INIT || mode == SLAT_DM_STARTUP;
 }
 
 struct slat_ioapic {
@@ -100,6 +102,9 @@ void slat_lapic_get(struct slat_lapic *l, u8 *regs);
 int slat_lapic_set(struct slat_lapic *l, const u8 *regs);
 /* One interrupt message of mode SLAT_DM_* for this LAPIC (IPI, I/O APIC). */
 void slat_lapic_deliver(struct slat_lapic *l, u32 mode, u8 vector, bool level);
+/* An NMI for the vCPU (KVM_NMI, an NMI IPI or MSI): counted, at most two
+ * outstanding as in KVM, and the vCPU kicked; ABI 1.8 delivers them. */
+void slat_lapic_nmi(struct slat_lapic *l);
 /*
  * The vCPU's thread before each entry: an INIT to apply (the LAPIC is reset
  * here; *init says the registers must be), a STARTUP vector in *sipi (or -1).

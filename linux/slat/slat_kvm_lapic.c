@@ -285,9 +285,17 @@ static void startup_ipi(struct slat_lapic *l, u8 vector)
 		kick(l);
 }
 
+void slat_lapic_nmi(struct slat_lapic *l)
+{
+	atomic_add_unless(&l->nmis, 1, 2);
+	kick(l);
+}
+
 void slat_lapic_deliver(struct slat_lapic *l, u32 mode, u8 vector, bool level)
 {
-	if (mode == SLAT_DM_INIT)
+	if (mode == SLAT_DM_NMI)
+		slat_lapic_nmi(l);
+	else if (mode == SLAT_DM_INIT)
 		init_ipi(l);
 	else if (mode == SLAT_DM_STARTUP)
 		startup_ipi(l, vector);
@@ -304,7 +312,8 @@ static void send_ipi(struct slat_lapic *l, u32 icr, u32 dest)
 	unsigned long id;
 
 	if (!slat_dm_emulated(mode)) {
-		pr_info_once("slat: LAPIC: ICR delivery mode %u (NMI/SMI) not emulated\n", mode);
+		pr_info_once("slat: LAPIC: ICR delivery mode %u (SMI, ExtINT) not emulated\n",
+			     mode);
 		return;
 	}
 	/* INIT level de-assert (level-triggered, not asserted) does nothing. */

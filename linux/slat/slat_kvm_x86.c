@@ -44,6 +44,12 @@ static bool x86_irq_ok(void)
 	return (slat_hv_version & 0xffff) >= 4;
 }
 
+/* ABI 1.8: Slat delivers NMIs (KVM_NMI, the LAPIC's NMI IPIs and MSIs). */
+static bool x86_nmi_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 8;
+}
+
 /* ABI 1.5: IA32_TSC_DEADLINE exits to the module (the LAPIC's timer). */
 static bool x86_deadline_ok(void)
 {
@@ -67,6 +73,8 @@ long slat_kvm_arch_cap(long cap)
 		return x86_irq_ok();
 	case KVM_CAP_TSC_DEADLINE_TIMER: /* the LAPIC's, through Slat's MSR exits */
 		return x86_deadline_ok();
+	case KVM_CAP_USER_NMI:
+		return x86_nmi_ok();
 	case KVM_CAP_GET_TSC_KHZ:
 		return 1;
 	default:
@@ -135,7 +143,7 @@ static long x86_signal_msi(struct slat_vm *vm, void __user *up)
 		return -EINVAL; /* no device IDs, no x2APIC destinations */
 	mode = m.data >> 8 & 7;
 	if (!slat_dm_emulated(mode)) {
-		pr_info_once("slat: MSI delivery mode %u (NMI/SMI/ExtINT) not emulated\n", mode);
+		pr_info_once("slat: MSI delivery mode %u (SMI, ExtINT) not emulated\n", mode);
 		return 0;
 	}
 	return slat_irq_deliver(vm, m.address_lo >> 12 & 0xff, m.address_lo & 4, mode,
@@ -287,6 +295,7 @@ struct slat_kvm_x86 {
 	struct slat_lapic *lapic;  /* with KVM_CREATE_IRQCHIP before the vCPU */
 	struct hc_regs_x86 *reset; /* with a LAPIC: Slat's reset state, for INIT */
 	bool listed;		   /* in the VM's vcpus (and kvcpus with a LAPIC) */
+	atomic_t nmis;		   /* KVM_NMI without a LAPIC: not yet offered to Slat */
 };
 
 struct slat_lapic *slat_kvm_x86_lapic(struct slat_kvm_vcpu *v)
@@ -648,6 +657,32 @@ static long x86_interrupt(struct slat_kvm_vcpu *v, struct kvm_interrupt __user *
 	return 0;
 }
 
+/* Where the vCPU's NMIs wait to be offered: its LAPIC's count, or its own. */
+static atomic_t *x86_nmis(struct slat_kvm_vcpu *v)
+{
+	struct slat_kvm_x86 *x = v->arch;
+
+	return x->lapic ? &x->lapic->nmis : &x->nmis;
+}
+
+/*
+ * KVM_NMI: one more NMI for the vCPU, delivered by Slat once the guest is not
+ * in an NMI handler. At most two wait (as in KVM: one may be delivered while
+ * the next is held); more merge, as NMIs do in hardware.
+ */
+static long x86_nmi(struct slat_kvm_vcpu *v)
+{
+	struct slat_kvm_x86 *x = v->arch;
+
+	if (!x86_nmi_ok())
+		return -ENOTTY;
+	if (x->lapic)
+		slat_lapic_nmi(x->lapic);
+	else
+		atomic_add_unless(&x->nmis, 1, 2); /* taken at the next KVM_RUN */
+	return 0;
+}
+
 /*
  * Without an in-kernel irqchip only RUNNABLE exists (KVM says the same);
  * with one also the two states of a vCPU waiting to be started (the LAPIC's).
@@ -715,6 +750,8 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 		return x86_mp_state(v, up, cmd == KVM_SET_MP_STATE);
 	case KVM_INTERRUPT:
 		return x86_interrupt(v, up);
+	case KVM_NMI:
+		return x86_nmi(v);
 	case KVM_GET_LAPIC:
 	case KVM_SET_LAPIC:
 		return x86_lapic_state(v, up, cmd == KVM_SET_LAPIC);
@@ -805,7 +842,19 @@ static int x86_start_events(struct slat_kvm_vcpu *v, struct slat_lapic *l)
 	}
 }
 
-/* Before each entry: the VMM's window request, or the LAPIC's vector. */
+/*
+ * One waiting NMI goes to Slat when Slat holds none (it says so at each exit;
+ * one offered but not taken, a RUN refused, stays in hr->nmi).
+ */
+static void x86_offer_nmi(struct slat_kvm_vcpu *v, struct hc_run *hr)
+{
+	if (!x86_nmi_ok() || hr->nmi || (hr->nmi_state & HC_NMI_HELD))
+		return;
+	if (atomic_add_unless(x86_nmis(v), -1, 0))
+		hr->nmi = 1;
+}
+
+/* Before each entry: the VMM's window request, or the LAPIC's vector; NMIs. */
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 {
 	struct kvm_run *kr = page_address(v->run);
@@ -815,6 +864,7 @@ int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 
 	if (!x86_irq_ok())
 		return 0;
+	x86_offer_nmi(v, hr);
 	if (!l) {
 		hr->irq_window = READ_ONCE(kr->request_interrupt_window) ? 1 : 0;
 		return 0;
@@ -866,6 +916,7 @@ static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
 	bool if_set = hr->if_flag;
 
 	if (wait_event_interruptible(l->wq, (if_set && slat_lapic_pending(l) >= 0) ||
+						atomic_read(&l->nmis) > 0 ||
 						slat_lapic_start_event(l))) {
 		kr->exit_reason = KVM_EXIT_INTR;
 		return -EINTR;

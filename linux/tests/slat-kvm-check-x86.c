@@ -11,7 +11,8 @@
 // halts; then interrupts without an in-kernel irqchip (ABI 1.4): a
 // KVM_INTERRUPT while the guest's IF is 0 is delivered once it executes STI,
 // and request_interrupt_window ends KVM_RUN with KVM_EXIT_IRQ_WINDOW_OPEN when
-// the window opens; then the in-kernel irqchip: the LAPIC's state, its timer,
+// the window opens; two KVM_NMIs, the second held until the first handler's
+// IRETQ (ABI 1.8); then the in-kernel irqchip: the LAPIC's state, its timer,
 // a self IPI, an I/O APIC pin (and its state through KVM_GET/SET_IRQCHIP), an
 // MSI (KVM_SIGNAL_MSI), and INIT + STARTUP starting a second vCPU that waited
 // in KVM_RUN. Prints one "SLAT-GUEST: kvmcheck: ..." line per check and a
@@ -65,6 +66,8 @@ static struct kvm_cpuid2 *check_system(int kvm)
 	check("KVM_CAP_IRQCHIP", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_SIGNAL_MSI);
 	check("KVM_CAP_SIGNAL_MSI", n == 1, n, 1);
+	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_USER_NMI);
+	check("KVM_CAP_USER_NMI", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_EXT_CPUID);
 	check("KVM_CAP_EXT_CPUID", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_NR_MEMSLOTS);
@@ -126,8 +129,9 @@ static void write_tables(uint8_t *mem)
 	gdt[2] = 0x00cf93000000ffffull; // data
 }
 
-// Where the two interrupts must find the guest (their handlers' return RIPs).
-static uint32_t ret_30, ret_31;
+// Where the two interrupts and the NMIs must find the guest (their handlers'
+// return RIPs).
+static uint32_t ret_30, ret_31, ret_nmi;
 
 static uint32_t code_offset(const uint8_t *code, size_t n, uint8_t b0, uint8_t b1)
 {
@@ -172,22 +176,32 @@ static void write_code(uint8_t *mem)
 	    0xfb,	// sti
 	    0x90,	// nop: the window opens before the HLT
 	    0xf4,	// hlt: after 0x31's handler returns
+	    // NMIs (Slat's ABI 1.8)
+	    0xe7, 0x1a, // out 0x1a, eax: the VMM queues two NMIs
+	    0x90,	// nop: both come here, the second after the first's IRETQ
+	    0xe7, 0x1b, // out 0x1b, eax
+	    0xf4,	// hlt
 	};
 	// Each stub reports where it interrupted the guest (the return RIP) on
-	// its own port (0x15 for vector 0x30, 0x19 for 0x31) and returns.
+	// its own port (0x15 for vector 0x30, 0x19 for 0x31, 0x1c for the NMI,
+	// vector 2) and returns.
 	static const uint8_t stub[] = {0x48, 0x8b, 0x04, 0x24, 0xe7, 0x15, 0x48, 0xcf};
+	static const struct {
+		uint8_t vector, port;
+	} stubs[] = {{0x30, 0x15}, {0x31, 0x19}, {2, 0x1c}};
 	memcpy(mem + CODE, code, sizeof(code));
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < 3; i++) {
 		uint8_t *s = mem + IRQ_STUBS + 0x10 * i;
-		uint64_t *gate = (uint64_t *)(mem + IDT + 16 * (0x30 + i));
+		uint64_t *gate = (uint64_t *)(mem + IDT + 16 * stubs[i].vector);
 		uint64_t at = IRQ_STUBS + 0x10 * i;
 		memcpy(s, stub, sizeof(stub));
-		s[5] = i ? 0x19 : 0x15;
+		s[5] = stubs[i].port;
 		gate[0] = (at & 0xffff) | 8ull << 16 | 0x8eull << 40 | (at >> 16 & 0xffff) << 48;
 		gate[1] = at >> 32;
 	}
-	ret_30 = CODE + code_offset(code, sizeof(code), 0xe7, 0x17); // after STI; NOP
-	ret_31 = CODE + sizeof(code) - 1;			     // the last HLT
+	ret_30 = CODE + code_offset(code, sizeof(code), 0xe7, 0x17);	 // after STI; NOP
+	ret_31 = CODE + code_offset(code, sizeof(code), 0x90, 0xf4) + 1; // the HLT after it
+	ret_nmi = CODE + code_offset(code, sizeof(code), 0x1a, 0x90) + 1; // the NOP
 }
 
 static void seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code)
@@ -402,6 +416,22 @@ static void check_interrupts(int vcpu, struct kvm_run *run)
 	run_to(vcpu, run, KVM_EXIT_HLT, "exit 14: HLT after the handler");
 }
 
+// Two KVM_NMIs: the first is taken at once, the second is held while its
+// handler runs (NMIs are blocked until the handler's IRETQ) and taken right
+// after that IRETQ, at the same NOP: an NMI delivered inside the handler
+// would report the handler's RIP instead.
+static void check_nmis(int vcpu, struct kvm_run *run)
+{
+	if (!out_exit(vcpu, run, 0x1a, "exit 15: OUT 0x1a"))
+		return;
+	expect("KVM_NMI", ioctl(vcpu, KVM_NMI, 0), 0);
+	expect("KVM_NMI again (two may wait)", ioctl(vcpu, KVM_NMI, 0), 0);
+	check_delivered(vcpu, run, 0x1c, ret_nmi, "NMI 1 taken before the NOP");
+	check_delivered(vcpu, run, 0x1c, ret_nmi, "NMI 2 held until NMI 1's IRETQ, then taken");
+	if (out_exit(vcpu, run, 0x1b, "exit 18: OUT 0x1b after both handlers"))
+		run_to(vcpu, run, KVM_EXIT_HLT, "exit 19: HLT, no third NMI");
+}
+
 static void check_run(int vcpu, struct kvm_run *run)
 {
 	uint32_t v;
@@ -443,6 +473,7 @@ static void check_run(int vcpu, struct kvm_run *run)
 	check("KVM_GET_MSRS STAR as the guest wrote it", n == 1 && b.e[0].data == STAR_VAL,
 	      b.e[0].data, STAR_VAL);
 	check_interrupts(vcpu, run);
+	check_nmis(vcpu, run);
 }
 
 // vCPU `id` of `vm` and its mapped struct kvm_run (the whole mmap size: KVM

@@ -38,6 +38,7 @@ expect_in_order '^SLAT-GUEST: vmm_slat on x86_64' \
 	'^SLAT-GUEST: vm1: .*smp: Brought up 1 node, 2 CPUs' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+	'^SLAT-GUEST: vm1: VMM-GUEST: NMI backtraces from CPUs 0 1; [1-9][0-9]* NMIs$' \
 	'^SLAT-GUEST: vm1: .*virtio_blk virtio0: \[vda\] 8192 512-byte logical blocks' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$' \

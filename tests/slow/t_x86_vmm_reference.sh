@@ -26,6 +26,7 @@ expect_in_order '^SLAT-GUEST: vmm_ref on x86_64' \
 	'^SLAT-GUEST: vm1: .*Linux version [0-9]' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+	'^SLAT-GUEST: vm1: VMM-GUEST: NMI backtraces from CPUs 0 1; [1-9][0-9]* NMIs$' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
 	'^SLAT-GUEST: vm1: VMM-SHELL: 42 from the console of a VM with 2 CPUs$' \
 	'^SLAT-GUEST: vm1: slat-vmm: disk /tmp/disk1\.img: [1-9][0-9]* reads \([0-9]+ KiB\), [1-9][0-9]* writes \([0-9]+ KiB\), [1-9][0-9]* flushes, 0 errors$' \
