@@ -131,17 +131,19 @@ static bool guest_to_vmcs(const struct vmx_hv_state *s)
 	return ok;
 }
 
-// After an exit caused by an NMI (Slat's kick or the primary's NMI: never
-// the secondary's: secondaries get no NMIs yet). The exit left NMIs blocked
-// in root operation until an IRET. The guest's "blocking by NMI" bit must be
-// clear too: without virtual NMIs it is the CPU's real NMI blocking while the
-// guest runs, which no guest IRET lifts under NMI exiting, so every later
-// kick would be held (Bochs records the exit's blocking there).
+// After an exit caused by an NMI (Slat's kick or the primary's NMI; the
+// guest's own NMIs come by injection). The exit left NMIs blocked in root
+// operation until an IRET. Without virtual NMIs the guest's "blocking by NMI"
+// bit is the CPU's real NMI blocking while the guest runs, which no guest
+// IRET lifts under NMI exiting, so every later kick would be held (Bochs
+// records the exit's blocking there): it is cleared. With virtual NMIs the
+// bit is the guest's own blocking (its NMI handler runs): it stays.
 static void nmi_exit_unblock(void)
 {
 	x86_nmi_unblock();
-	vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
-		vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~(uint64_t)INTERRUPTIBILITY_NMI);
+	if (!vmx_hv.vnmi)
+		vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
+			vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~(uint64_t)INTERRUPTIBILITY_NMI);
 }
 
 static void guest_from_vmcs(struct vmx_hv_state *s)
