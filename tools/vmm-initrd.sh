@@ -92,10 +92,10 @@ loc() {
 t0=$(loc)
 sleep 1
 echo "VMM-GUEST: timer: $(($(loc) - t0)) local timer interrupts in a 1 s sleep"
-# x86: NMI IPIs. SysRq l has every CPU print its backtrace: this one
-# directly, the others from an NMI the kernel sends them (it waits up to
-# 10 s for each); the CPUs whose backtrace came, and the NMIs counted.
-if grep -q '^ *NMI:' /proc/interrupts; then
+# x86, with vmm.nmi: NMI IPIs. SysRq l has every CPU print its backtrace:
+# this one directly, the others from an NMI the kernel sends them (it waits
+# up to 10 s for each); the CPUs whose backtrace came, and the NMIs counted.
+if grep -q vmm.nmi /proc/cmdline && grep -q '^ *NMI:' /proc/interrupts; then
 	echo l >/proc/sysrq-trigger
 	bt=$(dmesg | sed -n 's/.*NMI backtrace for cpu \([0-9]*\).*/\1/p' | sort -n | tr '\n' ' ')
 	nmis=$(awk '/^ *NMI:/ { for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i }

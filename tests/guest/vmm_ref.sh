@@ -21,7 +21,7 @@ fi
 # The VM of vmm_slat.sh's first run (vmm_lib.sh): 2 vCPUs, a disk, a shell
 # typed at on its console. Few kernel messages (loglevel 6 still shows its
 # banner); reboot at once on a panic.
-vm_run vm1 2 /tmp/disk1.img shell "loglevel=6"
+vm_run vm1 2 /tmp/disk1.img shell "loglevel=6 vmm.nmi"
 # The same with slat-vmm's virtio console (--console virtio): the shell on
 # the VM's /dev/hvc0, typed at through slat-vmm's stdin.
 vm_run vm2 2 /tmp/disk2.img hvc "loglevel=4"

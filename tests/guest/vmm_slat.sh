@@ -21,7 +21,7 @@ if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
 fi
 dmesg | grep 'slat:' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
 # /vm/run-vm.sh tells each VM this kernel's TSC rate and delay loop.
-cmdline="loglevel=7"
+cmdline="loglevel=7 vmm.nmi" # vm1 also takes SysRq l's NMI IPIs (x86)
 
 vm_run vm1 2 /tmp/disk1.img shell "$cmdline"
 vm_run vm2 2 /tmp/disk2.img hvc "loglevel=4"
