@@ -33,6 +33,13 @@ static bool kvm_dev = true;
 module_param(kvm_dev, bool, 0444);
 MODULE_PARM_DESC(kvm_dev, "offer the KVM API on /dev/kvm (default on)");
 
+/* The module's limit, or the architecture's lower one (arm64: 8 with only a
+ * GICv2 to offer, as KVM on a GICv2 host). */
+static unsigned int max_vcpus(void)
+{
+	return slat_kvm_arch_max_vcpus(kvm_max_vcpus);
+}
+
 static long slat_kvm_check_extension(long cap)
 {
 	switch (cap) {
@@ -47,9 +54,9 @@ static long slat_kvm_check_extension(long cap)
 		return HC_MAX_SLOTS;
 	case KVM_CAP_MAX_VCPUS:
 	case KVM_CAP_MAX_VCPU_ID:
-		return kvm_max_vcpus;
+		return max_vcpus();
 	case KVM_CAP_NR_VCPUS:
-		return min_t(long, num_online_cpus(), kvm_max_vcpus);
+		return min_t(long, num_online_cpus(), max_vcpus());
 	default:
 		return max(slat_kvm_arch_cap(cap), 0L);
 	}
@@ -331,7 +338,7 @@ static int slat_kvm_create_vcpu(struct slat_kvm_vm *kvm, unsigned long id)
 	struct slat_kvm_vcpu *v;
 	int rc;
 
-	if (id >= kvm_max_vcpus)
+	if (id >= max_vcpus())
 		return -EINVAL;
 	v = kzalloc(sizeof(*v), GFP_KERNEL);
 	if (!v)
@@ -414,7 +421,7 @@ static int slat_kvm_create_vm(unsigned long type)
 	kvm = kzalloc(sizeof(*kvm), GFP_KERNEL);
 	if (!kvm)
 		return -ENOMEM;
-	kvm->vm = slat_vm_new(0, kvm_max_vcpus);
+	kvm->vm = slat_vm_new(0, max_vcpus());
 	if (IS_ERR(kvm->vm)) {
 		rc = PTR_ERR(kvm->vm);
 		kfree(kvm);

@@ -68,6 +68,8 @@ struct slat_kvm_vcpu {
 bool slat_kvm_arch_offered(void);
 /* KVM_CHECK_EXTENSION for the architecture's capabilities: >= 0, or -1 unknown. */
 long slat_kvm_arch_cap(long cap);
+/* KVM_CAP_MAX_VCPUS (and the vCPU ids) given the module's `limit`. */
+unsigned int slat_kvm_arch_max_vcpus(unsigned int limit);
 /* KVM_CREATE_VM's type: the VM's IPA size on arm64; -EINVAL for a bad type. */
 int slat_kvm_arch_vm_type(unsigned long type, unsigned int *ipa_bits);
 long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up);

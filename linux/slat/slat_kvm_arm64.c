@@ -39,6 +39,14 @@ bool slat_kvm_arch_offered(void)
 	return true;
 }
 
+/* KVM on a GICv2 host offers 8 vCPUs (the GICv2's CPU interfaces); so here. */
+unsigned int slat_kvm_arch_max_vcpus(unsigned int limit)
+{
+	if (!slat_vgic_type_offered(KVM_DEV_TYPE_ARM_VGIC_V3) && slat_vgic_v2_offered())
+		return min_t(unsigned int, limit, VGIC_V2_MAX_CPUS);
+	return limit;
+}
+
 long slat_kvm_arch_cap(long cap)
 {
 	switch (cap) {

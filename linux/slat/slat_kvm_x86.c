@@ -61,6 +61,11 @@ bool slat_kvm_arch_offered(void)
 	return (slat_hv_version & 0xffff) >= 3; /* ABI 1.3: CPUID and MSRs */
 }
 
+unsigned int slat_kvm_arch_max_vcpus(unsigned int limit)
+{
+	return limit;
+}
+
 long slat_kvm_arch_cap(long cap)
 {
 	switch (cap) {

@@ -58,8 +58,6 @@ static void check_system(int kvm)
 	long n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_NR_MEMSLOTS);
 	if (on_slat()) // KVM: 32767
 		check("KVM_CAP_NR_MEMSLOTS", n == 32764, n, 32764);
-	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
-	check("KVM_CAP_MAX_VCPUS >= 64", n >= 64, n, 64);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_IMMEDIATE_EXIT);
 	check("KVM_CAP_IMMEDIATE_EXIT", n == 1, n, 1);
 	n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_READONLY_MEM);
@@ -711,6 +709,9 @@ static void check_readonly(int kvm)
 #define SGI_OTHER    5u
 #define VTIMER_INTID 27u
 #define MMIO_BAD     (MMIO_GPA + 0x100) // the vector offset of an unexpected exception
+#define GICC_GPA     0x08010000ull	// GICv2: the CPU interface (QEMU virt's place)
+#define GICC_IAR     0x0cu
+#define GICC_EOIR    0x10u
 
 // System registers (op0 3): op1, CRn, CRm, op2.
 #define SR(op1, crn, crm, op2) ((op1) << 16 | (crn) << 12 | (crm) << 8 | (op2) << 5)
@@ -835,14 +836,17 @@ static void grace(struct code *c)
 
 // The vector table at VEC_GPA: the IRQ entry of the current EL with SP_ELx
 // (+0x280) is the handler; every other entry reports its offset (an MMIO
-// write to MMIO_BAD) after storing ESR_EL1 and ELR_EL1.
-static void write_vectors(uint8_t *mem)
+// write to MMIO_BAD) after storing ESR_EL1 and ELR_EL1. GICv3 acknowledges
+// and ends through ICC_IAR1_EL1 / ICC_EOIR1_EL1; GICv2 (`v2`) through its
+// CPU interface's GICC_IAR / GICC_EOIR, x23 its base. The INTIDs recorded
+// are the acknowledge's whole value (GICv2: an SGI's source CPU in 12:10).
+static void write_vectors_for(uint8_t *mem, bool v2)
 {
 	for (unsigned v = 0; v < 16; v++) {
 		struct code c = {(uint32_t *)(mem + VEC_GPA + v * 0x80), 0};
 
 		if (v == 5) { // 0x280
-			emit(&c, MRS(20, ICC_IAR1_EL1));
+			emit(&c, v2 ? LDR_W(20, 23, GICC_IAR) : MRS(20, ICC_IAR1_EL1));
 			emit(&c, CMP_X(20, 1023));
 			unsigned real = fwd(&c);
 			emit(&c, LDR_X(21, 19, GR_SPURIOUS)); // spurious: no EOI
@@ -864,7 +868,7 @@ static void write_vectors(uint8_t *mem)
 			land_bcond(&c, full, COND_HS);
 			emit(&c, ADD_XI(21, 21, 1));
 			emit(&c, STR_X(21, 19, GR_COUNT));
-			emit(&c, MSR(ICC_EOIR1_EL1, 20));
+			emit(&c, v2 ? STR_W(20, 23, GICC_EOIR) : MSR(ICC_EOIR1_EL1, 20));
 			emit(&c, MRS(21, SPSR_EL1)); // return with IRQs masked
 			emit(&c, movz(22, 0x80, 0));
 			emit(&c, ORR_XR(21, 21, 22));
@@ -881,6 +885,11 @@ static void write_vectors(uint8_t *mem)
 		emit(&c, STR_X(20, 21, 0));
 		emit(&c, 0x14000000u); // b .
 	}
+}
+
+static void write_vectors(uint8_t *mem)
+{
+	write_vectors_for(mem, false);
 }
 
 // One vCPU's side of the GIC: VBAR_EL1, GICD_CTLR = ARE | EnableGrp1, its
@@ -1233,13 +1242,14 @@ struct sgi_waiter {
 	struct kvm_run *run;
 	uint8_t *mem;
 	bool got;
+	uint64_t res; // its results
 };
 
 static void *sgi_waiter_run(void *arg)
 {
 	struct sgi_waiter *w = arg;
 
-	w->got = run_to_tell(w->vcpu, w->run, w->mem, GRES_GPA + GRES1_OFF, MMIO_GPA + 0x10, 2);
+	w->got = run_to_tell(w->vcpu, w->run, w->mem, w->res, MMIO_GPA + 0x10, 2);
 	return NULL;
 }
 
@@ -1261,7 +1271,7 @@ static void check_vgic_sgi(int kvm)
 	check("vgic: vCPU 1 brings up its redistributor",
 	      run_to_tell(g.vcpu[1], g.run[1], g.mem, GRES_GPA + GRES1_OFF, MMIO_GPA + 0x10, 1),
 	      g.run[1]->exit_reason, KVM_EXIT_MMIO);
-	w = (struct sgi_waiter){g.vcpu[1], g.run[1], g.mem, false};
+	w = (struct sgi_waiter){g.vcpu[1], g.run[1], g.mem, false, GRES_GPA + GRES1_OFF};
 	pthread_create(&t, NULL, sgi_waiter_run, &w);
 	struct timespec ts = {0, 100 * 1000 * 1000}; // vCPU 1 is in its WFI by then
 	nanosleep(&ts, NULL);
@@ -1290,11 +1300,285 @@ static void check_vgic_sgi(int kvm)
 	// else vCPU 1's thread still holds its fd: leave the VM to exit()
 }
 
+// ---- the in-kernel GICv2 (KVM_DEV_TYPE_ARM_VGIC_V2) -----------------------------
+// On a GICv2 machine (no GICv3 to offer): the device's attributes and
+// refusals, then the GICv3 section's guests in their GICv2 form: the
+// distributor with banked SGI/PPI registers, GICD_ITARGETSR and GICD_SGIR,
+// the memory-mapped CPU interface (on Slat served by Slat on GICV, ABI 1.7).
+// The SGI between vCPUs goes from vCPU 1 to vCPU 0, so that its source (1)
+// shows in vCPU 0's GICC_IAR.
+
+static int gic2_create(int vm)
+{
+	struct kvm_create_device cd = {.type = KVM_DEV_TYPE_ARM_VGIC_V2};
+
+	return ioctl(vm, KVM_CREATE_DEVICE, &cd) ? -1 : (int)cd.fd;
+}
+
+static void check_vgic2_device(int kvm)
+{
+	struct kvm_create_device cd = {.type = KVM_DEV_TYPE_ARM_VGIC_V3};
+	struct kvm_run *run;
+	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+	int vm = ioctl(kvm, KVM_CREATE_VM, 0), vcpu[9];
+
+	expect("vgic2: KVM_CREATE_DEVICE VGIC_V3 on a GICv2 machine",
+	       ioctl(vm, KVM_CREATE_DEVICE, &cd), ENODEV);
+	int dev = gic2_create(vm);
+	expect("vgic2: KVM_CREATE_DEVICE VGIC_V2", dev, 0);
+	cd.type = KVM_DEV_TYPE_ARM_VGIC_V2;
+	expect("vgic2: a second VGIC_V2 on the VM", ioctl(vm, KVM_CREATE_DEVICE, &cd), EEXIST);
+	expect("vgic2: DIST address 0x08000800 (not 4 KiB aligned)",
+	       gic_addr(dev, KVM_VGIC_V2_ADDR_TYPE_DIST, GICD_GPA + 0x800), EINVAL);
+	expect("vgic2: DIST address 0x08000000",
+	       gic_addr(dev, KVM_VGIC_V2_ADDR_TYPE_DIST, GICD_GPA), 0);
+	expect("vgic2: DIST address set twice",
+	       gic_addr(dev, KVM_VGIC_V2_ADDR_TYPE_DIST, GICD_GPA + 0x1000), EEXIST);
+	expect("vgic2: the GICv3 REDIST address type",
+	       gic_addr(dev, KVM_VGIC_V3_ADDR_TYPE_REDIST, GICR_GPA), ENXIO);
+	expect("vgic2: CPU address 0x08010000", gic_addr(dev, KVM_VGIC_V2_ADDR_TYPE_CPU, GICC_GPA),
+	       0);
+	expect("vgic2: NR_IRQS 96", gic_nr_irqs(dev, GIC_NR_IRQS), 0);
+	// GICv2 has 8 CPU interfaces: the ninth vCPU is refused.
+	for (int i = 0; i < 8; i++)
+		vcpu[i] = psci_vcpu(vm, i, 1u << KVM_ARM_VCPU_PSCI_0_2, &run, sz);
+	check("vgic2: 8 vCPUs", vcpu[7] >= 0, vcpu[7], 0);
+	expect("vgic2: a ninth vCPU", ioctl(vm, KVM_CREATE_VCPU, 8), EINVAL);
+	expect("vgic2: CTRL_INIT", gic_init(dev), 0);
+	for (int i = 0; i < 8; i++)
+		if (vcpu[i] >= 0)
+			close(vcpu[i]);
+	close(dev);
+	close(vm);
+}
+
+// One vCPU's side of the GICv2: VBAR_EL1, x19 its results, x23 the CPU
+// interface, GICD_CTLR Enable, `enable` in its banked GICD_ISENABLER0,
+// GICC_PMR 0xff, GICC_CTLR Enable (group 0, the only one a GICv2 guest
+// without security has).
+static void gic2_up(struct code *c, uint64_t res, uint32_t enable)
+{
+	mov64(c, 19, res);
+	mov64(c, 23, GICC_GPA);
+	mov64(c, 0, VEC_GPA);
+	emit(c, MSR(VBAR_EL1, 0));
+	emit(c, ISB);
+	w32(c, GICD_GPA + 0x0, 1);	  // GICD_CTLR
+	w32(c, GICD_GPA + 0x100, enable); // GICD_ISENABLER0 (this vCPU's)
+	w32(c, GICC_GPA + 0x4, 0xff);	  // GICC_PMR
+	w32(c, GICC_GPA + 0x0, 1);	  // GICC_CTLR
+	emit(c, ISB);
+}
+
+// GICD_SGIR = val (TargetListFilter 25:24, CPUTargetList 23:16, INTID 3:0).
+static void sgir(struct code *c, uint32_t val)
+{
+	w32(c, GICD_GPA + 0xf00, val);
+	emit(c, DSB_SY);
+}
+
+// The GICv3 section's 1-vCPU guest in GICv2 form.
+static void write_gic2_guest(uint8_t *mem)
+{
+	struct code c = {(uint32_t *)mem, 0};
+
+	write_vectors_for(mem, true);
+	gic2_up(&c, GRES_GPA, 1u << VTIMER_INTID | 1u << SGI_SELF);
+	w32(&c, GICD_GPA + 0x800 + SPI_INTID, 1);	   // GICD_ITARGETSR10: SPI 40 to CPU 0
+	w32(&c, GICD_GPA + 0x104, 1u << (SPI_INTID - 32)); // GICD_ISENABLER1
+	sgir(&c, 2u << 24 | SGI_SELF);			   // to itself (filter 2)
+	wait_irqs(&c, 1, 0);
+	tell(&c, MMIO_GPA, 1);
+	wait_irqs(&c, 2, 1);
+	tell(&c, MMIO_GPA, 2);
+	emit(&c, MRS(0, CNTVCT_EL0));
+	mov64(&c, 1, 0x10000);
+	emit(&c, ADD_XR(0, 0, 1, 0));
+	emit(&c, MSR(CNTV_CVAL_EL0, 0));
+	emit(&c, movz(0, 1, 0)); // ENABLE
+	emit(&c, MSR(CNTV_CTL_EL0, 0));
+	emit(&c, ISB);
+	wait_irqs(&c, 3, 2);
+	mov64(&c, 1, GICD_GPA);
+	emit(&c, LDR_W(0, 1, 0x4)); // GICD_TYPER
+	gres(&c, 0, GR_TYPER);
+	mov64(&c, 1, GICD_GPA + 0x800); // GICD_ITARGETSR0: SGIs 0-3, this CPU's bit
+	emit(&c, LDR_W(0, 1, 0));
+	gres(&c, 0, GR_RTYPER);
+	grace(&c);
+	call(&c, FN_SYSTEM_OFF, 0, 0, 0);
+	emit(&c, 0x14000000u);
+	fits(&c, VEC_GPA);
+}
+
+// vCPU 0 (the waiter) enables SGI 5, says "ready" (MMIO_GPA + 0x10, 1),
+// waits, says "got" (2); vCPU 1 (at ENTRY1) sends SGI 5 to CPU 0 through
+// GICD_SGIR's target list and says "sent" (MMIO_GPA, 5).
+static void write_sgi2_guest(uint8_t *mem)
+{
+	struct code c = {(uint32_t *)mem, 0};
+
+	write_vectors_for(mem, true);
+	gic2_up(&c, GRES_GPA, 1u << SGI_OTHER);
+	tell(&c, MMIO_GPA + 0x10, 1);
+	wait_irqs(&c, 1, 0);
+	grace(&c);
+	tell(&c, MMIO_GPA + 0x10, 2);
+	emit(&c, 0x14000000u);
+
+	struct code c1 = {(uint32_t *)(mem + ENTRY1), 0};
+	gic2_up(&c1, GRES_GPA + GRES1_OFF, 0);
+	sgir(&c1, 1u << 16 | SGI_OTHER); // filter 0, CPU 0
+	grace(&c1);
+	tell(&c1, MMIO_GPA, SGI_OTHER);
+	emit(&c1, 0x14000000u);
+	fits(&c, ENTRY1);
+	fits(&c1, VEC_GPA - ENTRY1);
+}
+
+static bool gic2_vm_make(int kvm, struct gic_vm *g, unsigned nvcpu, void (*write)(uint8_t *))
+{
+	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+
+	memset(g, 0xff, sizeof(*g));
+	g->vm = ioctl(kvm, KVM_CREATE_VM, 0);
+	g->mem = mmap(NULL, SLOT_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g->vm < 0 || g->mem == MAP_FAILED)
+		return false;
+	write(g->mem);
+	if (region(g->vm, 0, 0, 0, SLOT_SZ, g->mem))
+		return false;
+	g->dev = gic2_create(g->vm);
+	if (g->dev < 0 || gic_addr(g->dev, KVM_VGIC_V2_ADDR_TYPE_DIST, GICD_GPA) ||
+	    gic_addr(g->dev, KVM_VGIC_V2_ADDR_TYPE_CPU, GICC_GPA) ||
+	    gic_nr_irqs(g->dev, GIC_NR_IRQS))
+		return false;
+	for (unsigned i = 0; i < nvcpu; i++) {
+		g->vcpu[i] = psci_vcpu(g->vm, i, 1u << KVM_ARM_VCPU_PSCI_0_2, &g->run[i], sz);
+		if (g->vcpu[i] < 0)
+			return false;
+	}
+	return gic_init(g->dev) == 0;
+}
+
+static void check_vgic2_guest(int kvm)
+{
+	struct gic_vm g;
+	struct spi_raise s = {0};
+	pthread_t t;
+
+	if (!gic2_vm_make(kvm, &g, 1, write_gic2_guest)) {
+		check("vgic2: 1-vCPU VM with the GIC set up", false, errno, 0);
+		return;
+	}
+	uint64_t pc = CODE_GPA;
+	one_reg(g.vcpu[0], CORE(regs.pc), &pc, true);
+	alarm(60);
+	check("vgic2: the guest brings up its GIC, takes SGI 3 and waits for the SPI",
+	      run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA, 1), gr(&g, GR_COUNT), 1);
+	s.vm = g.vm;
+	pthread_create(&t, NULL, raise_spi, &s);
+	bool seen = run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA, 2);
+	pthread_join(t, NULL);
+	check("vgic2: the guest woken from WFI by SPI 40", seen && s.ret == 0, gr(&g, GR_COUNT), 2);
+	struct kvm_irq_level l = {.irq = KVM_ARM_IRQ_TYPE_SPI << KVM_ARM_IRQ_TYPE_SHIFT | SPI_INTID,
+				  .level = 0};
+	expect("vgic2: KVM_IRQ_LINE SPI 40 level 0", ioctl(g.vm, KVM_IRQ_LINE, &l), 0);
+	expect("vgic2: KVM_RUN to the guest's SYSTEM_OFF", ioctl(g.vcpu[0], KVM_RUN, 0), 0);
+	alarm(0);
+	check("vgic2: the guest powers off after its timer interrupt",
+	      g.run[0]->exit_reason == KVM_EXIT_SYSTEM_EVENT, g.run[0]->exit_reason,
+	      KVM_EXIT_SYSTEM_EVENT);
+	check("vgic2: no guest wait gave up (bit 0 SGI, 1 SPI, 2 timer)", gr(&g, GR_WAIT_TO) == 0,
+	      gr(&g, GR_WAIT_TO), 0);
+	check("vgic2: exactly 3 interrupts taken", gr(&g, GR_COUNT) == 3, gr(&g, GR_COUNT), 3);
+	check("vgic2: first GICC_IAR: SGI 3 from CPU 0 (GICD_SGIR to itself)",
+	      gr(&g, GR_INTIDS) == SGI_SELF, gr(&g, GR_INTIDS), SGI_SELF);
+	check("vgic2: second GICC_IAR: SPI 40 (KVM_IRQ_LINE)", gr(&g, GR_INTIDS + 8) == SPI_INTID,
+	      gr(&g, GR_INTIDS + 8), SPI_INTID);
+	check("vgic2: third GICC_IAR: PPI 27 (the virtual timer)",
+	      gr(&g, GR_INTIDS + 16) == VTIMER_INTID, gr(&g, GR_INTIDS + 16), VTIMER_INTID);
+	uint64_t v = gr(&g, GR_TYPER);
+	check("vgic2: GICD_TYPER ITLinesNumber 2 (96 IRQs), CPUNumber 0 (1 vCPU)", (v & 0xff) == 2,
+	      v & 0xff, 2);
+	v = gr(&g, GR_RTYPER) & 0xffffffff;
+	check("vgic2: GICD_ITARGETSR0 reads this CPU's bit for SGIs 0-3", v == 0x01010101, v,
+	      0x01010101);
+	gic_vm_free(&g, 1);
+}
+
+static void check_vgic2_sgi(int kvm)
+{
+	struct gic_vm g;
+	struct sgi_waiter w;
+	pthread_t t;
+
+	if (!gic2_vm_make(kvm, &g, 2, write_sgi2_guest)) {
+		check("vgic2: 2-vCPU VM with the GIC set up", false, errno, 0);
+		return;
+	}
+	uint64_t pc = ENTRY1;
+	one_reg(g.vcpu[1], CORE(regs.pc), &pc, true);
+	pc = CODE_GPA;
+	one_reg(g.vcpu[0], CORE(regs.pc), &pc, true);
+	alarm(60);
+	check("vgic2: vCPU 0 enables SGI 5",
+	      run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA + 0x10, 1),
+	      g.run[0]->exit_reason, KVM_EXIT_MMIO);
+	w = (struct sgi_waiter){g.vcpu[0], g.run[0], g.mem, false, GRES_GPA};
+	pthread_create(&t, NULL, sgi_waiter_run, &w);
+	struct timespec ts = {0, 100 * 1000 * 1000}; // vCPU 0 is in its WFI by then
+	nanosleep(&ts, NULL);
+	check("vgic2: vCPU 1 sends SGI 5 to CPU 0 (GICD_SGIR target list)",
+	      run_to_tell(g.vcpu[1], g.run[1], g.mem, GRES_GPA + GRES1_OFF, MMIO_GPA, SGI_OTHER),
+	      g.run[1]->exit_reason, KVM_EXIT_MMIO);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 30;
+	int joined = pthread_timedjoin_np(t, NULL, &ts);
+	if (joined) {
+		pthread_kill(t, SIGUSR1);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		joined = pthread_timedjoin_np(t, NULL, &ts);
+	}
+	alarm(0);
+	uint64_t n0 = gr(&g, GR_COUNT), iar = gr(&g, GR_INTIDS);
+	check("vgic2: vCPU 0 woken from WFI by the SGI", joined == 0 && w.got, n0, 1);
+	check("vgic2: vCPU 0 took exactly 1 interrupt", n0 == 1, n0, 1);
+	check("vgic2: ... GICC_IAR 0x405: SGI 5 from CPU 1", iar == (1u << 10 | SGI_OTHER), iar,
+	      1u << 10 | SGI_OTHER);
+	check("vgic2: vCPU 1 took none", gr(&g, GRES1_OFF + GR_COUNT) == 0,
+	      gr(&g, GRES1_OFF + GR_COUNT), 0);
+	if (joined == 0)
+		gic_vm_free(&g, 2);
+}
+
+// The GIC this machine's KVM offers: GICv3, else GICv2.
 static void check_vgic(int kvm)
 {
-	check_vgic_device(kvm);
-	check_vgic_guest(kvm);
-	check_vgic_sgi(kvm);
+	struct kvm_create_device cd = {.type = KVM_DEV_TYPE_ARM_VGIC_V3,
+				       .flags = KVM_CREATE_DEVICE_TEST};
+	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
+	bool v3 = ioctl(vm, KVM_CREATE_DEVICE, &cd) == 0;
+
+	cd.type = KVM_DEV_TYPE_ARM_VGIC_V2;
+	bool v2 = !v3 && ioctl(vm, KVM_CREATE_DEVICE, &cd) == 0;
+	close(vm);
+	long n = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+	if (v3) {
+		check("KVM_CAP_MAX_VCPUS >= 64", n >= 64, n, 64);
+		check_vgic_device(kvm);
+		check_vgic_guest(kvm);
+		check_vgic_sgi(kvm);
+	} else if (v2) {
+		say("vgic: no GICv3 here: the GICv2 checks");
+		check("vgic2: KVM_CAP_MAX_VCPUS 8 (a GICv2 host)", n == 8, n, 8);
+		check_vgic2_device(kvm);
+		check_vgic2_guest(kvm);
+		check_vgic2_sgi(kvm);
+	} else {
+		check("vgic: an in-kernel GIC (VGIC_V3 or VGIC_V2)", false, errno, 0);
+	}
 }
 
 int main(int argc, char **argv)
