@@ -934,6 +934,29 @@ static void sgi1r(struct code *c, uint64_t val)
 	emit(c, ISB);
 }
 
+// After the guest's SGI 3 to itself, alike on both GICs: (a) it waits for
+// it, (b) says "ready" (MMIO 1) for the VMM's SPI 40, waits for it, says
+// "seen" (2), (c) arms its virtual timer and waits for PPI 27; then keeps
+// GICD_TYPER.
+static void guest_sgi_spi_timer(struct code *c)
+{
+	wait_irqs(c, 1, 0);
+	tell(c, MMIO_GPA, 1);
+	wait_irqs(c, 2, 1);
+	tell(c, MMIO_GPA, 2);
+	emit(c, MRS(0, CNTVCT_EL0));
+	mov64(c, 1, 0x10000);
+	emit(c, ADD_XR(0, 0, 1, 0));
+	emit(c, MSR(CNTV_CVAL_EL0, 0));
+	emit(c, movz(0, 1, 0)); // ENABLE
+	emit(c, MSR(CNTV_CTL_EL0, 0));
+	emit(c, ISB);
+	wait_irqs(c, 3, 2);
+	mov64(c, 1, GICD_GPA);
+	emit(c, LDR_W(0, 1, 0x4)); // GICD_TYPER
+	gres(c, 0, GR_TYPER);
+}
+
 // The 1-vCPU guest: (a) SGI 3 to itself, (b) SPI 40 from the VMM (MMIO
 // "ready" 1 before its wait, "seen" 2 after), (c) its virtual timer, (d) the
 // ID registers; a grace period with IRQs unmasked; PSCI SYSTEM_OFF.
@@ -949,24 +972,8 @@ static void write_gic_guest(uint8_t *mem)
 	w32(&c, GICD_GPA + 0x104, 1u << (SPI_INTID - 32)); // GICD_ISENABLER1
 	// (a)
 	sgi1r(&c, (uint64_t)SGI_SELF << 24 | 1); // TargetList bit 0, Aff3.2.1 = 0
-	wait_irqs(&c, 1, 0);
-	// (b)
-	tell(&c, MMIO_GPA, 1);
-	wait_irqs(&c, 2, 1);
-	tell(&c, MMIO_GPA, 2);
-	// (c)
-	emit(&c, MRS(0, CNTVCT_EL0));
-	mov64(&c, 1, 0x10000);
-	emit(&c, ADD_XR(0, 0, 1, 0));
-	emit(&c, MSR(CNTV_CVAL_EL0, 0));
-	emit(&c, movz(0, 1, 0)); // ENABLE
-	emit(&c, MSR(CNTV_CTL_EL0, 0));
-	emit(&c, ISB);
-	wait_irqs(&c, 3, 2);
+	guest_sgi_spi_timer(&c);
 	// (d)
-	mov64(&c, 1, GICD_GPA);
-	emit(&c, LDR_W(0, 1, 0x4)); // GICD_TYPER
-	gres(&c, 0, GR_TYPER);
 	mov64(&c, 1, GICD_GPA + 0xffe8); // GICD_PIDR2
 	emit(&c, LDR_W(0, 1, 0));
 	gres(&c, 0, GR_PIDR2);
@@ -1034,6 +1041,13 @@ static int gic_create(int vm)
 	return ioctl(vm, KVM_CREATE_DEVICE, &cd) ? -1 : (int)cd.fd;
 }
 
+static int gic2_create(int vm)
+{
+	struct kvm_create_device cd = {.type = KVM_DEV_TYPE_ARM_VGIC_V2};
+
+	return ioctl(vm, KVM_CREATE_DEVICE, &cd) ? -1 : (int)cd.fd;
+}
+
 static void check_vgic_device(int kvm)
 {
 	struct kvm_create_device cd = {.type = KVM_DEV_TYPE_ARM_VGIC_V3,
@@ -1091,7 +1105,8 @@ struct gic_vm {
 	uint8_t *mem;
 };
 
-static bool gic_vm_make(int kvm, struct gic_vm *g, unsigned nvcpu, void (*write)(uint8_t *))
+static bool gic_vm_make(int kvm, struct gic_vm *g, unsigned nvcpu, void (*write)(uint8_t *),
+			bool v2)
 {
 	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
 
@@ -1103,9 +1118,12 @@ static bool gic_vm_make(int kvm, struct gic_vm *g, unsigned nvcpu, void (*write)
 	write(g->mem);
 	if (region(g->vm, 0, 0, 0, SLOT_SZ, g->mem))
 		return false;
-	g->dev = gic_create(g->vm);
-	if (g->dev < 0 || gic_addr(g->dev, KVM_VGIC_V3_ADDR_TYPE_DIST, GICD_GPA) ||
-	    gic_addr(g->dev, KVM_VGIC_V3_ADDR_TYPE_REDIST, GICR_GPA) ||
+	g->dev = v2 ? gic2_create(g->vm) : gic_create(g->vm);
+	if (g->dev < 0 ||
+	    gic_addr(g->dev, v2 ? KVM_VGIC_V2_ADDR_TYPE_DIST : KVM_VGIC_V3_ADDR_TYPE_DIST,
+		     GICD_GPA) ||
+	    gic_addr(g->dev, v2 ? KVM_VGIC_V2_ADDR_TYPE_CPU : KVM_VGIC_V3_ADDR_TYPE_REDIST,
+		     v2 ? GICC_GPA : GICR_GPA) ||
 	    gic_nr_irqs(g->dev, GIC_NR_IRQS))
 		return false;
 	for (unsigned i = 0; i < nvcpu; i++) {
@@ -1177,43 +1195,61 @@ static void *raise_spi(void *arg)
 	return NULL;
 }
 
+// A check's name under `tag` ("vgic" or "vgic2"); one at a time.
+static const char *named(const char *tag, const char *what)
+{
+	static char buf[200];
+
+	snprintf(buf, sizeof(buf), "%s: %s", tag, what);
+	return buf;
+}
+
+// The 1-vCPU guest's run, alike on both GICs: its GIC up and SGI 3 to
+// itself, SPI 40 raised while it waits in WFI, its timer's PPI 27, its
+// power-off; and the checks of it both share.
+static void run_gic_guest(struct gic_vm *g, const char *tag)
+{
+	struct spi_raise s = {.vm = g->vm};
+	uint64_t pc = CODE_GPA;
+	pthread_t t;
+
+	one_reg(g->vcpu[0], CORE(regs.pc), &pc, true);
+	alarm(60); // a guest that waits forever: KVM_RUN ends with EINTR
+	check(named(tag, "the guest brings up its GIC, takes SGI 3 and waits for the SPI"),
+	      run_to_tell(g->vcpu[0], g->run[0], g->mem, GRES_GPA, MMIO_GPA, 1), gr(g, GR_COUNT),
+	      1);
+	pthread_create(&t, NULL, raise_spi, &s);
+	bool seen = run_to_tell(g->vcpu[0], g->run[0], g->mem, GRES_GPA, MMIO_GPA, 2);
+	pthread_join(t, NULL);
+	check(named(tag, "KVM_IRQ_LINE SPI 40 level 1 while the guest is in WFI"), s.ret == 0,
+	      s.ret ? s.err : 0, 0);
+	check(named(tag, "the guest woken from WFI by SPI 40"), seen, gr(g, GR_COUNT), 2);
+	struct kvm_irq_level l = {.irq = KVM_ARM_IRQ_TYPE_SPI << KVM_ARM_IRQ_TYPE_SHIFT | SPI_INTID,
+				  .level = 0};
+	expect(named(tag, "KVM_IRQ_LINE SPI 40 level 0"), ioctl(g->vm, KVM_IRQ_LINE, &l), 0);
+	expect(named(tag, "KVM_RUN to the guest's SYSTEM_OFF"), ioctl(g->vcpu[0], KVM_RUN, 0), 0);
+	alarm(0);
+	check(named(tag, "the guest powers off after its timer interrupt"),
+	      g->run[0]->exit_reason == KVM_EXIT_SYSTEM_EVENT &&
+		  g->run[0]->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN,
+	      g->run[0]->exit_reason, KVM_EXIT_SYSTEM_EVENT);
+	check(named(tag, "no guest wait gave up (bit 0 SGI, 1 SPI, 2 timer)"),
+	      gr(g, GR_WAIT_TO) == 0, gr(g, GR_WAIT_TO), 0);
+	check(named(tag, "exactly 3 interrupts taken"), gr(g, GR_COUNT) == 3, gr(g, GR_COUNT), 3);
+}
+
 static void check_vgic_guest(int kvm)
 {
 	struct gic_vm g;
-	struct spi_raise s = {0};
-	pthread_t t;
 
-	if (!gic_vm_make(kvm, &g, 1, write_gic_guest)) {
+	if (!gic_vm_make(kvm, &g, 1, write_gic_guest, false)) {
 		check("vgic: 1-vCPU VM with the GIC set up", false, errno, 0);
 		return;
 	}
-	uint64_t pc = CODE_GPA;
-	one_reg(g.vcpu[0], CORE(regs.pc), &pc, true);
-	alarm(60); // a guest that waits forever: KVM_RUN ends with EINTR
-	check("vgic: the guest brings up its GIC, takes SGI 3 and waits for the SPI",
-	      run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA, 1), gr(&g, GR_COUNT), 1);
-	s.vm = g.vm;
-	pthread_create(&t, NULL, raise_spi, &s);
-	bool seen = run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA, 2);
-	pthread_join(t, NULL);
-	check("vgic: KVM_IRQ_LINE SPI 40 level 1 while the guest is in WFI", s.ret == 0,
-	      s.ret ? s.err : 0, 0);
-	check("vgic: the guest woken from WFI by SPI 40", seen, gr(&g, GR_COUNT), 2);
-	struct kvm_irq_level l = {.irq = KVM_ARM_IRQ_TYPE_SPI << KVM_ARM_IRQ_TYPE_SHIFT | SPI_INTID,
-				  .level = 0};
-	expect("vgic: KVM_IRQ_LINE SPI 40 level 0", ioctl(g.vm, KVM_IRQ_LINE, &l), 0);
-	expect("vgic: KVM_RUN to the guest's SYSTEM_OFF", ioctl(g.vcpu[0], KVM_RUN, 0), 0);
-	alarm(0);
-	check("vgic: the guest powers off after its timer interrupt",
-	      g.run[0]->exit_reason == KVM_EXIT_SYSTEM_EVENT &&
-		  g.run[0]->system_event.type == KVM_SYSTEM_EVENT_SHUTDOWN,
-	      g.run[0]->exit_reason, KVM_EXIT_SYSTEM_EVENT);
+	run_gic_guest(&g, "vgic");
 	check("vgic: GICR_WAKER.ChildrenAsleep cleared", gr(&g, GR_WAKER_TO) == 0,
 	      gr(&g, GR_WAKER_TO), 0);
-	check("vgic: no guest wait gave up (bit 0 SGI, 1 SPI, 2 timer)", gr(&g, GR_WAIT_TO) == 0,
-	      gr(&g, GR_WAIT_TO), 0);
 	check("vgic: ICC_SRE_EL1 reads SRE | DFB | DIB", gr(&g, GR_SRE) == 7, gr(&g, GR_SRE), 7);
-	check("vgic: exactly 3 interrupts taken", gr(&g, GR_COUNT) == 3, gr(&g, GR_COUNT), 3);
 	check("vgic: first INTID: SGI 3 (ICC_SGI1R_EL1 to itself)", gr(&g, GR_INTIDS) == SGI_SELF,
 	      gr(&g, GR_INTIDS), SGI_SELF);
 	check("vgic: second INTID: SPI 40 (KVM_IRQ_LINE)", gr(&g, GR_INTIDS + 8) == SPI_INTID,
@@ -1253,20 +1289,48 @@ static void *sgi_waiter_run(void *arg)
 	return NULL;
 }
 
+// Joins a waiter's thread within 30 s; one whose vCPU never woke gets
+// SIGUSR1 (its KVM_RUN ends with EINTR) and 10 s more. 0: joined.
+static int join_waiter(pthread_t t)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 30;
+	int joined = pthread_timedjoin_np(t, NULL, &ts);
+	if (joined) {
+		pthread_kill(t, SIGUSR1);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		joined = pthread_timedjoin_np(t, NULL, &ts);
+	}
+	return joined;
+}
+
+// The 2-vCPU VM of the SGI checks: vCPU 0 at CODE_GPA, vCPU 1 at ENTRY1.
+static bool sgi_vm_make(int kvm, struct gic_vm *g, void (*write)(uint8_t *), bool v2,
+			const char *tag)
+{
+	uint64_t pc = ENTRY1;
+
+	if (!gic_vm_make(kvm, g, 2, write, v2)) {
+		check(named(tag, "2-vCPU VM with the GIC set up"), false, errno, 0);
+		return false;
+	}
+	one_reg(g->vcpu[1], CORE(regs.pc), &pc, true);
+	pc = CODE_GPA;
+	one_reg(g->vcpu[0], CORE(regs.pc), &pc, true);
+	return true;
+}
+
 static void check_vgic_sgi(int kvm)
 {
 	struct gic_vm g;
 	struct sgi_waiter w;
 	pthread_t t;
 
-	if (!gic_vm_make(kvm, &g, 2, write_sgi_guest)) {
-		check("vgic: 2-vCPU VM with the GIC set up", false, errno, 0);
+	if (!sgi_vm_make(kvm, &g, write_sgi_guest, false, "vgic"))
 		return;
-	}
-	uint64_t pc = ENTRY1;
-	one_reg(g.vcpu[1], CORE(regs.pc), &pc, true);
-	pc = CODE_GPA;
-	one_reg(g.vcpu[0], CORE(regs.pc), &pc, true);
 	alarm(60);
 	check("vgic: vCPU 1 brings up its redistributor",
 	      run_to_tell(g.vcpu[1], g.run[1], g.mem, GRES_GPA + GRES1_OFF, MMIO_GPA + 0x10, 1),
@@ -1278,15 +1342,7 @@ static void check_vgic_sgi(int kvm)
 	check("vgic: vCPU 0 sends SGI 5 to vCPU 1 (ICC_SGI1R_EL1 Aff0 1)",
 	      run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA, SGI_OTHER),
 	      g.run[0]->exit_reason, KVM_EXIT_MMIO);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 30;
-	int joined = pthread_timedjoin_np(t, NULL, &ts);
-	if (joined) { // vCPU 1 never woke: end its KVM_RUN
-		pthread_kill(t, SIGUSR1);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 10;
-		joined = pthread_timedjoin_np(t, NULL, &ts);
-	}
+	int joined = join_waiter(t);
 	alarm(0);
 	uint64_t n1 = gr(&g, GRES1_OFF + GR_COUNT), id1 = gr(&g, GRES1_OFF + GR_INTIDS);
 	check("vgic: vCPU 1 woken from WFI by the SGI", joined == 0 && w.got, n1, 1);
@@ -1307,13 +1363,6 @@ static void check_vgic_sgi(int kvm)
 // the memory-mapped CPU interface (on Slat served by Slat on GICV, ABI 1.7).
 // The SGI between vCPUs goes from vCPU 1 to vCPU 0, so that its source (1)
 // shows in vCPU 0's GICC_IAR.
-
-static int gic2_create(int vm)
-{
-	struct kvm_create_device cd = {.type = KVM_DEV_TYPE_ARM_VGIC_V2};
-
-	return ioctl(vm, KVM_CREATE_DEVICE, &cd) ? -1 : (int)cd.fd;
-}
 
 static void check_vgic2_device(int kvm)
 {
@@ -1387,21 +1436,7 @@ static void write_gic2_guest(uint8_t *mem)
 	w32(&c, GICD_GPA + 0x800 + SPI_INTID, 1);	   // GICD_ITARGETSR10: SPI 40 to CPU 0
 	w32(&c, GICD_GPA + 0x104, 1u << (SPI_INTID - 32)); // GICD_ISENABLER1
 	sgir(&c, 2u << 24 | SGI_SELF);			   // to itself (filter 2)
-	wait_irqs(&c, 1, 0);
-	tell(&c, MMIO_GPA, 1);
-	wait_irqs(&c, 2, 1);
-	tell(&c, MMIO_GPA, 2);
-	emit(&c, MRS(0, CNTVCT_EL0));
-	mov64(&c, 1, 0x10000);
-	emit(&c, ADD_XR(0, 0, 1, 0));
-	emit(&c, MSR(CNTV_CVAL_EL0, 0));
-	emit(&c, movz(0, 1, 0)); // ENABLE
-	emit(&c, MSR(CNTV_CTL_EL0, 0));
-	emit(&c, ISB);
-	wait_irqs(&c, 3, 2);
-	mov64(&c, 1, GICD_GPA);
-	emit(&c, LDR_W(0, 1, 0x4)); // GICD_TYPER
-	gres(&c, 0, GR_TYPER);
+	guest_sgi_spi_timer(&c);
 	mov64(&c, 1, GICD_GPA + 0x800); // GICD_ITARGETSR0: SGIs 0-3, this CPU's bit
 	emit(&c, LDR_W(0, 1, 0));
 	gres(&c, 0, GR_RTYPER);
@@ -1436,62 +1471,15 @@ static void write_sgi2_guest(uint8_t *mem)
 	fits(&c1, VEC_GPA - ENTRY1);
 }
 
-static bool gic2_vm_make(int kvm, struct gic_vm *g, unsigned nvcpu, void (*write)(uint8_t *))
-{
-	long sz = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
-
-	memset(g, 0xff, sizeof(*g));
-	g->vm = ioctl(kvm, KVM_CREATE_VM, 0);
-	g->mem = mmap(NULL, SLOT_SZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (g->vm < 0 || g->mem == MAP_FAILED)
-		return false;
-	write(g->mem);
-	if (region(g->vm, 0, 0, 0, SLOT_SZ, g->mem))
-		return false;
-	g->dev = gic2_create(g->vm);
-	if (g->dev < 0 || gic_addr(g->dev, KVM_VGIC_V2_ADDR_TYPE_DIST, GICD_GPA) ||
-	    gic_addr(g->dev, KVM_VGIC_V2_ADDR_TYPE_CPU, GICC_GPA) ||
-	    gic_nr_irqs(g->dev, GIC_NR_IRQS))
-		return false;
-	for (unsigned i = 0; i < nvcpu; i++) {
-		g->vcpu[i] = psci_vcpu(g->vm, i, 1u << KVM_ARM_VCPU_PSCI_0_2, &g->run[i], sz);
-		if (g->vcpu[i] < 0)
-			return false;
-	}
-	return gic_init(g->dev) == 0;
-}
-
 static void check_vgic2_guest(int kvm)
 {
 	struct gic_vm g;
-	struct spi_raise s = {0};
-	pthread_t t;
 
-	if (!gic2_vm_make(kvm, &g, 1, write_gic2_guest)) {
+	if (!gic_vm_make(kvm, &g, 1, write_gic2_guest, true)) {
 		check("vgic2: 1-vCPU VM with the GIC set up", false, errno, 0);
 		return;
 	}
-	uint64_t pc = CODE_GPA;
-	one_reg(g.vcpu[0], CORE(regs.pc), &pc, true);
-	alarm(60);
-	check("vgic2: the guest brings up its GIC, takes SGI 3 and waits for the SPI",
-	      run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA, 1), gr(&g, GR_COUNT), 1);
-	s.vm = g.vm;
-	pthread_create(&t, NULL, raise_spi, &s);
-	bool seen = run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA, 2);
-	pthread_join(t, NULL);
-	check("vgic2: the guest woken from WFI by SPI 40", seen && s.ret == 0, gr(&g, GR_COUNT), 2);
-	struct kvm_irq_level l = {.irq = KVM_ARM_IRQ_TYPE_SPI << KVM_ARM_IRQ_TYPE_SHIFT | SPI_INTID,
-				  .level = 0};
-	expect("vgic2: KVM_IRQ_LINE SPI 40 level 0", ioctl(g.vm, KVM_IRQ_LINE, &l), 0);
-	expect("vgic2: KVM_RUN to the guest's SYSTEM_OFF", ioctl(g.vcpu[0], KVM_RUN, 0), 0);
-	alarm(0);
-	check("vgic2: the guest powers off after its timer interrupt",
-	      g.run[0]->exit_reason == KVM_EXIT_SYSTEM_EVENT, g.run[0]->exit_reason,
-	      KVM_EXIT_SYSTEM_EVENT);
-	check("vgic2: no guest wait gave up (bit 0 SGI, 1 SPI, 2 timer)", gr(&g, GR_WAIT_TO) == 0,
-	      gr(&g, GR_WAIT_TO), 0);
-	check("vgic2: exactly 3 interrupts taken", gr(&g, GR_COUNT) == 3, gr(&g, GR_COUNT), 3);
+	run_gic_guest(&g, "vgic2");
 	check("vgic2: first GICC_IAR: SGI 3 from CPU 0 (GICD_SGIR to itself)",
 	      gr(&g, GR_INTIDS) == SGI_SELF, gr(&g, GR_INTIDS), SGI_SELF);
 	check("vgic2: second GICC_IAR: SPI 40 (KVM_IRQ_LINE)", gr(&g, GR_INTIDS + 8) == SPI_INTID,
@@ -1513,14 +1501,8 @@ static void check_vgic2_sgi(int kvm)
 	struct sgi_waiter w;
 	pthread_t t;
 
-	if (!gic2_vm_make(kvm, &g, 2, write_sgi2_guest)) {
-		check("vgic2: 2-vCPU VM with the GIC set up", false, errno, 0);
+	if (!sgi_vm_make(kvm, &g, write_sgi2_guest, true, "vgic2"))
 		return;
-	}
-	uint64_t pc = ENTRY1;
-	one_reg(g.vcpu[1], CORE(regs.pc), &pc, true);
-	pc = CODE_GPA;
-	one_reg(g.vcpu[0], CORE(regs.pc), &pc, true);
 	alarm(60);
 	check("vgic2: vCPU 0 enables SGI 5",
 	      run_to_tell(g.vcpu[0], g.run[0], g.mem, GRES_GPA, MMIO_GPA + 0x10, 1),
@@ -1532,15 +1514,7 @@ static void check_vgic2_sgi(int kvm)
 	check("vgic2: vCPU 1 sends SGI 5 to CPU 0 (GICD_SGIR target list)",
 	      run_to_tell(g.vcpu[1], g.run[1], g.mem, GRES_GPA + GRES1_OFF, MMIO_GPA, SGI_OTHER),
 	      g.run[1]->exit_reason, KVM_EXIT_MMIO);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 30;
-	int joined = pthread_timedjoin_np(t, NULL, &ts);
-	if (joined) {
-		pthread_kill(t, SIGUSR1);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 10;
-		joined = pthread_timedjoin_np(t, NULL, &ts);
-	}
+	int joined = join_waiter(t);
 	alarm(0);
 	uint64_t n0 = gr(&g, GR_COUNT), iar = gr(&g, GR_INTIDS);
 	check("vgic2: vCPU 0 woken from WFI by the SGI", joined == 0 && w.got, n0, 1);
