@@ -92,7 +92,6 @@ void arm64_vgic_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g, st
 // hv_vgic_v2.c
 void arm64_vgic_v2_init(void);
 unsigned arm64_vgic_v2_lr_count(void);
-bool arm64_vgic_v2_lr_ok(uint64_t lr);
 void arm64_vgic_v2_load(const struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g);
 void arm64_vgic_v2_save(struct arm64_hv_vcpu *s, const struct arm64_vgic_run *g,
 			struct hc_run *run);

@@ -148,11 +148,27 @@ static unsigned apr_count(void)
 
 // ---- the run page ----------------------------------------------------------------------
 
-static bool lr_ok(uint64_t lr)
+// The vINTID of a GICv3 lr: group 1 only, below the special INTIDs.
+static bool v3_vintid_ok(uint64_t lr)
 {
-	if ((lr & LR_RES0) || !(lr & HC_VGIC_LR_GROUP1))
+	return (lr & HC_VGIC_LR_GROUP1) && (lr & HC_VGIC_LR_VINTID_MASK) < INTID_SPECIAL;
+}
+
+// GICv2 (ABI 1.7): group 0 allowed, 10 bits of INTID, and bits 12:10 only as
+// an SGI's source, never with HW.
+static bool v2_vintid_ok(uint64_t lr)
+{
+	uint64_t vintid = lr & HC_VGIC_LR_VINTID_MASK, src = vintid >> HC_VGIC_V2_SGI_SRC_SHIFT;
+	unsigned id = (unsigned)vintid & 0x3ff;
+
+	if (src > 7 || id >= INTID_SPECIAL)
 		return false;
-	if ((lr & HC_VGIC_LR_VINTID_MASK) >= INTID_SPECIAL)
+	return !src || (id < 16 && !(lr & HC_VGIC_LR_HW));
+}
+
+static bool lr_ok(uint64_t lr, bool v2)
+{
+	if ((lr & LR_RES0) || !(v2 ? v2_vintid_ok(lr) : v3_vintid_ok(lr)))
 		return false;
 	if (lr & HC_VGIC_LR_HW) // only the virtual timer is ever a physical one
 		return LR_PINTID(lr) == PPI_VIRT_TIMER;
@@ -191,7 +207,7 @@ int arm64_vgic_take(const struct hc_run *run, struct arm64_vgic_run *g)
 	g->nr = nr;
 	for (unsigned i = 0; i < nr; i++) {
 		g->lr[i] = __atomic_load_n(&run->vgic.lr[i], __ATOMIC_RELAXED);
-		if (!(g->v2 ? arm64_vgic_v2_lr_ok(g->lr[i]) : lr_ok(g->lr[i])))
+		if (!lr_ok(g->lr[i], g->v2))
 			return HC_E_INVAL;
 		if ((g->lr[i] & HC_VGIC_LR_HW) && LR_STATE(g->lr[i]))
 			g->vtimer_hw = true;

@@ -35,14 +35,11 @@
 #define V2_LR_GRP1	   (1u << 30)
 #define V2_LR_HW	   (1u << 31)
 
-#define LR_RES0		(0xfull << 56 | 0x7ull << 45)
-#define LR_EOI_RES0	(0x7ull << 42 | 0x1ffull << 32) // without HW: all of pINTID but EOI
 #define LR_PINTID(lr)	((unsigned)((lr) >> HC_VGIC_LR_PINTID_SHIFT) & 0x1fff)
-#define INTID_SPECIAL	1020u
-#define SGI_SRC_MASK	(0x7u << HC_VGIC_V2_SGI_SRC_SHIFT)
 #define CPUIF_WORD_MASK 3u
 
 static uint64_t v2_gich, v2_gicv;
+static unsigned v2_nlr; // list registers (GICH_VTR, read once at boot)
 
 static volatile uint32_t *gich(unsigned off)
 {
@@ -65,6 +62,9 @@ void arm64_vgic_v2_init(void)
 	}
 	v2_gich = h;
 	v2_gicv = v;
+	v2_nlr = (*gich(GICH_VTR) & 0x3f) + 1;
+	if (v2_nlr > HC_VGIC_LR_MAX)
+		v2_nlr = HC_VGIC_LR_MAX;
 	log_info("arm64: GICv2 virtual CPU interface: GICH 0x%llx, GICV 0x%llx (taken from the "
 		 "primary), %u list registers\n",
 		 (unsigned long long)h, (unsigned long long)v, arm64_vgic_v2_lr_count());
@@ -72,26 +72,7 @@ void arm64_vgic_v2_init(void)
 
 unsigned arm64_vgic_v2_lr_count(void)
 {
-	if (!v2_gich)
-		return 0;
-	unsigned n = (*gich(GICH_VTR) & 0x3f) + 1;
-
-	return n > HC_VGIC_LR_MAX ? HC_VGIC_LR_MAX : n;
-}
-
-// As hv_vgic.c's lr_ok, but group 0 is allowed and an SGI may name its source.
-bool arm64_vgic_v2_lr_ok(uint64_t lr)
-{
-	uint64_t vintid = lr & HC_VGIC_LR_VINTID_MASK;
-	unsigned id = (unsigned)vintid & 0x3ff;
-
-	if ((lr & LR_RES0) || (vintid >> 13) || id >= INTID_SPECIAL)
-		return false;
-	if ((vintid & SGI_SRC_MASK) && (id >= 16 || (lr & HC_VGIC_LR_HW)))
-		return false;
-	if (lr & HC_VGIC_LR_HW)
-		return LR_PINTID(lr) == HC_VGIC_VTIMER_INTID;
-	return !(lr & LR_EOI_RES0);
+	return v2_nlr;
 }
 
 static uint32_t lr_to_v2(uint64_t lr)
