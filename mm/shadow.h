@@ -127,6 +127,21 @@ bool sh_gfn_tracked(struct sh_mmu *m, unsigned as, uint64_t gfn);
 // a misaligned or partial write zaps those SPs whole. Children left without a
 // parent are reclaimed recursively (unless non-recursive). One flush at most.
 int sh_emulate_write(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t val, unsigned bytes);
+// The same as one atomic read-modify-write under the engine's lock, for an
+// emulated XCHG or CMPXCHG: *old gets the bytes that were there; with
+// `expect`, the write happens only when they equal *expect (a failed compare
+// writes nothing and changes no shadow entry).
+int sh_emulate_update(struct sh_mmu *m, unsigned as, uint64_t gpa, unsigned bytes,
+		      const uint64_t *expect, uint64_t val, uint64_t *old);
+// Stops tracking L1's page `gfn`: every SP that shadows it is zapped (with
+// recursive reclaim of the children it orphans), so that L1 may write the
+// page directly again (an instruction the caller cannot emulate, or a page
+// L1 reused for something else). Returns the SPs zapped.
+unsigned sh_unprotect_gfn(struct sh_mmu *m, unsigned as, uint64_t gfn);
+// L1 memory [gpa, gpa + size) left L1 without a memslot change (pages the
+// L1 VM's owner took away): the same zap as a memslot delete of the range
+// (SPs shadowing L1 tables in it, then shadow leaves mapping it; one flush).
+void sh_zap_range(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t size);
 
 // ---- software walks (tests, benchmarks) ---------------------------------------
 // Lockless reader sections for software walkers of shadow tables: pages of a
@@ -152,7 +167,8 @@ struct sh_stats {
 	uint64_t faults, faults_l1, faults_mmio, faults_emulate;
 	uint64_t emul_writes, emul_updates, emul_zaps, emul_whole;
 	uint64_t flushes, write_protects, nospc;
-	uint64_t slot_zaps; // SPs zapped because the L1 table they shadow is in a deleted slot
+	uint64_t slot_zaps;  // SPs zapped because the L1 table they shadow is in a deleted slot
+	uint64_t unprotects; // SPs zapped by sh_unprotect_gfn
 };
 // Also runs the deferred frees that are due (never waits).
 void sh_stats(struct sh_mmu *m, struct sh_stats *out);

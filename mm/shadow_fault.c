@@ -61,6 +61,8 @@ static bool compose(struct sh_mmu *m, struct s2_slotset *ss, unsigned as, uint64
 	if (!sl)
 		return false;
 	lt->hpa = s2_slot_page_hpa(sl, gpa);
+	if (lt->hpa == S2_HPA_ABSENT)
+		return false; // a frame-list slot's page with no frame: not backed now
 	lt->mt = (sl->flags & S2_SLOT_DEVICE) ? S2_MT_DEVICE : S2_MT_WB;
 	lt->readonly = (sl->flags & S2_SLOT_READONLY) != 0;
 	lt->tracked = sh_tracked_locked(m, as, l1_gfn);
@@ -404,7 +406,8 @@ restart:
 	}
 }
 
-int sh_emulate_write(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t val, unsigned bytes)
+int sh_emulate_update(struct sh_mmu *m, unsigned as, uint64_t gpa, unsigned bytes,
+		      const uint64_t *expect, uint64_t val, uint64_t *old)
 {
 	struct sh_zap_list zl = {0};
 	uint64_t base = gpa & ~7ull, word;
@@ -413,18 +416,52 @@ int sh_emulate_write(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t val, 
 	if (as >= S2_NR_AS || !bytes || bytes > 8 || (bytes & (bytes - 1)) || off + bytes > 8)
 		return S2_E_INVAL;
 	sh_lock(m);
-	m->st.emul_writes++;
 	if (!gread(m, as, base, &word)) {
 		sh_unlock(m);
 		return S2_E_NOENT;
 	}
 	uint64_t mask = bytes == 8 ? ~0ull : ((1ull << (8 * bytes)) - 1) << (8 * off);
-	word = (word & ~mask) | ((val << (8 * off)) & mask);
-	gwrite(m, as, base, word);
-	shadow_write(m, as, base, word, bytes != 8, &zl);
-	sh_commit_zap(m, &zl);
+	uint64_t cur = (word & mask) >> (8 * off);
+	if (old)
+		*old = cur;
+	// A compare-exchange that fails writes nothing: no shadow entry changes.
+	if (!expect || *expect == cur) {
+		m->st.emul_writes++;
+		word = (word & ~mask) | ((val << (8 * off)) & mask);
+		gwrite(m, as, base, word);
+		shadow_write(m, as, base, word, bytes != 8, &zl);
+		sh_commit_zap(m, &zl);
+	}
 	sh_unlock(m);
 	return 0;
+}
+
+int sh_emulate_write(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t val, unsigned bytes)
+{
+	return sh_emulate_update(m, as, gpa, bytes, NULL, val, NULL);
+}
+
+unsigned sh_unprotect_gfn(struct sh_mmu *m, unsigned as, uint64_t gfn)
+{
+	struct sh_zap_list zl = {0};
+	struct sh_page **head = &m->hash[sh_hash_index(gfn)];
+	unsigned n = 0;
+
+	if (as >= S2_NR_AS)
+		return 0;
+	sh_lock(m);
+restart:
+	for (struct sh_page *sp = *head; sp; sp = sp->hash_next) {
+		if (sp->gfn != gfn || sp->role.direct || sp->role.as != as)
+			continue;
+		m->st.unprotects++;
+		n++;
+		sh_prepare_zap(m, sp, &zl);
+		goto restart; // recursive reclaim may have unhashed its neighbours
+	}
+	sh_commit_zap(m, &zl);
+	sh_unlock(m);
+	return n;
 }
 
 // ---- software translation ----------------------------------------------------------------

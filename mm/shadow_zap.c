@@ -219,6 +219,15 @@ static bool slot_zap_range(void *ctx, struct s2_vm *vm, unsigned as, uint64_t gp
 	return false;
 }
 
+void sh_zap_range(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t size)
+{
+	if (as >= S2_NR_AS || !size)
+		return;
+	sh_lock(m);
+	slot_zap_range(m, m->vm, as, gpa, size);
+	sh_unlock(m);
+}
+
 static void slot_destroy_all(void *ctx, struct s2_vm *vm)
 {
 	sh_zap_all_locked(ctx);

@@ -302,6 +302,104 @@ static void test_emulated_leaf_update(void **state)
 	sht_fini(&t);
 }
 
+// Emulated XCHG/CMPXCHG (sh_emulate_update): a matching compare writes L1's
+// entry and updates the shadow leaf; a failed one writes nothing, changes no
+// shadow entry and reports what is there.
+static void test_emulated_cmpxchg(void **state)
+{
+	struct sht t;
+	struct sh_page *root;
+
+	sht_init(&t, 8 * MiB);
+	uint64_t root_gpa = sht_new_table(&t);
+	assert_int_equal(sh_root_get(t.m, 0, root_gpa, &root), 0);
+	sht_map(&t, root_gpa, 0, 4 * MiB, S2_PROT_RWX);
+	sht_touch(&t, root, 0, S2_PROT_W);
+	uint64_t e0 = sht_entry(&t, root_gpa, 0, 0);
+	uint64_t cur = sht_read(&t, e0), old = 0;
+	uint64_t to6 = t.f->make_leaf(6 * MiB, 0, S2_PROT_RWX, S2_MT_WB, 0);
+	uint64_t wrong = cur ^ 1;
+	uint64_t w0 = sht_stats(&t).emul_writes, u0 = sht_stats(&t).emul_updates;
+
+	assert_int_equal(sh_emulate_update(t.m, 0, e0, 8, &wrong, to6, &old), 0);
+	assert_int_equal(old, cur);
+	assert_int_equal(sht_read(&t, e0), cur);
+	assert_int_equal(sht_xlate(&t, root, 0).hpa, sht_hpa(&t, 4 * MiB));
+	assert_int_equal(sht_stats(&t).emul_writes, w0);
+	assert_int_equal(sh_emulate_update(t.m, 0, e0, 8, &cur, to6, &old), 0);
+	assert_int_equal(old, cur);
+	assert_int_equal(sht_read(&t, e0), to6);
+	assert_int_equal(sht_xlate(&t, root, 0).hpa, sht_hpa(&t, 6 * MiB));
+	// XCHG: no compare; zero clears the shadow leaf.
+	assert_int_equal(sh_emulate_update(t.m, 0, e0, 8, NULL, 0, &old), 0);
+	assert_int_equal(old, to6);
+	assert_false(sht_xlate(&t, root, 0).mapped);
+	struct sh_stats s = sht_stats(&t);
+	assert_int_equal(s.emul_writes - w0, 2);
+	assert_int_equal(s.emul_updates - u0, 1);
+	assert_int_equal(s.emul_zaps, 1);
+	check_clean(&t);
+	sh_root_put(t.m, root);
+	sht_fini(&t);
+}
+
+// Unprotecting an L1 table page zaps exactly the SPs shadowing it, reclaims
+// the children they orphan, and leaves the page untracked; the next fault
+// shadows it again.
+static void test_unprotect_gfn(void **state)
+{
+	struct sht t;
+	struct sh_page *root;
+
+	sht_init(&t, 8 * MiB);
+	uint64_t root_gpa = build_tree(&t, &root);
+	assert_int_equal(sht_stats(&t).used, 9);
+	// The level-1 table that maps the 1 GiB region (one level-0 SP under it).
+	uint64_t l1_table = s2_pte_addr(t.f, sht_read(&t, sht_entry(&t, root_gpa, 1 * GiB, 2)));
+	uint64_t gfn = l1_table / SHT_PAGE;
+	assert_true(sh_gfn_tracked(t.m, 0, gfn));
+	assert_int_equal(sh_unprotect_gfn(t.m, 0, gfn), 1);
+	assert_false(sh_gfn_tracked(t.m, 0, gfn));
+	struct sh_stats s = sht_stats(&t);
+	assert_int_equal(s.used, 7); // the level-1 SP and its one level-0 child
+	assert_int_equal(s.unprotects, 1);
+	assert_int_equal(s.orphans, 0);
+	assert_false(sht_xlate(&t, root, 1 * GiB).mapped);
+	assert_true(sht_xlate(&t, root, 2 * GiB).mapped);
+	assert_int_equal(sh_unprotect_gfn(t.m, 0, gfn), 0); // nothing left to zap
+	sht_touch(&t, root, 1 * GiB, S2_PROT_R);
+	assert_true(sh_gfn_tracked(t.m, 0, gfn));
+	assert_int_equal(sht_stats(&t).used, 9);
+	check_clean(&t);
+	sh_root_put(t.m, root);
+	sht_fini(&t);
+}
+
+// L1 memory taken away without a slot change (sh_zap_range): SPs shadowing
+// tables there and leaves mapping it go; everything else stays.
+static void test_zap_range(void **state)
+{
+	struct sht t;
+	struct sh_page *root;
+
+	sht_init(&t, 8 * MiB);
+	build_tree(&t, &root);
+	// Data page of region 0, page 1 (build_tree maps from 4 MiB up, in order).
+	uint64_t data = 4 * MiB + SHT_PAGE;
+	assert_true(sht_xlate(&t, root, SHT_PAGE).mapped);
+	sh_zap_range(t.m, 0, data, SHT_PAGE);
+	assert_false(sht_xlate(&t, root, SHT_PAGE).mapped);
+	assert_true(sht_xlate(&t, root, 0).mapped);
+	assert_true(sht_xlate(&t, root, 2 * SHT_PAGE).mapped);
+	struct sh_stats s = sht_stats(&t);
+	assert_int_equal(s.used, 9);
+	assert_int_equal(s.rmap_entries, 31);
+	assert_int_equal(s.slot_zaps, 0);
+	check_clean(&t);
+	sh_root_put(t.m, root);
+	sht_fini(&t);
+}
+
 static void test_quota_default(void **state)
 {
 	struct sht t;
@@ -591,6 +689,9 @@ int main(void)
 	    cmocka_unit_test(test_emulated_write_orphans_reclaimed),
 	    cmocka_unit_test(test_emulated_write_orphans_leak_when_off),
 	    cmocka_unit_test(test_emulated_leaf_update),
+	    cmocka_unit_test(test_emulated_cmpxchg),
+	    cmocka_unit_test(test_unprotect_gfn),
+	    cmocka_unit_test(test_zap_range),
 	    cmocka_unit_test(test_quota_default),
 	    cmocka_unit_test(test_quota_recycling),
 	    cmocka_unit_test(test_quota_roots_only),
