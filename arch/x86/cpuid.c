@@ -11,8 +11,12 @@
 //                    OSXSAVE (27) = the guest's CR4.OSXSAVE (the host's own
 //                    CR4 would show otherwise)
 //   leaf 7.0 ECX     OSPKE (4) = the guest's CR4.PKE
-//   0x80000001 ECX   SVM (2) cleared
-//   0x8000000A       all zero (the SVM leaf)
+//   0x80000001 ECX   SVM (2) cleared, unless nested SVM is on (x86_nested_svm)
+//   0x8000000A       all zero (the SVM leaf); with nested SVM: revision 1,
+//                    X86_NESTED_ASIDS ASIDs, and nested paging (EDX bit 0)
+//                    as the only feature (what Slat emulates: no NRIPS,
+//                    decode assists, flush by ASID, VMCB clean bits, vGIF,
+//                    AVIC, LBR virtualization or pause filter)
 //   0x40000000       max leaf 0x40000001, vendor "SlatSlatSlat" in EBX ECX EDX
 //   0x40000001       zero: no Hyper-V interface ("Hv#1") is claimed, so
 //                    Windows and Linux use no enlightenment Slat lacks
@@ -21,6 +25,8 @@
 #include "arch/x86/vcpu.h"
 
 #define SLAT_HV_MAX_LEAF 0x40000001u
+
+bool x86_nested_svm; // set by the SVM back end (svm/nested.c)
 
 // "SlatSlatSlat" as three little-endian words.
 #define SLAT_SIG_WORD 0x74616c53u // 'S' 'l' 'a' 't'
@@ -66,10 +72,15 @@ void x86_cpuid_policy_cr4(uint64_t cr4, uint32_t leaf, uint32_t subleaf, uint32_
 			set_bit32(&out[2], 4, (out[2] & (1u << 3)) && (cr4 & CR4_PKE));
 		break;
 	case 0x80000001u:
-		set_bit32(&out[2], 2, false); // SVM
+		set_bit32(&out[2], 2, x86_nested_svm && (out[2] & (1u << 2))); // SVM
 		break;
 	case 0x8000000au:
 		out[0] = out[1] = out[2] = out[3] = 0;
+		if (x86_nested_svm) {
+			out[0] = 1;		   // SVM revision
+			out[1] = X86_NESTED_ASIDS; // ASIDs
+			out[3] = 1;		   // NP: nested paging
+		}
 		break;
 	default:
 		break;

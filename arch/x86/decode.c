@@ -10,6 +10,7 @@
 //   MOV to/from CRn 0F 22 / 0F 20, CLTS 0F 06,
 //   HLT F4, IN/OUT E4-E7 EC-EF, INS/OUTS 6C-6F,
 //   MOV 88 89 8A 8B C6 C7, MOV moffs A0-A3, XCHG 86 87 (the APIC-page writes),
+//   CMPXCHG 0F B0 / 0F B1 (writes to the nested page tables Slat tracks),
 //
 // with legacy prefixes (66 67 F0 F2 F3, segment overrides) and REX. The
 // guest's code is read through its own page tables: the second level is an
@@ -74,7 +75,8 @@ static bool translate(struct vcpu *v, uint64_t la, uint64_t *pa)
 		uint64_t table = cr3 & PTE_ADDR_64;
 		for (unsigned l = levels; l >= 1; l--) {
 			unsigned shift = 12 + 9 * (l - 1);
-			if (!read_pte(v, table + ((la >> shift) & 511) * 8, true, &e) || !(e & PTE_P))
+			if (!read_pte(v, table + ((la >> shift) & 511) * 8, true, &e) ||
+			    !(e & PTE_P))
 				return false;
 			if (l == 1 || (l <= 3 && (e & PTE_PS))) {
 				uint64_t mask = (1ull << shift) - 1;
@@ -89,13 +91,15 @@ static bool translate(struct vcpu *v, uint64_t la, uint64_t *pa)
 	if (cr4 & CR4_PAE) {
 		if (!read_pte(v, (cr3 & 0xffffffe0u) + (la >> 30) * 8, true, &e) || !(e & PTE_P))
 			return false;
-		if (!read_pte(v, (e & PTE_ADDR_64) + ((la >> 21) & 511) * 8, true, &e) || !(e & PTE_P))
+		if (!read_pte(v, (e & PTE_ADDR_64) + ((la >> 21) & 511) * 8, true, &e) ||
+		    !(e & PTE_P))
 			return false;
 		if (e & PTE_PS) {
 			*pa = ((e & PTE_ADDR_64) & ~0x1fffffull) | (la & 0x1fffff);
 			return true;
 		}
-		if (!read_pte(v, (e & PTE_ADDR_64) + ((la >> 12) & 511) * 8, true, &e) || !(e & PTE_P))
+		if (!read_pte(v, (e & PTE_ADDR_64) + ((la >> 12) & 511) * 8, true, &e) ||
+		    !(e & PTE_P))
 			return false;
 		*pa = (e & PTE_ADDR_64) | (la & 0xfff);
 		return true;
@@ -132,7 +136,19 @@ bool x86_guest_read_linear(struct vcpu *v, uint64_t la, void *buf, unsigned len)
 struct fetch {
 	uint8_t b[15];
 	unsigned n, pos; // bytes available, next to decode
+	// The memory operand's parts (32/64-bit addressing), for x86_insn.ea.
+	uint8_t rex;
+	const uint64_t *gpr;
+	uint64_t ea;
+	bool ea_ok, rip_rel;
 };
+
+static uint64_t signed_disp(uint64_t v, unsigned bytes)
+{
+	return bytes == 1   ? (uint64_t)(int64_t)(int8_t)v
+	       : bytes == 4 ? (uint64_t)(int64_t)(int32_t)v
+			    : v;
+}
 
 static bool next(struct fetch *f, uint8_t *out)
 {
@@ -156,10 +172,14 @@ static bool take(struct fetch *f, unsigned n, uint64_t *val)
 	return true;
 }
 
-// Skips ModRM's SIB and displacement for the given address size.
+// Skips ModRM's SIB and displacement for the given address size; with 32-
+// or 64-bit addressing, also sums the memory operand's effective address
+// (segment base not added; RIP-relative finished by x86_decode).
 static bool modrm_tail(struct fetch *f, uint8_t modrm, unsigned addr_size)
 {
 	unsigned mod = modrm >> 6, rm = modrm & 7;
+	uint64_t base = 0, index = 0, d = 0;
+	unsigned scale = 0;
 
 	if (mod == 3)
 		return true;
@@ -168,16 +188,32 @@ static bool modrm_tail(struct fetch *f, uint8_t modrm, unsigned addr_size)
 		return take(f, disp, NULL);
 	}
 	unsigned disp = mod == 1 ? 1 : mod == 2 ? 4 : 0;
+	bool has_base = true;
+	unsigned breg = rm | ((f->rex & 1) ? 8 : 0);
 	if (rm == 4) {
 		uint8_t sib;
 		if (!next(f, &sib))
 			return false;
+		unsigned ireg = ((sib >> 3) & 7) | ((f->rex & 2) ? 8 : 0);
+		breg = (sib & 7) | ((f->rex & 1) ? 8 : 0);
+		if (ireg != 4)
+			index = f->gpr[ireg], scale = sib >> 6;
 		if (mod == 0 && (sib & 7) == 5)
-			disp = 4;
+			disp = 4, has_base = false;
 	} else if (mod == 0 && rm == 5) {
 		disp = 4; // disp32, RIP-relative in 64-bit mode
+		has_base = false;
+		f->rip_rel = addr_size == 8;
 	}
-	return take(f, disp, NULL);
+	if (!take(f, disp, &d))
+		return false;
+	if (has_base)
+		base = f->gpr[breg];
+	f->ea = base + (index << scale) + signed_disp(d, disp);
+	if (addr_size == 4)
+		f->ea = (uint32_t)f->ea;
+	f->ea_ok = true;
+	return true;
 }
 
 // Fetches up to 15 bytes at CS:RIP, fewer when the next page is not mapped.
@@ -227,6 +263,8 @@ static bool decode_0f(struct fetch *f, struct x86_insn *in, unsigned addr_size)
 		in->has_modrm = true;
 		return true;
 	case 0x01: // group 7: register forms (XSETBV, VMMCALL, MWAIT, ...) and memory forms
+	case 0xb0:
+	case 0xb1: // CMPXCHG r/m, r (a write to a page Slat tracks)
 		if (!next(f, &in->modrm))
 			return false;
 		in->has_modrm = true;
@@ -267,6 +305,8 @@ bool x86_decode(struct vcpu *v, struct x86_insn *in)
 			return false;
 	}
 	unsigned addr_size = lm ? (adsize ? 4 : 8) : (def == 4) != adsize ? 4 : 2;
+	f.rex = rex;
+	f.gpr = v->arch.gpr;
 	in->op_size = (rex & 8) ? 8 : ((def == 4) != opsize ? 4 : 2);
 	in->opcode = b;
 
@@ -329,5 +369,7 @@ bool x86_decode(struct vcpu *v, struct x86_insn *in)
 	in->reg = (uint8_t)(((in->modrm >> 3) & 7) | ((rex & 4) ? 8 : 0));
 	in->rm = (uint8_t)((in->modrm & 7) | ((rex & 1) ? 8 : 0));
 	in->len = (uint8_t)f.pos;
+	in->ea_ok = f.ea_ok;
+	in->ea = f.rip_rel ? v->arch.rip + in->len + f.ea : f.ea;
 	return true;
 }

@@ -37,6 +37,8 @@ __attribute__((noreturn)) void x86_vm_shutdown(struct vcpu *v, bool reset, uint1
 		x86_park(); // another CPU is already shutting the machine down
 	vm_teardown_and_report(vm, reset ? "reset" : "power-off");
 	io_report();
+	if (vm->arch.ops->summary)
+		vm->arch.ops->summary();
 	hv_print_summary();
 	log_info("slat: %s\n", reset ? "resetting" : "powering off");
 	log_flush();

@@ -12,8 +12,11 @@
 //                       #GP (cr_check.c), else go to the back end, which
 //                       keeps the bits the hardware needs (SVM: SVME)
 //   VM_CR (0xC0010114)  reads SVMDIS | LOCK (SVM disabled by firmware),
-//                       writes ignored (a locked VM_CR ignores them)
-//   VM_HSAVE_PA         reads back what was written, never used
+//                       writes ignored (a locked VM_CR ignores them); with
+//                       nested SVM (x86_nested_svm): reads 0 (SVM allowed,
+//                       not locked), writes of 0 accepted, others #GP
+//   VM_HSAVE_PA         reads back what was written, never used (nested SVM
+//                       keeps L1's host state itself)
 //   IA32_FEATURE_CONTROL (0x3A, Intel) reads "locked, VMX off"; writes #GP
 //   IA32_VMX_* (0x480-0x493, Intel)   #GP: VMX is hidden
 #include "arch/x86/caps.h"
@@ -59,7 +62,7 @@ enum x86_action x86_handle_rdmsr(struct vcpu *v)
 		val = v->arch.ops->read_efer(v);
 		break;
 	case MSR_VM_CR:
-		val = VM_CR_SVMDIS | VM_CR_LOCK;
+		val = x86_nested_svm ? 0 : VM_CR_SVMDIS | VM_CR_LOCK;
 		break;
 	case MSR_VM_HSAVE_PA:
 		val = v->arch.hsave_guest;
@@ -95,7 +98,9 @@ enum x86_action x86_handle_wrmsr(struct vcpu *v)
 		break;
 	}
 	case MSR_VM_CR:
-		break; // locked: writes have no effect
+		if (x86_nested_svm && val)
+			return x86_inject_gp0(v); // nested SVM: no bit of VM_CR is emulated
+		break;				  // locked: writes have no effect
 	case MSR_VM_HSAVE_PA:
 		if (val & 0xfff)
 			return x86_inject_gp0(v);

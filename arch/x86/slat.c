@@ -45,7 +45,8 @@ static const struct s2_backend x86_slat_backend = {
     .cpu_relax = be_relax,
 };
 
-static struct x86_slat *slat_primary; // the map x86_slat_build made last
+static struct x86_slat *slat_primary;	    // the map x86_slat_build made last
+static const struct x86_slat_ops *slat_ops; // its back end
 
 // The plan's ranges in the engine's terms (built once, on the boot CPU).
 static struct s2_ident_range slat_mem[PLAN_MAX_RANGES];
@@ -109,6 +110,7 @@ bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
 	s->leaves_4k = st.leaves_mapped[0];
 	s->tables_built = st.tables_live;
 	slat_primary = s;
+	slat_ops = p->ops;
 	return true;
 }
 
@@ -186,6 +188,13 @@ static void slat_shootdown(void)
 				i, (unsigned long long)r.gen, SLAT_SHOOT_SECONDS);
 }
 
+static void (*slat_unmap_hook)(uint64_t pa, uint64_t size);
+
+void x86_slat_on_primary_unmap(void (*fn)(uint64_t pa, uint64_t size))
+{
+	slat_unmap_hook = fn;
+}
+
 int x86_slat_primary_unmap(uint64_t pa, uint64_t size)
 {
 	if (!slat_primary)
@@ -193,7 +202,39 @@ int x86_slat_primary_unmap(uint64_t pa, uint64_t size)
 	int r = s2_unmap(slat_primary->vm, slat_primary->root, pa, size);
 	if (!r)
 		slat_shootdown();
+	// After the unmap: whatever reads the primary's map from here on finds
+	// the pages gone, so what the hook zaps cannot come back.
+	if (!r && slat_unmap_hook)
+		slat_unmap_hook(pa, size);
 	return r;
+}
+
+int x86_slat_primary_protect(uint64_t pa, uint64_t size, unsigned prot)
+{
+	if (!slat_primary)
+		return S2_E_INVAL;
+	int r = s2_protect(slat_primary->vm, slat_primary->root, pa, size, prot);
+	if (!r && (prot & S2_PROT_RWX) != S2_PROT_RWX)
+		slat_shootdown(); // rights taken away: no CPU may keep the old ones
+	return r;
+}
+
+void x86_slat_primary_shootdown(void)
+{
+	if (!slat_primary)
+		return;
+	slat_ops->invalidate_all_cpus();
+	slat_shootdown();
+}
+
+struct s2_vm *x86_slat_primary_vm(void)
+{
+	return slat_primary ? slat_primary->vm : NULL;
+}
+
+struct s2_root *x86_slat_primary_root(void)
+{
+	return slat_primary ? slat_primary->root : NULL;
 }
 
 int x86_slat_primary_map(uint64_t pa, uint64_t size)

@@ -181,6 +181,8 @@ struct x86_vm_ops {
 	// a moment, then blocks them again. An NMI in that window is a kick
 	// (consumed) or the guest's (dropped: the caller handles an INIT).
 	void (*irq_window)(struct vcpu *v);
+	// Optional: the back end's own lines of the exit summary.
+	void (*summary)(void);
 };
 
 // The primary VM (the firmware and the OS it boots) and its vCPU records.
@@ -380,6 +382,12 @@ bool x86_guest_cr_ok(struct vcpu *v, unsigned n, uint64_t val);
 // and RIP advances. An instruction it cannot decode: #UD, logged.
 enum x86_action x86_handle_cr0_write(struct vcpu *v, void (*apply)(struct vcpu *, uint64_t));
 
+// ---- nested SVM (svm/nested*.c) ------------------------------------------------
+// True once the SVM back end offers SVM to the primary (CPUID, EFER.SVME,
+// VM_CR; arch/x86/svm/nested.h); false on VT-x and when nested SVM is off.
+extern bool x86_nested_svm;
+#define X86_NESTED_ASIDS 16 // CPUID 0x8000000A EBX offered with nested SVM
+
 // ---- decode.c ---------------------------------------------------------------
 // Reads `len` bytes of guest-physical memory; false when any byte is Slat's
 // or not RAM the host maps.
@@ -400,6 +408,10 @@ struct x86_insn {
 	uint8_t op_size; // 2, 4 or 8
 	uint64_t imm;	 // immediate, when the instruction has one
 	bool has_imm;
+	// The memory operand's effective address (32/64-bit addressing, no
+	// segment base), when ea_ok.
+	uint64_t ea;
+	bool ea_ok;
 };
 // Fetches and decodes the instruction at v->rip. False when it cannot be
 // read or is not one of the forms Slat knows (see decode.c).

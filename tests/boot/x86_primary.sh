@@ -57,10 +57,10 @@ x86_svm_primary_expect() {
 		"^SLAT-GUEST: hv-vendor cpu1 'SlatSlatSlat'$" \
 		'^SLAT-GUEST: cpus online 0-1$' \
 		"^SLAT-GUEST: hotplug cpu1 off \\(0\\) on \\(0-1\\) vendor 'SlatSlatSlat'$" \
-		'^SLAT-GUEST: svm flag on 0 of 2 CPUs, vmx on 0$' \
+		'^SLAT-GUEST: svm flag on 2 of 2 CPUs, vmx on 0$' \
 		'^SLAT-GUEST: efer 0x[0-9a-f]+ svme 0$' \
-		'^SLAT-GUEST: vm_cr 0x0000000000000018$' \
-		'^SLAT-GUEST: efer-svme-write status 1 ' \
+		'^SLAT-GUEST: vm_cr 0x0000000000000000$' \
+		'^SLAT-GUEST: efer-svme-write status 0 ' \
 		'^SLAT-GUEST: region 0x[0-9a-f]+\+0x400000 reserved in /proc/iomem$' \
 		'^SLAT-GUEST: devmem-ctl reserved 0x[0-9a-f]+ read status 0 \(0x[0-9a-f]+\)$' \
 		'^SLAT-GUEST: slat-read blocked \(status 139' \

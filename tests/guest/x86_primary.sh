@@ -12,7 +12,9 @@
 #   hotplug         CPU 1 goes offline and comes back, still under Slat
 #   svm/vmx         the flags are hidden from every CPU
 #   efer, vm_cr     MSRs as the guest sees them (Debian's msr.ko): EFER.SVME
-#                   clear, VM_CR = SVMDIS|LOCK; setting EFER.SVME is refused
+#                   clear; under SVM (nested SVM offered) VM_CR = 0 and
+#                   setting EFER.SVME works, under VT-x VM_CR = SVMDIS|LOCK
+#                   and setting EFER.SVME is refused
 #   region          Slat's region (slat.region=BASE,SIZE) lies in a Reserved range
 #   devmem-ctl      another reserved range reads fine (the method works)
 #   slat-read       a /dev/mem read of Slat's region fails, and the guest goes on

@@ -7,6 +7,7 @@
 #include "arch/x86/caps.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/slat.h"
+#include "arch/x86/svm/nested.h"
 #include "arch/x86/svm/svm.h"
 #include "core/log.h"
 
@@ -34,14 +35,16 @@ static uint64_t op_read_cr(struct vcpu *v, unsigned n)
 
 static uint64_t op_read_efer(struct vcpu *v)
 {
-	return *vmcb64(svm_vmcb_of(v), VMCB_EFER) & ~EFER_SVME;
+	return svm_nested_efer_view(v->arch.backend, *vmcb64(svm_vmcb_of(v), VMCB_EFER));
 }
 
 static void op_write_efer(struct vcpu *v, uint64_t efer)
 {
 	void *vmcb = svm_vmcb_of(v);
 
-	// SVME stays set (QEMU refuses VMRUN otherwise); LMA stays as the CPU has it.
+	// SVME stays set (QEMU refuses VMRUN otherwise): the guest's own is
+	// nested SVM's. LMA stays as the CPU has it.
+	svm_nested_efer_write(v->arch.backend, efer);
 	*vmcb64(vmcb, VMCB_EFER) =
 	    (efer & ~EFER_LMA) | EFER_SVME | (*vmcb64(vmcb, VMCB_EFER) & EFER_LMA);
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
@@ -302,7 +305,12 @@ static void svm_exit_body(struct svm_cpu *c)
 	if (e.kind == X86_EXIT_NMI)
 		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
 
-	x86_apply_action(v, x86_handle_exit(v, &e));
+	// Nested SVM: L1's SVM instructions, and its writes to the pages that
+	// hold its nested page tables; everything else is the shared policy's.
+	bool nested = (e.kind == X86_EXIT_VIRT_INSN && svm_nested_insn(c, f.code)) ||
+		      (f.code == SVM_EXIT_NPF && svm_nested_l1_write_fault(c, f.info2, f.info1));
+	if (!nested)
+		x86_apply_action(v, x86_handle_exit(v, &e));
 
 	// An event whose delivery the exit interrupted is delivered again, unless
 	// the handler queued an exception of its own.
@@ -313,7 +321,8 @@ static void svm_exit_body(struct svm_cpu *c)
 	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
 	if (x86_mailbox_poll(v, &vector))
 		svm_vmcb_sipi_reset(c, vector);
-	svm_nmi_apply(&v->arch.nmi, vmcb);
+	if (svm_nested_gif(c)) // L1's GIF clear: its NMIs wait for STGI (which exits)
+		svm_nmi_apply(&v->arch.nmi, vmcb);
 }
 
 const struct x86_vcpu_ops svm_vcpu_ops = {

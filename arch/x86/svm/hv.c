@@ -44,11 +44,6 @@ static struct {
 	uint64_t fpu_pa;	    // X86_MAX_CPUS pages: the primary's extended state
 } svm_hv;
 
-// svm_hv_run_once (hv_entry.S): VMLOAD, VMRUN, VMSAVE on `vmcb_pa` with the
-// guest's GPRs (but RAX, RSP) from and back to gprs[]; host callee-saved
-// registers preserved; the host's IF set around VMRUN when `sti`.
-void svm_hv_run_once(uint64_t vmcb_pa, uint64_t *gprs, uint64_t sti);
-
 static void *vmcb_of(struct vcpu *v)
 {
 	return (void *)(uintptr_t)v->arch.hv.vmcb_pa;

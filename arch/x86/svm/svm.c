@@ -7,6 +7,7 @@
 #include "arch/arch.h"
 #include "arch/x86/caps.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/svm/nested.h"
 #include "arch/x86/svm/svm.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -35,6 +36,7 @@ static const struct x86_vm_ops svm_vm_ops = {
     .teardown = svm_npt_teardown,
     .kick = x86_kick_nmi,
     .irq_window = svm_irq_window,
+    .summary = svm_nested_summary,
 };
 
 // ---- set-up (resident copy, called from the loaded image) ----------------------------------
@@ -107,6 +109,8 @@ int svm_resident_init(struct svm_boot_args *a)
 		 a->power.s5_known ? "" : "unknown ", a->power.s5_slp_typ, a->power.pm_tmr);
 	if (!svm_hv_init(r, &svm_plan))
 		log_warn("slat: secondary VMs unavailable\n");
+	if (svm_nested_init(r, &svm_plan))
+		log_info("slat: nested SVM offered to the primary (NPT02 in the shadow engine)\n");
 	log_info("slat: region 0x%llx-0x%llx (%llu KiB used), TSC %llu kHz\n",
 		 (unsigned long long)r->base, (unsigned long long)(r->base + r->size - 1),
 		 (unsigned long long)(r->used / 1024), (unsigned long long)(a->tsc_hz / 1000));

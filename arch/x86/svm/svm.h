@@ -18,6 +18,23 @@
 #include "arch/x86/vcpu.h"
 #include "core/plan.h"
 
+struct sh_page;
+
+// Nested SVM state of one CPU (nested.h; here for struct svm_cpu).
+struct svm_nested_cpu {
+	bool svme;	    // L1's EFER.SVME (the real bit stays set)
+	bool gif;	    // L1's global interrupt flag
+	bool in_l2;	    // inside the L2 loop (nested_run.c)
+	bool flush;	    // INVLPGA or a new root: flush L2's TLB at entry
+	bool la57;	    // L1 pages with five levels (its CR4.LA57 at VMRUN): so does NPT12
+	uint64_t vmcb02_pa; // Slat's VMCB for L2 (Slat's region)
+	uint64_t msrpm_pa;  // vmcb02's MSR permission map: L1's OR Slat's
+	uint64_t iopm_pa;   // vmcb02's I/O permission map: L1's OR Slat's
+	struct sh_page *root;
+	uint64_t root_gpa;  // L1's nCR3 the shadow root shadows
+	uint64_t vmcb12_pa; // L1's VMCB of the L2 that runs
+};
+
 // ---- VMCB control area --------------------------------------------------------
 #define VMCB_INTERCEPT_CR    0x000
 #define VMCB_INTERCEPT_DR    0x004
@@ -180,6 +197,7 @@ struct svm_cpu {
 	uint64_t next_rip;	  // exit-specific next RIP when known (IOIO), else 0
 	volatile bool irq_window; // GIF is set on purpose (svm_irq_window)
 	struct vcpu *vcpu;	  // the vCPU this CPU runs
+	struct svm_nested_cpu nested;
 };
 
 // Settings every CPU shares (set once on the boot CPU in the resident copy).
@@ -222,6 +240,11 @@ void svm_run(struct svm_cpu *c);
 // vCPU with vcpu_arch_run() (svm.c), i.e. the VMRUN loop. Never returns.
 void svm_host_entry(struct svm_cpu *c);
 extern char svm_idt_stubs[]; // 32 exception entry stubs, 16 bytes apart
+
+// hv_entry.S: VMLOAD, VMRUN, VMSAVE on `vmcb_pa` with the guest's GPRs (but
+// RAX, RSP) from and back to gprs[]; host callee-saved registers preserved;
+// the host's IF set around VMRUN when `sti` (secondaries, nested L2).
+void svm_hv_run_once(uint64_t vmcb_pa, uint64_t *gprs, uint64_t sti);
 
 // ---- exit_decode.c ----------------------------------------------------------------------
 // The VMCB fields that say why the guest exited.

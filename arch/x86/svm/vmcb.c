@@ -5,6 +5,7 @@
 // gives. Offsets: AMD APM vol. 2, appendix B. The layout mirrors vmx/vmcs.c.
 #include "arch/x86/cpu.h"
 #include "arch/x86/host_env.h"
+#include "arch/x86/svm/nested.h"
 #include "arch/x86/svm/svm.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -134,6 +135,7 @@ void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
 	*vmcb32(vmcb, VMCB_INTERCEPT_EXC) &= ~(1u << 1); // no NMI step in flight
 	x86_nmi_reset(&v->arch.nmi);
+	svm_nested_reset(c); // EFER.SVME clear, GIF set (V_INTR_MASKING off)
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 	c->vmload = 1; // FS, GS, TR, LDTR and the MSRs above
 	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// NPT02 for nested SVM: the mm/ shadow engine over L1's nested page tables
+// (NPT12, in the primary's memory) and the primary's own map (NPT01).
+//
+//   - The primary's RAM is given to the engine as memslots whose frames are
+//     the identity, except pages the primary's map no longer has (deposited
+//     to Slat): those are absent, so no shadow leaf can ever reach them. A
+//     deposit zaps what maps them (x86_slat_on_primary_unmap).
+//   - Write tracking: before the engine reads an NPT12 table page, the page
+//     is mapped read-only (4 KiB) in NPT01, so that every later write of L1
+//     exits. A write to a page the engine shadows is emulated through it
+//     (MOV, XCHG, CMPXCHG: sh_emulate_update, recursive orphan reclaim);
+//     any other write, or one to a page no longer shadowed, gives the page
+//     back to L1 (its shadow pages zapped) and L1 retries the instruction.
+//   - `wp_lock` orders the two: a shadow fault write-protects and shadows
+//     under it; a page is given back under it only after its shadow pages
+//     are gone, so a page that is shadowed is always read-only in NPT01.
+#include "arch/x86/cpu.h"
+#include "arch/x86/fmt_x86.h"
+#include "arch/x86/slat.h"
+#include "arch/x86/svm/nested.h"
+#include "core/log.h"
+#include "core/plan.h"
+#include "mm/shadow.h"
+#include "mm/sync.h"
+
+// Shadow pages at most (NPT02 tables; each also costs a metadata page): a
+// bound on what L1 can make Slat allocate, whatever its guests do.
+#define NESTED_QUOTA 256
+
+#define NPF_P	  (1ull << 0)
+#define NPF_W	  (1ull << 1)
+#define NPF_U	  (1ull << 2)
+#define NPF_RSVD  (1ull << 3)
+#define NPF_ID	  (1ull << 4)
+#define NPF_FINAL (1ull << 32) // the fault was on the final guest-physical address
+#define NPF_WALK  (1ull << 33) // ... on a table of the guest's own page walk
+#define PTE_ADDR  0x000ffffffffff000ull
+#define PTE_NX	  (1ull << 63)
+
+struct l1_slot {
+	struct s2_backing b; // first: the engine hands back &b
+	uint64_t base;
+};
+
+static struct {
+	struct sh_mmu *sh;
+	struct s2_vm *vm;
+	struct s2_root *root01;
+	struct mm_spinlock wp_lock;
+	uint64_t rsvd_mask;  // NPT entry bits above the CPU's physical width (to 51)
+	uint64_t empty_root; // NPT02 while L1's maps nothing: every access faults
+	struct l1_slot slots[PLAN_MAX_RANGES];
+} nm;
+
+// ---- the primary's RAM as the engine's memslots -------------------------------------
+static uint64_t l1_page_hpa(const struct s2_backing *b, uint64_t index)
+{
+	const struct l1_slot *s = (const struct l1_slot *)b;
+	uint64_t gpa = s->base + (index << 12);
+	struct s2_xlate x;
+
+	s2_translate(nm.vm, nm.root01, gpa, &x);
+	return x.mapped && x.mt == S2_MT_WB ? gpa : S2_HPA_ABSENT;
+}
+
+static bool l1_contiguous(const struct s2_backing *b, uint64_t index, uint64_t n)
+{
+	return false; // the engine's own faults never run on the primary's VM
+}
+
+static void nested_flush(void *ctx, struct s2_vm *vm)
+{
+	x86_slat_primary_shootdown(); // every L2 entry flushes; this makes each CPU enter anew
+}
+
+static void nested_unmap(uint64_t pa, uint64_t size)
+{
+	sh_zap_range(nm.sh, 0, pa, size);
+}
+
+bool svm_nested_mmu_init(const struct slat_plan *plan)
+{
+	unsigned phys = cpuid(0x80000008u, 0).eax & 0xff, id = 0;
+
+	nm.vm = x86_slat_primary_vm();
+	nm.root01 = x86_slat_primary_root();
+	if (!nm.vm || !nm.root01)
+		return false;
+	mm_spin_init(&nm.wp_lock);
+	nm.rsvd_mask = PTE_ADDR & ~((1ull << (phys < 52 ? phys : 52)) - 1);
+	for (unsigned i = 0; i < plan->n_ranges && i < PLAN_MAX_RANGES; i++) {
+		const struct plan_range *r = &plan->ranges[i];
+		struct l1_slot *s = &nm.slots[id];
+
+		if (r->kind != PLAN_MEM_NORMAL || !r->size || (r->base | r->size) & 0xfff)
+			continue;
+		*s = (struct l1_slot){{l1_page_hpa, l1_contiguous, 0}, r->base};
+		int e = s2_slot_add_backed(nm.vm, 0, id, r->base, r->size, &s->b, 0);
+		if (e) {
+			log_err("svm: nested: RAM 0x%llx+0x%llx as a memslot: error %d\n",
+				(unsigned long long)r->base, (unsigned long long)r->size, e);
+			return false;
+		}
+		id++;
+	}
+	const struct sh_config cfg = {
+	    .fmt = &s2_fmt_npt4,
+	    .ia_bits = 48,
+	    .guest_pages = (uint64_t)NESTED_QUOTA * 50,
+	    .quota = NESTED_QUOTA,
+	    .flush = nested_flush,
+	};
+	int e = sh_create(nm.vm, &cfg, &nm.sh);
+	if (e) {
+		log_err("svm: nested: no shadow MMU (error %d)\n", e);
+		return false;
+	}
+	nm.empty_root = svm_mm_page_alloc();
+	if (!nm.empty_root)
+		return false;
+	x86_slat_on_primary_unmap(nested_unmap);
+	return true;
+}
+
+// ---- L1 memory --------------------------------------------------------------------
+bool svm_nested_l1_ram(uint64_t gpa, uint64_t len)
+{
+	struct s2_xlate x;
+
+	if (!len || (gpa & 0xfff) + len > 4096)
+		return false;
+	s2_translate(nm.vm, nm.root01, gpa, &x);
+	return x.mapped && x.mt == S2_MT_WB && (x.prot & S2_PROT_R);
+}
+
+// Gives page `gpa` back to L1: its shadow pages go, then NPT01 maps it
+// writable again (in that order: a shadowed page is never writable).
+static void give_back(uint64_t gpa)
+{
+	mm_spin_lock(&nm.wp_lock);
+	if (sh_unprotect_gfn(nm.sh, 0, gpa >> 12))
+		NESTED_COUNT(unprotects);
+	x86_slat_primary_protect(gpa & ~0xfffull, 4096, S2_PROT_RWX);
+	mm_spin_unlock(&nm.wp_lock);
+}
+
+void svm_nested_before_write(uint64_t gpa)
+{
+	struct s2_xlate x;
+
+	s2_translate(nm.vm, nm.root01, gpa, &x);
+	if (x.mapped && x.mt == S2_MT_WB && !(x.prot & S2_PROT_W))
+		give_back(gpa);
+}
+
+// Write-protects L1 page `gpa` in NPT01 (4 KiB; a no-op when it already is).
+// False when it is not L1's RAM or no table page was left for the split.
+static bool track_page(uint64_t gpa)
+{
+	static struct log_once nomem;
+	struct s2_xlate x;
+
+	s2_translate(nm.vm, nm.root01, gpa, &x);
+	if (!x.mapped || x.mt != S2_MT_WB)
+		return false;
+	if (!(x.prot & S2_PROT_W))
+		return true;
+	int e = x86_slat_primary_protect(gpa & ~0xfffull, 4096, S2_PROT_R | S2_PROT_X);
+	if (e) {
+		if (log_once_first(&nomem, 0))
+			log_err("svm: nested: cannot write-protect L1 page 0x%llx (error %d)\n",
+				(unsigned long long)gpa, e);
+		return false;
+	}
+	NESTED_COUNT(wp_pages);
+	return true;
+}
+
+// ---- L1's NPT12 -------------------------------------------------------------------
+struct npt12_walk {
+	uint64_t table[4]; // table pages the walk read, root first
+	unsigned n;
+	bool leaf; // a present leaf maps the address
+	bool rsvd; // a present entry has reserved bits set
+};
+
+static unsigned npt_index(uint64_t gpa, unsigned level)
+{
+	return (unsigned)(gpa >> (12 + 9 * level)) & 511;
+}
+
+static void npt12_walk(uint64_t ncr3, uint64_t gpa, struct npt12_walk *w)
+{
+	uint64_t table = ncr3 & PTE_ADDR;
+
+	*w = (struct npt12_walk){0};
+	for (int level = 3; level >= 0; level--) {
+		uint64_t e;
+
+		w->table[w->n++] = table;
+		if (!x86_guest_read_phys(table + 8 * npt_index(gpa, (unsigned)level), &e, 8) ||
+		    !(e & NPT_P))
+			return;
+		if ((e & nm.rsvd_mask) || (level == 3 && (e & NPT_PS))) {
+			w->rsvd = true;
+			return;
+		}
+		if (level == 0 || (e & NPT_PS)) {
+			w->leaf = true;
+			return;
+		}
+		table = e & PTE_ADDR;
+	}
+}
+
+// ---- roots ------------------------------------------------------------------------
+// NPT12 has L1's paging depth: with CR4.LA57 (Linux turns it on where the CPU
+// has it) five levels. L2-physical addresses below 2^48 all go through entry
+// 0 of the top table, so the four-level table it points to is what the
+// engine shadows (NPT02 has Slat's four levels). False: L1 maps nothing.
+bool svm_nested_npt12_root(const struct svm_cpu *c, uint64_t ncr3, uint64_t *root4)
+{
+	uint64_t e;
+
+	if (!c->nested.la57) {
+		*root4 = ncr3 & PTE_ADDR;
+		return true;
+	}
+	if (!x86_guest_read_phys(ncr3 & PTE_ADDR, &e, 8) || !(e & NPT_P) || (e & nm.rsvd_mask))
+		return false;
+	*root4 = e & PTE_ADDR;
+	return true;
+}
+
+uint64_t svm_nested_empty_root(void)
+{
+	return nm.empty_root;
+}
+
+bool svm_nested_root(struct svm_cpu *c, uint64_t root4)
+{
+	struct svm_nested_cpu *n = &c->nested;
+	uint64_t gpa = root4 & PTE_ADDR;
+
+	if (n->root && n->root_gpa == gpa && !sh_root_is_invalid(n->root))
+		return true;
+	svm_nested_root_drop(c);
+	mm_spin_lock(&nm.wp_lock);
+	bool ok = track_page(gpa) && sh_root_get(nm.sh, 0, gpa, &n->root) == 0;
+	mm_spin_unlock(&nm.wp_lock);
+	if (!ok) {
+		n->root = NULL;
+		return false;
+	}
+	n->root_gpa = gpa;
+	n->flush = true;
+	return true;
+}
+
+void svm_nested_root_drop(struct svm_cpu *c)
+{
+	if (c->nested.root) {
+		sh_root_put(nm.sh, c->nested.root);
+		c->nested.root = NULL;
+		NESTED_COUNT(reload_roots);
+	}
+}
+
+// ---- L2's nested page faults ------------------------------------------------------
+static unsigned npf_access(uint64_t info1)
+{
+	return S2_PROT_R | ((info1 & NPF_W) ? S2_PROT_W : 0) | ((info1 & NPF_ID) ? S2_PROT_X : 0);
+}
+
+// What L1 would have seen: the access bits of the real fault, P when NPT12
+// maps the address (a permission fault) or has reserved bits, RSVD then.
+static uint64_t npf_error12(uint64_t info1, const struct npt12_walk *w)
+{
+	uint64_t e = info1 & (NPF_W | NPF_U | NPF_ID | NPF_FINAL | NPF_WALK);
+
+	if (w->leaf || w->rsvd)
+		e |= NPF_P;
+	if (w->rsvd)
+		e |= NPF_RSVD;
+	return e;
+}
+
+bool svm_nested_npf(struct svm_cpu *c, uint64_t ncr3, uint64_t info1, uint64_t gpa, uint64_t *err12)
+{
+	static struct log_once no_ram, no_room;
+	struct npt12_walk w;
+	struct sh_fault_info fi;
+	bool tracked = true;
+	int r = S2_E_NOMEM;
+
+	uint64_t root4;
+	if (!svm_nested_npt12_root(c, ncr3, &root4)) { // nothing mapped at all: L1's fault
+		*err12 = info1 & (NPF_W | NPF_U | NPF_ID | NPF_FINAL | NPF_WALK);
+		NESTED_COUNT(npf_reflected);
+		return false;
+	}
+	if (!c->nested.root || c->nested.root_gpa != root4)
+		if (!svm_nested_root(c, root4))
+			goto no_room;
+	if (c->nested.la57 && (gpa >> 48)) { // beyond what the shadow maps
+		*err12 = info1 & (NPF_W | NPF_U | NPF_ID | NPF_FINAL | NPF_WALK);
+		NESTED_COUNT(npf_reflected);
+		return false;
+	}
+	mm_spin_lock(&nm.wp_lock);
+	npt12_walk(root4, gpa, &w);
+	// Every table the engine reads is write-protected first (the leaf's
+	// target is not a table: it stays as it is).
+	for (unsigned i = 0; i < w.n; i++)
+		tracked = tracked && track_page(w.table[i]);
+	r = tracked ? sh_fault(nm.sh, c->nested.root, gpa, npf_access(info1), &fi) : SH_FAULT_L1;
+	mm_spin_unlock(&nm.wp_lock);
+
+	switch (r) {
+	case SH_FAULT_MAPPED:
+		NESTED_COUNT(npf_fixed);
+		return true;
+	case SH_FAULT_RELOAD: // a zap-all or a slot change invalidated the root
+		svm_nested_root_drop(c);
+		return svm_nested_root(c, root4);
+	case SH_FAULT_EMULATE: // L2 writes L1's table page: stop shadowing that page
+		give_back(fi.l1_gpa);
+		return true;
+	case SH_FAULT_MMIO:
+		if (w.leaf && !w.rsvd && log_once_first(&no_ram, 0))
+			log_warn("svm: nested: L1 maps L2 0x%llx to 0x%llx, which is not its RAM: "
+				 "reflected as a fault\n",
+				 (unsigned long long)gpa, (unsigned long long)fi.l1_gpa);
+		break;
+	case SH_FAULT_L1:
+		break;
+	default: // out of memory, or the quota holds only roots in use
+	no_room:
+		NESTED_COUNT(nospc);
+		if (log_once_first(&no_room, 0))
+			log_err("svm: nested: no shadow page for L2 0x%llx (error %d): L1 gets a "
+				"shutdown exit\n",
+				(unsigned long long)gpa, r);
+		*err12 = ~0ull;
+		return false;
+	}
+	NESTED_COUNT(npf_reflected);
+	*err12 = npf_error12(info1, &w);
+	return false;
+}
+
+// ---- L1's writes to pages Slat tracks ------------------------------------------------
+static uint64_t size_mask(unsigned size)
+{
+	return size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
+}
+
+// A register written with a `size`-byte result (32-bit results zero-extend).
+static void set_reg(uint64_t *r, unsigned size, uint64_t val)
+{
+	*r = size >= 4 ? val & size_mask(size) : (*r & ~size_mask(size)) | (val & size_mask(size));
+}
+
+// RFLAGS after CMP of `a` with `b` (a - b), `size` bytes.
+static uint64_t cmp_flags(uint64_t rflags, uint64_t a, uint64_t b, unsigned size)
+{
+	uint64_t m = size_mask(size), d = (a - b) & m, sign = 1ull << (8 * size - 1);
+	uint64_t f = rflags & ~0x8d5ull; // CF PF AF ZF SF OF
+
+	f |= (a & m) < (b & m) ? 1 : 0;			    // CF
+	f |= __builtin_parityll(d & 0xff) ? 0 : 1ull << 2;  // PF: even parity
+	f |= ((a ^ b ^ d) & 0x10) ? 1ull << 4 : 0;	    // AF
+	f |= d == 0 ? 1ull << 6 : 0;			    // ZF
+	f |= (d & sign) ? 1ull << 7 : 0;		    // SF
+	f |= (((a ^ b) & (a ^ d)) & sign) ? 1ull << 11 : 0; // OF
+	return f;
+}
+
+// MOV r/m,r (89), MOV r/m,imm (C7), XCHG (87), CMPXCHG (0F B1), aligned, of
+// 2, 4 or 8 bytes: done through the engine. False: not one of those.
+static bool emulate_write(struct svm_cpu *c, uint64_t gpa)
+{
+	struct vcpu *v = c->vcpu;
+	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
+	struct x86_insn in;
+	uint64_t val, old, expect;
+	const uint64_t *cmp = NULL;
+
+	if (!x86_decode(v, &in) || !in.has_modrm || (in.modrm >> 6) == 3 || !in.ea_ok)
+		return false;
+	// QEMU reports the faulting page, not the byte: the offset comes from
+	// the operand's address (page offsets are the same in every space).
+	gpa = (gpa & ~0xfffull) | (in.ea & 0xfff);
+	unsigned size = in.op_size;
+	if ((gpa & (size - 1)) || size < 2)
+		return false;
+	if (!in.two_byte && (in.opcode == 0x89 || in.opcode == 0x87))
+		val = v->arch.gpr[in.reg];
+	else if (!in.two_byte && in.opcode == 0xc7)
+		val = in.imm;
+	else if (in.two_byte && in.opcode == 0xb1) {
+		val = v->arch.gpr[in.reg];
+		expect = v->arch.gpr[X86_RAX] & size_mask(size);
+		cmp = &expect;
+	} else
+		return false;
+	if (sh_emulate_update(nm.sh, 0, gpa, size, cmp, val & size_mask(size), &old))
+		return false;
+	if (!in.two_byte && in.opcode == 0x87)
+		set_reg(&v->arch.gpr[in.reg], size, old);
+	if (cmp) {
+		*vmcb64(vmcb, VMCB_RFLAGS) =
+		    cmp_flags(*vmcb64(vmcb, VMCB_RFLAGS), expect, old, size);
+		if (old != expect)
+			set_reg(&v->arch.gpr[X86_RAX], size, old);
+	}
+	unsigned len = v->arch.ops->insn_len(v);
+	v->arch.rip += len ? len : in.len;
+	NESTED_COUNT(emulated_writes);
+	return true;
+}
+
+bool svm_nested_l1_write_fault(struct svm_cpu *c, uint64_t gpa, uint64_t info1)
+{
+	struct s2_xlate x;
+
+	if (!nm.sh || (info1 & (NPF_P | NPF_W)) != (NPF_P | NPF_W))
+		return false;
+	s2_translate(nm.vm, nm.root01, gpa, &x);
+	if (!x.mapped || x.mt != S2_MT_WB)
+		return false; // not RAM (the APIC page, ...): the primary's policy
+	if (x.prot & S2_PROT_W)
+		return true; // given back meanwhile (a stale translation): retry
+	if (sh_gfn_tracked(nm.sh, 0, gpa >> 12) && emulate_write(c, gpa))
+		return true;
+	give_back(gpa);
+	return true;
+}
+
+// ---- figures ----------------------------------------------------------------------
+void svm_nested_mmu_summary(void)
+{
+	struct sh_stats s;
+
+	if (!nm.sh)
+		return;
+	sh_stats(nm.sh, &s);
+	log_info("slat: nested shadow pages: %llu in use (max %llu, quota %llu), %llu created, "
+		 "%llu zapped (%llu orphans reclaimed, %llu evicted), longest hash chain %llu\n",
+		 (unsigned long long)s.used, (unsigned long long)s.used_max,
+		 (unsigned long long)s.quota, (unsigned long long)s.created,
+		 (unsigned long long)s.zapped, (unsigned long long)s.zapped_orphans,
+		 (unsigned long long)s.evicted, (unsigned long long)s.longest_chain);
+	log_info("slat: nested shadow writes: %llu emulated (%llu updates, %llu zaps), %llu pages "
+		 "given back, %llu slot zaps; check %s\n",
+		 (unsigned long long)s.emul_writes, (unsigned long long)s.emul_updates,
+		 (unsigned long long)s.emul_zaps, (unsigned long long)s.unprotects,
+		 (unsigned long long)s.slot_zaps, sh_check(nm.sh) ? "FAILED" : "ok");
+}
