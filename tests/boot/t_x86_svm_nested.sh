@@ -12,9 +12,16 @@ expect_in_order '^slat: nested SVM offered to the primary' \
 	'^SLAT-GUEST: nested on x86_64' \
 	'^SLAT-GUEST: svm flag on 2 CPUs' \
 	"^SLAT-GUEST: /dev/kvm from Linux's KVM: crw" \
-	'^SLAT-GUEST: nested: kvm_create_max_vcpus exit 0$' \
+	'^SLAT-GUEST: npt=Y nested=1$' \
+	'^SLAT-GUEST: nested: memslot_modification_stress_test: All vCPU threads joined$' \
 	'^SLAT-GUEST: nested: memslot_modification_stress_test exit 0$' \
+	'^SLAT-GUEST: nested: set_memory_region_test: Testing MOVE of in-use region, 10 loops' \
+	'^SLAT-GUEST: nested: set_memory_region_test: Testing DELETE of in-use region, 10 loops' \
 	'^SLAT-GUEST: nested: set_memory_region_test exit 0$' \
-	'^SLAT-GUEST: MARKER nested-done'
-expect_absent 'X64 Exception Type' '^error: (slat|svm|x86):' 'host exception' 'Kernel panic' 'BUG' 'Oops'
+	'^SLAT-GUEST: MARKER nested-done' \
+	'^slat: nested SVM: [1-9][0-9]* VMRUNs, [1-9][0-9]* exits to L1 \([1-9][0-9]* L2 exits\), NPT02 faults [1-9][0-9]* fixed, [1-9][0-9]* reflected; [1-9][0-9]* L1 pages write-protected, [1-9][0-9]* writes emulated, [0-9]+ pages given back; 0 invalid VMCBs, 0 without shadow memory$' \
+	'^slat: nested shadow pages: [0-9]+ in use \(max [1-9][0-9]*, quota 256\), [1-9][0-9]* created, [1-9][0-9]* zapped \([1-9][0-9]* orphans reclaimed, 0 evicted\), longest hash chain [0-9]+$' \
+	'^slat: nested shadow writes: [1-9][0-9]* emulated \([1-9][0-9]* updates, [0-9]+ zaps\), [0-9]+ pages given back, 0 slot zaps; check ok$'
+expect_absent 'X64 Exception Type' '^error: (slat|svm|x86):' 'host exception' 'Kernel panic' 'BUG' \
+	'Oops' 'WARNING' 'svm: nested:'
 boot_done

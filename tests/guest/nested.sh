@@ -26,7 +26,6 @@ run() {
 	sed "s/^/SLAT-GUEST: nested: $name: /" /tmp/out | tail -n 60
 	echo "SLAT-GUEST: nested: $name exit $rc"
 }
-run kvm_create_max_vcpus
 run memslot_modification_stress_test -i 20 -v 2 -b 8M
 run set_memory_region_test
 dmesg | grep -E 'BUG|WARNING|Oops|kvm' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /' | tail -20
