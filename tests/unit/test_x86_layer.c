@@ -260,6 +260,39 @@ static void test_decode_mov_operands(void **state)
 	assert_int_equal(in.len, 6);
 }
 
+// The memory operand's address (nested SVM takes the written byte's page
+// offset from it: QEMU's nested page faults give only the page).
+static void test_decode_effective_address(void **state)
+{
+	struct vcpu *v = setup();
+	struct x86_insn in;
+
+	v->arch.gpr[X86_RDX] = 0x7000;
+	v->arch.gpr[X86_RSI] = 0x1234;
+	assert_true(DECODE(v, &in, 0xf0, 0x48, 0x0f, 0xb1, 0x32)); // lock cmpxchg [rdx], rsi
+	assert_int_equal(in.len, 5);
+	assert_true(in.two_byte);
+	assert_int_equal(in.opcode, 0xb1);
+	assert_int_equal(in.reg, X86_RSI);
+	assert_int_equal(in.op_size, 8);
+	assert_true(in.ea_ok);
+	assert_int_equal(in.ea, 0x7000);
+	v->arch.gpr[X86_R13] = 0x10;
+	v->arch.gpr[X86_RBX] = 0x5000;
+	assert_true(DECODE(v, &in, 0x4e, 0x89, 0x6c, 0xeb, 0xf8)); // mov [rbx+r13*8-8], r13
+	assert_int_equal(in.reg, X86_R13);
+	assert_int_equal(in.ea, 0x5000 + 0x80 - 8);
+	v->arch.gpr[X86_R12] = 0x9000;
+	assert_true(DECODE(v, &in, 0x49, 0x87, 0x84, 0x24, 0x00, 0x01, 0x00,
+			   0x00)); // xchg [r12+0x100], rax
+	assert_int_equal(in.ea, 0x9100);
+	assert_true(
+	    DECODE(v, &in, 0x48, 0x89, 0x05, 0x10, 0x00, 0x00, 0x00)); // mov [rip+0x10], rax
+	assert_int_equal(in.ea, v->arch.rip + in.len + 0x10);
+	assert_true(DECODE(v, &in, 0x89, 0xc8)); // mov eax, ecx: no memory operand
+	assert_false(in.ea_ok);
+}
+
 static void test_decode_32bit_mode(void **state)
 {
 	struct vcpu *v = setup();
@@ -1090,6 +1123,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_decode_lengths_64),
 	    cmocka_unit_test(test_decode_mov_operands),
+	    cmocka_unit_test(test_decode_effective_address),
 	    cmocka_unit_test(test_decode_32bit_mode),
 	    cmocka_unit_test(test_decode_through_guest_paging),
 	    cmocka_unit_test(test_cpuid_policy),
