@@ -49,6 +49,11 @@ ifneq ($(GARCH),aarch64)
 $(OUT)/slat-kvm-check: $(L)/tests/slat-kvm-check-x86.c $(L)/tests/kvmcheck.h
 	@mkdir -p $(OUT) $(KO)
 	$(UCC) $(UCFLAGS) -o $@ $<
+# slat-nested-churn: L1's churn of small VMs on its own kvm_amd (nested SVM).
+all: $(OUT)/slat-nested-churn
+$(OUT)/slat-nested-churn: $(L)/tests/slat-nested-churn.c
+	@mkdir -p $(OUT)
+	$(UCC) $(UCFLAGS) -o $@ $<
 endif
 
 # slat-vmm: a VMM of the project's own over the KVM API (x86_64: boots a

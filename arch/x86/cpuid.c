@@ -20,13 +20,17 @@
 //   0x40000000       max leaf 0x40000001, vendor "SlatSlatSlat" in EBX ECX EDX
 //   0x40000001       zero: no Hyper-V interface ("Hv#1") is claimed, so
 //                    Windows and Linux use no enlightenment Slat lacks
-//   0x40000002-FF    zero
+//   0x40000002-FF    zero, but 0x400000F0 while nested SVM is on: the shadow
+//                    engine's figures (EAX shadow pages in use, EBX longest
+//                    hash chain, ECX pages created, EDX orphans reclaimed),
+//                    for L1's churn test; above the advertised maximum leaf
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
 
 #define SLAT_HV_MAX_LEAF 0x40000001u
 
-bool x86_nested_svm; // set by the SVM back end (svm/nested.c)
+bool x86_nested_svm;				// set by the SVM back end (svm/nested.c)
+void (*x86_nested_stats_leaf)(uint32_t out[4]); // ... with leaf 0x400000F0's answer
 
 // "SlatSlatSlat" as three little-endian words.
 #define SLAT_SIG_WORD 0x74616c53u // 'S' 'l' 'a' 't'
@@ -54,6 +58,8 @@ void x86_cpuid_policy_cr4(uint64_t cr4, uint32_t leaf, uint32_t subleaf, uint32_
 			out[0] = SLAT_HV_MAX_LEAF;
 			out[1] = out[2] = out[3] = SLAT_SIG_WORD;
 		}
+		if (leaf == X86_NESTED_STATS_LEAF && x86_nested_stats_leaf)
+			x86_nested_stats_leaf(out);
 		return;
 	}
 	struct cpuid_regs r = cpuid(leaf, subleaf);

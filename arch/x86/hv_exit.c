@@ -19,6 +19,8 @@
 void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
 	x86_cpuid_policy_cr4(cr4, leaf, sub, out);
+	if (leaf == X86_NESTED_STATS_LEAF)
+		out[0] = out[1] = out[2] = out[3] = 0; // the primary's figures only
 	switch (leaf) {
 	case 1:
 		// The extended state is not switched for XSAVE's sake (only
@@ -29,6 +31,10 @@ void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t ou
 		break;
 	case 0x80000001:
 		out[3] &= ~(1u << 27); // RDTSCP: IA32_TSC_AUX is not kept per vCPU
+		out[2] &= ~(1u << 2);  // SVM: nested SVM is the primary's only
+		break;
+	case 0x8000000a:
+		out[0] = out[1] = out[2] = out[3] = 0;
 		break;
 	case 7:
 		if (sub == 0) {

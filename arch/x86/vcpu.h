@@ -387,6 +387,9 @@ enum x86_action x86_handle_cr0_write(struct vcpu *v, void (*apply)(struct vcpu *
 // VM_CR; arch/x86/svm/nested.h); false on VT-x and when nested SVM is off.
 extern bool x86_nested_svm;
 #define X86_NESTED_ASIDS 16 // CPUID 0x8000000A EBX offered with nested SVM
+// CPUID 0x400000F0 with nested SVM: the shadow engine's figures (cpuid.c).
+#define X86_NESTED_STATS_LEAF 0x400000f0u
+extern void (*x86_nested_stats_leaf)(uint32_t out[4]);
 
 // ---- decode.c ---------------------------------------------------------------
 // Reads `len` bytes of guest-physical memory; false when any byte is Slat's

@@ -75,6 +75,8 @@ static void nested_flush(void *ctx, struct s2_vm *vm)
 	x86_slat_primary_shootdown(); // every L2 entry flushes; this makes each CPU enter anew
 }
 
+static void stats_leaf(uint32_t out[4]);
+
 static void nested_unmap(uint64_t pa, uint64_t size)
 {
 	sh_zap_range(nm.sh, 0, pa, size);
@@ -121,6 +123,7 @@ bool svm_nested_mmu_init(const struct slat_plan *plan)
 	if (!nm.empty_root)
 		return false;
 	x86_slat_on_primary_unmap(nested_unmap);
+	x86_nested_stats_leaf = stats_leaf;
 	return true;
 }
 
@@ -440,6 +443,17 @@ bool svm_nested_l1_write_fault(struct svm_cpu *c, uint64_t gpa, uint64_t info1)
 }
 
 // ---- figures ----------------------------------------------------------------------
+static void stats_leaf(uint32_t out[4])
+{
+	struct sh_stats s;
+
+	sh_stats(nm.sh, &s);
+	out[0] = (uint32_t)s.used;
+	out[1] = (uint32_t)s.longest_chain;
+	out[2] = (uint32_t)s.created;
+	out[3] = (uint32_t)s.zapped_orphans;
+}
+
 void svm_nested_mmu_summary(void)
 {
 	struct sh_stats s;
