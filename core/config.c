@@ -157,6 +157,7 @@ static bool copy_value(struct parser *ps, struct span v, char *dst, size_t cap, 
 
 static const char *const log_names[] = {"error", "warn", "info", "debug"};
 static const char *const zap_names[] = {"slot", "all"};
+static const char *const reclaim_names[] = {"recursive", "none"};
 static const char *const no_yes_names[] = {"no", "yes"};
 static const char *const off_on_names[] = {"off", "on"};
 
@@ -181,10 +182,11 @@ enum key_id {
 	KEY_ZAP,
 	KEY_REGION_ARG,
 	KEY_HYPERVISOR,
+	KEY_NESTED_RECLAIM,
 	KEY_COUNT
 };
-static const char *const key_names[KEY_COUNT] = {"loader", "initrd",	 "cmdline",   "log",
-						 "zap",	   "region_arg", "hypervisor"};
+static const char *const key_names[KEY_COUNT] = {
+    "loader", "initrd", "cmdline", "log", "zap", "region_arg", "hypervisor", "nested_reclaim"};
 
 static void apply(struct parser *ps, enum key_id key, struct span v)
 {
@@ -227,6 +229,11 @@ static void apply(struct parser *ps, enum key_id key, struct span v)
 		if (ok)
 			cfg->hypervisor = choice == 1;
 		break;
+	case KEY_NESTED_RECLAIM:
+		ok = choose(ps, v, reclaim_names, 2, &choice);
+		if (ok)
+			cfg->nested_reclaim = (enum cfg_nested_reclaim)choice;
+		break;
 	case KEY_COUNT:
 		break;
 	}
@@ -260,7 +267,8 @@ static void parse_line(struct parser *ps, struct span line)
 		}
 	}
 	complain(ps, CFG_ERROR, "unknown key", key,
-		 "line ignored (keys: loader, initrd, cmdline, log, zap, region_arg, hypervisor)");
+		 "line ignored (keys: loader, initrd, cmdline, log, zap, region_arg, hypervisor, "
+		 "nested_reclaim)");
 }
 
 static void set_str(char *dst, size_t cap, const char *src)
@@ -279,6 +287,7 @@ void cfg_set_defaults(struct slat_config *cfg, const char *loader, const char *i
 	set_str(cfg->cmdline, sizeof(cfg->cmdline), cmdline);
 	cfg->log_level = CFG_LOG_INFO;
 	cfg->zap_mode = CFG_ZAP_SLOT;
+	cfg->nested_reclaim = CFG_RECLAIM_RECURSIVE;
 	cfg->region_arg = false;
 	cfg->hypervisor = true;
 	cfg->errors = 0;

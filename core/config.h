@@ -17,6 +17,9 @@
 //   hypervisor = on|off                off: start the loader exactly as usual
 //                                      but without taking the virtualization
 //                                      mode (the boot benchmark's baseline)
+//   nested_reclaim = recursive|none    nested SVM's shadow pages: orphans
+//                                      reclaimed recursively (default), or
+//                                      left to the quota (benchmark baseline)
 //
 // Paths are ESP paths; `/` is accepted and turned into `\`. Every problem is
 // reported with its line number; the offending line is ignored and the value
@@ -44,14 +47,20 @@ enum cfg_zap_mode {
 	CFG_ZAP_ALL,  // invalidate every root (kept for side-by-side measurement)
 };
 
+enum cfg_nested_reclaim {
+	CFG_RECLAIM_RECURSIVE, // orphaned shadow pages go with their last parent (default)
+	CFG_RECLAIM_NONE,      // the pre-2020 behaviour, for side-by-side measurement
+};
+
 struct slat_config {
 	char loader[CFG_PATH_MAX];
 	char initrd[CFG_PATH_MAX]; // empty: no initrd
 	char cmdline[CFG_CMDLINE_MAX];
 	enum cfg_log_level log_level;
 	enum cfg_zap_mode zap_mode;
-	bool region_arg;       // append slat.region=BASE,SIZE to the load options
-	bool hypervisor;       // false: no virtualization mode, the loader runs bare
+	bool region_arg; // append slat.region=BASE,SIZE to the load options
+	bool hypervisor; // false: no virtualization mode, the loader runs bare
+	enum cfg_nested_reclaim nested_reclaim;
 	unsigned int errors;   // lines ignored because they were wrong
 	unsigned int warnings; // lines accepted with a remark (e.g. duplicate key)
 };

@@ -26,14 +26,15 @@ struct plan_range {
 };
 
 struct slat_plan {
-	struct region region;	// Slat's reserved memory; the resident image is at its base
-	uint64_t image_base;	// slat.efi as the firmware loaded it
-	uint64_t image_size;	// bytes (SizeOfImage)
-	uint64_t resident_base; // the copy's base (== region.base)
-	struct fw_info fw;	// console UART etc. (plain data)
-	unsigned log_level;	// enum log_level for the resident copy
-	unsigned zap_mode;	// enum cfg_zap_mode from slat.cfg: the SLAT's memslot policy
-	unsigned n_ranges;	// memory the firmware reports, sorted, merged
+	struct region region;	 // Slat's reserved memory; the resident image is at its base
+	uint64_t image_base;	 // slat.efi as the firmware loaded it
+	uint64_t image_size;	 // bytes (SizeOfImage)
+	uint64_t resident_base;	 // the copy's base (== region.base)
+	struct fw_info fw;	 // console UART etc. (plain data)
+	unsigned log_level;	 // enum log_level for the resident copy
+	unsigned zap_mode;	 // enum cfg_zap_mode from slat.cfg: the SLAT's memslot policy
+	unsigned nested_reclaim; // enum cfg_nested_reclaim from slat.cfg (nested SVM)
+	unsigned n_ranges;	 // memory the firmware reports, sorted, merged
 	struct plan_range ranges[PLAN_MAX_RANGES];
 };
 

@@ -22,7 +22,7 @@ import sys
 
 SCENARIOS = ["b1_slot_perf", "b2_mod_stress", "b3_root_load", "b4_teardown",
              "b5_nested_churn", "b6_delete_vs_size", "live_secondary", "kvm_api",
-             "secondary_boot", "boot"]
+             "secondary_boot", "nested_live", "boot"]
 STATUSES = {"ok", "unavailable", "skipped", "failed"}
 
 # For each scenario: keys every element of "results" must have (results is a
@@ -40,6 +40,8 @@ RESULT_KEYS = {
                        "refaults", "destroy_us", "table_bytes", "zap_all"],
     "kvm_api": ["bench", "system", "test"],
     "secondary_boot": ["bench", "system", "run", "boot_s", "exit"],  # arch: x86_64 when absent
+    "nested_live": ["bench", "mode", "cycle", "shadow_pages", "longest_chain", "created",
+                    "orphans_reclaimed", "cycle_us"],
     "boot": ["bench", "mode", "run", "marker_s", "kernel_uptime_s", "exit_s", "status",
              "exits_total", "exits", "io_exits_by_port", "slat_uptime_s"],
 }

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 MODE_COLOURS = {"slot": "tab:blue", "all": "tab:orange", "lock_light": "tab:blue",
                 "write_lock": "tab:orange", "recursive": "tab:blue",
-                "non_recursive": "tab:orange", "per_leaf": "tab:red", "no_cmo": "tab:orange",
+                "non_recursive": "tab:orange", "none": "tab:orange", "per_leaf": "tab:red", "no_cmo": "tab:orange",
                 "batched": "tab:green", "slat": "tab:blue", "hv_off": "tab:gray"}
 
 
@@ -299,6 +299,26 @@ def plot_kvm_api(doc, out):
          f"KVM selftests on Slat's /dev/kvm vs Linux's KVM ({', '.join(arches)}, TCG)")
 
 
+def plot_nested(doc, out):
+    s = ok(doc, "nested_live")
+    if not s:
+        return
+    keys = [("shadow_pages", "Slat's shadow pages in use"), ("cycle_us", "L1 time per cycle (ms)")]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, (k, label) in zip(axes, keys):
+        for mode in dict.fromkeys(r["mode"] for r in s["results"]):
+            rows = [r for r in s["results"] if r["mode"] == mode]
+            div = 1000 if k == "cycle_us" else 1
+            ax.plot([r["cycle"] for r in rows], [r[k] / div for r in rows], label=mode,
+                    color=MODE_COLOURS.get(mode))
+        ax.set_xlabel("cycle")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, title="reclaim of orphans")
+    save(fig, doc, out, "nested_live.png",
+         "Nested SVM live: L2 VMs of the primary's kvm_amd, recursive vs no reclaim (QEMU TCG)")
+
+
 def main(argv):
     args = [a for a in argv[1:]]
     out = None
@@ -313,7 +333,8 @@ def main(argv):
         doc = json.load(f)
     out = out or os.path.dirname(os.path.abspath(args[0]))
     os.makedirs(out, exist_ok=True)
-    for fn in (plot_b1, plot_b2, plot_b3, plot_b4, plot_b5, plot_b6, plot_live, plot_kvm_api, plot_boot):
+    for fn in (plot_b1, plot_b2, plot_b3, plot_b4, plot_b5, plot_b6, plot_live, plot_kvm_api,
+               plot_nested, plot_boot):
         fn(doc, out)
     return 0
 

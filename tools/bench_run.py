@@ -63,6 +63,10 @@ KVM_API = ("kvm_api", "The same Linux KVM selftest binaries on Slat's /dev/kvm (
 SEC_BOOT = ("secondary_boot", "A Linux secondary's boot: slat-vmm boots Debian's kernel as a "
             "2-vCPU VM to its power-off on Slat's /dev/kvm (a Slat secondary: SVM, arm64) and on Linux's "
             "own KVM in the same emulator (tools/bench-secondary-boot.sh)")
+NESTED = ("nested_live", "Nested SVM live: the primary's own kvm_amd creates, runs and destroys a "
+          "small L2 VM 60 times under Slat; Slat's shadow pages and L1's time per cycle, the "
+          "shadow engine's recursive reclaim of orphans vs its non-recursive mode "
+          "(nested_reclaim = none), then one slot delete (tools/bench-nested-churn.sh)")
 BOOT = ("boot", "Boot time to the guest marker and exits per reason, under Slat vs the same "
         "firmware and loader with hypervisor = off (emulated)")
 
@@ -358,6 +362,38 @@ def run_kvm_api(quick, runs):
     return entry
 
 
+def run_nested(quick):
+    """tools/bench-nested-churn.sh: per-cycle shadow pages and times, both reclaim modes."""
+    entry = {"scenario": NESTED[0], "title": NESTED[1]}
+    if quick:
+        entry.update(status="skipped", reason="two 2-CPU SVM boots: full run only")
+        return entry
+    script = os.path.join(TOP, "tools", "bench-nested-churn.sh")
+    rc, raw = run_guest_script("nested", script, [], "nested_churn", 3600)
+    if rc is None:
+        entry.update(status="failed", reason="timed out")
+        return entry
+    cycles = [r for r in raw if "cycle" in r]
+    deletes = [r for r in raw if "slot_delete_us" in r]
+    summary = []
+    for mode in dict.fromkeys(r["mode"] for r in cycles):
+        rows = [r for r in cycles if r["mode"] == mode]
+        summary.append({"mode": mode, "cycles": len(rows),
+                        "shadow_pages_first": rows[0]["shadow_pages"],
+                        "shadow_pages_last": rows[-1]["shadow_pages"],
+                        "shadow_pages_max": max(r["shadow_pages"] for r in rows),
+                        "longest_chain_max": max(r["longest_chain"] for r in rows),
+                        "cycle_us_median": median_of(rows, "cycle_us"),
+                        "slot_delete": next((d for d in deletes if d["mode"] == mode), None)})
+    entry.update(status="ok" if cycles and rc == 0 else "failed",
+                 baseline="nested_reclaim = none: the shadow engine's non-recursive mode, "
+                          "orphans left until the quota evicts them (KVM before 2020)",
+                 results=cycles, summary=summary)
+    if rc != 0:
+        entry["reason"] = f"exit status {rc}, {len(cycles)} cycle line(s)"
+    return entry
+
+
 def run_secondary_boot(quick, runs):
     """tools/bench-secondary-boot.sh: the VM's life in seconds on each system, medians."""
     entry = {"scenario": SEC_BOOT[0], "title": SEC_BOOT[1]}
@@ -434,7 +470,7 @@ def main():
     syms, lib_err = defined_symbols(args.make, args.lib)
     if syms is None:
         sys.stderr.write(lib_err)
-    todo = SCENARIOS + [LIVE, KVM_API, SEC_BOOT, BOOT]
+    todo = SCENARIOS + [LIVE, KVM_API, SEC_BOOT, NESTED, BOOT]
     for i, (name, title) in enumerate(todo, 1):
         if not wanted(name):
             doc["scenarios"].append({"scenario": name, "title": title, "status": "skipped",
@@ -449,6 +485,8 @@ def main():
             entry = run_kvm_api(args.quick, args.boot_runs)
         elif name == SEC_BOOT[0]:
             entry = run_secondary_boot(args.quick, args.boot_runs)
+        elif name == NESTED[0]:
+            entry = run_nested(args.quick)
         elif syms is None:
             entry = {"scenario": name, "title": title, "status": "failed",
                      "reason": f"{args.lib} does not build"}

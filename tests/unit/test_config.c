@@ -54,6 +54,7 @@ static void test_defaults_survive_empty_file(void **state)
 	assert_int_equal(cfg.zap_mode, CFG_ZAP_SLOT);
 	assert_false(cfg.region_arg); // load options exactly as cmdline says
 	assert_true(cfg.hypervisor);
+	assert_int_equal(cfg.nested_reclaim, CFG_RECLAIM_RECURSIVE);
 	assert_int_equal(d.count, 0);
 }
 
@@ -198,6 +199,22 @@ static void test_region_arg_and_hypervisor_keys(void **state)
 	assert_int_equal(d.count, 0);
 }
 
+// nested_reclaim: the benchmark's baseline; anything else is refused and
+// the default (recursive) stays.
+static void test_nested_reclaim_key(void **state)
+{
+	struct slat_config cfg;
+	struct diag_log d;
+	defaults(&cfg);
+	assert_int_equal(parse(&cfg, &d, "nested_reclaim = none\n"), 0);
+	assert_int_equal(cfg.nested_reclaim, CFG_RECLAIM_NONE);
+	assert_int_equal(parse(&cfg, &d, "nested_reclaim = recursive\n"), 0);
+	assert_int_equal(cfg.nested_reclaim, CFG_RECLAIM_RECURSIVE);
+	assert_int_equal(parse(&cfg, &d, "nested_reclaim = off\n"), 1);
+	assert_non_null(strstr(d.msgs[0], "unknown value"));
+	assert_int_equal(cfg.nested_reclaim, CFG_RECLAIM_RECURSIVE);
+}
+
 static void test_bad_region_arg_and_hypervisor_values(void **state)
 {
 	struct slat_config cfg;
@@ -242,6 +259,7 @@ int main(void)
 	    cmocka_unit_test(test_binary_file_changes_nothing),
 	    cmocka_unit_test(test_bom_and_control_characters),
 	    cmocka_unit_test(test_region_arg_and_hypervisor_keys),
+	    cmocka_unit_test(test_nested_reclaim_key),
 	    cmocka_unit_test(test_bad_region_arg_and_hypervisor_values),
 	    cmocka_unit_test(test_names),
 	};

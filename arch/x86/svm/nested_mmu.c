@@ -20,6 +20,7 @@
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/slat.h"
 #include "arch/x86/svm/nested.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/plan.h"
 #include "mm/shadow.h"
@@ -112,6 +113,7 @@ bool svm_nested_mmu_init(const struct slat_plan *plan)
 	    .ia_bits = 48,
 	    .guest_pages = (uint64_t)NESTED_QUOTA * 50,
 	    .quota = NESTED_QUOTA,
+	    .non_recursive = plan->nested_reclaim == CFG_RECLAIM_NONE, // benchmark baseline
 	    .flush = nested_flush,
 	};
 	int e = sh_create(nm.vm, &cfg, &nm.sh);

@@ -9,6 +9,7 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/svm/nested.h"
 #include "arch/x86/svm/svm.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/vm_arch.h"
@@ -110,7 +111,9 @@ int svm_resident_init(struct svm_boot_args *a)
 	if (!svm_hv_init(r, &svm_plan))
 		log_warn("slat: secondary VMs unavailable\n");
 	if (svm_nested_init(r, &svm_plan))
-		log_info("slat: nested SVM offered to the primary (NPT02 in the shadow engine)\n");
+		log_info("slat: nested SVM offered to the primary (NPT02 in the shadow engine, %s "
+			 "reclaim of orphans)\n",
+			 svm_plan.nested_reclaim == CFG_RECLAIM_NONE ? "no" : "recursive");
 	log_info("slat: region 0x%llx-0x%llx (%llu KiB used), TSC %llu kHz\n",
 		 (unsigned long long)r->base, (unsigned long long)(r->base + r->size - 1),
 		 (unsigned long long)(r->used / 1024), (unsigned long long)(a->tsc_hz / 1000));
