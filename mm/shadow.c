@@ -470,3 +470,8 @@ int sh_check(struct sh_mmu *m)
 	sh_unlock(m);
 	return bad;
 }
+
+uint64_t sh_zapped_total(const struct sh_mmu *m)
+{
+	return __atomic_load_n(&m->st.zapped, __ATOMIC_RELAXED);
+}

@@ -172,6 +172,8 @@ struct sh_stats {
 };
 // Also runs the deferred frees that are due (never waits).
 void sh_stats(struct sh_mmu *m, struct sh_stats *out);
+// SPs zapped so far (a lock-free read of one counter, for timing a zap).
+uint64_t sh_zapped_total(const struct sh_mmu *m);
 
 // Checks the invariants (I2.4 hash/active/live agreement, parent lists against
 // the entries that point to children, rmaps against the leaves, I2.1 no orphan

@@ -27,7 +27,7 @@ expect_in_order '^slat: nested SVM offered to the primary' \
 	'^SLAT-GUEST: MARKER nested-done' \
 	'^slat: nested SVM: [1-9][0-9]* VMRUNs, [1-9][0-9]* exits to L1 \([1-9][0-9]* L2 exits\), NPT02 faults [1-9][0-9]* fixed, [1-9][0-9]* reflected; [1-9][0-9]* L1 pages write-protected, [1-9][0-9]* writes emulated, [0-9]+ pages given back; 0 invalid VMCBs, 0 without shadow memory$' \
 	'^slat: nested shadow pages: [0-9]+ in use \(max [1-9][0-9]*, quota 256\), [1-9][0-9]* created, [1-9][0-9]* zapped \([1-9][0-9]* orphans reclaimed, 0 evicted\), longest hash chain [0-9]+$' \
-	'^slat: nested shadow writes: [1-9][0-9]* emulated \([1-9][0-9]* updates, [0-9]+ zaps\), [0-9]+ pages given back, 0 slot zaps; check ok$'
+	'^slat: nested shadow writes: [1-9][0-9]* emulated \([1-9][0-9]* updates, [0-9]+ zaps\), [0-9]+ pages given back, 0 slot zaps; costliest zap [1-9][0-9]* shadow pages in [0-9]+ us; check ok$'
 # Every cycle back at the floor (the program marks a cycle that is not).
 expect_count 51 '^SLAT-GUEST: nested: churn: (cycle [0-9]+: .*us|slot delete done .*)$'
 expect_absent 'X64 Exception Type' '^error: (slat|svm|x86):' 'host exception' 'Kernel panic' 'BUG' \

@@ -55,6 +55,29 @@ static struct {
 	struct l1_slot slots[PLAN_MAX_RANGES];
 } nm;
 
+// ---- the cost of zaps -------------------------------------------------------------
+// The costliest single operation that zapped shadow pages (an emulated write,
+// a page given back, memory taken from the primary), for the exit summary.
+struct zap_timer {
+	uint64_t tsc, zapped;
+};
+
+static struct zap_timer zap_start(void)
+{
+	return (struct zap_timer){rdtsc(), sh_zapped_total(nm.sh)};
+}
+
+static void zap_end(struct zap_timer t)
+{
+	uint64_t sps = sh_zapped_total(nm.sh) - t.zapped, hz = x86_primary.arch.tsc_hz;
+	uint64_t us = hz ? (rdtsc() - t.tsc) * 1000000 / hz : 0;
+
+	if (!sps || us <= __atomic_load_n(&svm_nested_stats.zap_max_us, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&svm_nested_stats.zap_max_us, us, __ATOMIC_RELAXED);
+	__atomic_store_n(&svm_nested_stats.zap_max_sps, sps, __ATOMIC_RELAXED);
+}
+
 // ---- the primary's RAM as the engine's memslots -------------------------------------
 static uint64_t l1_page_hpa(const struct s2_backing *b, uint64_t index)
 {
@@ -80,7 +103,10 @@ static void stats_leaf(uint32_t out[4]);
 
 static void nested_unmap(uint64_t pa, uint64_t size)
 {
+	struct zap_timer t = zap_start();
+
 	sh_zap_range(nm.sh, 0, pa, size);
+	zap_end(t);
 }
 
 bool svm_nested_mmu_init(const struct slat_plan *plan)
@@ -144,11 +170,14 @@ bool svm_nested_l1_ram(uint64_t gpa, uint64_t len)
 // writable again (in that order: a shadowed page is never writable).
 static void give_back(uint64_t gpa)
 {
+	struct zap_timer t = zap_start();
+
 	mm_spin_lock(&nm.wp_lock);
 	if (sh_unprotect_gfn(nm.sh, 0, gpa >> 12))
 		NESTED_COUNT(unprotects);
 	x86_slat_primary_protect(gpa & ~0xfffull, 4096, S2_PROT_RWX);
 	mm_spin_unlock(&nm.wp_lock);
+	zap_end(t);
 }
 
 void svm_nested_before_write(uint64_t gpa)
@@ -411,8 +440,10 @@ static bool emulate_write(struct svm_cpu *c, uint64_t gpa)
 		cmp = &expect;
 	} else
 		return false;
+	struct zap_timer t = zap_start();
 	if (sh_emulate_update(nm.sh, 0, gpa, size, cmp, val & size_mask(size), &old))
 		return false;
+	zap_end(t);
 	if (!in.two_byte && in.opcode == 0x87)
 		set_reg(&v->arch.gpr[in.reg], size, old);
 	if (cmp) {
@@ -470,8 +501,11 @@ void svm_nested_mmu_summary(void)
 		 (unsigned long long)s.zapped, (unsigned long long)s.zapped_orphans,
 		 (unsigned long long)s.evicted, (unsigned long long)s.longest_chain);
 	log_info("slat: nested shadow writes: %llu emulated (%llu updates, %llu zaps), %llu pages "
-		 "given back, %llu slot zaps; check %s\n",
+		 "given back, %llu slot zaps; costliest zap %llu shadow pages in %llu us; check "
+		 "%s\n",
 		 (unsigned long long)s.emul_writes, (unsigned long long)s.emul_updates,
 		 (unsigned long long)s.emul_zaps, (unsigned long long)s.unprotects,
-		 (unsigned long long)s.slot_zaps, sh_check(nm.sh) ? "FAILED" : "ok");
+		 (unsigned long long)s.slot_zaps, (unsigned long long)svm_nested_stats.zap_max_sps,
+		 (unsigned long long)svm_nested_stats.zap_max_us,
+		 sh_check(nm.sh) ? "FAILED" : "ok");
 }
