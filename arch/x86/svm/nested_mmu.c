@@ -462,7 +462,9 @@ bool svm_nested_l1_write_fault(struct svm_cpu *c, uint64_t gpa, uint64_t info1)
 {
 	struct s2_xlate x;
 
-	if (!nm.sh || (info1 & (NPF_P | NPF_W)) != (NPF_P | NPF_W))
+	// The APIC page's writes (the most frequent NPF) go on at once.
+	if (!nm.sh || (info1 & (NPF_P | NPF_W)) != (NPF_P | NPF_W) ||
+	    (gpa >> 12) == (x86_primary.arch.apic_base >> 12))
 		return false;
 	s2_translate(nm.vm, nm.root01, gpa, &x);
 	if (!x.mapped || x.mt != S2_MT_WB)
