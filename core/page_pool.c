@@ -21,21 +21,62 @@ void page_pool_init(struct page_pool *p, struct region *r)
 	*p = (struct page_pool){.region = r};
 }
 
+static void push(struct page_pool *p, unsigned n, uint64_t pa)
+{
+	*(uint64_t *)(uintptr_t)pa = p->free[n];
+	p->free[n] = pa;
+}
+
+static uint64_t pop(struct page_pool *p, unsigned n)
+{
+	uint64_t pa = p->free[n];
+
+	if (pa)
+		p->free[n] = *(uint64_t *)(uintptr_t)pa;
+	return pa;
+}
+
+// Frees pages [pa, pa + n pages) onto the lists, whole blocks where they fit.
+static void give_back(struct page_pool *p, uint64_t pa, unsigned n)
+{
+	while (n) {
+		unsigned k = n < PAGE_POOL_CLASSES ? n : PAGE_POOL_CLASSES;
+
+		push(p, k, pa);
+		pa += (uint64_t)k * REGION_PAGE_SIZE;
+		n -= k;
+	}
+}
+
+// `n` pages from freed blocks: a block of exactly n, else the smallest larger
+// one, split (its tail stays free). 0 when none is free.
+static uint64_t take_freed(struct page_pool *p, unsigned n)
+{
+	for (unsigned k = n; k <= PAGE_POOL_CLASSES; k++) {
+		uint64_t pa = pop(p, k);
+
+		if (!pa)
+			continue;
+		if (k > n)
+			give_back(p, pa + (uint64_t)n * REGION_PAGE_SIZE, k - n);
+		memset((void *)(uintptr_t)pa, 0, (uint64_t)n * REGION_PAGE_SIZE);
+		return pa;
+	}
+	return 0;
+}
+
 uint64_t page_pool_alloc(struct page_pool *p, unsigned npages, uint64_t align)
 {
-	uint64_t pa;
+	uint64_t pa = 0;
 
 	if (!npages)
 		return 0;
 	pool_lock(p);
-	if (npages == 1 && align <= REGION_PAGE_SIZE && p->free_list) {
-		pa = p->free_list;
-		p->free_list = *(uint64_t *)(uintptr_t)pa;
-		memset((void *)(uintptr_t)pa, 0, REGION_PAGE_SIZE);
-	} else {
+	if (npages <= PAGE_POOL_CLASSES && align <= REGION_PAGE_SIZE)
+		pa = take_freed(p, npages);
+	if (!pa)
 		pa = region_alloc(p->region, npages,
 				  align < REGION_PAGE_SIZE ? REGION_PAGE_SIZE : align);
-	}
 	if (pa) {
 		p->live += npages;
 		if (p->live > p->max)
@@ -48,12 +89,7 @@ uint64_t page_pool_alloc(struct page_pool *p, unsigned npages, uint64_t align)
 void page_pool_free(struct page_pool *p, uint64_t pa, unsigned npages)
 {
 	pool_lock(p);
-	for (unsigned i = 0; i < npages; i++) {
-		uint64_t page = pa + (uint64_t)REGION_PAGE_SIZE * i;
-
-		*(uint64_t *)(uintptr_t)page = p->free_list;
-		p->free_list = page;
-	}
+	give_back(p, pa, npages);
 	p->live -= npages;
 	pool_unlock(p);
 }
