@@ -161,8 +161,10 @@ int sh_page_new(struct sh_mmu *m, uint64_t gfn, union sh_role role, struct sh_pa
 		return SH_E_NOSPC;
 	}
 	struct sh_page *sp = slab_alloc(m, &m->sp_slab);
-	if (!sp)
+	if (!sp) {
+		m->st.nomem++;
 		return S2_E_NOMEM;
+	}
 	unsigned meta_pages =
 	    role.level == 0
 		? (unsigned)((S2_PTES * sizeof(struct sh_rmap) + S2_PAGE_SIZE - 1) / S2_PAGE_SIZE)
@@ -174,6 +176,7 @@ int sh_page_new(struct sh_mmu *m, uint64_t gfn, union sh_role role, struct sh_pa
 		if (table)
 			s2_page_free(m->vm, table, 1, false);
 		slab_free(&m->sp_slab, sp);
+		m->st.nomem++;
 		return S2_E_NOMEM;
 	}
 	sp->m = m;

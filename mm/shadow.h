@@ -113,8 +113,11 @@ struct sh_fault_info {
 };
 // Shadow fault at l2_gpa for `access` (S2_PROT_*): walks L1's table from the
 // root's gfn, composes each level with L1's memslots and builds the missing
-// SPs. Returns enum sh_fault_result, S2_E_NOMEM or SH_E_NOSPC (nothing half
-// built: every SP linked so far is complete).
+// SPs. When the page source or the quota has no room for an SP, the oldest
+// SPs that are not roots in use are zapped and the walk is retried (the L2
+// guest refaults what it still uses), so a fault fails only when nothing
+// but roots in use is left. Returns enum sh_fault_result, S2_E_NOMEM or
+// SH_E_NOSPC (nothing half built: every SP linked so far is complete).
 int sh_fault(struct sh_mmu *m, struct sh_page *root, uint64_t l2_gpa, unsigned access,
 	     struct sh_fault_info *info);
 
@@ -167,6 +170,8 @@ struct sh_stats {
 	uint64_t faults, faults_l1, faults_mmio, faults_emulate;
 	uint64_t emul_writes, emul_updates, emul_zaps, emul_whole;
 	uint64_t flushes, write_protects, nospc;
+	uint64_t nomem;	   // allocations the page source refused
+	uint64_t reclaims; // operations that zapped the oldest SPs to go on (sh_fault, sh_root_get)
 	uint64_t slot_zaps;  // SPs zapped because the L1 table they shadow is in a deleted slot
 	uint64_t unprotects; // SPs zapped by sh_unprotect_gfn
 };

@@ -149,6 +149,18 @@ static int link_child(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, uint64
 	return 0;
 }
 
+// ---- memory pressure --------------------------------------------------------------
+
+// After an operation failed for want of an SP (error r, `tries` retries so far):
+// zap the oldest SPs and free their pages. True: retry the operation.
+static bool retry_after_reclaim(struct sh_mmu *m, int r, unsigned tries, struct sh_zap_list *zl)
+{
+	if ((r != S2_E_NOMEM && r != SH_E_NOSPC) || tries >= SH_RECLAIM_TRIES || !sh_reclaim(m, zl))
+		return false;
+	sh_commit_zap(m, zl);
+	return true;
+}
+
 // ---- roots ------------------------------------------------------------------------
 
 static union sh_role root_role(const struct sh_mmu *m, unsigned as)
@@ -175,14 +187,17 @@ int sh_root_get(struct sh_mmu *m, unsigned as, uint64_t root_gpa, struct sh_page
 	sh_lock(m);
 	// At the root level only roots exist: a hit is a valid root.
 	sp = sh_hash_find(m, gfn, role);
-	if (!sp) {
+	for (unsigned tries = 0; !sp; tries++) {
 		sh_make_room(m, &zl);
 		r = sh_page_new(m, gfn, role, &sp);
 		if (!r) {
 			sp->is_root = true;
 			if (sh_write_protect_gfn(m, as, gfn))
 				zl.flush = true;
+			break;
 		}
+		if (!retry_after_reclaim(m, r, tries, &zl))
+			break;
 	}
 	if (!r) {
 		sp->root_count++;
@@ -336,10 +351,15 @@ int sh_fault(struct sh_mmu *m, struct sh_page *root, uint64_t l2_gpa, unsigned a
 				   .l2_gpa = l2_gpa,
 				   .info = info,
 				   .zl = &zl};
-		sh_make_room(m, &zl);
-		ft.ss = s2_slots_enter(m->vm, ft.as);
-		r = fault_walk(&ft, root);
-		s2_slots_exit(ft.ss);
+		for (unsigned tries = 0;; tries++) {
+			sh_make_room(m, &zl);
+			ft.ss = s2_slots_enter(m->vm, ft.as);
+			r = fault_walk(&ft, root);
+			s2_slots_exit(ft.ss);
+			if (!retry_after_reclaim(m, r, tries, &zl))
+				break;
+			*info = (struct sh_fault_info){0};
+		}
 	}
 	sh_commit_zap(m, &zl);
 	sh_unlock(m);

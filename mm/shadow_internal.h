@@ -153,6 +153,9 @@ bool sh_zap_spte(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, struct sh_z
 void sh_prepare_zap(struct sh_mmu *m, struct sh_page *sp, struct sh_zap_list *zl);
 void sh_commit_zap(struct sh_mmu *m, struct sh_zap_list *zl);
 int sh_make_room(struct sh_mmu *m, struct sh_zap_list *zl);
+unsigned sh_reclaim(struct sh_mmu *m, struct sh_zap_list *zl);
+// Allocation failures an operation survives by reclaiming before it gives up.
+#define SH_RECLAIM_TRIES 3
 void sh_zap_all_locked(struct sh_mmu *m);
 bool sh_write_protect_gfn(struct sh_mmu *m, unsigned as, uint64_t gfn);
 bool sh_tracked_locked(struct sh_mmu *m, unsigned as, uint64_t gfn);

@@ -119,6 +119,33 @@ int sh_make_room(struct sh_mmu *m, struct sh_zap_list *zl)
 	return 0;
 }
 
+// Memory pressure: the page source had no page for a new SP (S2_E_NOMEM: the
+// pages are shared with every other table of the machine) or the quota holds
+// nothing but what sh_make_room may not evict. Zap the oldest quarter of the
+// SPs no vCPU uses as a root (at least SH_MIN_FREE), as KVM zaps its oldest
+// shadow pages at its limit: their L2 guests refault what they still use.
+// The caller commits, which frees the pages once no software walker can see
+// them, and retries. Returns the SPs evicted; 0 when only roots in use are
+// left (then the failure stands).
+unsigned sh_reclaim(struct sh_mmu *m, struct sh_zap_list *zl)
+{
+	uint64_t want = m->used / 4 > SH_MIN_FREE ? m->used / 4 : SH_MIN_FREE;
+	uint64_t before = m->st.zapped;
+
+	for (struct sh_page *sp = m->fifo_head; sp && m->st.zapped - before < want;) {
+		if (sp->is_root || sp->zapped) {
+			sp = sp->next;
+			continue;
+		}
+		m->st.evicted++;
+		sh_prepare_zap(m, sp, zl);
+		sp = m->fifo_head; // the zap may have unlinked any of the others
+	}
+	if (m->st.zapped != before)
+		m->st.reclaims++;
+	return (unsigned)(m->st.zapped - before);
+}
+
 void sh_zap_all_locked(struct sh_mmu *m)
 {
 	struct sh_zap_list zl = {0};

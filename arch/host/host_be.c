@@ -56,7 +56,11 @@ static uint64_t be_page_alloc(void *ctx, unsigned npages, uint64_t align)
 	struct host_be *be = ctx;
 	uint64_t seq = __atomic_add_fetch(&be->alloc_seq, 1, __ATOMIC_RELAXED);
 
-	if ((be->fail_at && seq == be->fail_at) || (be->fail_every && seq % be->fail_every == 0)) {
+	uint64_t live = __atomic_load_n(&be->c.alloc_pages, __ATOMIC_RELAXED) -
+			__atomic_load_n(&be->c.free_pages, __ATOMIC_RELAXED);
+
+	if ((be->fail_at && seq == be->fail_at) || (be->fail_every && seq % be->fail_every == 0) ||
+	    (be->page_limit && live + npages > be->page_limit)) {
 		CNT(be, alloc_failures, 1);
 		return 0;
 	}

@@ -67,6 +67,7 @@ struct host_be {
 	// Fault injection.
 	uint64_t fail_at;	// the allocation with this sequence number (1-based) fails; 0 never
 	uint64_t fail_every;	// or: every Nth allocation fails; 0 never
+	uint64_t page_limit;	// or: one that would make more pages live than this; 0 none
 	uint64_t alloc_seq;	// allocations attempted so far
 	unsigned resched_every; // need_resched() is true every Nth call; 0 never
 
