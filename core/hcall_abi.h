@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Slat's hypercall ABI, version 1.3 (docs/hypercalls.md): the numbers and
-// layouts shared by Slat and by the primary's Linux module (linux/slat/),
-// which includes this file as it is. Only fixed-width types; no functions.
+// Slat's hypercall ABI (docs/hypercalls.md): the numbers and layouts shared
+// by Slat and by the primary's Linux module (linux/slat/), which includes this
+// file as it is. Only fixed-width types; no functions. The current version is
+// HC_ABI_MAJOR.HC_ABI_MINOR below (VERSION returns HC_VERSION).
 //
 // Registers: function id in x0 / RAX, arguments a0..a5 in x1..x6 / RBX, RCX,
 // RDX, RSI, RDI, R8; status back in x0 / RAX, results r0..r2 in x1..x3 /
@@ -62,7 +63,7 @@
 #define HC_SLOT_MAX_PAGES  (HC_LIST_MAX * HC_LIST_MAX) // 1 GiB per slot
 #define HC_DEPOSIT_MAX	   65536u		       // pages in one DEPOSIT (256 MiB)
 #define HC_VM_MAX	   ((1u << 30) - 1)	       // VM ids 1..HC_VM_MAX
-#define HC_VM_FLAG_DONATE  1u // the VM's slots are donated (refused in 1.0)
+#define HC_VM_FLAG_DONATE  1u // the VM's slots are donated (refused: HC_E_INVAL)
 #define HC_VM_FLAG_ZAP_ALL 2u // slot delete/move zaps everything (the old way: benchmarks)
 
 enum hc_fn {

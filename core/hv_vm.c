@@ -30,7 +30,7 @@ void hv_page_free(struct vm *vm, uint64_t pa)
 int hv_vm_create(uint32_t flags, uint32_t vcpu_limit, uint64_t *id)
 {
 	// Donation needs the frames unmapped from the primary's own SLAT, which
-	// 1.0 does not do: VMs share their frames with the primary (KVM's model).
+	// Slat does not do yet: VMs share their frames with the primary (KVM's model).
 	if (flags & HC_VM_FLAG_DONATE)
 		return HC_E_INVAL;
 	uint64_t pa = hv_depot_alloc(&hv.depot);
