@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The one exit policy of the x86 back ends. svm_handle_exit and
-// vmx_handle_exit decode their exit into a `struct x86_exit` (svm/exit_decode.c,
-// vmx/exit_decode.c), call x86_handle_exit() and apply the result to their
-// control block; every decision is made here, once. docs/x86-exits.md
-// lists the answers.
+// The exit policy of the primary's vCPUs on both x86 back ends.
+// svm_handle_exit and vmx_handle_exit decode their exit into a `struct
+// x86_exit` (svm/exit_decode.c, vmx/exit_decode.c), call x86_handle_exit() and
+// apply the result to their control block. SVM skips it only for the I/O fast
+// path (x86_io_fast, exit.c) and nested SVM's exits (svm/nested*.c). A
+// secondary's exits are decided in hv_exit.c. docs/x86-exits.md lists the
+// answers.
 #include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
 #include "core/hv.h"

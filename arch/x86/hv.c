@@ -368,8 +368,9 @@ uint64_t arch_hv_primary_tables(void)
 // ---- guest memory of a secondary ------------------------------------------------
 #define NPT_ENTRY_ADDR 0x000ffffffffff000ull
 
-// A walk of the long-mode-format tables (NPT; the engine's tables are in
-// deposited pages, which the host's identity map covers).
+// A walk of the long-mode-format tables (NPT, and EPT, whose R, W and PS bits
+// sit where NPT's P, RW and PS do; the engine's tables are in deposited
+// pages, which the host's identity map covers).
 bool x86_hv_gpa_to_hpa(uint64_t root, uint64_t gpa, bool write, uint64_t *hpa)
 {
 	uint64_t table = root;
