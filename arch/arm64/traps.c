@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The exit path of arm64's primary: arm64_handle_exit() (called by the EL2
-// vectors for every exception from the primary's EL1/EL0; a secondary's go
-// back to arm64_hv_enter, hv_switch.c) decodes ESR_EL2 into core's exit reason,
-// counts it once and handles it; arm64_el2_fault() reports an exception in
+// vectors for every exception from the primary's EL1/EL0; a secondary's
+// return from arm64_hv_enter to hv_switch.c) decodes ESR_EL2 into core's exit
+// reason, counts it once and handles it; arm64_el2_fault() reports an exception in
 // Slat itself. Stage-2 faults are never fatal: the
 // primary gets a synchronous external abort, exactly as if the memory had
 // answered with an error.
