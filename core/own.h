@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// Frame ownership (issue 14 groundwork; nothing calls it yet): who owns each
-// 4 KiB frame of RAM, kept apart from any SLAT entry. A frame is the
+// Frame ownership (issue 14; the secondary-VM layer, core/hv*.c, uses it): who
+// owns each 4 KiB frame of RAM, kept apart from any SLAT entry. A frame is the
 // primary's (the default: costs nothing), Slat's, shared with VM n or donated
 // to VM n. Slat's boot-time region and the RAM map are fixed ranges given at
 // init; every other non-primary frame has a 4-byte record in a radix tree
