@@ -291,7 +291,8 @@ struct x86_exit {
 	uint8_t sipi_vector;
 };
 
-// The one exit policy of both back ends: counts the exit (core/vm.h), makes
+// The primary's exit policy, one for both back ends (a secondary's is
+// x86_hv_exit, hv.h): counts the exit (core/vm.h), makes
 // every decision (CPUID, MSRs, XSETBV, I/O, hypercalls, APIC write vs SLAT
 // violation, triple fault, unknown exits) and calls the back end's hooks
 // (ops->wait, ...) only for what differs in hardware. v->arch.gpr[] and
