@@ -131,7 +131,8 @@ static int fault_slot(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsi
 		// (pick_level), and so is every smaller block inside it. An absent
 		// page fits no block (its address is unaligned and breaks every
 		// run), so it is the 4 KiB leaf's own page that says absent.
-		uint64_t base = gpa & ~(s2_level_size(fw.level) - 1), hpa = s2_slot_page_hpa(sl, base);
+		uint64_t base = gpa & ~(s2_level_size(fw.level) - 1),
+			 hpa = s2_slot_page_hpa(sl, base);
 		if (hpa == S2_HPA_ABSENT)
 			return S2_FAULT_ABSENT;
 		fw.delta = hpa - base;

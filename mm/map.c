@@ -295,7 +295,8 @@ int s2_unmap_per_leaf(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint
 	return run_op(vm, root, &op);
 }
 
-int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot)
+static int protect_op(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size,
+		      unsigned prot, bool locked)
 {
 	int r = check_range(vm, gpa, size);
 
@@ -304,7 +305,18 @@ int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t si
 	if (!root || (prot & ~S2_PROT_RWX))
 		return S2_E_INVAL;
 	struct range_op op = {.kind = OP_PROTECT, .lo = gpa, .hi = gpa + size, .prot = prot};
-	return run_op(vm, root, &op);
+	return locked ? run_op_locked(vm, root, &op) : run_op(vm, root, &op);
+}
+
+int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot)
+{
+	return protect_op(vm, root, gpa, size, prot, false);
+}
+
+int s2_protect_locked(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size,
+		      unsigned prot)
+{
+	return protect_op(vm, root, gpa, size, prot, true);
 }
 
 // Zaps [lo, hi) in every root of `as` (as < 0: all), valid and invalid. Only

@@ -239,6 +239,10 @@ int s2_map(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, 
 int s2_unmap(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size);
 // Changes permissions of the mapped leaves in the range (splits as unmap).
 int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot);
+// The same with the mmu lock already held for write (the shadow engine's
+// write-tracking hooks run under it). Never yields the lock.
+int s2_protect_locked(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size,
+		      unsigned prot);
 
 // ---- primary identity map (mm/ident.c) --------------------------------------
 // The primary VM's map on every path (arm64 stage-2, NPT, EPT): guest-physical

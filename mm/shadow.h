@@ -51,6 +51,24 @@ struct sh_guest_mem {
 	void *ctx;
 };
 
+// Write tracking of L1's table pages (KVM's account_shadowed): L1's writes
+// to a page the engine shadows must exit, so that they reach
+// sh_emulate_write(). `protect` is called before the engine first reads a
+// page as one of L1's tables (when it makes an SP for it), `unprotect` when
+// sh_unprotect_gfn() gives a page back to L1. Both run under the engine's
+// lock, the L1 VM's mmu lock held for write: an implementation changes L1's
+// own map with the *_locked operations (s2_protect_locked), and the lock
+// orders it against every shadow change (a shadowed page is never writable).
+// protect: 0 once L1 can no longer write the page (every CPU's cached
+// translations included); S2_E_NOMEM makes the engine reclaim and retry; any
+// other error reads as an L1 table it cannot read (SH_FAULT_L1, not present).
+// NULL hooks: L1's writes reach the engine some other way.
+struct sh_track_ops {
+	int (*protect)(void *ctx, unsigned as, uint64_t gfn);
+	void (*unprotect)(void *ctx, unsigned as, uint64_t gfn);
+	void *ctx;
+};
+
 struct sh_config {
 	// Format of L1's tables and of the shadows (EPT12/EPT02 share it).
 	// NULL: the L1 VM's format. ia_bits 0: the VM's width. The root must
@@ -68,6 +86,11 @@ struct sh_config {
 	// NPT). Arm64 stage-2 table descriptors carry none: set true there.
 	bool tables_carry_no_access;
 	struct sh_guest_mem mem;
+	struct sh_track_ops track;
+	// Bits that must be clear in every present entry of L1's tables (address
+	// bits beyond L1's physical width): an entry with one set, or a leaf
+	// above the format's largest leaf level, is a reserved-bit fault.
+	uint64_t l1_rsvd_mask;
 	// Invalidation of the nested translations (INVEPT of the EPT02
 	// context, ...). NULL: the L1 VM backend's inval_context.
 	void (*flush)(void *ctx, struct s2_vm *vm);
@@ -105,8 +128,12 @@ enum sh_fault_result {
 	SH_FAULT_EMULATE = 3, // write to a write-tracked L1 page: emulate it
 	SH_FAULT_RELOAD = 4,  // the root is invalid: drop it and get a new one
 };
+// What L1's own walk would have found, for the fault L1 is shown
+// (SH_FAULT_L1; AMD's EXITINFO1 P and RSVD bits, EPT's qualification).
 struct sh_fault_info {
 	unsigned level;	 // L1 level where the walk stopped (SH_FAULT_L1), else 0
+	bool present;	 // L1's entry there is present (a permission or reserved-bit fault)
+	bool rsvd;	 // ... and has reserved bits set
 	uint64_t l1_gpa; // translation of l2_gpa through L1's table (MAPPED, MMIO, EMULATE)
 	uint64_t hpa;	 // host-physical (MAPPED)
 	unsigned prot;	 // shadow leaf permissions (MAPPED)
@@ -137,9 +164,11 @@ int sh_emulate_write(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t val, 
 int sh_emulate_update(struct sh_mmu *m, unsigned as, uint64_t gpa, unsigned bytes,
 		      const uint64_t *expect, uint64_t val, uint64_t *old);
 // Stops tracking L1's page `gfn`: every SP that shadows it is zapped (with
-// recursive reclaim of the children it orphans), so that L1 may write the
-// page directly again (an instruction the caller cannot emulate, or a page
-// L1 reused for something else). Returns the SPs zapped.
+// recursive reclaim of the children it orphans), then track.unprotect lets
+// L1 write the page directly again (an instruction the caller cannot
+// emulate, or a page L1 reused for something else). Also right for a page
+// whose SPs are already gone (evicted): it is only made writable. Returns
+// the SPs zapped.
 unsigned sh_unprotect_gfn(struct sh_mmu *m, unsigned as, uint64_t gfn);
 // L1 memory [gpa, gpa + size) left L1 without a memslot change (pages the
 // L1 VM's owner took away): the same zap as a memslot delete of the range
@@ -171,6 +200,7 @@ struct sh_stats {
 	uint64_t emul_writes, emul_updates, emul_zaps, emul_whole;
 	uint64_t flushes, write_protects, nospc;
 	uint64_t nomem;	   // allocations the page source refused
+	uint64_t protects; // L1 pages handed to track.protect (first shadow of each)
 	uint64_t reclaims; // operations that zapped the oldest SPs to go on (sh_fault, sh_root_get)
 	uint64_t slot_zaps;  // SPs zapped because the L1 table they shadow is in a deleted slot
 	uint64_t unprotects; // SPs zapped by sh_unprotect_gfn

@@ -100,6 +100,18 @@ static bool set_leaf(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, uint64_
 	return true;
 }
 
+// ---- write tracking of L1's tables ----------------------------------------------------
+
+// Before the engine reads L1's page `gfn` as a table for a new SP: L1 may no
+// longer write it behind the engine's back (a page already shadowed is).
+static int protect_table(struct sh_mmu *m, unsigned as, uint64_t gfn)
+{
+	if (!m->track.protect || sh_tracked_locked(m, as, gfn))
+		return 0;
+	m->st.protects++;
+	return m->track.protect(m->track.ctx, as, gfn);
+}
+
 // ---- linking children ---------------------------------------------------------------
 
 static unsigned table_access(const struct sh_mmu *m, s2_pte_t g)
@@ -128,7 +140,9 @@ static int link_child(struct sh_mmu *m, struct sh_page *sp, uint32_t idx, uint64
 	}
 	c = sh_hash_find(m, gfn, role);
 	if (!c) {
-		r = sh_page_new(m, gfn, role, &c);
+		r = role.direct ? 0 : protect_table(m, role.as, gfn);
+		if (!r)
+			r = sh_page_new(m, gfn, role, &c);
 		if (r)
 			return r;
 		fresh = true;
@@ -189,7 +203,9 @@ int sh_root_get(struct sh_mmu *m, unsigned as, uint64_t root_gpa, struct sh_page
 	sp = sh_hash_find(m, gfn, role);
 	for (unsigned tries = 0; !sp; tries++) {
 		sh_make_room(m, &zl);
-		r = sh_page_new(m, gfn, role, &sp);
+		r = protect_table(m, as, gfn);
+		if (!r)
+			r = sh_page_new(m, gfn, role, &sp);
 		if (!r) {
 			sp->is_root = true;
 			if (sh_write_protect_gfn(m, as, gfn))
@@ -258,6 +274,7 @@ static int fault_leaf(struct fault *ft, struct sh_page *sp, uint32_t idx, uint64
 	struct leaf_target lt;
 
 	ft->info->l1_gpa = (l1_gfn << S2_PAGE_SHIFT) | (ft->l2_gpa & (S2_PAGE_SIZE - 1));
+	ft->info->present = true; // from here on L1's leaf is present
 	if (ft->access & ~prot) {
 		m->st.faults_l1++;
 		return SH_FAULT_L1; // L1's table denies the access: L1's fault
@@ -280,6 +297,13 @@ static int fault_leaf(struct fault *ft, struct sh_page *sp, uint32_t idx, uint64
 		return S2_E_PERM; // read-only slot
 	}
 	return SH_FAULT_MAPPED;
+}
+
+// A present entry of L1's table that the CPU would refuse as malformed.
+static bool l1_reserved(const struct sh_mmu *m, s2_pte_t g, unsigned level)
+{
+	return (g & m->l1_rsvd_mask) ||
+	       (level > m->fmt->max_leaf_level && m->fmt->is_leaf(g, level));
 }
 
 static int fault_walk(struct fault *ft, struct sh_page *sp)
@@ -308,6 +332,12 @@ static int fault_walk(struct fault *ft, struct sh_page *sp)
 				m->st.faults_l1++;
 				return SH_FAULT_L1; // L1 has not mapped it: reflect
 			}
+			if (l1_reserved(m, g, level)) {
+				*ft->info = (struct sh_fault_info){
+				    .level = level, .present = true, .rsvd = true};
+				m->st.faults_l1++;
+				return SH_FAULT_L1;
+			}
 			child_gfn = s2_pte_addr(f, g) >> S2_PAGE_SHIFT;
 			if (f->is_leaf(g, level)) {
 				acc &= f->leaf_prot(g);
@@ -322,6 +352,12 @@ static int fault_walk(struct fault *ft, struct sh_page *sp)
 		role.access = acc;
 		struct sh_page *c;
 		int r = link_child(m, sp, idx, child_gfn, role, ft->zl, &c);
+		if (r && r != S2_E_NOMEM && r != SH_E_NOSPC) {
+			// track.protect refused L1's next table: it cannot be read.
+			*ft->info = (struct sh_fault_info){.level = level - 1};
+			m->st.faults_l1++;
+			return SH_FAULT_L1;
+		}
 		if (r)
 			return r;
 		sp = c;
@@ -480,6 +516,8 @@ restart:
 		goto restart; // recursive reclaim may have unhashed its neighbours
 	}
 	sh_commit_zap(m, &zl);
+	if (m->track.unprotect) // no SP shadows the page any more
+		m->track.unprotect(m->track.ctx, as, gfn);
 	sh_unlock(m);
 	return n;
 }

@@ -100,6 +100,8 @@ struct sh_mmu {
 	uint64_t quota;
 	uint64_t guest_pages;
 	struct sh_guest_mem mem;
+	struct sh_track_ops track;
+	uint64_t l1_rsvd_mask;
 	void (*flush_fn)(void *ctx, struct s2_vm *vm);
 	void *flush_ctx;
 

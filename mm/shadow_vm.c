@@ -48,6 +48,8 @@ int sh_create(struct s2_vm *vm, const struct sh_config *cfg, struct sh_mmu **out
 	m->guest_pages = cfg->guest_pages ? cfg->guest_pages : (uint64_t)SH_MIN_QUOTA * 50;
 	m->quota = cfg->quota ? cfg->quota : default_quota(m->guest_pages);
 	m->mem = cfg->mem;
+	m->track = cfg->track;
+	m->l1_rsvd_mask = cfg->l1_rsvd_mask;
 	m->flush_fn = cfg->flush;
 	m->flush_ctx = cfg->flush_ctx;
 	m->sp_slab.obj_size = (uint32_t)((sizeof(struct sh_page) + 15) & ~15ull);
