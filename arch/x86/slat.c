@@ -209,14 +209,25 @@ int x86_slat_primary_unmap(uint64_t pa, uint64_t size)
 	return r;
 }
 
-int x86_slat_primary_protect(uint64_t pa, uint64_t size, unsigned prot)
+static int primary_protect(uint64_t pa, uint64_t size, unsigned prot, bool locked)
 {
 	if (!slat_primary)
 		return S2_E_INVAL;
-	int r = s2_protect(slat_primary->vm, slat_primary->root, pa, size, prot);
+	int r = locked ? s2_protect_locked(slat_primary->vm, slat_primary->root, pa, size, prot)
+		       : s2_protect(slat_primary->vm, slat_primary->root, pa, size, prot);
 	if (!r && (prot & S2_PROT_RWX) != S2_PROT_RWX)
 		slat_shootdown(); // rights taken away: no CPU may keep the old ones
 	return r;
+}
+
+int x86_slat_primary_protect(uint64_t pa, uint64_t size, unsigned prot)
+{
+	return primary_protect(pa, size, prot, false);
+}
+
+int x86_slat_primary_protect_locked(uint64_t pa, uint64_t size, unsigned prot)
+{
+	return primary_protect(pa, size, prot, true);
 }
 
 void x86_slat_primary_shootdown(void)

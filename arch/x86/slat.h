@@ -86,6 +86,10 @@ void x86_slat_on_primary_unmap(void (*fn)(uint64_t pa, uint64_t size));
 // split as needed); with fewer than RWX, returns only once no CPU can use the
 // old rights (the same shootdown as unmap).
 int x86_slat_primary_protect(uint64_t pa, uint64_t size, unsigned prot);
+// The same, called with the primary VM's mmu lock held for write (the nested
+// shadow engine's write-tracking hooks). The shootdown waits only for CPUs in
+// guest mode, so a CPU spinning on the lock in host mode never blocks it.
+int x86_slat_primary_protect_locked(uint64_t pa, uint64_t size, unsigned prot);
 // Every CPU flushes the primary's translations (and nested ones) before it
 // runs a guest again; returns once each CPU in guest mode did.
 void x86_slat_primary_shootdown(void);

@@ -7,24 +7,27 @@
 //     the identity, except pages the primary's map no longer has (deposited
 //     to Slat): those are absent, so no shadow leaf can ever reach them. A
 //     deposit zaps what maps them (x86_slat_on_primary_unmap).
-//   - Write tracking: before the engine reads an NPT12 table page, the page
-//     is mapped read-only (4 KiB) in NPT01, so that every later write of L1
-//     exits. A write to a page the engine shadows is emulated through it
-//     (MOV, XCHG, CMPXCHG: sh_emulate_update, recursive orphan reclaim);
-//     any other write, or one to a page no longer shadowed, gives the page
-//     back to L1 (its shadow pages zapped) and L1 retries the instruction.
-//   - `wp_lock` orders the two: a shadow fault write-protects and shadows
-//     under it; a page is given back under it only after its shadow pages
-//     are gone, so a page that is shadowed is always read-only in NPT01.
+//   - Write tracking is the engine's (sh_track_ops): before it first reads
+//     an NPT12 page as a table it calls protect_l1_page, which maps the page
+//     read-only (4 KiB) in NPT01, so that every later write of L1 exits; a
+//     page given back (sh_unprotect_gfn) is made writable again by
+//     unprotect_l1_page. Both run under the primary VM's mmu lock, which
+//     orders them against every shadow change: a shadowed page is never
+//     writable. A write to a page the engine shadows is emulated through it
+//     (MOV, XCHG, CMPXCHG: sh_emulate_update, recursive orphan reclaim); any
+//     other write, or one to a page no longer shadowed, gives the page back
+//     to L1 (its shadow pages zapped) and L1 retries the instruction.
+//   - The engine's walk of NPT12 also says what L1 would have seen (present,
+//     reserved bits): the error code of a fault reflected to L1.
 #include "arch/x86/cpu.h"
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/slat.h"
 #include "arch/x86/svm/nested.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/page_pool.h"
 #include "core/plan.h"
 #include "mm/shadow.h"
-#include "mm/sync.h"
 
 // Shadow pages at most (NPT02 tables; each also costs a metadata page): a
 // bound on what L1 can make Slat allocate, whatever its guests do.
@@ -49,7 +52,6 @@ static struct {
 	struct sh_mmu *sh;
 	struct s2_vm *vm;
 	struct s2_root *root01;
-	struct mm_spinlock wp_lock;
 	uint64_t rsvd_mask;  // NPT entry bits above the CPU's physical width (to 51)
 	uint64_t empty_root; // NPT02 while L1's maps nothing: every access faults
 	struct l1_slot slots[PLAN_MAX_RANGES];
@@ -100,6 +102,8 @@ static void nested_flush(void *ctx, struct s2_vm *vm)
 }
 
 static void stats_leaf(uint32_t out[4]);
+static int protect_l1_page(void *ctx, unsigned as, uint64_t gfn);
+static void unprotect_l1_page(void *ctx, unsigned as, uint64_t gfn);
 
 static void nested_unmap(uint64_t pa, uint64_t size)
 {
@@ -117,7 +121,6 @@ bool svm_nested_mmu_init(const struct slat_plan *plan)
 	nm.root01 = x86_slat_primary_root();
 	if (!nm.vm || !nm.root01)
 		return false;
-	mm_spin_init(&nm.wp_lock);
 	nm.rsvd_mask = PTE_ADDR & ~((1ull << (phys < 52 ? phys : 52)) - 1);
 	for (unsigned i = 0; i < plan->n_ranges && i < PLAN_MAX_RANGES; i++) {
 		const struct plan_range *r = &plan->ranges[i];
@@ -140,6 +143,8 @@ bool svm_nested_mmu_init(const struct slat_plan *plan)
 	    .guest_pages = (uint64_t)NESTED_QUOTA * 50,
 	    .quota = NESTED_QUOTA,
 	    .non_recursive = plan->nested_reclaim == CFG_RECLAIM_NONE, // benchmark baseline
+	    .track = {protect_l1_page, unprotect_l1_page, NULL},
+	    .l1_rsvd_mask = nm.rsvd_mask,
 	    .flush = nested_flush,
 	};
 	int e = sh_create(nm.vm, &cfg, &nm.sh);
@@ -167,16 +172,13 @@ bool svm_nested_l1_ram(uint64_t gpa, uint64_t len)
 }
 
 // Gives page `gpa` back to L1: its shadow pages go, then NPT01 maps it
-// writable again (in that order: a shadowed page is never writable).
+// writable again (the engine's unprotect hook, in that order).
 static void give_back(uint64_t gpa)
 {
 	struct zap_timer t = zap_start();
 
-	mm_spin_lock(&nm.wp_lock);
 	if (sh_unprotect_gfn(nm.sh, 0, gpa >> 12))
 		NESTED_COUNT(unprotects);
-	x86_slat_primary_protect(gpa & ~0xfffull, 4096, S2_PROT_RWX);
-	mm_spin_unlock(&nm.wp_lock);
 	zap_end(t);
 }
 
@@ -189,64 +191,32 @@ void svm_nested_before_write(uint64_t gpa)
 		give_back(gpa);
 }
 
-// Write-protects L1 page `gpa` in NPT01 (4 KiB; a no-op when it already is).
-// False when it is not L1's RAM or no table page was left for the split.
-static bool track_page(uint64_t gpa)
+// sh_track_ops.protect (the mmu lock held): L1 page `gfn` read-only in NPT01
+// (4 KiB; a no-op when it already is). S2_E_INVAL when it is not L1's RAM,
+// S2_E_NOMEM when no table page was left for the split.
+static int protect_l1_page(void *ctx, unsigned as, uint64_t gfn)
 {
-	static struct log_once nomem;
 	struct s2_xlate x;
 
-	s2_translate(nm.vm, nm.root01, gpa, &x);
+	s2_translate(nm.vm, nm.root01, gfn << 12, &x);
 	if (!x.mapped || x.mt != S2_MT_WB)
-		return false;
+		return S2_E_INVAL;
 	if (!(x.prot & S2_PROT_W))
-		return true;
-	int e = x86_slat_primary_protect(gpa & ~0xfffull, 4096, S2_PROT_R | S2_PROT_X);
-	if (e) {
-		if (log_once_first(&nomem, 0))
-			log_err("svm: nested: cannot write-protect L1 page 0x%llx (error %d)\n",
-				(unsigned long long)gpa, e);
-		return false;
-	}
-	NESTED_COUNT(wp_pages);
-	return true;
+		return 0;
+	int e = x86_slat_primary_protect_locked(gfn << 12, 4096, S2_PROT_R | S2_PROT_X);
+	if (!e)
+		NESTED_COUNT(wp_pages);
+	return e;
 }
 
-// ---- L1's NPT12 -------------------------------------------------------------------
-struct npt12_walk {
-	uint64_t table[4]; // table pages the walk read, root first
-	unsigned n;
-	bool leaf; // a present leaf maps the address
-	bool rsvd; // a present entry has reserved bits set
-};
-
-static unsigned npt_index(uint64_t gpa, unsigned level)
+// sh_track_ops.unprotect (the mmu lock held): no shadow page reads it any more.
+static void unprotect_l1_page(void *ctx, unsigned as, uint64_t gfn)
 {
-	return (unsigned)(gpa >> (12 + 9 * level)) & 511;
-}
+	struct s2_xlate x;
 
-static void npt12_walk(uint64_t ncr3, uint64_t gpa, struct npt12_walk *w)
-{
-	uint64_t table = ncr3 & PTE_ADDR;
-
-	*w = (struct npt12_walk){0};
-	for (int level = 3; level >= 0; level--) {
-		uint64_t e;
-
-		w->table[w->n++] = table;
-		if (!x86_guest_read_phys(table + 8 * npt_index(gpa, (unsigned)level), &e, 8) ||
-		    !(e & NPT_P))
-			return;
-		if ((e & nm.rsvd_mask) || (level == 3 && (e & NPT_PS))) {
-			w->rsvd = true;
-			return;
-		}
-		if (level == 0 || (e & NPT_PS)) {
-			w->leaf = true;
-			return;
-		}
-		table = e & PTE_ADDR;
-	}
+	s2_translate(nm.vm, nm.root01, gfn << 12, &x);
+	if (x.mapped && x.mt == S2_MT_WB && !(x.prot & S2_PROT_W))
+		x86_slat_primary_protect_locked(gfn << 12, 4096, S2_PROT_RWX);
 }
 
 // ---- roots ------------------------------------------------------------------------
@@ -281,10 +251,7 @@ bool svm_nested_root(struct svm_cpu *c, uint64_t root4)
 	if (n->root && n->root_gpa == gpa && !sh_root_is_invalid(n->root))
 		return true;
 	svm_nested_root_drop(c);
-	mm_spin_lock(&nm.wp_lock);
-	bool ok = track_page(gpa) && sh_root_get(nm.sh, 0, gpa, &n->root) == 0;
-	mm_spin_unlock(&nm.wp_lock);
-	if (!ok) {
+	if (sh_root_get(nm.sh, 0, gpa, &n->root)) {
 		n->root = NULL;
 		return false;
 	}
@@ -310,13 +277,13 @@ static unsigned npf_access(uint64_t info1)
 
 // What L1 would have seen: the access bits of the real fault, P when NPT12
 // maps the address (a permission fault) or has reserved bits, RSVD then.
-static uint64_t npf_error12(uint64_t info1, const struct npt12_walk *w)
+static uint64_t npf_error12(uint64_t info1, const struct sh_fault_info *fi)
 {
 	uint64_t e = info1 & (NPF_W | NPF_U | NPF_ID | NPF_FINAL | NPF_WALK);
 
-	if (w->leaf || w->rsvd)
+	if (fi->present)
 		e |= NPF_P;
-	if (w->rsvd)
+	if (fi->rsvd)
 		e |= NPF_RSVD;
 	return e;
 }
@@ -324,9 +291,7 @@ static uint64_t npf_error12(uint64_t info1, const struct npt12_walk *w)
 bool svm_nested_npf(struct svm_cpu *c, uint64_t ncr3, uint64_t info1, uint64_t gpa, uint64_t *err12)
 {
 	static struct log_once no_ram, no_room;
-	struct npt12_walk w;
-	struct sh_fault_info fi;
-	bool tracked = true;
+	struct sh_fault_info fi = {0};
 	int r = S2_E_NOMEM;
 
 	uint64_t root4;
@@ -343,15 +308,7 @@ bool svm_nested_npf(struct svm_cpu *c, uint64_t ncr3, uint64_t info1, uint64_t g
 		NESTED_COUNT(npf_reflected);
 		return false;
 	}
-	mm_spin_lock(&nm.wp_lock);
-	npt12_walk(root4, gpa, &w);
-	// Every table the engine reads is write-protected first (the leaf's
-	// target is not a table: it stays as it is).
-	for (unsigned i = 0; i < w.n; i++)
-		tracked = tracked && track_page(w.table[i]);
-	r = tracked ? sh_fault(nm.sh, c->nested.root, gpa, npf_access(info1), &fi) : SH_FAULT_L1;
-	mm_spin_unlock(&nm.wp_lock);
-
+	r = sh_fault(nm.sh, c->nested.root, gpa, npf_access(info1), &fi);
 	switch (r) {
 	case SH_FAULT_MAPPED:
 		NESTED_COUNT(npf_fixed);
@@ -363,14 +320,14 @@ bool svm_nested_npf(struct svm_cpu *c, uint64_t ncr3, uint64_t info1, uint64_t g
 		give_back(fi.l1_gpa);
 		return true;
 	case SH_FAULT_MMIO:
-		if (w.leaf && !w.rsvd && log_once_first(&no_ram, 0))
+		if (log_once_first(&no_ram, 0))
 			log_warn("svm: nested: L1 maps L2 0x%llx to 0x%llx, which is not its RAM: "
 				 "reflected as a fault\n",
 				 (unsigned long long)gpa, (unsigned long long)fi.l1_gpa);
 		break;
 	case SH_FAULT_L1:
 		break;
-	default: // out of memory, or the quota holds only roots in use
+	default: // out of memory with only roots in use left
 	no_room:
 		NESTED_COUNT(nospc);
 		if (log_once_first(&no_room, 0))
@@ -381,7 +338,7 @@ bool svm_nested_npf(struct svm_cpu *c, uint64_t ncr3, uint64_t info1, uint64_t g
 		return false;
 	}
 	NESTED_COUNT(npf_reflected);
-	*err12 = npf_error12(info1, &w);
+	*err12 = npf_error12(info1, &fi);
 	return false;
 }
 
@@ -510,4 +467,12 @@ void svm_nested_mmu_summary(void)
 		 (unsigned long long)s.slot_zaps, (unsigned long long)svm_nested_stats.zap_max_sps,
 		 (unsigned long long)svm_nested_stats.zap_max_us,
 		 sh_check(nm.sh) ? "FAILED" : "ok");
+	log_info("slat: nested shadow memory: %llu reclaims (%llu allocations refused), %llu L1 "
+		 "pages write-protected; Slat's table pages %llu live (max %llu), %llu KiB of its "
+		 "region never used\n",
+		 (unsigned long long)s.reclaims, (unsigned long long)s.nomem,
+		 (unsigned long long)s.protects,
+		 (unsigned long long)page_pool_live(svm_slat_ops.pool),
+		 (unsigned long long)svm_slat_ops.pool->max,
+		 (unsigned long long)region_free_bytes(svm_slat_ops.pool->region) / 1024);
 }
