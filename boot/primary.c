@@ -171,7 +171,8 @@ static EFI_STATUS prepare_plan(EFI_HANDLE image, EFI_BOOT_SERVICES *bs, const st
 	*p = (struct slat_plan){.fw = *fw,
 				.log_level = (unsigned)log_get_level(),
 				.zap_mode = (unsigned)boot_cfg.zap_mode,
-				.nested_reclaim = (unsigned)boot_cfg.nested_reclaim};
+				.nested_reclaim = (unsigned)boot_cfg.nested_reclaim,
+				.nested_quota = boot_cfg.nested_quota};
 	if (EFI_ERROR((s = image_base(bs, image, &p->image_base))) ||
 	    EFI_ERROR((s = resident_alloc_region(bs, SLAT_REGION_SIZE, &p->region))))
 		return s;

@@ -161,6 +161,23 @@ static const char *const reclaim_names[] = {"recursive", "none"};
 static const char *const no_yes_names[] = {"no", "yes"};
 static const char *const off_on_names[] = {"off", "on"};
 
+// A decimal number in [lo, hi].
+static bool number(struct parser *ps, struct span v, unsigned int lo, unsigned int hi,
+		   unsigned int *out)
+{
+	unsigned long long n = 0;
+	size_t i = 0;
+
+	for (; i < v.n && v.p[i] >= '0' && v.p[i] <= '9' && n <= hi; i++)
+		n = n * 10 + (unsigned)(v.p[i] - '0');
+	if (!v.n || i != v.n || n < lo || n > hi) {
+		complain(ps, CFG_ERROR, "not a number in range:", v, "line ignored, default kept");
+		return false;
+	}
+	*out = (unsigned int)n;
+	return true;
+}
+
 static bool choose(struct parser *ps, struct span v, const char *const *names, unsigned int count,
 		   unsigned int *out)
 {
@@ -183,10 +200,12 @@ enum key_id {
 	KEY_REGION_ARG,
 	KEY_HYPERVISOR,
 	KEY_NESTED_RECLAIM,
+	KEY_NESTED_QUOTA,
 	KEY_COUNT
 };
 static const char *const key_names[KEY_COUNT] = {
-    "loader", "initrd", "cmdline", "log", "zap", "region_arg", "hypervisor", "nested_reclaim"};
+    "loader",	  "initrd",	"cmdline",	  "log",	 "zap",
+    "region_arg", "hypervisor", "nested_reclaim", "nested_quota"};
 
 static void apply(struct parser *ps, enum key_id key, struct span v)
 {
@@ -234,6 +253,9 @@ static void apply(struct parser *ps, enum key_id key, struct span v)
 		if (ok)
 			cfg->nested_reclaim = (enum cfg_nested_reclaim)choice;
 		break;
+	case KEY_NESTED_QUOTA:
+		ok = number(ps, v, CFG_NESTED_QUOTA_MIN, CFG_NESTED_QUOTA_MAX, &cfg->nested_quota);
+		break;
 	case KEY_COUNT:
 		break;
 	}
@@ -268,7 +290,7 @@ static void parse_line(struct parser *ps, struct span line)
 	}
 	complain(ps, CFG_ERROR, "unknown key", key,
 		 "line ignored (keys: loader, initrd, cmdline, log, zap, region_arg, hypervisor, "
-		 "nested_reclaim)");
+		 "nested_reclaim, nested_quota)");
 }
 
 static void set_str(char *dst, size_t cap, const char *src)
@@ -288,6 +310,7 @@ void cfg_set_defaults(struct slat_config *cfg, const char *loader, const char *i
 	cfg->log_level = CFG_LOG_INFO;
 	cfg->zap_mode = CFG_ZAP_SLOT;
 	cfg->nested_reclaim = CFG_RECLAIM_RECURSIVE;
+	cfg->nested_quota = CFG_NESTED_QUOTA_DEFAULT;
 	cfg->region_arg = false;
 	cfg->hypervisor = true;
 	cfg->errors = 0;

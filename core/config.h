@@ -20,6 +20,9 @@
 //   nested_reclaim = recursive|none    nested SVM's shadow pages: orphans
 //                                      reclaimed recursively (default), or
 //                                      left to the quota (benchmark baseline)
+//   nested_quota = 256                 nested SVM's shadow pages at most
+//                                      (16-4096): past it the oldest are zapped
+//                                      and refaulted
 //
 // Paths are ESP paths; `/` is accepted and turned into `\`. Every problem is
 // reported with its line number; the offending line is ignored and the value
@@ -52,6 +55,10 @@ enum cfg_nested_reclaim {
 	CFG_RECLAIM_NONE,      // the pre-2020 behaviour, for side-by-side measurement
 };
 
+#define CFG_NESTED_QUOTA_MIN	 16
+#define CFG_NESTED_QUOTA_MAX	 4096
+#define CFG_NESTED_QUOTA_DEFAULT 256
+
 struct slat_config {
 	char loader[CFG_PATH_MAX];
 	char initrd[CFG_PATH_MAX]; // empty: no initrd
@@ -61,8 +68,9 @@ struct slat_config {
 	bool region_arg; // append slat.region=BASE,SIZE to the load options
 	bool hypervisor; // false: no virtualization mode, the loader runs bare
 	enum cfg_nested_reclaim nested_reclaim;
-	unsigned int errors;   // lines ignored because they were wrong
-	unsigned int warnings; // lines accepted with a remark (e.g. duplicate key)
+	unsigned int nested_quota; // shadow pages of nested SVM at most
+	unsigned int errors;	   // lines ignored because they were wrong
+	unsigned int warnings;	   // lines accepted with a remark (e.g. duplicate key)
 };
 
 enum cfg_severity { CFG_WARNING, CFG_ERROR };

@@ -34,6 +34,7 @@ struct slat_plan {
 	unsigned log_level;	 // enum log_level for the resident copy
 	unsigned zap_mode;	 // enum cfg_zap_mode from slat.cfg: the SLAT's memslot policy
 	unsigned nested_reclaim; // enum cfg_nested_reclaim from slat.cfg (nested SVM)
+	unsigned nested_quota;	 // shadow pages at most, from slat.cfg (nested SVM)
 	unsigned n_ranges;	 // memory the firmware reports, sorted, merged
 	struct plan_range ranges[PLAN_MAX_RANGES];
 };

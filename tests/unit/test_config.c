@@ -215,6 +215,28 @@ static void test_nested_reclaim_key(void **state)
 	assert_int_equal(cfg.nested_reclaim, CFG_RECLAIM_RECURSIVE);
 }
 
+// nested_quota: a number in range; anything else is refused and the default
+// (256) stays.
+static void test_nested_quota_key(void **state)
+{
+	struct slat_config cfg;
+	struct diag_log d;
+	defaults(&cfg);
+	assert_int_equal(cfg.nested_quota, 256);
+	assert_int_equal(parse(&cfg, &d, "nested_quota = 24\n"), 0);
+	assert_int_equal(cfg.nested_quota, 24);
+	assert_int_equal(parse(&cfg, &d, "nested_quota = 4096\n"), 0);
+	assert_int_equal(cfg.nested_quota, 4096);
+	const char *bad[] = {"nested_quota = 15\n",  "nested_quota = 4097\n",
+			     "nested_quota = 1e3\n", "nested_quota =\n",
+			     "nested_quota = -20\n", "nested_quota = 99999999999999999999999\n"};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(&cfg, &d, bad[i]), 1);
+		assert_non_null(strstr(d.msgs[0], "not a number in range"));
+		assert_int_equal(cfg.nested_quota, 4096);
+	}
+}
+
 static void test_bad_region_arg_and_hypervisor_values(void **state)
 {
 	struct slat_config cfg;
@@ -260,6 +282,7 @@ int main(void)
 	    cmocka_unit_test(test_bom_and_control_characters),
 	    cmocka_unit_test(test_region_arg_and_hypervisor_keys),
 	    cmocka_unit_test(test_nested_reclaim_key),
+	    cmocka_unit_test(test_nested_quota_key),
 	    cmocka_unit_test(test_bad_region_arg_and_hypervisor_values),
 	    cmocka_unit_test(test_names),
 	};

@@ -112,8 +112,9 @@ int svm_resident_init(struct svm_boot_args *a)
 		log_warn("slat: secondary VMs unavailable\n");
 	if (svm_nested_init(r, &svm_plan))
 		log_info("slat: nested SVM offered to the primary (NPT02 in the shadow engine, %s "
-			 "reclaim of orphans)\n",
-			 svm_plan.nested_reclaim == CFG_RECLAIM_NONE ? "no" : "recursive");
+			 "reclaim of orphans, quota %u shadow pages)\n",
+			 svm_plan.nested_reclaim == CFG_RECLAIM_NONE ? "no" : "recursive",
+			 svm_plan.nested_quota);
 	log_info("slat: region 0x%llx-0x%llx (%llu KiB used), TSC %llu kHz\n",
 		 (unsigned long long)r->base, (unsigned long long)(r->base + r->size - 1),
 		 (unsigned long long)(r->used / 1024), (unsigned long long)(a->tsc_hz / 1000));
