@@ -25,6 +25,7 @@
 #include "arch/x86/decode.c"
 #include "arch/x86/exit.c"
 #include "arch/x86/handle_exit.c"
+#include "arch/x86/l1_write.c"
 #include "arch/x86/msr.c"
 #include "arch/x86/nmi.c"
 #include "arch/x86/svm/exit_decode.c"
@@ -53,6 +54,27 @@ bool hv_primary_fault_retry(struct vcpu *v, uint64_t pa)
 {
 	hv_retry_calls++;
 	return hv_retry_answer;
+}
+
+// ---- the shadow engine's emulated update (mm/shadow.h), faked: one word ---------
+static struct {
+	uint64_t word, gpa;
+	unsigned bytes, calls;
+	bool compared;
+} l1w;
+int sh_emulate_update(struct sh_mmu *m, unsigned as, uint64_t gpa, unsigned bytes,
+		      const uint64_t *expect, uint64_t val, uint64_t *old)
+{
+	uint64_t mask = bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1;
+
+	l1w.calls++;
+	l1w.gpa = gpa;
+	l1w.bytes = bytes;
+	l1w.compared = expect != NULL;
+	*old = l1w.word & mask;
+	if (!expect || *expect == *old)
+		l1w.word = (l1w.word & ~mask) | (val & mask);
+	return 0;
 }
 
 // ---- the fake back end -------------------------------------------------------
@@ -1118,10 +1140,80 @@ static void test_vendors_virt_insn(void **state)
 	only_exit(&o, EXIT_OTHER);
 }
 
+// ---- L1's writes to its shadowed tables (l1_write.c) ---------------------------
+#define L1W(v, fl, ...)                                                                            \
+	({                                                                                         \
+		static const uint8_t c_[] = {__VA_ARGS__};                                         \
+		static uint8_t b_[32];                                                             \
+		memset(b_, 0x90, sizeof(b_));                                                      \
+		memcpy(b_, c_, sizeof(c_));                                                        \
+		(v)->arch.rip = (uint64_t)(uintptr_t)b_;                                           \
+		x86_l1_write_emulate(v, NULL, 0x5000, fl)                                          \
+		    ? (v)->arch.rip - (uint64_t)(uintptr_t)b_                                      \
+		    : 0;                                                                           \
+	})
+
+// MOV, XCHG and CMPXCHG change memory, registers and flags as the CPU would;
+// anything else is refused with nothing changed.
+static void test_l1_write_emulation(void **state)
+{
+	struct vcpu *v = setup();
+	uint64_t fl = 0x2;
+
+	memset(&l1w, 0, sizeof(l1w));
+	v->arch.gpr[X86_RDX] = 0x7010;
+	v->arch.gpr[X86_RSI] = 0x1111222233334444ull;
+	assert_int_equal(L1W(v, &fl, 0x48, 0x89, 0x32), 3); // mov [rdx], rsi
+	assert_int_equal(l1w.gpa, 0x5010);		    // the page's, at the operand's offset
+	assert_int_equal(l1w.bytes, 8);
+	assert_int_equal(l1w.word, 0x1111222233334444ull);
+	assert_false(l1w.compared);
+
+	// xchg [rdx], esi: the old low half comes back, zero-extended.
+	l1w.word = 0xaaaabbbbccccddddull;
+	assert_int_equal(L1W(v, &fl, 0x87, 0x32), 2);
+	assert_int_equal(l1w.word, 0xaaaabbbb33334444ull);
+	assert_int_equal(v->arch.gpr[X86_RSI], 0xccccddddull);
+
+	// lock cmpxchg [rdx], rsi, equal: stored, ZF set, RAX kept.
+	v->arch.gpr[X86_RAX] = l1w.word;
+	v->arch.gpr[X86_RSI] = 7;
+	assert_int_equal(L1W(v, &fl, 0xf0, 0x48, 0x0f, 0xb1, 0x32), 5);
+	assert_true(l1w.compared);
+	assert_int_equal(l1w.word, 7);
+	assert_true(fl & (1u << 6));
+	// Not equal: nothing stored, ZF clear, RAX gets what memory holds.
+	// The flags are CMP's of RAX with memory: 6 - 7 borrows (CF, SF).
+	v->arch.gpr[X86_RAX] = 6;
+	v->arch.gpr[X86_RSI] = 9;
+	assert_int_equal(L1W(v, &fl, 0xf0, 0x48, 0x0f, 0xb1, 0x32), 5);
+	assert_int_equal(l1w.word, 7);
+	assert_int_equal(fl & 0x8d5, 0x1 | 0x4 | 0x10 | 0x80); // CF PF AF SF
+	assert_int_equal(v->arch.gpr[X86_RAX], 7);
+
+	// mov word [rdx], 0x1234 (C7 with 66): two bytes.
+	assert_int_equal(L1W(v, &fl, 0x66, 0xc7, 0x02, 0x34, 0x12), 5);
+	assert_int_equal(l1w.bytes, 2);
+	assert_int_equal(l1w.word, 0x1234);
+
+	// Refused: a byte store, a misaligned one, a register operand, ADD.
+	unsigned calls = l1w.calls;
+	uint64_t rip_fl = fl;
+	assert_int_equal(L1W(v, &fl, 0x88, 0x32), 0); // mov byte [rdx], dh
+	v->arch.gpr[X86_RDX] = 0x7011;
+	assert_int_equal(L1W(v, &fl, 0x89, 0x32), 0);	    // mov [rdx], esi, misaligned
+	assert_int_equal(L1W(v, &fl, 0x48, 0x89, 0xf2), 0); // mov rdx, rsi
+	v->arch.gpr[X86_RDX] = 0x7010;
+	assert_int_equal(L1W(v, &fl, 0x48, 0x01, 0x32), 0); // add [rdx], rsi
+	assert_int_equal(l1w.calls, calls);
+	assert_int_equal(fl, rip_fl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_decode_lengths_64),
+	    cmocka_unit_test(test_l1_write_emulation),
 	    cmocka_unit_test(test_decode_mov_operands),
 	    cmocka_unit_test(test_decode_effective_address),
 	    cmocka_unit_test(test_decode_32bit_mode),

@@ -21,6 +21,7 @@
 //     reserved bits): the error code of a fault reflected to L1.
 #include "arch/x86/cpu.h"
 #include "arch/x86/fmt_x86.h"
+#include "arch/x86/l1_write.h"
 #include "arch/x86/slat.h"
 #include "arch/x86/svm/nested.h"
 #include "core/config.h"
@@ -28,10 +29,6 @@
 #include "core/page_pool.h"
 #include "core/plan.h"
 #include "mm/shadow.h"
-
-// Shadow pages at most (NPT02 tables; each also costs a metadata page): a
-// bound on what L1 can make Slat allocate, whatever its guests do.
-#define NESTED_QUOTA 256
 
 #define NPF_P	  (1ull << 0)
 #define NPF_W	  (1ull << 1)
@@ -140,8 +137,11 @@ bool svm_nested_mmu_init(const struct slat_plan *plan)
 	const struct sh_config cfg = {
 	    .fmt = &s2_fmt_npt4,
 	    .ia_bits = 48,
-	    .guest_pages = (uint64_t)NESTED_QUOTA * 50,
-	    .quota = NESTED_QUOTA,
+	    // slat.cfg's nested_quota: shadow pages at most (NPT02 tables, each
+	    // with one or three metadata pages), a bound on what L1 can make
+	    // Slat allocate whatever its guests do; the rmap hash is sized for it.
+	    .guest_pages = (uint64_t)plan->nested_quota * 50,
+	    .quota = plan->nested_quota,
 	    .non_recursive = plan->nested_reclaim == CFG_RECLAIM_NONE, // benchmark baseline
 	    .track = {protect_l1_page, unprotect_l1_page, NULL},
 	    .l1_rsvd_mask = nm.rsvd_mask,
@@ -343,74 +343,15 @@ bool svm_nested_npf(struct svm_cpu *c, uint64_t ncr3, uint64_t info1, uint64_t g
 }
 
 // ---- L1's writes to pages Slat tracks ------------------------------------------------
-static uint64_t size_mask(unsigned size)
-{
-	return size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
-}
-
-// A register written with a `size`-byte result (32-bit results zero-extend).
-static void set_reg(uint64_t *r, unsigned size, uint64_t val)
-{
-	*r = size >= 4 ? val & size_mask(size) : (*r & ~size_mask(size)) | (val & size_mask(size));
-}
-
-// RFLAGS after CMP of `a` with `b` (a - b), `size` bytes.
-static uint64_t cmp_flags(uint64_t rflags, uint64_t a, uint64_t b, unsigned size)
-{
-	uint64_t m = size_mask(size), d = (a - b) & m, sign = 1ull << (8 * size - 1);
-	uint64_t f = rflags & ~0x8d5ull; // CF PF AF ZF SF OF
-
-	f |= (a & m) < (b & m) ? 1 : 0;			    // CF
-	f |= __builtin_parityll(d & 0xff) ? 0 : 1ull << 2;  // PF: even parity
-	f |= ((a ^ b ^ d) & 0x10) ? 1ull << 4 : 0;	    // AF
-	f |= d == 0 ? 1ull << 6 : 0;			    // ZF
-	f |= (d & sign) ? 1ull << 7 : 0;		    // SF
-	f |= (((a ^ b) & (a ^ d)) & sign) ? 1ull << 11 : 0; // OF
-	return f;
-}
-
-// MOV r/m,r (89), MOV r/m,imm (C7), XCHG (87), CMPXCHG (0F B1), aligned, of
-// 2, 4 or 8 bytes: done through the engine. False: not one of those.
+// An instruction arch/x86/l1_write.c emulates through the engine.
 static bool emulate_write(struct svm_cpu *c, uint64_t gpa)
 {
-	struct vcpu *v = c->vcpu;
-	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
-	struct x86_insn in;
-	uint64_t val, old, expect;
-	const uint64_t *cmp = NULL;
-
-	if (!x86_decode(v, &in) || !in.has_modrm || (in.modrm >> 6) == 3 || !in.ea_ok)
-		return false;
-	// QEMU reports the faulting page, not the byte: the offset comes from
-	// the operand's address (page offsets are the same in every space).
-	gpa = (gpa & ~0xfffull) | (in.ea & 0xfff);
-	unsigned size = in.op_size;
-	if ((gpa & (size - 1)) || size < 2)
-		return false;
-	if (!in.two_byte && (in.opcode == 0x89 || in.opcode == 0x87))
-		val = v->arch.gpr[in.reg];
-	else if (!in.two_byte && in.opcode == 0xc7)
-		val = in.imm;
-	else if (in.two_byte && in.opcode == 0xb1) {
-		val = v->arch.gpr[in.reg];
-		expect = v->arch.gpr[X86_RAX] & size_mask(size);
-		cmp = &expect;
-	} else
-		return false;
 	struct zap_timer t = zap_start();
-	if (sh_emulate_update(nm.sh, 0, gpa, size, cmp, val & size_mask(size), &old))
+	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
+
+	if (!x86_l1_write_emulate(c->vcpu, nm.sh, gpa, vmcb64(vmcb, VMCB_RFLAGS)))
 		return false;
 	zap_end(t);
-	if (!in.two_byte && in.opcode == 0x87)
-		set_reg(&v->arch.gpr[in.reg], size, old);
-	if (cmp) {
-		*vmcb64(vmcb, VMCB_RFLAGS) =
-		    cmp_flags(*vmcb64(vmcb, VMCB_RFLAGS), expect, old, size);
-		if (old != expect)
-			set_reg(&v->arch.gpr[X86_RAX], size, old);
-	}
-	unsigned len = v->arch.ops->insn_len(v);
-	v->arch.rip += len ? len : in.len;
 	NESTED_COUNT(emulated_writes);
 	return true;
 }
