@@ -45,7 +45,8 @@ aarch64)
 	;;
 x86_64)
 	karch=x86_64 cross=
-	tests+=(set_memory_region_test x86_64/xapic_ipi_test)
+	# kvm_page_table_test: an L1 workload for nested SVM (tests/guest/nested.sh)
+	tests+=(set_memory_region_test x86_64/xapic_ipi_test kvm_page_table_test)
 	;;
 *)
 	echo "kvm-selftests.sh: unknown arch '$arch' (aarch64 or x86_64)" >&2

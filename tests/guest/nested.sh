@@ -27,6 +27,12 @@ run() {
 	sed "s/^/SLAT-GUEST: nested: $name: /" /tmp/out | tail -n 60
 	echo "SLAT-GUEST: nested: $name exit $rc"
 }
+# First a working set larger than Slat's shadow quota (the boot test sets
+# nested_quota = 16; 32 MiB of L2 memory touched in every stage needs some 20
+# shadow pages): Slat evicts its oldest shadow pages and L2 refaults them,
+# and every L2 guest after it must still work. kvm_page_table_test with
+# 256 MiB was the workload that once left L1 without L2 guests for good.
+run kvm_page_table_test -b 32M -v 2
 run memslot_modification_stress_test -i 20 -v 2 -b 8M
 run set_memory_region_test
 # The churn of small L2 VMs (slat-nested-churn): Slat's shadow pages back at
