@@ -420,6 +420,24 @@ static void test_quota_default(void **state)
 // Under a quota of 12, 40 regions of 3 SPs each (one per 512 GiB root entry):
 // the oldest non-root SPs are
 // recycled, the root never (I2.5), and every touched page is mapped.
+// L2 touches one page in each of 40 regions, one per 512 GiB root entry (3 new
+// SPs each): every touch maps the right page, the root stays valid, the
+// engine stays consistent and never holds more than `max_used` SPs.
+static void touch_40_regions(struct sht *t, uint64_t root_gpa, struct sh_page *root,
+			     uint64_t max_used)
+{
+	for (unsigned r = 0; r < 40; r++) {
+		uint64_t l2 = (uint64_t)r << 39;
+
+		sht_map(t, root_gpa, l2, 8 * MiB + r * SHT_PAGE, S2_PROT_RWX);
+		sht_touch(t, root, l2, S2_PROT_R);
+		assert_int_equal(sht_xlate(t, root, l2).hpa, sht_hpa(t, 8 * MiB + r * SHT_PAGE));
+		assert_true(sht_stats(t).used <= max_used);
+		assert_false(sh_root_is_invalid(root));
+		check_clean(t);
+	}
+}
+
 static void test_quota_recycling(void **state)
 {
 	struct sht t;
@@ -429,17 +447,7 @@ static void test_quota_recycling(void **state)
 	sht_init_cfg(&t, 16 * MiB, &cfg);
 	uint64_t root_gpa = sht_new_table(&t);
 	assert_int_equal(sh_root_get(t.m, 0, root_gpa, &root), 0);
-	for (unsigned r = 0; r < 40; r++) {
-		uint64_t l2 = (uint64_t)r << 39;
-
-		sht_map(&t, root_gpa, l2, 8 * MiB + r * SHT_PAGE, S2_PROT_RWX);
-		sht_touch(&t, root, l2, S2_PROT_R);
-		assert_true(sht_xlate(&t, root, l2).mapped);
-		struct sh_stats s = sht_stats(&t);
-		assert_true(s.used <= 12);
-		assert_false(sh_root_is_invalid(root));
-		check_clean(&t);
-	}
+	touch_40_regions(&t, root_gpa, root, 12);
 	struct sh_stats s = sht_stats(&t);
 	assert_true(s.evicted >= 30);
 	assert_int_equal(s.nospc, 0);
@@ -497,15 +505,7 @@ static void test_pressure_reclaims_and_refills(void **state)
 	uint64_t root_gpa = sht_new_table(&t);
 	assert_int_equal(sh_root_get(t.m, 0, root_gpa, &root), 0);
 	t.be->page_limit = live_pages(&t) + 48;
-	for (unsigned r = 0; r < 40; r++) {
-		uint64_t l2 = (uint64_t)r << 39;
-
-		sht_map(&t, root_gpa, l2, 8 * MiB + r * SHT_PAGE, S2_PROT_RWX);
-		sht_touch(&t, root, l2, S2_PROT_R);
-		assert_int_equal(sht_xlate(&t, root, l2).hpa, sht_hpa(&t, 8 * MiB + r * SHT_PAGE));
-		assert_false(sh_root_is_invalid(root));
-		check_clean(&t);
-	}
+	touch_40_regions(&t, root_gpa, root, 2000);
 	struct sh_stats s = sht_stats(&t);
 	assert_true(s.nomem > 0);
 	assert_true(s.reclaims > 0 && s.reclaims <= s.nomem);
