@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * slat.ko internals: the hypercall layer (slat_hcall_<arch>.c), the deposit
- * pool (slat_pool.c), VMs and slots (slat_vm.c, slat_slot.c), vCPUs
- * (slat_vcpu.c) and the /dev/slat device (slat_main.c).
+ * pool (slat_pool.c), VMs (slat_vm.c), the memory slots of both APIs
+ * (slat_slot.c), vCPUs (slat_vcpu.c) and the /dev/slat device (slat_main.c).
  */
 #ifndef SLAT_KO_H
 #define SLAT_KO_H
@@ -12,6 +12,7 @@
 #include <linux/xarray.h>
 #include <linux/atomic.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/pfn.h>
 
 #include "core/hcall_abi.h"
@@ -58,12 +59,11 @@ extern u64 slat_hv_version;
 /* ---- VMs and slots (slat_vm.c, slat_slot.c) ---- */
 struct slat_vm {
 	struct kref ref;
-	u32 id;		      /* Slat's VM id */
-	u64 gpa_limit;	      /* /dev/kvm: slots must end at or below (0: Slat's own check) */
-	struct mutex lock;    /* slots and vCPU creation */
-	struct xarray slots;  /* slot index -> struct slat_mslot (/dev/slat) */
-	struct xarray kslots; /* slot index -> struct slat_kslot (/dev/kvm: lazy) */
-	struct xarray vcpus;  /* index -> 1 once created */
+	u32 id;		     /* Slat's VM id */
+	u64 gpa_limit;	     /* /dev/kvm: slots must end at or below (0: Slat's own check) */
+	struct mutex lock;   /* slots and vCPU creation */
+	struct xarray slots; /* slot index -> struct slat_mslot */
+	struct xarray vcpus; /* index -> 1 once created */
 	/* /dev/kvm on arm64: vcpu id -> struct slat_kvm_vcpu, for PSCI (its lock
 	 * guards their power state: slat_kvm_psci.c) */
 	struct xarray kvcpus;
@@ -73,20 +73,35 @@ struct slat_vm {
 	struct slat_irqchip *irqchip;
 };
 
+/* struct slat_mslot's flags */
+#define SLAT_SLOT_LAZY	   1u /* /dev/kvm: frames follow the VMM's mapping (else eager) */
+#define SLAT_SLOT_READONLY 2u /* KVM_MEM_READONLY: guest writes exit as MMIO */
+
+/* One slot of either API (slat_slot.c): eager, or lazy with a notifier. */
 struct slat_mslot {
+	struct slat_vm *vm;
+	u32 slot;
+	unsigned int flags; /* SLAT_SLOT_* */
 	u64 gpa, size, uaddr;
 	unsigned long npages;
-	struct page **pages; /* pinned, npages */
+	struct mutex lock;		 /* pages[] and present; taken after vm->lock */
+	struct page **pages;		 /* pinned and given to Slat, or NULL */
+	unsigned long present;		 /* non-NULL entries */
+	struct mmu_interval_notifier mn; /* lazy: the VMM's [uaddr, uaddr + size) */
+	bool mn_live;			 /* mn is inserted */
 };
 
 int slat_vm_create_fd(u32 flags);
 /* A VM in Slat and its record (one reference), or an ERR_PTR. */
 struct slat_vm *slat_vm_new(u32 flags, u32 vcpu_limit);
 void slat_vm_put(struct slat_vm *vm);
-int slat_slot_set(struct slat_vm *vm, const struct slat_slot *s);
-void slat_slots_release(struct slat_vm *vm);  /* after VM_DESTROY: unpin all */
-void slat_kslots_stop(struct slat_vm *vm);    /* before VM_DESTROY: notifiers off */
-void slat_kslots_release(struct slat_vm *vm); /* the same for /dev/kvm's regions */
+/* Add, delete (size 0) or move a slot; arguments checked by the API. -errno. */
+int slat_slot_update(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
+		     unsigned int flags);
+/* HC_EXIT_MEMFAULT on a lazy slot: 0 runs the vCPU again, or -errno. */
+int slat_slot_fault(struct slat_vm *vm, u32 slot, u32 index);
+void slat_slots_stop(struct slat_vm *vm);    /* before VM_DESTROY: notifiers off */
+void slat_slots_release(struct slat_vm *vm); /* after VM_DESTROY: unpin all */
 
 /* ---- vCPUs (slat_vcpu.c) ---- */
 struct slat_vcpu {

@@ -4,8 +4,9 @@
  * (Documentation/virt/kvm/api.rst, Linux 6.1) that KVM's selftests framework
  * and small VMMs use, answered with Slat's secondary VMs. A KVM VM is a
  * slat_vm, a KVM vCPU a slat_vcpu plus the struct kvm_run page the VMM
- * mmaps; KVM_SET_USER_MEMORY_REGION is the module's memslots (slat_slot.c:
- * the VMM's pages pinned and shared with the VM, the VMM keeps access).
+ * mmaps; KVM_SET_USER_MEMORY_REGION is the module's lazy slots (slat_slot.c:
+ * the VMM's pages pinned as the guest touches them and shared with the VM,
+ * the VMM keeps access).
  * Capabilities Slat does not implement answer 0, ioctls it does not know
  * -ENOTTY (system fd) or -EINVAL / -ENOTTY as KVM does, so a program skips
  * what Slat lacks.
@@ -46,7 +47,7 @@ static long slat_kvm_check_extension(long cap)
 	case KVM_CAP_USER_MEMORY:
 	case KVM_CAP_IMMEDIATE_EXIT:
 	case KVM_CAP_CHECK_EXTENSION_VM:
-	case KVM_CAP_SYNC_MMU: /* regions follow the VMM's mapping (slat_kslot.c) */
+	case KVM_CAP_SYNC_MMU: /* regions follow the VMM's mapping (slat_slot.c) */
 		return 1;
 	case KVM_CAP_READONLY_MEM: /* guest writes to such a region exit as MMIO */
 		return slat_kvm_readonly_ok();
@@ -96,60 +97,18 @@ static int slat_kvm_region_check(struct slat_kvm_vm *kvm,
 	return 0;
 }
 
-/*
- * Add (a lazy slot: pages get frames when the guest touches them), delete
- * (size 0), move (a new guest_phys_addr, the same frames); any other change
- * of a live region is -EINVAL, as in KVM.
- */
+/* A lazy slot (slat_slot.c): pages get frames when the guest touches them. */
 static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspace_memory_region *m)
 {
-	struct slat_vm *vm = kvm->vm;
-	struct slat_kslot *ks;
-	u64 r[3];
+	unsigned int flags = SLAT_SLOT_LAZY;
 	int rc = slat_kvm_region_check(kvm, m);
 
 	if (rc)
 		return rc;
-	mutex_lock(&vm->lock);
-	ks = xa_load(&vm->kslots, m->slot);
-	if (!m->memory_size) {
-		rc = ks ? slat_kslot_delete(ks) : -EINVAL;
-		if (!rc)
-			xa_erase(&vm->kslots, m->slot);
-	} else if (!ks) {
-		ks = slat_kslot_add(vm, m->slot, m->guest_phys_addr, m->memory_size,
-				    m->userspace_addr, m->flags & KVM_MEM_READONLY);
-		rc = IS_ERR(ks) ? PTR_ERR(ks)
-				: xa_err(xa_store(&vm->kslots, m->slot, ks, GFP_KERNEL));
-		if (rc && !IS_ERR(ks))
-			slat_kslot_delete(ks);
-	} else if (ks->size != m->memory_size || ks->uaddr != m->userspace_addr ||
-		   ks->readonly != !!(m->flags & KVM_MEM_READONLY)) {
-		/* KVM_MEM_READONLY cannot change on a live region either. */
-		rc = -EINVAL;
-	} else if (ks->gpa != m->guest_phys_addr) {
-		rc = slat_errno(slat_call(HC_SLOT_SET, vm->id, m->slot, HC_SLOT_MOVE,
-					  m->guest_phys_addr, 0, 0, r));
-		if (!rc)
-			ks->gpa = m->guest_phys_addr;
-	}
-	mutex_unlock(&vm->lock);
-	return rc;
-}
-
-/* A MEMFAULT exit: the page gets the VMM's frame; 0 runs the vCPU again. */
-static int slat_kvm_memfault(struct slat_kvm_vcpu *v, const struct hc_run *hr)
-{
-	struct slat_vm *vm = v->vc->vm;
-	struct slat_kslot *ks;
-	int rc = 0;
-
-	mutex_lock(&vm->lock);
-	ks = xa_load(&vm->kslots, hr->u.memfault.slot);
-	if (ks) /* else the region went away meanwhile: the access runs again */
-		rc = slat_kslot_fault(ks, hr->u.memfault.index);
-	mutex_unlock(&vm->lock);
-	return rc;
+	if (m->flags & KVM_MEM_READONLY)
+		flags |= SLAT_SLOT_READONLY; /* cannot change on a live region either */
+	return slat_slot_update(kvm->vm, m->slot, m->guest_phys_addr, m->memory_size,
+				m->userspace_addr, flags);
 }
 
 /* ---- vCPU fds ---- */
@@ -192,7 +151,7 @@ static int slat_kvm_translate(struct slat_kvm_vcpu *v, struct hc_run *hr, struct
 	if (rc == SLAT_KVM_TO_VMM)
 		return 0;
 	if (hr->reason == HC_EXIT_MEMFAULT) {
-		rc = slat_kvm_memfault(v, hr);
+		rc = slat_slot_fault(v->vc->vm, hr->u.memfault.slot, hr->u.memfault.index);
 		return rc ? rc : 1;
 	}
 	v->pending = hr->reason;

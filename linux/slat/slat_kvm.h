@@ -2,14 +2,13 @@
 /*
  * /dev/kvm over Slat (docs/kvm-api.md): the KVM API's system, VM and vCPU
  * file descriptors as a layer over the module's Slat objects (slat_vm,
- * slat_vcpu, the memslots of slat_slot.c). slat_kvm.c is the
+ * slat_vcpu, the lazy slots of slat_slot.c). slat_kvm.c is the
  * architecture-neutral part; slat_kvm_<arch>.c implements the contract below.
  */
 #ifndef SLAT_KVM_H
 #define SLAT_KVM_H
 
 #include <linux/kvm.h>
-#include <linux/mmu_notifier.h>
 #include <linux/wait.h>
 
 #include "slat.h"
@@ -18,27 +17,8 @@
 #define SLAT_KVM_RUN_SIZE   PAGE_SIZE
 #define SLAT_KVM_PIO_OFFSET (PAGE_SIZE - 64)
 
-/* A KVM memory region: a lazy slot whose frames follow the VMM's mapping. */
-struct slat_kslot {
-	struct slat_vm *vm;
-	u32 slot;
-	u64 gpa, size, uaddr;
-	unsigned long npages;
-	struct mutex lock;		 /* pages[] and present; taken after vm->lock */
-	struct page **pages;		 /* pinned and given to Slat, or NULL */
-	unsigned long present;		 /* non-NULL entries */
-	struct mmu_interval_notifier mn; /* the VMM's [uaddr, uaddr + size) */
-	bool mn_live;			 /* mn is inserted */
-	bool readonly;			 /* KVM_MEM_READONLY: guest writes exit as MMIO */
-};
-
-struct slat_kslot *slat_kslot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
-				  bool readonly);
 /* Slat answers read-only slots (ABI 1.2) */
 bool slat_kvm_readonly_ok(void);
-int slat_kslot_delete(struct slat_kslot *ks);
-void slat_kslot_release(struct slat_kslot *ks);
-int slat_kslot_fault(struct slat_kslot *ks, u32 index);
 
 struct slat_kvm_vm {
 	struct slat_vm *vm;   /* one reference, dropped when the VM fd closes */

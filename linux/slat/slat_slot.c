@@ -1,90 +1,144 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Memory slots with KVM's SET_USER_MEMORY_REGION semantics: a new slot pins
- * the VMM's pages and gives Slat their frame numbers (SLOT_SET ADD); size 0
- * deletes (SLOT_SET DELETE, then unpin: Slat has flushed by then); the same
- * size and address at a new guest_phys_addr moves (SLOT_SET MOVE). The VMM
- * keeps access to its memory (the frames are shared, not donated).
+ * Memory slots: the one layer that sends SLOT_SET, for /dev/slat and /dev/kvm
+ * alike, and owns the pins of the VMM's pages (slat_pinned_pages). Both APIs
+ * have KVM's SET_USER_MEMORY_REGION semantics: size 0 deletes (DELETE, then
+ * unpin: Slat has zapped and flushed by then), the same size, user address and
+ * flags at a new guest address moves (MOVE), any other change of a live slot
+ * is -EINVAL. The VMM keeps access to its memory (the frames are shared, not
+ * donated). A slot is one of two kinds:
+ *
+ * - eager (/dev/slat, docs/primary-module.md): every page of the VMM's range
+ *   is pinned at once and Slat gets their frame numbers (ADD).
+ * - lazy (/dev/kvm's regions, docs/kvm-api.md; ABI 1.1): the VMM's memory is
+ *   followed the way KVM follows it. The slot's pages have no frame
+ *   (ADD_EMPTY); the guest's first access to a page exits HC_EXIT_MEMFAULT,
+ *   and the module pins the VMM's page there and gives it to Slat (FILL);
+ *   when the VMM's mapping changes (munmap, MADV_DONTNEED, fork's
+ *   copy-on-write, migration...), an MMU interval notifier takes the range's
+ *   frames back (DROP: Slat zaps and flushes first) and unpins them, and the
+ *   guest faults the new pages in.
+ *
+ * Locking: vm->lock (the VM's slots) is taken before ms->lock (one slot's
+ * pages); the notifier takes ms->lock only. A fill pins with neither held
+ * (pinning may itself invalidate the range, e.g. breaking copy-on-write), and
+ * the notifier's sequence count tells it whether the range changed meanwhile
+ * (then it drops its pins and the guest retries).
  */
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include <linux/gfp.h>
 
 #include "slat.h"
 
-#define SLAT_PAGE_BYTES 4096ull
+/* Pages one MEMFAULT fills at most (those after the faulting page that lack a frame). */
+#define SLOT_FILL_MAX 16u
 
 atomic64_t slat_pinned_pages;
 
-static void slat_mslot_free(struct slat_mslot *ms)
+static void slot_unpin(struct slat_mslot *ms, unsigned long first, unsigned long n)
 {
-	unpin_user_pages_dirty_lock(ms->pages, ms->npages, true);
-	atomic64_sub(ms->npages, &slat_pinned_pages);
+	unsigned long i, done = 0;
+
+	for (i = first; i < first + n; i++) {
+		if (!ms->pages[i])
+			continue;
+		/* The guest cannot have written a read-only slot's pages. */
+		unpin_user_pages_dirty_lock(&ms->pages[i], 1, !(ms->flags & SLAT_SLOT_READONLY));
+		ms->pages[i] = NULL;
+		done++;
+	}
+	atomic64_sub(done, &slat_pinned_pages);
+}
+
+/* The record goes with every pin; Slat holds none of its frames any more. */
+static void slot_free(struct slat_mslot *ms)
+{
+	if (ms->mn_live)
+		mmu_interval_notifier_remove(&ms->mn);
+	slot_unpin(ms, 0, ms->npages);
 	kvfree(ms->pages);
 	kfree(ms);
 }
 
-static int slat_pin(struct slat_mslot *ms)
+/* The VMM's mapping of [range) changed: Slat gives those frames back first. */
+static bool slot_invalidate(struct mmu_interval_notifier *mn,
+			    const struct mmu_notifier_range *range, unsigned long cur_seq)
 {
-	unsigned long done = 0;
-	long got;
+	struct slat_mslot *ms = container_of(mn, struct slat_mslot, mn);
+	unsigned long lo = max(range->start, (unsigned long)ms->uaddr);
+	unsigned long hi = min(range->end, (unsigned long)(ms->uaddr + ms->size));
+	unsigned long first, n;
+	u64 r[3];
+	long st;
 
-	ms->pages = kvmalloc_array(ms->npages, sizeof(*ms->pages), GFP_KERNEL);
-	if (!ms->pages)
-		return -ENOMEM;
-	while (done < ms->npages) {
-		got = pin_user_pages_fast(ms->uaddr + done * PAGE_SIZE, ms->npages - done,
-					  FOLL_WRITE | FOLL_LONGTERM, ms->pages + done);
-		if (got <= 0)
-			break;
-		done += got;
+	if (mmu_notifier_range_blockable(range))
+		mutex_lock(&ms->lock);
+	else if (!mutex_trylock(&ms->lock))
+		return false;
+	mmu_interval_set_seq(mn, cur_seq);
+	if (lo < hi && ms->present) {
+		first = (lo - ms->uaddr) >> PAGE_SHIFT;
+		n = DIV_ROUND_UP(hi - ms->uaddr, PAGE_SIZE) - first;
+		/* DROP takes no memory from the pool: it cannot answer NOMEM. */
+		st = slat_call(HC_SLOT_SET, ms->vm->id, ms->slot, HC_SLOT_DROP, first, 0, n, r);
+		if (st == HC_OK) {
+			ms->present -= r[0];
+			slot_unpin(ms, first, n);
+		} else {
+			/* Slat may still map them: they stay pinned (the slot's delete tries
+			 * again). */
+			pr_err(
+			    "slat: DROP of slot %u pages %lu+%lu failed (%ld); they stay pinned\n",
+			    ms->slot, first, n, st);
+		}
 	}
-	if (done < ms->npages) {
-		unpin_user_pages(ms->pages, done);
-		kvfree(ms->pages);
-		return -EFAULT;
-	}
-	atomic64_add(done, &slat_pinned_pages);
-	return 0;
+	mutex_unlock(&ms->lock);
+	return true;
 }
 
+static const struct mmu_interval_notifier_ops slot_mn_ops = {
+    .invalidate = slot_invalidate,
+};
+
 /*
- * SLOT_SET ADD's list: npages <= HC_LIST_MAX frame numbers in one page, or a
+ * SLOT_SET `op` (ADD or FILL, a3 its gpa or first page) with the frames of
+ * pages[0..n): one list page of up to HC_LIST_MAX frame numbers, or a
  * directory page whose entries are the frame numbers of full list pages (the
- * last one partial). Returns Slat's status; the list pages are freed after.
+ * last one partial; ADD only). Slat copies the list: its pages are freed
+ * after. Returns Slat's status.
  */
-static long slat_slot_add_call(struct slat_vm *vm, u32 slot, const struct slat_mslot *ms)
+static long slot_call_list(struct slat_mslot *ms, u64 op, u64 a3, struct page **pages,
+			   unsigned long n)
 {
-	unsigned long nlists = DIV_ROUND_UP(ms->npages, HC_LIST_MAX), i;
+	unsigned long nlists = DIV_ROUND_UP(n, HC_LIST_MAX), i, j;
 	struct page **lists, *dir = NULL;
-	u64 r[3], *dir_v, list_pa;
+	u64 r[3], *l, list_pa;
 	long st = HC_E_NOMEM;
 
 	lists = kcalloc(nlists, sizeof(*lists), GFP_KERNEL);
 	if (!lists)
 		return HC_E_NOMEM;
 	for (i = 0; i < nlists; i++) {
-		u64 *l;
-		unsigned long j, base = i * HC_LIST_MAX;
-
 		lists[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
 		if (!lists[i])
 			goto out;
 		l = page_address(lists[i]);
-		for (j = 0; j < HC_LIST_MAX && base + j < ms->npages; j++)
-			l[j] = page_to_pfn(ms->pages[base + j]);
+		for (j = 0; j < HC_LIST_MAX && i * HC_LIST_MAX + j < n; j++)
+			l[j] = page_to_pfn(pages[i * HC_LIST_MAX + j]);
 	}
 	list_pa = slat_pa(lists[0]);
 	if (nlists > 1) {
 		dir = alloc_page(GFP_KERNEL | __GFP_ZERO);
 		if (!dir)
 			goto out;
-		dir_v = page_address(dir);
+		l = page_address(dir);
 		for (i = 0; i < nlists; i++)
-			dir_v[i] = page_to_pfn(lists[i]);
+			l[i] = page_to_pfn(lists[i]);
 		list_pa = slat_pa(dir);
 	}
-	st = slat_call(HC_SLOT_SET, vm->id, slot, HC_SLOT_ADD, ms->gpa, list_pa, ms->npages, r);
+	st = slat_call(HC_SLOT_SET, ms->vm->id, ms->slot, op, a3, list_pa, n, r);
 out:
 	if (dir)
 		__free_page(dir);
@@ -95,94 +149,202 @@ out:
 	return st;
 }
 
-static int slat_slot_add(struct slat_vm *vm, const struct slat_slot *s)
+/* An eager slot: every page of the VMM's range pinned writable, then ADD. */
+static int slot_add_eager(struct slat_mslot *ms)
+{
+	unsigned long done = 0;
+	long got;
+
+	while (done < ms->npages) {
+		got = pin_user_pages_fast(ms->uaddr + done * PAGE_SIZE, ms->npages - done,
+					  FOLL_WRITE | FOLL_LONGTERM, ms->pages + done);
+		if (got <= 0)
+			break;
+		done += got;
+	}
+	atomic64_add(done, &slat_pinned_pages);
+	ms->present = done;
+	if (done < ms->npages)
+		return -EFAULT;
+	return slat_errno(slot_call_list(ms, HC_SLOT_ADD, ms->gpa, ms->pages, ms->npages));
+}
+
+/* A lazy slot: the notifier on the VMM's range, then ADD_EMPTY. */
+static int slot_add_lazy(struct slat_mslot *ms)
+{
+	u64 op = HC_SLOT_ADD_EMPTY | (ms->flags & SLAT_SLOT_READONLY ? HC_SLOT_F_READONLY : 0);
+	u64 r[3];
+	int rc;
+
+	rc = mmu_interval_notifier_insert(&ms->mn, current->mm, ms->uaddr, ms->size, &slot_mn_ops);
+	ms->mn_live = !rc;
+	if (rc)
+		return rc;
+	return slat_errno(
+	    slat_call(HC_SLOT_SET, ms->vm->id, ms->slot, op, ms->gpa, 0, ms->npages, r));
+}
+
+static int slot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr, unsigned int flags)
 {
 	struct slat_mslot *ms = kzalloc(sizeof(*ms), GFP_KERNEL);
-	long st;
 	int rc;
 
 	if (!ms)
 		return -ENOMEM;
-	ms->gpa = s->guest_phys_addr;
-	ms->size = s->memory_size;
-	ms->uaddr = s->userspace_addr;
-	ms->npages = s->memory_size / SLAT_PAGE_BYTES;
-	rc = slat_pin(ms);
-	if (rc) {
+	ms->vm = vm;
+	ms->slot = slot;
+	ms->gpa = gpa;
+	ms->size = size;
+	ms->uaddr = uaddr;
+	ms->npages = size >> PAGE_SHIFT;
+	ms->flags = flags;
+	mutex_init(&ms->lock);
+	ms->pages = kvcalloc(ms->npages, sizeof(*ms->pages), GFP_KERNEL);
+	if (!ms->pages) {
 		kfree(ms);
-		return rc;
+		return -ENOMEM;
 	}
-	st = slat_slot_add_call(vm, s->slot, ms);
-	rc = slat_errno(st);
+	/* Recorded first (vm->lock keeps it from everyone until Slat answers). */
+	rc = xa_err(xa_store(&vm->slots, slot, ms, GFP_KERNEL));
 	if (!rc)
-		rc = xa_err(xa_store(&vm->slots, s->slot, ms, GFP_KERNEL));
+		rc = flags & SLAT_SLOT_LAZY ? slot_add_lazy(ms) : slot_add_eager(ms);
 	if (rc) {
-		/* Refused by Slat (nothing changed there) or no record: unpin. */
-		if (!st)
-			pr_err("slat: slot %u added but not recorded; left pinned\n", s->slot);
-		else
-			slat_mslot_free(ms);
+		/* Refused by Slat (nothing changed there) or never asked. */
+		xa_erase(&vm->slots, slot);
+		slot_free(ms);
 	}
 	return rc;
 }
 
-static int slat_slot_delete(struct slat_vm *vm, u32 slot, struct slat_mslot *ms)
+static int slot_delete(struct slat_mslot *ms)
 {
-	u64 r[3];
-	long st = slat_call(HC_SLOT_SET, vm->id, slot, HC_SLOT_DELETE, 0, 0, 0, r);
-
-	if (st != HC_OK)
-		return slat_errno(st);
-	/* DELETE returned: Slat has zapped and flushed; the frames are ours. */
-	xa_erase(&vm->slots, slot);
-	slat_mslot_free(ms);
-	return 0;
-}
-
-static int slat_slot_check(const struct slat_slot *s)
-{
-	const u64 mask = SLAT_PAGE_BYTES - 1;
-
-	if (s->flags || s->slot >= HC_MAX_SLOTS)
-		return -EINVAL;
-	if ((s->guest_phys_addr | s->memory_size | s->userspace_addr) & mask)
-		return -EINVAL;
-	if (s->memory_size > HC_SLOT_MAX_PAGES * SLAT_PAGE_BYTES)
-		return -E2BIG;
-	if (s->guest_phys_addr + s->memory_size < s->guest_phys_addr ||
-	    s->userspace_addr + s->memory_size < s->userspace_addr)
-		return -ERANGE;
-	return 0;
-}
-
-int slat_slot_set(struct slat_vm *vm, const struct slat_slot *s)
-{
-	struct slat_mslot *old;
 	u64 r[3];
 	long st;
-	int rc = slat_slot_check(s);
 
-	if (rc)
-		return rc;
+	if (ms->mn_live)
+		mmu_interval_notifier_remove(&ms->mn); /* no callback runs after this */
+	ms->mn_live = false;
+	st = slat_call(HC_SLOT_SET, ms->vm->id, ms->slot, HC_SLOT_DELETE, 0, 0, 0, r);
+	if (st != HC_OK) {
+		pr_err("slat: DELETE of slot %u failed (%ld); its pages stay pinned\n", ms->slot,
+		       st);
+		return slat_errno(st);
+	}
+	/* DELETE returned: Slat has zapped and flushed; the frames are ours. */
+	xa_erase(&ms->vm->slots, ms->slot);
+	slot_free(ms);
+	return 0;
+}
+
+int slat_slot_update(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr, unsigned int flags)
+{
+	struct slat_mslot *ms;
+	u64 r[3];
+	int rc = 0;
+
 	mutex_lock(&vm->lock);
-	old = xa_load(&vm->slots, s->slot);
-	if (!s->memory_size) {
-		rc = old ? slat_slot_delete(vm, s->slot, old) : -EINVAL;
-	} else if (!old) {
-		rc = slat_slot_add(vm, s);
-	} else if (old->size != s->memory_size || old->uaddr != s->userspace_addr) {
-		rc = -EINVAL; /* KVM: a slot changes only its address or flags */
-	} else if (old->gpa != s->guest_phys_addr) {
-		st = slat_call(HC_SLOT_SET, vm->id, s->slot, HC_SLOT_MOVE, s->guest_phys_addr, 0, 0,
-			       r);
-		rc = slat_errno(st);
+	ms = xa_load(&vm->slots, slot);
+	if (!size) {
+		rc = ms ? slot_delete(ms) : -EINVAL;
+	} else if (!ms) {
+		rc = slot_add(vm, slot, gpa, size, uaddr, flags);
+	} else if (ms->size != size || ms->uaddr != uaddr || ms->flags != flags) {
+		rc = -EINVAL; /* KVM: a live slot changes only its address */
+	} else if (ms->gpa != gpa) {
+		rc = slat_errno(slat_call(HC_SLOT_SET, vm->id, slot, HC_SLOT_MOVE, gpa, 0, 0, r));
 		if (!rc)
-			old->gpa = s->guest_phys_addr;
+			ms->gpa = gpa;
 	}
 	mutex_unlock(&vm->lock);
 	return rc;
 }
 
+/*
+ * The guest touched page `index` of a lazy slot, which has no frame: pin the
+ * VMM's page there (and up to SLOT_FILL_MAX - 1 following ones that lack a
+ * frame) and give them to Slat. 0: run again (also when the slot changed
+ * meanwhile); -EFAULT: the VMM's memory cannot be pinned writable, as KVM
+ * answers for a bad user address.
+ */
+static int slot_fill(struct slat_mslot *ms, u32 index)
+{
+	u64 uaddr = ms->uaddr + ((u64)index << PAGE_SHIFT);
+	struct page *pins[SLOT_FILL_MAX];
+	unsigned long seq, n = 0;
+	long got, st;
+
+	if (index >= ms->npages)
+		return -EFAULT;
+	mutex_lock(&ms->lock);
+	while (n < SLOT_FILL_MAX && index + n < ms->npages && !ms->pages[index + n])
+		n++;
+	mutex_unlock(&ms->lock);
+	if (!n)
+		return 0; /* another vCPU filled it meanwhile */
+	seq = mmu_interval_read_begin(&ms->mn);
+	got = pin_user_pages_fast(uaddr, n, FOLL_WRITE | FOLL_LONGTERM, pins);
+	/*
+	 * A read-only slot may be a read-only mapping (a ROM image): pinned for
+	 * reading then. Writable memory is pinned for writing even so, so that
+	 * an untouched page is the VMM's own and not the shared zero page (a
+	 * frame backs one page of one slot in Slat).
+	 */
+	if (got <= 0 && (ms->flags & SLAT_SLOT_READONLY))
+		got = pin_user_pages_fast(uaddr, n, FOLL_LONGTERM, pins);
+	if (got <= 0)
+		return -EFAULT;
+	mutex_lock(&ms->lock);
+	/* The range changed, or another vCPU filled a page: this vCPU retries. */
+	for (n = 0; n < (unsigned long)got && !ms->pages[index + n]; n++)
+		;
+	st = HC_OK;
+	if (n && !mmu_interval_read_retry(&ms->mn, seq))
+		st = slot_call_list(ms, HC_SLOT_FILL, index, pins, n);
+	else
+		n = 0;
+	if (st == HC_OK) {
+		memcpy(&ms->pages[index], pins, n * sizeof(*pins));
+		ms->present += n;
+		atomic64_add(n, &slat_pinned_pages);
+	}
+	mutex_unlock(&ms->lock);
+	if (st != HC_OK)
+		n = 0;
+	unpin_user_pages(pins + n, got - n);
+	return slat_errno(st);
+}
+
+int slat_slot_fault(struct slat_vm *vm, u32 slot, u32 index)
+{
+	struct slat_mslot *ms;
+	int rc = 0;
+
+	mutex_lock(&vm->lock);
+	ms = xa_load(&vm->slots, slot);
+	if (ms) /* else the slot went away meanwhile: the access runs again */
+		rc = slot_fill(ms, index);
+	mutex_unlock(&vm->lock);
+	return rc;
+}
+
+/*
+ * Before VM_DESTROY (slat_vm_release; no vCPU can run, no fd is left): the
+ * notifiers go, so none asks Slat about a VM being destroyed. The pages stay
+ * pinned until slat_slots_release, after the destroy.
+ */
+void slat_slots_stop(struct slat_vm *vm)
+{
+	struct slat_mslot *ms;
+	unsigned long i;
+
+	xa_for_each (&vm->slots, i, ms) {
+		if (ms->mn_live)
+			mmu_interval_notifier_remove(&ms->mn);
+		ms->mn_live = false;
+	}
+}
+
+/* After VM_DESTROY (slat_vm_release): Slat holds none of the frames; every pin goes. */
 void slat_slots_release(struct slat_vm *vm)
 {
 	struct slat_mslot *ms;
@@ -190,6 +352,6 @@ void slat_slots_release(struct slat_vm *vm)
 
 	xa_for_each (&vm->slots, i, ms) {
 		xa_erase(&vm->slots, i);
-		slat_mslot_free(ms);
+		slot_free(ms);
 	}
 }

@@ -19,6 +19,8 @@ static unsigned int max_vcpus = 64;
 module_param(max_vcpus, uint, 0444);
 MODULE_PARM_DESC(max_vcpus, "vCPU limit of each VM (1..1024)");
 
+#define SLAT_PAGE_BYTES 4096ull /* struct slat_slot's unit */
+
 atomic64_t slat_vms_alive;
 atomic64_t slat_last_destroy_ns;
 
@@ -29,7 +31,7 @@ static void slat_vm_release(struct kref *ref)
 	u64 r[3];
 	long st;
 
-	slat_kslots_stop(vm);
+	slat_slots_stop(vm);
 	/* No vCPU fd is open, so none runs; BUSY would be a Slat-side lag. */
 	for (tries = 0; tries < 100; tries++) {
 		u64 t0 = ktime_get_ns();
@@ -46,10 +48,8 @@ static void slat_vm_release(struct kref *ref)
 		       st);
 	} else {
 		slat_slots_release(vm);
-		slat_kslots_release(vm);
 	}
 	xa_destroy(&vm->slots);
-	xa_destroy(&vm->kslots);
 	xa_destroy(&vm->vcpus);
 	xa_destroy(&vm->kvcpus);
 	kfree(vm->irqchip); /* no vCPU is left to use it (each held a reference) */
@@ -63,6 +63,24 @@ void slat_vm_put(struct slat_vm *vm)
 	kref_put(&vm->ref, slat_vm_release);
 }
 
+/* SLAT_SET_SLOT: the module's checks (docs/primary-module.md), then an eager slot. */
+static int slat_vm_set_slot(struct slat_vm *vm, const struct slat_slot *s)
+{
+	const u64 mask = SLAT_PAGE_BYTES - 1;
+
+	if (s->flags || s->slot >= HC_MAX_SLOTS)
+		return -EINVAL;
+	if ((s->guest_phys_addr | s->memory_size | s->userspace_addr) & mask)
+		return -EINVAL;
+	if (s->memory_size > HC_SLOT_MAX_PAGES * SLAT_PAGE_BYTES)
+		return -E2BIG;
+	if (s->guest_phys_addr + s->memory_size < s->guest_phys_addr ||
+	    s->userspace_addr + s->memory_size < s->userspace_addr)
+		return -ERANGE;
+	return slat_slot_update(vm, s->slot, s->guest_phys_addr, s->memory_size, s->userspace_addr,
+				0);
+}
+
 static long slat_vm_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	struct slat_vm *vm = f->private_data;
@@ -73,7 +91,7 @@ static long slat_vm_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	case SLAT_SET_SLOT:
 		if (copy_from_user(&s, up, sizeof(s)))
 			return -EFAULT;
-		return slat_slot_set(vm, &s);
+		return slat_vm_set_slot(vm, &s);
 	case SLAT_CREATE_VCPU:
 		return slat_vcpu_create_fd(vm, arg);
 	case SLAT_VM_STATS:
@@ -119,7 +137,6 @@ struct slat_vm *slat_vm_new(u32 flags, u32 vcpu_limit)
 	kref_init(&vm->ref);
 	mutex_init(&vm->lock);
 	xa_init(&vm->slots);
-	xa_init(&vm->kslots);
 	xa_init(&vm->vcpus);
 	xa_init(&vm->kvcpus);
 	atomic64_inc(&slat_vms_alive);
