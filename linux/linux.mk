@@ -44,11 +44,21 @@ $(OUT)/guest.bin: $(GSRC) $(L)/guest/job.h
 	ld.lld -static -nostdlib -Ttext=0 -e _start -o $(KO)/guest.elf $(KO)/guest.o
 	llvm-objcopy -O binary $(KO)/guest.elf $@
 
-# slat-kvm-check: one program per architecture (the guests differ).
-ifneq ($(GARCH),aarch64)
-$(OUT)/slat-kvm-check: $(L)/tests/slat-kvm-check-x86.c $(L)/tests/kvmcheck.h
+# slat-kvm-check: one program per architecture (the guests differ), over the
+# check helpers of kvmcheck.c; arm64's is one file per feature section over
+# kvmcheck_arm64.c (the guests' layout, the AArch64 encoder, vCPU helpers).
+KVMCHECK_HDR := $(addprefix $(L)/tests/,kvmcheck.h kvmcheck_arm64.h kvmcheck_vgic.h)
+ifeq ($(GARCH),aarch64)
+KVMCHECK_SRC := $(addprefix $(L)/tests/,slat-kvm-check.c kvmcheck.c kvmcheck_arm64.c \
+                  kvmcheck_psci.c kvmcheck_readonly.c kvmcheck_vgic.c kvmcheck_vgic2.c)
+$(OUT)/slat-kvm-check: $(KVMCHECK_SRC) $(KVMCHECK_HDR)
 	@mkdir -p $(OUT) $(KO)
-	$(UCC) $(UCFLAGS) -o $@ $<
+	$(UCC) $(UCFLAGS) -o $@ $(KVMCHECK_SRC)
+else
+KVMCHECK_SRC := $(addprefix $(L)/tests/,slat-kvm-check-x86.c kvmcheck.c)
+$(OUT)/slat-kvm-check: $(KVMCHECK_SRC) $(KVMCHECK_HDR)
+	@mkdir -p $(OUT) $(KO)
+	$(UCC) $(UCFLAGS) -o $@ $(KVMCHECK_SRC)
 # slat-nested-churn: L1's churn of small VMs on its own kvm_amd (nested SVM).
 all: $(OUT)/slat-nested-churn
 $(OUT)/slat-nested-churn: $(L)/tests/slat-nested-churn.c
@@ -70,6 +80,6 @@ $(OUT)/slat-vmm: $(VMMSRC) $(wildcard $(L)/vmm/*.h)
 	@mkdir -p $(OUT)
 	$(UCC) $(UCFLAGS) -o $@ $(VMMSRC)
 
-$(OUT)/slat-%: $(L)/tests/slat-%.c $(LIBSRC) $(LIBHDR) $(L)/tests/kvmcheck.h
+$(OUT)/slat-%: $(L)/tests/slat-%.c $(LIBSRC) $(LIBHDR)
 	@mkdir -p $(OUT) $(KO)
 	$(UCC) $(UCFLAGS) -o $@ $< $(LIBSRC)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The check helpers of slat-kvm-check (arm64 and x86): one
-// "SLAT-GUEST: kvmcheck: ..." line per check, counted for the verdict.
+// "SLAT-GUEST: kvmcheck: ..." line per check, counted for the verdict
+// (kvmcheck.c).
 #ifndef SLAT_KVMCHECK_H
 #define SLAT_KVMCHECK_H
 
@@ -14,11 +15,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-static unsigned failed, checks, left_out;
+extern unsigned failed, checks, left_out;
 // Reference mode (--reference): the program runs on Linux's own KVM, and the
 // checks of Slat's own choices (its CPUID and MSR set, refusals KVM does not
 // make) are left out: `if (on_slat()) check(...)`.
-static bool reference;
+extern bool reference;
 
 static inline bool on_slat(void)
 {
@@ -27,62 +28,14 @@ static inline bool on_slat(void)
 	return !reference;
 }
 
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("SLAT-GUEST: kvmcheck: ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-}
-
+// One "SLAT-GUEST: kvmcheck: ..." line.
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // An ioctl that must fail with `err` (0: must succeed; returns its result).
-static long expect(const char *what, long ret, int err)
-{
-	int got = ret < 0 ? errno : 0;
-
-	checks++;
-	if (got != err) {
-		failed++;
-		say("%s: FAILED (errno %d %s, want %d %s)", what, got, strerror(got), err,
-		    strerror(err));
-	} else {
-		say("%s: ok (%s)", what, err ? strerror(err) : "accepted");
-	}
-	return ret;
-}
-
-static void check(const char *what, bool ok, unsigned long long got, unsigned long long want)
-{
-	checks++;
-	if (!ok)
-		failed++;
-	say("%s: %s (0x%llx, want 0x%llx)", what, ok ? "ok" : "FAILED", got, want);
-}
-
-static int region(int vm, uint32_t slot, uint32_t flags, uint64_t gpa, uint64_t size, void *mem)
-{
-	struct kvm_userspace_memory_region r = {
-	    .slot = slot,
-	    .flags = flags,
-	    .guest_phys_addr = gpa,
-	    .memory_size = size,
-	    .userspace_addr = (uint64_t)(uintptr_t)mem,
-	};
-
-	return ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r);
-}
-
+long expect(const char *what, long ret, int err);
+void check(const char *what, bool ok, unsigned long long got, unsigned long long want);
+// KVM_SET_USER_MEMORY_REGION.
+int region(int vm, uint32_t slot, uint32_t flags, uint64_t gpa, uint64_t size, void *mem);
 // The verdict line; the exit status.
-static int verdict(void)
-{
-	if (reference)
-		say("%u checks of Slat's own choices left out on Linux's KVM", left_out);
-	say("%s (%u checks, %u failed)", failed ? "FAIL" : "PASS", checks, failed);
-	return failed ? 1 : 0;
-}
+int verdict(void);
 
 #endif

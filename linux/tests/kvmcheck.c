@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// The check helpers of slat-kvm-check (arm64 and x86; kvmcheck.h).
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "kvmcheck.h"
+
+unsigned failed, checks, left_out;
+bool reference;
+
+void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("SLAT-GUEST: kvmcheck: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+// An ioctl that must fail with `err` (0: must succeed; returns its result).
+long expect(const char *what, long ret, int err)
+{
+	int got = ret < 0 ? errno : 0;
+
+	checks++;
+	if (got != err) {
+		failed++;
+		say("%s: FAILED (errno %d %s, want %d %s)", what, got, strerror(got), err,
+		    strerror(err));
+	} else {
+		say("%s: ok (%s)", what, err ? strerror(err) : "accepted");
+	}
+	return ret;
+}
+
+void check(const char *what, bool ok, unsigned long long got, unsigned long long want)
+{
+	checks++;
+	if (!ok)
+		failed++;
+	say("%s: %s (0x%llx, want 0x%llx)", what, ok ? "ok" : "FAILED", got, want);
+}
+
+int region(int vm, uint32_t slot, uint32_t flags, uint64_t gpa, uint64_t size, void *mem)
+{
+	struct kvm_userspace_memory_region r = {
+	    .slot = slot,
+	    .flags = flags,
+	    .guest_phys_addr = gpa,
+	    .memory_size = size,
+	    .userspace_addr = (uint64_t)(uintptr_t)mem,
+	};
+
+	return ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r);
+}
+
+// The verdict line; the exit status.
+int verdict(void)
+{
+	if (reference)
+		say("%u checks of Slat's own choices left out on Linux's KVM", left_out);
+	say("%s (%u checks, %u failed)", failed ? "FAIL" : "PASS", checks, failed);
+	return failed ? 1 : 0;
+}
