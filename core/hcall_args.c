@@ -11,24 +11,18 @@
 #define HC_PAGE	   4096ull
 #define HC_GPA_END (1ull << HC_GPA_BITS)
 
-_Static_assert(HC_FN_COUNT <= HC_FN_NUM_MASK, "function numbers fit 15:0");
+_Static_assert(HC_FN_ARCH_END <= HC_FN_NUM_MASK, "function numbers fit 15:0");
+_Static_assert(HC_FN_COUNT <= HC_FN_ARCH_END, "every call is generic or the architecture's");
 _Static_assert(HC_MAX_SLOTS == 32764u, "the slot count KVM_CAP_NR_MEMSLOTS reports");
 _Static_assert(HC_DEPOSIT_MAX <= OWN_RANGE_MAX, "a deposit is one ownership request");
 
-// Which argument registers each call uses (bit i: a[i]).
-static const uint8_t hc_used[HC_FN_COUNT] = {
-    [HC_VERSION_FN] = 0x00,	[HC_DEPOSIT] = 0x03,	     [HC_WITHDRAW] = 0x03,
-    [HC_VM_CREATE] = 0x03,	[HC_VM_DESTROY] = 0x01,	     [HC_VCPU_CREATE] = 0x03,
-    [HC_SLOT_SET] = 0x3f,	[HC_VCPU_RUN] = 0x07,	     [HC_VCPU_SET_REGS] = 0x07,
-    [HC_VCPU_GET_REGS] = 0x07,	[HC_VM_STATS] = 0x03,	     [HC_HV_STATS] = 0x01,
-    [HC_VCPU_SET_CPUID] = 0x0f, [HC_CPUID_SUPPORTED] = 0x01, [HC_VCPU_MSRS] = 0x1f,
+// Which argument registers each generic call uses (bit i: a[i]).
+static const uint8_t hc_used[HC_FN_ARCH_FIRST] = {
+    [HC_VERSION_FN] = 0x00,    [HC_DEPOSIT] = 0x03,    [HC_WITHDRAW] = 0x03,
+    [HC_VM_CREATE] = 0x03,     [HC_VM_DESTROY] = 0x01, [HC_VCPU_CREATE] = 0x03,
+    [HC_SLOT_SET] = 0x3f,      [HC_VCPU_RUN] = 0x07,   [HC_VCPU_SET_REGS] = 0x07,
+    [HC_VCPU_GET_REGS] = 0x07, [HC_VM_STATS] = 0x03,   [HC_HV_STATS] = 0x01,
 };
-
-// The x86-only calls: unknown functions of the arm64 ABI.
-static bool hc_x86_only(enum hc_fn fn)
-{
-	return fn == HC_VCPU_SET_CPUID || fn == HC_CPUID_SUPPORTED || fn == HC_VCPU_MSRS;
-}
 
 static int hc_fn_of(enum hc_abi abi, uint64_t raw, enum hc_fn *fn)
 {
@@ -38,23 +32,26 @@ static int hc_fn_of(enum hc_abi abi, uint64_t raw, enum hc_fn *fn)
 		return HC_E_UNKNOWN;
 	if (abi == HC_ABI_ARM64)
 		w &= ~HC_FN_SVE_HINT;
-	if ((w & ~HC_FN_NUM_MASK) != HC_FN_BASE || (w & HC_FN_NUM_MASK) >= HC_FN_COUNT)
+	if ((w & ~HC_FN_NUM_MASK) != HC_FN_BASE || (w & HC_FN_NUM_MASK) >= HC_FN_ARCH_END)
 		return HC_E_UNKNOWN;
 	*fn = (enum hc_fn)(w & HC_FN_NUM_MASK);
-	if (abi == HC_ABI_ARM64 && hc_x86_only(*fn))
-		return HC_E_UNKNOWN;
 	return HC_OK;
 }
 
-static int hc_unused_zero(enum hc_fn fn, const uint64_t *a)
+bool hc_fn_is_arch(enum hc_fn fn)
+{
+	return (unsigned)fn >= HC_FN_ARCH_FIRST;
+}
+
+int hc_arg_unused_zero(unsigned used, const uint64_t *a)
 {
 	for (unsigned i = 0; i < HC_NARGS; i++)
-		if (!(hc_used[fn] >> i & 1) && a[i])
+		if (!(used >> i & 1) && a[i])
 			return HC_E_INVAL;
 	return HC_OK;
 }
 
-static int hc_vm(uint64_t v, uint32_t *vm)
+int hc_arg_vm(uint64_t v, uint32_t *vm)
 {
 	if (v == 0 || v > OWN_VM_MAX)
 		return HC_E_BAD_VM;
@@ -70,8 +67,13 @@ static int hc_index(uint64_t v, uint64_t max, int err, uint32_t *out)
 	return HC_OK;
 }
 
+int hc_arg_vcpu(uint64_t v, uint32_t *index)
+{
+	return hc_index(v, HC_MAX_VCPUS, HC_E_BAD_VCPU, index);
+}
+
 // A page address: aligned and below HC_GPA_END.
-static int hc_page(uint64_t pa)
+int hc_arg_page(uint64_t pa)
 {
 	if (pa & (HC_PAGE - 1))
 		return HC_E_ALIGN;
@@ -103,7 +105,7 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 {
 	int rc;
 
-	if ((rc = hc_vm(a[0], &c->vm)) ||
+	if ((rc = hc_arg_vm(a[0], &c->vm)) ||
 	    (rc = hc_index(a[1], HC_MAX_SLOTS, HC_E_BAD_SLOT, &c->slot)))
 		return rc;
 	uint64_t op = a[2] & HC_SLOT_OP_MASK, flags = a[2] & ~HC_SLOT_OP_MASK;
@@ -120,21 +122,21 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 	c->count = a[5];
 	switch (c->op) {
 	case HC_SLOT_ADD:
-		if ((rc = hc_page(a[3])) || (rc = hc_page(a[4])))
+		if ((rc = hc_arg_page(a[3])) || (rc = hc_arg_page(a[4])))
 			return rc;
 		return hc_count(a[3], a[5], HC_SLOT_MAX_PAGES);
 	case HC_SLOT_MOVE:
 		if (a[4] || a[5])
 			return HC_E_INVAL;
-		return hc_page(a[3]);
+		return hc_arg_page(a[3]);
 	case HC_SLOT_ADD_EMPTY:
 		if (a[4])
 			return HC_E_INVAL;
-		if ((rc = hc_page(a[3])))
+		if ((rc = hc_arg_page(a[3])))
 			return rc;
 		return hc_count(a[3], a[5], HC_SLOT_MAX_PAGES);
 	case HC_SLOT_FILL:
-		if ((rc = hc_page(a[4])))
+		if ((rc = hc_arg_page(a[4])))
 			return rc;
 		return hc_pages_in_slot(a[3], a[5], HC_LIST_MAX);
 	case HC_SLOT_DROP:
@@ -156,13 +158,13 @@ static int hc_args(enum hc_fn fn, const uint64_t *a, struct hc_call *c)
 	case HC_DEPOSIT:
 		c->pa = a[0];
 		c->count = a[1];
-		if ((rc = hc_page(a[0])))
+		if ((rc = hc_arg_page(a[0])))
 			return rc;
 		return hc_count(a[0], a[1], HC_DEPOSIT_MAX);
 	case HC_WITHDRAW:
 		c->pa = a[0];
 		c->count = a[1];
-		if ((rc = hc_page(a[0])))
+		if ((rc = hc_arg_page(a[0])))
 			return rc;
 		return hc_count(0, a[1], HC_LIST_MAX);
 	case HC_VM_CREATE:
@@ -173,40 +175,24 @@ static int hc_args(enum hc_fn fn, const uint64_t *a, struct hc_call *c)
 			return HC_E_BAD_VCPU;
 		return hc_index(a[1], HC_MAX_VCPUS + 1ull, HC_E_BAD_VCPU, &c->vcpu);
 	case HC_VM_DESTROY:
-		return hc_vm(a[0], &c->vm);
+		return hc_arg_vm(a[0], &c->vm);
 	case HC_VCPU_CREATE:
 	case HC_VCPU_RUN:
 	case HC_VCPU_SET_REGS:
 	case HC_VCPU_GET_REGS:
-		if ((rc = hc_vm(a[0], &c->vm)) ||
-		    (rc = hc_index(a[1], HC_MAX_VCPUS, HC_E_BAD_VCPU, &c->vcpu)))
+		if ((rc = hc_arg_vm(a[0], &c->vm)) || (rc = hc_arg_vcpu(a[1], &c->vcpu)))
 			return rc;
 		c->pa = a[2];
-		return fn == HC_VCPU_CREATE ? HC_OK : hc_page(a[2]);
+		return fn == HC_VCPU_CREATE ? HC_OK : hc_arg_page(a[2]);
 	case HC_VM_STATS:
-		if ((rc = hc_vm(a[0], &c->vm)))
+		if ((rc = hc_arg_vm(a[0], &c->vm)))
 			return rc;
 		c->pa = a[1];
-		return hc_page(a[1]);
+		return hc_arg_page(a[1]);
 	case HC_HV_STATS:
-	case HC_CPUID_SUPPORTED:
 		c->pa = a[0];
-		return hc_page(a[0]);
-	case HC_VCPU_SET_CPUID:
-	case HC_VCPU_MSRS:
-		if ((rc = hc_vm(a[0], &c->vm)) ||
-		    (rc = hc_index(a[1], HC_MAX_VCPUS, HC_E_BAD_VCPU, &c->vcpu)) ||
-		    (rc = hc_page(a[2])))
-			return rc;
-		c->pa = a[2];
-		c->count = a[3];
-		if (a[3] > (fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX))
-			return HC_E_TOO_MANY;
-		if (fn == HC_VCPU_MSRS && a[4] > 1)
-			return HC_E_INVAL;
-		c->flags = (uint32_t)a[4]; // VCPU_MSRS: 1 = write
-		return HC_OK;
-	default: // HC_SLOT_SET (hc_fn_of admits nothing else)
+		return hc_arg_page(a[0]);
+	default: // HC_SLOT_SET (the last generic call)
 		return hc_slot_set(a, c);
 	}
 }
@@ -216,8 +202,11 @@ int hc_decode(enum hc_abi abi, const struct hc_regs *r, struct hc_call *out)
 	struct hc_call c = {0};
 	int rc;
 
-	if ((rc = hc_fn_of(abi, r->fn, &c.fn)) || (rc = hc_unused_zero(c.fn, r->a)) ||
-	    (rc = hc_args(c.fn, r->a, &c)))
+	if ((rc = hc_fn_of(abi, r->fn, &c.fn)))
+		return rc;
+	// The architecture's calls: their arguments are its to check (arch_hv_call).
+	if (!hc_fn_is_arch(c.fn) &&
+	    ((rc = hc_arg_unused_zero(hc_used[c.fn], r->a)) || (rc = hc_args(c.fn, r->a, &c))))
 		return rc;
 	*out = c;
 	return HC_OK;

@@ -7,6 +7,7 @@
 #ifndef SLAT_CORE_HCALL_ARGS_H
 #define SLAT_CORE_HCALL_ARGS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/own.h"
@@ -38,7 +39,19 @@ struct hc_call {
 	uint64_t count; // pages or frame numbers
 };
 
-// HC_OK and *out filled, or the precise error (and *out untouched).
+// HC_OK and *out filled, or the precise error (and *out untouched). For a
+// function of the architecture's range (hc_fn_is_arch) only out->fn is
+// decoded: its argument registers are the architecture's to check.
 int hc_decode(enum hc_abi abi, const struct hc_regs *r, struct hc_call *out);
+bool hc_fn_is_arch(enum hc_fn fn);
+
+// The checks of the generic decoder, for the architectures' own decoders:
+// every register a[i] whose bit i in `used` is clear must be zero
+// (HC_E_INVAL); a VM id (HC_E_BAD_VM), a vCPU index (HC_E_BAD_VCPU) and a
+// page address (HC_E_ALIGN, HC_E_RANGE) as docs/hypercalls.md bounds them.
+int hc_arg_unused_zero(unsigned used, const uint64_t *a);
+int hc_arg_vm(uint64_t v, uint32_t *vm);
+int hc_arg_vcpu(uint64_t v, uint32_t *index);
+int hc_arg_page(uint64_t pa);
 
 #endif

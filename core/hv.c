@@ -323,23 +323,22 @@ void hv_print_summary(void)
 }
 
 // ---- the dispatcher -------------------------------------------------------------------------
-// The checks of every call on a stopped vCPU's state (REGS, CPUID, MSRS), in
-// the documented order: the page, the VM, the vCPU, not inside VCPU_RUN.
-static int hv_stopped_vcpu(const struct hc_call *c, void **page, struct hv_vcpu **out)
+// In the documented order: the page, the VM, the vCPU, not inside VCPU_RUN.
+int hv_stopped_vcpu(uint32_t vm_id, uint32_t index, uint64_t pa, void **page, struct vcpu **out)
 {
-	int r = hv_primary_page(c->pa, page);
+	int r = hv_primary_page(pa, page);
 
 	if (r)
 		return r;
-	struct hv_vm *vm = hv_vm_find(c->vm);
+	struct hv_vm *vm = hv_vm_find(vm_id);
 	if (!vm)
 		return HC_E_BAD_VM;
-	struct hv_vcpu *v = hv_vcpu_find(vm, c->vcpu);
+	struct hv_vcpu *v = hv_vcpu_find(vm, index);
 	if (!v)
 		return HC_E_BAD_VCPU;
 	if (__atomic_load_n(&v->running_on, __ATOMIC_ACQUIRE))
 		return HC_E_BUSY;
-	*out = v;
+	*out = &v->vcpu;
 	return HC_OK;
 }
 
@@ -349,47 +348,27 @@ static int hv_regs_call(const struct hc_call *c)
 		struct hc_regs_x86 x86;
 		struct hc_regs_arm64 arm64;
 	} buf;
-	struct hv_vcpu *v;
+	struct vcpu *v;
 	void *page;
-	int r = hv_stopped_vcpu(c, &page, &v);
+	int r = hv_stopped_vcpu(c->vm, c->vcpu, c->pa, &page, &v);
 
 	if (r)
 		return r;
 	if (c->fn == HC_VCPU_GET_REGS) {
 		memset(&buf, 0, sizeof(buf));
-		arch_hv_get_regs(&v->vcpu, &buf);
+		arch_hv_get_regs(v, &buf);
 		memcpy(page, &buf, sizeof(buf));
 		return HC_OK;
 	}
 	memcpy(&buf, page, sizeof(buf)); // one copy: the primary may change its page
-	return arch_hv_set_regs(&v->vcpu, &buf);
+	return arch_hv_set_regs(v, &buf);
 }
 
-// VCPU_SET_CPUID and VCPU_MSRS: a stopped vCPU's configuration.
-static int hv_vcpu_config_call(const struct hc_call *c, uint64_t *res)
+// Management calls, under hv.lock; `a`: the raw argument registers.
+static int hv_call_locked(const struct hc_call *c, const uint64_t *a, uint64_t *res)
 {
-	struct hv_vcpu *v;
-	void *page;
-	int r = hv_stopped_vcpu(c, &page, &v);
-
-	if (r)
-		return r;
-	if (c->fn == HC_VCPU_SET_CPUID)
-		return arch_hv_set_cpuid(&v->vcpu, page, (uint32_t)c->count);
-	return arch_hv_msrs(&v->vcpu, page, (uint32_t)c->count, c->flags & 1, &res[0]);
-}
-
-static int hv_cpuid_supported_call(const struct hc_call *c, uint64_t *res)
-{
-	void *page;
-	int r = hv_primary_page(c->pa, &page);
-
-	return r ? r : arch_hv_cpuid_supported(page, &res[0]);
-}
-
-// Management calls, under hv.lock.
-static int hv_call_locked(const struct hc_call *c, uint64_t *res)
-{
+	if (hc_fn_is_arch(c->fn))
+		return arch_hv_call(c->fn, a, res);
 	switch (c->fn) {
 	case HC_VERSION_FN:
 		res[0] = HC_VERSION;
@@ -412,11 +391,6 @@ static int hv_call_locked(const struct hc_call *c, uint64_t *res)
 	case HC_VM_STATS:
 	case HC_HV_STATS:
 		return hv_stats_call(c);
-	case HC_VCPU_SET_CPUID:
-	case HC_VCPU_MSRS:
-		return hv_vcpu_config_call(c, res);
-	case HC_CPUID_SUPPORTED:
-		return hv_cpuid_supported_call(c, res);
 	default:
 		return HC_E_UNKNOWN;
 	}
@@ -435,7 +409,7 @@ void hv_dispatch(struct vcpu *caller, struct hc_regs *r)
 			st = hv_vcpu_run(c.vm, c.vcpu, caller, c.pa, &res[0]);
 		} else {
 			mm_spin_lock(&hv.lock);
-			st = hv_call_locked(&c, res);
+			st = hv_call_locked(&c, r->a, res);
 			mm_spin_unlock(&hv.lock);
 		}
 	}

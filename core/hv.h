@@ -75,6 +75,15 @@ int hv_vcpu_fault(struct vcpu *v, uint64_t gpa, bool write, bool exec);
 // completed: it runs again on the next VCPU_RUN, once the VMM filled the page.
 bool hv_vcpu_memfault(struct vcpu *v, uint64_t gpa, bool write, struct hc_run *run);
 
+// For arch_hv_call's handlers, under the management lock. The primary page
+// at `pa` if the primary owns it (else the ownership code: HC_E_SLAT,
+// HC_E_OTHER_VM, ...).
+int hv_primary_page(uint64_t pa, void **out);
+// A secondary vCPU whose state a call reads or changes: the page as above,
+// the VM (HC_E_BAD_VM), the vCPU (HC_E_BAD_VCPU), not inside VCPU_RUN
+// (HC_E_BUSY), checked in that order (the errors docs/hypercalls.md gives).
+int hv_stopped_vcpu(uint32_t vm, uint32_t index, uint64_t pa, void **page, struct vcpu **out);
+
 // Deposited pages for the arch's per-vCPU needs (zeroed; 0 when none left:
 // the caller answers HC_E_NOMEM). Counted in the VM's meta_pages.
 uint64_t hv_page_alloc(struct vm *vm);
@@ -105,17 +114,12 @@ void arch_hv_vcpu_destroy(struct vcpu *v);
 // HC_E_INVAL (an illegal state; the vCPU keeps its old one).
 int arch_hv_set_regs(struct vcpu *v, const void *page);
 void arch_hv_get_regs(struct vcpu *v, void *page);
-// ABI 1.3's x86 vCPU configuration (HC_E_UNKNOWN on arm64, where the
-// decoder already refuses the calls). `page` is the primary's page; each
-// reads it once. set_cpuid: `count` struct hc_cpuid_entry (0: Slat's default
-// policy again); HC_OK, HC_E_INVAL (a feature Slat does not give a
-// secondary; the old table stays) or HC_E_NOMEM. msrs: `count` struct
-// hc_msr_entry read or written in order up to the first MSR Slat does not
-// keep or an illegal value; *done = entries done. cpuid_supported: Slat's
-// table into `page`, *count = entries.
-int arch_hv_set_cpuid(struct vcpu *v, const void *page, uint32_t count);
-int arch_hv_msrs(struct vcpu *v, void *page, uint32_t count, bool write, uint64_t *done);
-int arch_hv_cpuid_supported(void *page, uint64_t *count);
+// A call of the architecture's range (HC_FN_ARCH_FIRST..HC_FN_ARCH_END - 1,
+// docs/hypercalls.md): `fn` its number, `a` its raw argument registers
+// a0..a5, unchecked. Under the management lock. The status (HC_E_UNKNOWN for
+// a number the architecture does not define, before any other check) and
+// res[0..2], the results (zero when unused).
+int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res);
 // Runs `v` on this CPU until an exit for the VMM (written to *run) or a
 // physical interrupt for the primary (HC_EXIT_PREEMPTED). On entry, *run holds
 // the VMM's answer to the previous exit (applied first). HC_OK, or HC_E_NOMEM.

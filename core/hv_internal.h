@@ -112,8 +112,6 @@ struct hv_state {
 extern struct hv_state hv;
 
 // ---- shared helpers -----------------------------------------------------------------
-// The primary page at `pa` if the primary owns it (else the ownership code).
-int hv_primary_page(uint64_t pa, void **out);
 int hv_err_of_own(int own_err);
 int hv_err_of_s2(int s2_err);
 struct hv_vm *hv_vm_find(uint32_t id); // hv.lock held

@@ -240,18 +240,8 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 	r->mpidr_el1 = s->vmpidr;
 }
 
-// ABI 1.3's x86 calls: the arm64 decoder refuses them before they get here.
-int arch_hv_set_cpuid(struct vcpu *v, const void *page, uint32_t count)
-{
-	return HC_E_UNKNOWN;
-}
-
-int arch_hv_msrs(struct vcpu *v, void *page, uint32_t count, bool write, uint64_t *done)
-{
-	return HC_E_UNKNOWN;
-}
-
-int arch_hv_cpuid_supported(void *page, uint64_t *count)
+// The architecture's call range holds no arm64 call.
+int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
 {
 	return HC_E_UNKNOWN;
 }

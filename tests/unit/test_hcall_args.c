@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// core/hcall_args: the hypercall decoder. Each call accepted with its fields,
-// each refusal with its precise code, and 10^5 random and hostile register
-// sets: never a crash, and every accepted call meets its documented bounds
-// (restated here independently of the decoder).
+// core/hcall_args: the hypercall decoder, and x86's decoder of its calls in
+// the architecture's range (arch/x86/hv_call_args.c) behind it, as
+// hv_dispatch runs them. Each call accepted with its fields, each refusal
+// with its precise code, and 10^5 random and hostile register sets: never a
+// crash, and every accepted call meets its documented bounds (restated here
+// independently of the decoders).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "arch/x86/hv_call_args.c"
 #include "core/hcall_args.h"
 
 #define FN(n)	  (HC_FN_BASE + (n))
@@ -23,6 +26,18 @@ static int dec(enum hc_abi abi, struct hc_regs r, struct hc_call *c)
 {
 	memset(c, 0x5a, sizeof(*c));
 	return hc_decode(abi, &r, c);
+}
+
+// A call of the x86 ABI as hv_dispatch decodes it: core's decoder, then
+// x86's (arch_hv_call) for the architecture's range. *x is filled for those.
+static int dec_x86(struct hc_regs r, struct hc_call *c, struct x86_hv_call *x)
+{
+	int rc = dec(HC_ABI_X86, r, c);
+
+	memset(x, 0x5a, sizeof(*x));
+	if (rc == HC_OK && hc_fn_is_arch(c->fn))
+		rc = x86_hv_call_decode(c->fn, r.a, x);
+	return rc;
 }
 
 static void test_function_ids(void **state)
@@ -37,20 +52,34 @@ static void test_function_ids(void **state)
 	assert_int_equal(dec(HC_ABI_X86, R(1ull << 32 | FN(0)), &c), HC_E_UNKNOWN);
 	assert_int_equal(dec(HC_ABI_ARM64, R(FN(0) | HC_FN_SVE_HINT), &c), HC_OK);
 	assert_int_equal(dec(HC_ABI_X86, R(FN(0) | HC_FN_SVE_HINT), &c), HC_E_UNKNOWN);
-	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_FN_COUNT)), &c), HC_E_UNKNOWN);
 	assert_int_equal(dec(HC_ABI_ARM64, R(FN(0xffff)), &c), HC_E_UNKNOWN);
 	assert_int_equal(dec(HC_ABI_ARM64, R(0x86000000u), &c), HC_E_UNKNOWN); // 32-bit form
 	assert_int_equal(dec(HC_ABI_ARM64, R(0x46000000u), &c), HC_E_UNKNOWN); // yielding
 	assert_int_equal(dec(HC_ABI_ARM64, R(0xC5000000u), &c), HC_E_UNKNOWN); // owner 5
 	assert_int_equal(dec(HC_ABI_ARM64, R(FN(0) | 1u << 17), &c), HC_E_UNKNOWN);
 	assert_int_equal(dec(HC_ABI_ARM64, R(0xC4000000u), &c), HC_E_UNKNOWN); // PSCI's owner
+	// The architecture's range: only the function decoded, on both ABIs
+	// (arm64's arch_hv_call answers HC_E_UNKNOWN to all of it); x86 knows
+	// 12..14 and nothing else there.
+	struct x86_hv_call x;
+	for (unsigned fn = HC_FN_ARCH_FIRST; fn < HC_FN_ARCH_END; fn++) {
+		assert_int_equal(dec(HC_ABI_ARM64, R(FN(fn), 1, 2, 3, 4, 5, 6), &c), HC_OK);
+		assert_int_equal(c.fn, fn);
+		assert_true(hc_fn_is_arch(c.fn));
+		if (fn >= HC_FN_COUNT)
+			assert_int_equal(dec_x86(R(FN(fn)), &c, &x), HC_E_UNKNOWN);
+	}
+	assert_false(hc_fn_is_arch(HC_HV_STATS));
+	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_FN_ARCH_END)), &c), HC_E_UNKNOWN);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_FN_ARCH_END)), &c), HC_E_UNKNOWN);
+	assert_int_equal(dec(HC_ABI_X86, R(1ull << 32 | FN(HC_VCPU_MSRS)), &c), HC_E_UNKNOWN);
 	// Unused registers must be zero, for every call.
 	for (unsigned fn = 0; fn < HC_FN_COUNT; fn++) {
 		struct hc_regs r = R(FN(fn));
 
 		r.a[5] = 1;
 		if (fn != HC_SLOT_SET)
-			assert_int_equal(hc_decode(HC_ABI_X86, &r, &c), HC_E_INVAL);
+			assert_int_equal(dec_x86(r, &c, &x), HC_E_INVAL);
 	}
 	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VM_DESTROY), 1, 1), &c), HC_E_INVAL);
 }
@@ -232,6 +261,30 @@ static uint64_t hostile(void)
 	}
 }
 
+// The documented bounds of an accepted x86 call of the architecture's range.
+static void check_x86_bounds(const struct hc_regs *r, const struct x86_hv_call *x)
+{
+	const uint64_t *a = r->a;
+	bool page_pa = !(x->pa & 4095) && x->pa < GPA_END;
+
+	assert_int_equal(x->fn, (uint32_t)r->fn & 0xffff);
+	switch (x->fn) {
+	case HC_CPUID_SUPPORTED:
+		assert_true(page_pa && x->pa == a[0] && !a[1]);
+		break;
+	case HC_VCPU_SET_CPUID:
+	case HC_VCPU_MSRS:
+		assert_true(x->vm >= 1 && x->vm <= OWN_VM_MAX && x->vcpu < HC_MAX_VCPUS && page_pa);
+		assert_true(x->vm == a[0] && x->vcpu == a[1] && x->pa == a[2]);
+		assert_true(x->count == a[3] && x->write == a[4] && a[4] <= 1 && !a[5]);
+		assert_true(x->count <= (x->fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX));
+		assert_true(x->fn == HC_VCPU_MSRS || !a[4]);
+		break;
+	default:
+		fail_msg("accepted unknown x86 function %u", x->fn);
+	}
+}
+
 // The documented bounds of an accepted call, restated.
 static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 {
@@ -269,15 +322,7 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->vm == a[0] && page_pa && !a[2]);
 		break;
 	case HC_HV_STATS:
-	case HC_CPUID_SUPPORTED:
 		assert_true(page_pa && c->pa == a[0] && !a[1]);
-		break;
-	case HC_VCPU_SET_CPUID:
-	case HC_VCPU_MSRS:
-		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->vcpu < HC_MAX_VCPUS && page_pa);
-		assert_true(c->count == a[3] && c->flags == a[4] && c->flags <= 1);
-		assert_true(c->count <= (c->fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX));
-		assert_true(c->fn == HC_VCPU_MSRS || !a[4]);
 		break;
 	case HC_SLOT_SET:
 		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->slot < HC_MAX_SLOTS);
@@ -299,47 +344,54 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 	}
 }
 
-// ABI 1.3's x86 vCPU configuration: unknown to the arm64 ABI, bounded counts,
-// a page, VCPU_MSRS's direction 0 or 1.
+// ABI 1.3's x86 vCPU configuration (x86's decoder behind core's): bounded
+// counts, a page, VCPU_MSRS's direction 0 or 1. arm64 has no call there: its
+// arch_hv_call answers HC_E_UNKNOWN (test_function_ids).
 static void test_x86_config_calls(void **state)
 {
 	struct hc_call c;
+	struct x86_hv_call x;
 
-	for (unsigned fn = HC_VCPU_SET_CPUID; fn <= HC_VCPU_MSRS; fn++)
-		assert_int_equal(dec(HC_ABI_ARM64, R(FN(fn), 1, 0, 0x42000, 1), &c), HC_E_UNKNOWN);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, HC_CPUID_MAX), &c),
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, HC_CPUID_MAX), &c, &x),
 			 HC_OK);
-	assert_int_equal(c.fn, HC_VCPU_SET_CPUID);
-	assert_int_equal(c.vm, 3);
-	assert_int_equal(c.vcpu, 2);
-	assert_int_equal(c.pa, 0x42000);
-	assert_int_equal(c.count, HC_CPUID_MAX);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, 0), &c), HC_OK);
-	assert_int_equal(
-	    dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, HC_CPUID_MAX + 1), &c),
-	    HC_E_TOO_MANY);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, 1, 1), &c),
-			 HC_E_INVAL); // a4 unused
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42010, 1), &c),
-			 HC_E_ALIGN);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 0, 2, 0x42000, 1), &c),
-			 HC_E_BAD_VM);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_SET_CPUID), 3, HC_MAX_VCPUS, 0x42000, 1), &c),
-			 HC_E_BAD_VCPU);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, HC_MSR_MAX, 1), &c),
-			 HC_OK);
-	assert_int_equal(c.flags, 1);
-	assert_int_equal(c.count, HC_MSR_MAX);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 0), &c), HC_OK);
-	assert_int_equal(c.flags, 0);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, HC_MSR_MAX + 1, 0), &c),
+	assert_int_equal(x.fn, HC_VCPU_SET_CPUID);
+	assert_int_equal(x.vm, 3);
+	assert_int_equal(x.vcpu, 2);
+	assert_int_equal(x.pa, 0x42000);
+	assert_int_equal(x.count, HC_CPUID_MAX);
+	assert_false(x.write);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, 0), &c, &x), HC_OK);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, HC_CPUID_MAX + 1), &c, &x),
 			 HC_E_TOO_MANY);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 2), &c), HC_E_INVAL);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_VCPU_MSRS), 3, 2, GPA_END, 4, 0), &c), HC_E_RANGE);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_CPUID_SUPPORTED), 0x42000), &c), HC_OK);
-	assert_int_equal(c.pa, 0x42000);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_CPUID_SUPPORTED), 0x42001), &c), HC_E_ALIGN);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_CPUID_SUPPORTED), 0x42000, 1), &c), HC_E_INVAL);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, 1, 1), &c, &x),
+			 HC_E_INVAL); // a4 unused
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42010, 1), &c, &x), HC_E_ALIGN);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 0, 2, 0x42000, 1), &c, &x), HC_E_BAD_VM);
+	assert_int_equal(
+	    dec_x86(R(FN(HC_VCPU_SET_CPUID), OWN_VM_MAX + 1ull, 2, 0x42000, 1), &c, &x),
+	    HC_E_BAD_VM);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, HC_MAX_VCPUS, 0x42000, 1), &c, &x),
+			 HC_E_BAD_VCPU);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, HC_MSR_MAX, 1), &c, &x), HC_OK);
+	assert_true(x.write);
+	assert_int_equal(x.count, HC_MSR_MAX);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 0), &c, &x), HC_OK);
+	assert_false(x.write);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, HC_MSR_MAX + 1, 0), &c, &x),
+			 HC_E_TOO_MANY);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 2), &c, &x), HC_E_INVAL);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 0, 1), &c, &x),
+			 HC_E_INVAL); // a5 unused
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, GPA_END, 4, 0), &c, &x), HC_E_RANGE);
+	assert_int_equal(dec_x86(R(FN(HC_CPUID_SUPPORTED), 0x42000), &c, &x), HC_OK);
+	assert_int_equal(x.pa, 0x42000);
+	assert_int_equal(dec_x86(R(FN(HC_CPUID_SUPPORTED), 0x42001), &c, &x), HC_E_ALIGN);
+	assert_int_equal(dec_x86(R(FN(HC_CPUID_SUPPORTED), 0x42000, 1), &c, &x), HC_E_INVAL);
+	// A refusal leaves the decoded call untouched.
+	struct x86_hv_call before = x;
+	assert_int_equal(x86_hv_call_decode(HC_VCPU_MSRS, R(0, 3, 2, 0x42000, 4, 2).a, &x),
+			 HC_E_INVAL);
+	assert_memory_equal(&x, &before, sizeof(x));
 }
 
 static void test_fuzz_registers(void **state)
@@ -355,7 +407,8 @@ static void test_fuzz_registers(void **state)
 		enum hc_abi abi = rnd() % 2 ? HC_ABI_X86 : HC_ABI_ARM64;
 		unsigned nz = rnd() % 7; // how many registers get values
 
-		r.fn = rnd() % 8 ? FN(rnd() % (HC_FN_COUNT + 1)) : hostile();
+		unsigned span = rnd() % 4 ? HC_FN_COUNT + 1 : HC_FN_ARCH_END + 1; // + arch range
+		r.fn = rnd() % 8 ? FN(rnd() % span) : hostile();
 		if (rnd() % 16 == 0)
 			r.fn ^= 1ull << (rnd() % 64);
 		for (unsigned k = 0; k < HC_NARGS; k++)
@@ -366,6 +419,21 @@ static void test_fuzz_registers(void **state)
 		before = c;
 		int rc = hc_decode(abi, &r, &c);
 
+		if (rc == HC_OK && hc_fn_is_arch(c.fn)) { // arch_hv_call's turn
+			struct x86_hv_call x, xbefore;
+			memset(&x, 0x77, sizeof(x));
+			xbefore = x;
+			rc = abi == HC_ABI_X86 ? x86_hv_call_decode(c.fn, r.a, &x) : HC_E_UNKNOWN;
+			if (rc == HC_OK) {
+				check_x86_bounds(&r, &x);
+				ok[x.fn]++;
+			} else {
+				assert_true(rc < 0 && rc >= HC_E_EXISTS);
+				assert_memory_equal(&x, &xbefore, sizeof(x)); // untouched
+				refused++;
+			}
+			continue;
+		}
 		if (rc != HC_OK) {
 			assert_true(rc < 0 && rc >= HC_E_EXISTS);
 			assert_memory_equal(&c, &before, sizeof(c)); // untouched

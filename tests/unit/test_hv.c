@@ -752,8 +752,8 @@ static void test_fuzz_calls(void **state)
 	unsigned ok = 0, by_fn[HC_FN_COUNT] = {0}, slot_codes[17] = {0};
 	host_hv_guest = NULL;
 	for (unsigned n = 0; n < 100000; n++) {
-		// The calls of the arm64 ABI the host backend speaks (ABI 1.3's x86
-		// calls are refused by the decoder: test_hcall_args).
+		// The generic calls (the architecture's range: test_arch_calls and,
+		// for x86's decoder, test_hcall_args).
 		static const unsigned nargs[HC_HV_STATS + 1] = {0, 2, 2, 2, 1, 2, 6, 3, 3, 3, 2, 1};
 		uint64_t fn = rnd() % (HC_HV_STATS + 1), a[6];
 		if (fn == HC_WITHDRAW && rnd() % 16) // keep the pool from running dry
@@ -813,6 +813,45 @@ static void test_fuzz_calls(void **state)
 		assert_int_equal(C(HC_VM_DESTROY, v->vm.id, 0, 0, 0, 0, 0, NULL), HC_OK);
 	assert_int_equal(hv_stats_now().vms, 0);
 	assert_int_equal(owner(vmem, NULL), OWN_PRIMARY);
+}
+
+// The architecture's range goes to arch_hv_call with its raw registers (the
+// hosted one answers HC_E_UNKNOWN, as arm64's); the lookup core offers its
+// handlers checks the page, the VM, the vCPU and a RUN in that order.
+static void test_arch_calls(void **state)
+{
+	uint64_t res[3] = {1, 1, 1};
+
+	for (uint32_t fn = HC_FN_ARCH_FIRST; fn < HC_FN_ARCH_END; fn++) {
+		uint64_t before = hv.calls_failed;
+		assert_int_equal(C(fn, 1, 2, 3, 4, 5, fn, res), HC_E_UNKNOWN);
+		assert_int_equal(host_hv_arch_fn, fn);
+		assert_int_equal(host_hv_arch_args[0], 1);
+		assert_int_equal(host_hv_arch_args[5], fn);
+		assert_true(!res[0] && !res[1] && !res[2]);
+		assert_int_equal(hv.calls_failed, before + 1);
+	}
+	host_hv_arch_fn = 0;
+	assert_int_equal(C(HC_FN_ARCH_END, 0, 0, 0, 0, 0, 0, NULL), HC_E_UNKNOWN);
+	assert_int_equal(host_hv_arch_fn, 0); // beyond the range: core's refusal
+	deposit(32);
+	uint64_t vm = vm_new(2), page = prim_page(), slat = (uint64_t)(uintptr_t)slat_mem;
+	struct vcpu *v = NULL;
+	void *p = NULL;
+	assert_int_equal(C(HC_VCPU_CREATE, vm, 1, 0, 0, 0, 0, NULL), HC_OK);
+	mm_spin_lock(&hv.lock);
+	assert_int_equal(hv_stopped_vcpu(vm + 1, 5, slat, &p, &v), HC_E_SLAT);
+	assert_int_equal(hv_stopped_vcpu(vm + 1, 5, page, &p, &v), HC_E_BAD_VM);
+	assert_int_equal(hv_stopped_vcpu(vm, 0, page, &p, &v), HC_E_BAD_VCPU);
+	assert_null(v);
+	assert_int_equal(hv_stopped_vcpu(vm, 1, page, &p, &v), HC_OK);
+	assert_int_equal(v->index, 1);
+	assert_ptr_equal(p, (void *)(uintptr_t)page);
+	hv_vcpu_of(v)->running_on = 1;
+	assert_int_equal(hv_stopped_vcpu(vm, 1, page, &p, &v), HC_E_BUSY);
+	hv_vcpu_of(v)->running_on = 0;
+	mm_spin_unlock(&hv.lock);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
 }
 
 // The primary's table pool runs dry: DEPOSIT and WITHDRAW answer NOMEM and
@@ -880,6 +919,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_slot_directory, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_slot_nomem_all_or_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_arch_calls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fuzz_calls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_primary_map_nomem, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_primary_fault_retry, setup, teardown),
