@@ -101,11 +101,11 @@ bool hv_primary_fault_retry(struct vcpu *v, uint64_t pa)
 	return ++v->fault_retries <= HV_FAULT_RETRIES;
 }
 
-struct hv_vm *hv_vm_find(uint32_t id)
+struct vm *hv_vm_find(uint32_t id)
 {
-	for (struct hv_vm *v = hv.vms; v; v = v->next)
-		if (v->vm.id == id)
-			return v;
+	for (struct vm *vm = hv.vms; vm; vm = vm->hv.next)
+		if (vm->id == id)
+			return vm;
 	return NULL;
 }
 
@@ -267,11 +267,11 @@ static void hv_stats(struct hc_hv_stats *s)
 	s->vms = hv.vms_live;
 	s->vms_created = hv.vms_created;
 	s->vms_destroyed = hv.vms_destroyed;
-	for (struct hv_vm *v = hv.vms; v; v = v->next) {
-		if (v->flags & HC_VM_FLAG_DONATE)
-			s->donated_frames += v->slot_frames;
+	for (struct vm *vm = hv.vms; vm; vm = vm->hv.next) {
+		if (vm->hv.flags & HC_VM_FLAG_DONATE)
+			s->donated_frames += vm->hv.slot_frames;
 		else
-			s->shared_frames += v->slot_frames;
+			s->shared_frames += vm->hv.slot_frames;
 	}
 	s->calls = __atomic_load_n(&hv.calls, __ATOMIC_RELAXED);
 	s->calls_failed = __atomic_load_n(&hv.calls_failed, __ATOMIC_RELAXED);
@@ -291,7 +291,7 @@ static int hv_stats_call(const struct hc_call *c)
 		memcpy(page, &s, sizeof(s));
 		return HC_OK;
 	}
-	struct hv_vm *vm = hv_vm_find(c->vm);
+	struct vm *vm = hv_vm_find(c->vm);
 	if (!vm)
 		return HC_E_BAD_VM;
 	struct hc_vm_stats s;
@@ -330,15 +330,15 @@ int hv_stopped_vcpu(uint32_t vm_id, uint32_t index, uint64_t pa, void **page, st
 
 	if (r)
 		return r;
-	struct hv_vm *vm = hv_vm_find(vm_id);
+	struct vm *vm = hv_vm_find(vm_id);
 	if (!vm)
 		return HC_E_BAD_VM;
-	struct hv_vcpu *v = hv_vcpu_find(vm, index);
+	struct vcpu *v = hv_vcpu_find(vm, index);
 	if (!v)
 		return HC_E_BAD_VCPU;
-	if (__atomic_load_n(&v->running_on, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&v->hv.running_on, __ATOMIC_ACQUIRE))
 		return HC_E_BUSY;
-	*out = &v->vcpu;
+	*out = v;
 	return HC_OK;
 }
 

@@ -17,9 +17,6 @@
 #define HV_PAGE		  4096ull
 #define HV_SLOT_INLINE	  8u // frame numbers kept in the slot record itself
 #define HV_SLOTS_PER_PAGE ((HV_PAGE - 8) / sizeof(struct hv_slot)) // + the page link
-#define HV_PTRS_PER_PAGE  512u
-#define HV_SLOT_DIR_PAGES ((HC_MAX_SLOTS + HV_PTRS_PER_PAGE - 1) / HV_PTRS_PER_PAGE)
-#define HV_VCPU_DIR_PAGES (HC_MAX_VCPUS / HV_PTRS_PER_PAGE)
 
 // ---- the deposit pool (core/hv_depot.c) ------------------------------------------
 // Pages the primary deposited, Slat's (ownership OWN_SLAT) from DEPOSIT until
@@ -40,6 +37,9 @@ void hv_depot_add(struct hv_depot *d, uint64_t pa, uint64_t n);
 uint64_t hv_depot_remove_range(struct hv_depot *d, uint64_t pa, uint64_t n);
 
 // ---- records -------------------------------------------------------------------------
+// A secondary VM or vCPU is one deposited page holding core's one record
+// (core/vm.h: struct vm / struct vcpu, with their `hv` and `arch` parts).
+//
 // One memslot: its frame list (the engine's s2_backing) and place. Frame
 // numbers live inline (<= HV_SLOT_INLINE), in one list page (<= 512) or in a
 // directory page of list pages, all deposited pages copied from the primary's.
@@ -60,36 +60,6 @@ struct hv_slot {
 #define HV_PFN_DROPPING (1ull << 63)
 _Static_assert(HC_SLOT_MAX_PAGES <= UINT32_MAX, "a slot's page count fits its record");
 
-struct hv_vm {
-	struct vm vm; // core's record (vcpus/max_vcpus unused: see vcpu_dir)
-	struct hv_vm *next;
-	struct s2_vm *s2;
-	uint64_t token;	     // unique for the life of Slat (TLB tagging)
-	uint64_t tlb_gen;    // atomic: bumped by every flush of the VM
-	uint64_t meta_pages; // atomic: deposited pages the VM holds
-	uint32_t flags;	     // HC_VM_FLAG_*
-	uint32_t vcpu_limit; // VM_CREATE's limit
-	uint32_t nvcpus;     // created
-	uint32_t runs;	     // atomic: RUN calls inside the VM right now
-	uint64_t nslots, slot_frames;
-	uint64_t vcpu_dir[HV_VCPU_DIR_PAGES]; // pages of struct hv_vcpu pointers
-	uint64_t slot_dir[HV_SLOT_DIR_PAGES]; // pages of struct hv_slot pointers
-	uint64_t slot_pages; // pages of hv_slot records, linked through their last word
-	struct hv_slot *slot_free;
-};
-
-struct hv_vcpu {
-	struct vcpu vcpu; // core's record with the arch part
-	struct s2_root *root;
-	uint32_t running_on; // atomic: physical CPU + 1 while a RUN owns the vCPU, else 0
-	uint32_t in_guest;   // atomic: between hv_vcpu_enter and hv_vcpu_exited
-	uint32_t pcpu;	     // where it last entered
-	uint64_t exit_seq;   // atomic: exits so far
-};
-
-#define hv_vm_of(v)   ((struct hv_vm *)(v))
-#define hv_vcpu_of(v) ((struct hv_vcpu *)(v))
-
 // ---- the layer's state (core/hv.c) ----------------------------------------------------
 struct hv_pcpu {
 	uint64_t token, gen; // the VM whose translations this CPU may cache, at gen
@@ -102,7 +72,7 @@ struct hv_state {
 	struct mm_spinlock lock;
 	struct own_table own;
 	struct hv_depot depot;
-	struct hv_vm *vms;
+	struct vm *vms;
 	uint32_t next_id;
 	uint64_t next_token;
 	uint64_t vms_live, vms_created, vms_destroyed;
@@ -114,21 +84,21 @@ extern struct hv_state hv;
 // ---- shared helpers -----------------------------------------------------------------
 int hv_err_of_own(int own_err);
 int hv_err_of_s2(int s2_err);
-struct hv_vm *hv_vm_find(uint32_t id); // hv.lock held
-struct hv_vcpu *hv_vcpu_find(struct hv_vm *vm, uint32_t index);
+struct vm *hv_vm_find(uint32_t id); // hv.lock held
+struct vcpu *hv_vcpu_find(struct vm *vm, uint32_t index);
 
 // core/hv_vm.c
 int hv_vm_create(uint32_t flags, uint32_t vcpu_limit, uint64_t *id);
 int hv_vm_destroy(uint32_t id);
 int hv_vcpu_create(uint32_t vm, uint32_t index);
-void hv_vm_stats(struct hv_vm *vm, struct hc_vm_stats *out);
+void hv_vm_stats(struct vm *vm, struct hc_vm_stats *out);
 // core/hv_slot.c
 int hv_slot_set(const struct hc_call *c, uint64_t *bad);
-void hv_slots_release(struct hv_vm *vm); // VM destroy, after the engine's teardown
+void hv_slots_release(struct vm *vm); // VM destroy, after the engine's teardown
 // core/hv_run.c
 extern const struct s2_backend hv_s2_backend;
 int hv_vcpu_run(uint32_t vm, uint32_t index, struct vcpu *caller, uint64_t run_pa,
 		uint64_t *reason);
-void hv_vcpu_drop_root(struct hv_vcpu *v);
+void hv_vcpu_drop_root(struct vcpu *v);
 
 #endif

@@ -42,35 +42,35 @@ static void be_page_free(void *ctx, uint64_t pa, unsigned npages)
 static struct log_once hv_kick_logged;
 
 // Waits for one vCPU that was in guest mode at exit count `seq` to leave.
-static void kick_wait_vcpu(struct hv_vm *vm, struct hv_vcpu *v, uint64_t seq)
+static void kick_wait_vcpu(struct vm *vm, struct vcpu *v, uint64_t seq)
 {
 	uint64_t n = 0;
 
-	while (__atomic_load_n(&v->in_guest, __ATOMIC_ACQUIRE) &&
-	       __atomic_load_n(&v->exit_seq, __ATOMIC_ACQUIRE) == seq) {
+	while (__atomic_load_n(&v->hv.in_guest, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&v->hv.exit_seq, __ATOMIC_ACQUIRE) == seq) {
 		arch_hv_relax();
 		if (++n % HV_REKICK == 0)
-			arch_hv_kick_pcpu(__atomic_load_n(&v->pcpu, __ATOMIC_RELAXED));
-		if (n == HV_KICK_REPORT && log_once_first(&hv_kick_logged, vm->vm.id))
+			arch_hv_kick_pcpu(__atomic_load_n(&v->hv.pcpu, __ATOMIC_RELAXED));
+		if (n == HV_KICK_REPORT && log_once_first(&hv_kick_logged, vm->id))
 			log_err("hv: vm %u vcpu%u on CPU %u has not left guest mode after %u "
 				"kicks; still kicking\n",
-				vm->vm.id, v->vcpu.index, v->pcpu, HV_KICK_REPORT / HV_REKICK);
+				vm->id, v->index, v->hv.pcpu, HV_KICK_REPORT / HV_REKICK);
 	}
 }
 
 // Waits until every vCPU of `vm` that was in guest mode has left it once.
-static void kick_and_wait(struct hv_vm *vm)
+static void kick_and_wait(struct vm *vm)
 {
 	for (unsigned d = 0; d < HV_VCPU_DIR_PAGES; d++) {
 		const uint64_t *dir = (const uint64_t *)(uintptr_t)__atomic_load_n(
-		    &vm->vcpu_dir[d], __ATOMIC_ACQUIRE);
+		    &vm->hv.vcpu_dir[d], __ATOMIC_ACQUIRE);
 		for (unsigned i = 0; dir && i < HV_PTRS_PER_PAGE; i++) {
-			struct hv_vcpu *v =
-			    (struct hv_vcpu *)(uintptr_t)__atomic_load_n(&dir[i], __ATOMIC_ACQUIRE);
-			if (!v || !__atomic_load_n(&v->in_guest, __ATOMIC_SEQ_CST))
+			struct vcpu *v =
+			    (struct vcpu *)(uintptr_t)__atomic_load_n(&dir[i], __ATOMIC_ACQUIRE);
+			if (!v || !__atomic_load_n(&v->hv.in_guest, __ATOMIC_SEQ_CST))
 				continue;
-			uint64_t seq = __atomic_load_n(&v->exit_seq, __ATOMIC_ACQUIRE);
-			arch_hv_kick_pcpu(__atomic_load_n(&v->pcpu, __ATOMIC_RELAXED));
+			uint64_t seq = __atomic_load_n(&v->hv.exit_seq, __ATOMIC_ACQUIRE);
+			arch_hv_kick_pcpu(__atomic_load_n(&v->hv.pcpu, __ATOMIC_RELAXED));
 			kick_wait_vcpu(vm, v, seq);
 		}
 	}
@@ -78,10 +78,10 @@ static void kick_and_wait(struct hv_vm *vm)
 
 static void be_inval_context(void *ctx, struct s2_vm *s2)
 {
-	struct hv_vm *vm = ctx;
+	struct vm *vm = ctx;
 
-	__atomic_fetch_add(&vm->tlb_gen, 1, __ATOMIC_SEQ_CST);
-	if (!arch_hv_flush_vm(&vm->vm))
+	__atomic_fetch_add(&vm->hv.tlb_gen, 1, __ATOMIC_SEQ_CST);
+	if (!arch_hv_flush_vm(vm))
 		kick_and_wait(vm);
 }
 
@@ -110,63 +110,60 @@ const struct s2_backend hv_s2_backend = {
 };
 
 // ---- the entry protocol --------------------------------------------------------------
-int hv_vcpu_enter(struct vcpu *vc, struct hv_entry *e)
+int hv_vcpu_enter(struct vcpu *v, struct hv_entry *e)
 {
-	struct hv_vcpu *v = hv_vcpu_of(vc);
-	struct hv_vm *vm = hv_vm_of(vc->vm);
+	struct vm *vm = v->vm;
 	unsigned cpu = arch_hv_pcpu();
 
 	for (;;) {
 		// The lock-light root path: a valid root is reused; an invalid one
 		// (zap-all, teardown) is dropped and a fresh one taken.
-		if (v->root && s2_root_is_invalid(v->root))
+		if (v->hv.root && s2_root_is_invalid(v->hv.root))
 			hv_vcpu_drop_root(v);
-		if (!v->root && s2_root_get(vm->s2, (struct s2_role){0, 0}, &v->root))
+		if (!v->hv.root && s2_root_get(vm->hv.s2, (struct s2_role){0, 0}, &v->hv.root))
 			return HC_E_NOMEM;
-		__atomic_store_n(&v->pcpu, cpu, __ATOMIC_RELAXED);
-		__atomic_store_n(&v->in_guest, 1, __ATOMIC_SEQ_CST);
-		if (!s2_root_is_invalid(v->root))
+		__atomic_store_n(&v->hv.pcpu, cpu, __ATOMIC_RELAXED);
+		__atomic_store_n(&v->hv.in_guest, 1, __ATOMIC_SEQ_CST);
+		if (!s2_root_is_invalid(v->hv.root))
 			break;
-		__atomic_store_n(&v->in_guest, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&v->hv.in_guest, 0, __ATOMIC_RELEASE);
 	}
-	uint64_t gen = __atomic_load_n(&vm->tlb_gen, __ATOMIC_SEQ_CST);
+	uint64_t gen = __atomic_load_n(&vm->hv.tlb_gen, __ATOMIC_SEQ_CST);
 	struct hv_pcpu *p = &hv.pcpu[cpu];
-	e->flush = p->token != vm->token || p->gen != gen;
-	p->token = vm->token;
+	e->flush = p->token != vm->hv.token || p->gen != gen;
+	p->token = vm->hv.token;
 	p->gen = gen;
-	e->root_pa = s2_root_pa(v->root);
+	e->root_pa = s2_root_pa(v->hv.root);
 	return HC_OK;
 }
 
-void hv_vcpu_exited(struct vcpu *vc)
+void hv_vcpu_exited(struct vcpu *v)
 {
-	struct hv_vcpu *v = hv_vcpu_of(vc);
 
-	__atomic_fetch_add(&v->exit_seq, 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&v->in_guest, 0, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&v->hv.exit_seq, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&v->hv.in_guest, 0, __ATOMIC_RELEASE);
 }
 
-void hv_vcpu_drop_root(struct hv_vcpu *v)
+void hv_vcpu_drop_root(struct vcpu *v)
 {
-	if (!v->root)
+	if (!v->hv.root)
 		return;
-	struct hv_vm *vm = hv_vm_of(v->vcpu.vm);
+	struct vm *vm = v->vm;
 	// The engine lets the last reference go only on an invalid root; a
 	// vCPU that goes away while its root is valid just leaves the MMU's.
-	s2_root_put(vm->s2, v->root);
-	v->root = NULL;
+	s2_root_put(vm->hv.s2, v->hv.root);
+	v->hv.root = NULL;
 }
 
-int hv_vcpu_fault(struct vcpu *vc, uint64_t gpa, bool write, bool exec)
+int hv_vcpu_fault(struct vcpu *v, uint64_t gpa, bool write, bool exec)
 {
-	struct hv_vcpu *v = hv_vcpu_of(vc);
-	struct hv_vm *vm = hv_vm_of(vc->vm);
+	struct vm *vm = v->vm;
 	unsigned access = S2_PROT_R | (write ? S2_PROT_W : 0) | (exec ? S2_PROT_X : 0);
 	int r;
 
-	if (!v->root)
+	if (!v->hv.root)
 		return S2_FAULT_RETRY;
-	r = s2_fault(vm->s2, v->root, gpa, access, NULL);
+	r = s2_fault(vm->hv.s2, v->hv.root, gpa, access, NULL);
 	switch (r) {
 	case S2_FAULT_MAPPED:
 	case S2_FAULT_RETRY:
@@ -180,18 +177,18 @@ int hv_vcpu_fault(struct vcpu *vc, uint64_t gpa, bool write, bool exec)
 		return HC_E_NOMEM;
 	default:
 		if (log_once_first(&hv_run_logged, 2))
-			log_err("hv: vm %u: SLAT fault at 0x%llx failed (%d)\n", vm->vm.id,
+			log_err("hv: vm %u: SLAT fault at 0x%llx failed (%d)\n", vm->id,
 				(unsigned long long)gpa, r);
 		return HC_E_INVAL;
 	}
 }
 
-bool hv_vcpu_memfault(struct vcpu *vc, uint64_t gpa, bool write, struct hc_run *run)
+bool hv_vcpu_memfault(struct vcpu *v, uint64_t gpa, bool write, struct hc_run *run)
 {
-	struct hv_vm *vm = hv_vm_of(vc->vm);
+	struct vm *vm = v->vm;
 	struct s2_slot sl;
 
-	if (!s2_slot_find(vm->s2, 0, gpa, &sl))
+	if (!s2_slot_find(vm->hv.s2, 0, gpa, &sl))
 		return false; // the slot went away meanwhile: the access runs again
 	run->reason = HC_EXIT_MEMFAULT;
 	run->u.memfault.gpa = gpa;
@@ -210,8 +207,8 @@ int hv_vcpu_run(uint32_t vm_id, uint32_t index, struct vcpu *caller, uint64_t ru
 	int r;
 
 	mm_spin_lock(&hv.lock);
-	struct hv_vm *vm = hv_vm_find(vm_id);
-	struct hv_vcpu *v = vm ? hv_vcpu_find(vm, index) : NULL;
+	struct vm *vm = hv_vm_find(vm_id);
+	struct vcpu *v = vm ? hv_vcpu_find(vm, index) : NULL;
 	uint32_t free_claim = 0;
 	if (!vm)
 		r = HC_E_BAD_VM;
@@ -219,19 +216,19 @@ int hv_vcpu_run(uint32_t vm_id, uint32_t index, struct vcpu *caller, uint64_t ru
 		r = HC_E_BAD_VCPU;
 	else if ((r = hv_primary_page(run_pa, (void **)&run)))
 		;
-	else if (!__atomic_compare_exchange_n(&v->running_on, &free_claim, cpu + 1, false,
+	else if (!__atomic_compare_exchange_n(&v->hv.running_on, &free_claim, cpu + 1, false,
 					      __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		r = HC_E_BUSY;
 	else
-		__atomic_fetch_add(&vm->runs, 1, __ATOMIC_ACQUIRE);
+		__atomic_fetch_add(&vm->hv.runs, 1, __ATOMIC_ACQUIRE);
 	mm_spin_unlock(&hv.lock);
 	if (r)
 		return r;
-	vcpu_set_running(&v->vcpu);
-	r = arch_hv_run(caller, &v->vcpu, run);
+	vcpu_set_running(v);
+	r = arch_hv_run(caller, v, run);
 	if (!r)
 		*reason = run->reason;
-	__atomic_store_n(&v->running_on, 0, __ATOMIC_RELEASE);
-	__atomic_fetch_sub(&vm->runs, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&v->hv.running_on, 0, __ATOMIC_RELEASE);
+	__atomic_fetch_sub(&vm->hv.runs, 1, __ATOMIC_RELEASE);
 	return r;
 }

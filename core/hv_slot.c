@@ -76,7 +76,7 @@ static uint64_t leaves_of(uint64_t pages)
 }
 
 // Frees the slot's list pages (not the record).
-static void list_free(struct hv_vm *vm, struct hv_slot *s)
+static void list_free(struct vm *vm, struct hv_slot *s)
 {
 	uint64_t n = leaves_of(s->pages);
 
@@ -85,23 +85,23 @@ static void list_free(struct hv_vm *vm, struct hv_slot *s)
 	if (n > 1)
 		for (uint64_t i = 0; i < n; i++)
 			if (((uint64_t *)(uintptr_t)s->list)[i])
-				hv_page_free(&vm->vm, ((uint64_t *)(uintptr_t)s->list)[i]);
+				hv_page_free(vm, ((uint64_t *)(uintptr_t)s->list)[i]);
 	if (s->list)
-		hv_page_free(&vm->vm, s->list);
+		hv_page_free(vm, s->list);
 	s->list = 0;
 }
 
-static int list_alloc(struct hv_vm *vm, struct hv_slot *s)
+static int list_alloc(struct vm *vm, struct hv_slot *s)
 {
 	uint64_t n = leaves_of(s->pages);
 
 	if (!n)
 		return HC_OK;
-	s->list = hv_page_alloc(&vm->vm);
+	s->list = hv_page_alloc(vm);
 	if (!s->list)
 		return HC_E_NOMEM;
 	for (uint64_t i = 0; n > 1 && i < n; i++) {
-		uint64_t pa = hv_page_alloc(&vm->vm);
+		uint64_t pa = hv_page_alloc(vm);
 		if (!pa) {
 			list_free(vm, s);
 			return HC_E_NOMEM;
@@ -162,18 +162,18 @@ static int list_copy(struct hv_slot *s, uint32_t vm_id, uint64_t src_pa, uint64_
 
 // Shares (or unshares) the slot's frames, one list page per ownership
 // request. A refusal undoes the chunks already done.
-static int frames_op(struct hv_vm *vm, struct hv_slot *s, enum own_op op, uint64_t *bad)
+static int frames_op(struct vm *vm, struct hv_slot *s, enum own_op op, uint64_t *bad)
 {
 	enum own_op undo = op == OWN_OP_SHARE ? OWN_OP_UNSHARE : OWN_OP_SHARE;
 	uint64_t chunk = s->pages <= HV_SLOT_INLINE ? s->pages : HV_LIST_PER_PAGE;
 
 	for (uint64_t i = 0; i < s->pages; i += chunk) {
 		uint64_t n = s->pages - i < chunk ? s->pages - i : chunk, b = 0;
-		int r = own_list_op(&hv.own, op, vm->vm.id, leaf_of(s, i), n, &b);
+		int r = own_list_op(&hv.own, op, vm->id, leaf_of(s, i), n, &b);
 		if (r) {
 			*bad = i + b;
 			for (uint64_t j = 0; j < i; j += chunk)
-				own_list_op(&hv.own, undo, vm->vm.id, leaf_of(s, j), chunk, &b);
+				own_list_op(&hv.own, undo, vm->id, leaf_of(s, j), chunk, &b);
 			return r;
 		}
 	}
@@ -181,9 +181,9 @@ static int frames_op(struct hv_vm *vm, struct hv_slot *s, enum own_op op, uint64
 }
 
 // ---- slot records -------------------------------------------------------------------
-static struct hv_slot **dir_entry(struct hv_vm *vm, uint32_t id)
+static struct hv_slot **dir_entry(struct vm *vm, uint32_t id)
 {
-	uint64_t d = vm->slot_dir[id / HV_PTRS_PER_PAGE];
+	uint64_t d = vm->hv.slot_dir[id / HV_PTRS_PER_PAGE];
 
 	return d ? &((struct hv_slot **)(uintptr_t)d)[id % HV_PTRS_PER_PAGE] : NULL;
 }
@@ -195,62 +195,62 @@ struct slot_tables {
 	uint64_t dir, recs;
 };
 
-static int tables_prepare(struct hv_vm *vm, uint32_t id, struct slot_tables *t)
+static int tables_prepare(struct vm *vm, uint32_t id, struct slot_tables *t)
 {
 	*t = (struct slot_tables){0};
-	if (!vm->slot_dir[id / HV_PTRS_PER_PAGE] && !(t->dir = hv_page_alloc(&vm->vm)))
+	if (!vm->hv.slot_dir[id / HV_PTRS_PER_PAGE] && !(t->dir = hv_page_alloc(vm)))
 		return HC_E_NOMEM;
-	if (!vm->slot_free && !(t->recs = hv_page_alloc(&vm->vm))) {
+	if (!vm->hv.slot_free && !(t->recs = hv_page_alloc(vm))) {
 		if (t->dir)
-			hv_page_free(&vm->vm, t->dir);
+			hv_page_free(vm, t->dir);
 		return HC_E_NOMEM;
 	}
 	return HC_OK;
 }
 
 // Puts a fresh page of records on the VM's free list.
-static void recs_add(struct hv_vm *vm, uint64_t pa)
+static void recs_add(struct vm *vm, uint64_t pa)
 {
 	struct hv_slot *recs = (struct hv_slot *)(uintptr_t)pa;
 
 	for (unsigned i = 0; i < HV_SLOTS_PER_PAGE; i++) {
-		recs[i].list = (uint64_t)(uintptr_t)vm->slot_free; // free-list link
-		vm->slot_free = &recs[i];
+		recs[i].list = (uint64_t)(uintptr_t)vm->hv.slot_free; // free-list link
+		vm->hv.slot_free = &recs[i];
 	}
-	*(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8) = vm->slot_pages;
-	vm->slot_pages = pa;
+	*(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8) = vm->hv.slot_pages;
+	vm->hv.slot_pages = pa;
 }
 
 // Undoes recs_add when every record of the newest page is free again: they
 // are then exactly the first HV_SLOTS_PER_PAGE entries of the free list.
-static void recs_remove_newest(struct hv_vm *vm)
+static void recs_remove_newest(struct vm *vm)
 {
-	uint64_t pa = vm->slot_pages;
+	uint64_t pa = vm->hv.slot_pages;
 
 	for (unsigned i = 0; i < HV_SLOTS_PER_PAGE; i++)
-		vm->slot_free = (struct hv_slot *)(uintptr_t)vm->slot_free->list;
-	vm->slot_pages = *(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8);
-	hv_page_free(&vm->vm, pa);
+		vm->hv.slot_free = (struct hv_slot *)(uintptr_t)vm->hv.slot_free->list;
+	vm->hv.slot_pages = *(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8);
+	hv_page_free(vm, pa);
 }
 
-static struct hv_slot *rec_alloc(struct hv_vm *vm)
+static struct hv_slot *rec_alloc(struct vm *vm)
 {
-	struct hv_slot *s = vm->slot_free;
-	vm->slot_free = (struct hv_slot *)(uintptr_t)s->list;
+	struct hv_slot *s = vm->hv.slot_free;
+	vm->hv.slot_free = (struct hv_slot *)(uintptr_t)s->list;
 	memset(s, 0, sizeof(*s));
 	return s;
 }
 
-static void rec_free(struct hv_vm *vm, struct hv_slot *s)
+static void rec_free(struct vm *vm, struct hv_slot *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->list = (uint64_t)(uintptr_t)vm->slot_free;
-	vm->slot_free = s;
+	s->list = (uint64_t)(uintptr_t)vm->hv.slot_free;
+	vm->hv.slot_free = s;
 }
 
 // ---- SLOT_SET --------------------------------------------------------------------------
 // ADD (frames from the list) or ADD_EMPTY (every page absent, no frame taken).
-static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
+static int slot_add(struct vm *vm, const struct hc_call *c, uint64_t *bad)
 {
 	bool empty = c->op == HC_SLOT_ADD_EMPTY;
 	struct hv_slot **e = dir_entry(vm, c->slot);
@@ -271,7 +271,7 @@ static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 	for (uint64_t i = 0; !r && empty && i < s->pages; i++)
 		pfn_set(s, i, HV_PFN_ABSENT);
 	if (!r && !empty)
-		r = list_copy(s, vm->vm.id, c->pa, bad);
+		r = list_copy(s, vm->id, c->pa, bad);
 	if (!r && !empty)
 		r = frames_op(vm, s, OWN_OP_SHARE, bad);
 	if (r)
@@ -279,14 +279,14 @@ static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 	// Commit: the tables' pages join the VM, the record gets its place; the
 	// engine's add is the last step that can refuse (then all is undone).
 	if (t.dir)
-		vm->slot_dir[c->slot / HV_PTRS_PER_PAGE] = t.dir;
+		vm->hv.slot_dir[c->slot / HV_PTRS_PER_PAGE] = t.dir;
 	if (t.recs)
 		recs_add(vm, t.recs);
 	s = rec_alloc(vm);
 	*s = s_local;
 	unsigned flags = (c->flags & HC_SLOT_F_READONLY) ? S2_SLOT_READONLY : 0;
 	r = hv_err_of_s2(
-	    s2_slot_add_backed(vm->s2, 0, c->slot, c->gpa, c->count * HV_PAGE, &s->b, flags));
+	    s2_slot_add_backed(vm->hv.s2, 0, c->slot, c->gpa, c->count * HV_PAGE, &s->b, flags));
 	if (r) {
 		uint64_t b;
 		if (!empty)
@@ -296,37 +296,37 @@ static int slot_add(struct hv_vm *vm, const struct hc_call *c, uint64_t *bad)
 		if (t.recs)
 			recs_remove_newest(vm);
 		if (t.dir) {
-			vm->slot_dir[c->slot / HV_PTRS_PER_PAGE] = 0;
-			hv_page_free(&vm->vm, t.dir);
+			vm->hv.slot_dir[c->slot / HV_PTRS_PER_PAGE] = 0;
+			hv_page_free(vm, t.dir);
 		}
 		return r;
 	}
 	s->used = 1;
 	*dir_entry(vm, c->slot) = s;
-	vm->nslots++;
-	vm->slot_frames += s->present;
+	vm->hv.nslots++;
+	vm->hv.slot_frames += s->present;
 	return HC_OK;
 fail:
 	list_free(vm, s);
 	if (t.dir)
-		hv_page_free(&vm->vm, t.dir);
+		hv_page_free(vm, t.dir);
 	if (t.recs)
-		hv_page_free(&vm->vm, t.recs);
+		hv_page_free(vm, t.recs);
 	return r;
 }
 
 // Gives one frame of the slot back to the primary (after the zap and flush).
-static void frame_unshare(struct hv_vm *vm, const struct hv_slot *s, uint64_t pfn)
+static void frame_unshare(struct vm *vm, const struct hv_slot *s, uint64_t pfn)
 {
 	uint64_t b;
-	int r = own_list_op(&hv.own, OWN_OP_UNSHARE, vm->vm.id, &pfn, 1, &b);
+	int r = own_list_op(&hv.own, OWN_OP_UNSHARE, vm->id, &pfn, 1, &b);
 
 	if (r) // the table said this frame was shared with this VM
-		log_err("hv: vm %u slot %u: unshare of frame 0x%llx refused (%d)\n", vm->vm.id,
-			s->id, (unsigned long long)pfn, r);
+		log_err("hv: vm %u slot %u: unshare of frame 0x%llx refused (%d)\n", vm->id, s->id,
+			(unsigned long long)pfn, r);
 }
 
-static void slot_drop(struct hv_vm *vm, struct hv_slot *s)
+static void slot_drop(struct vm *vm, struct hv_slot *s)
 {
 	uint64_t b;
 	int r = 0;
@@ -338,10 +338,10 @@ static void slot_drop(struct hv_vm *vm, struct hv_slot *s)
 			if (pfn_at(s, i) != HV_PFN_ABSENT)
 				frame_unshare(vm, s, pfn_at(s, i));
 	if (r) // the table said these frames were shared with this VM
-		log_err("hv: vm %u slot %u: unshare refused (%d at %llu)\n", vm->vm.id, s->id, r,
+		log_err("hv: vm %u slot %u: unshare refused (%d at %llu)\n", vm->id, s->id, r,
 			(unsigned long long)b);
-	vm->nslots--;
-	vm->slot_frames -= s->present;
+	vm->hv.nslots--;
+	vm->hv.slot_frames -= s->present;
 	list_free(vm, s);
 	rec_free(vm, s);
 }
@@ -352,7 +352,7 @@ static void slot_drop(struct hv_vm *vm, struct hv_slot *s)
 // primary's RAM, not twice in the list, the page without a frame), then the
 // frames are shared in one ownership request, then stored. *bad: the list
 // index of a refused frame or page.
-static int slot_fill(struct hv_vm *vm, struct hv_slot *s, const struct hc_call *c, uint64_t *bad)
+static int slot_fill(struct vm *vm, struct hv_slot *s, const struct hc_call *c, uint64_t *bad)
 {
 	uint64_t first = c->gpa, n = c->count, *src, *list;
 	int r;
@@ -361,7 +361,7 @@ static int slot_fill(struct hv_vm *vm, struct hv_slot *s, const struct hc_call *
 		return HC_E_RANGE;
 	if ((r = hv_primary_page(c->pa, (void **)&src)))
 		return r;
-	uint64_t scratch = hv_page_alloc(&vm->vm);
+	uint64_t scratch = hv_page_alloc(vm);
 	if (!scratch)
 		return HC_E_NOMEM;
 	list = (uint64_t *)(uintptr_t)scratch;
@@ -373,20 +373,20 @@ static int slot_fill(struct hv_vm *vm, struct hv_slot *s, const struct hc_call *
 			r = HC_E_RANGE;
 		else if (pfn_at(s, first + i) != HV_PFN_ABSENT)
 			r = HC_E_EXISTS;
-		else if ((r = frame_free_for(vm->vm.id, list[i])) == HC_OK)
+		else if ((r = frame_free_for(vm->id, list[i])) == HC_OK)
 			for (uint64_t k = 0; k < i && !r; k++)
 				if (list[k] == list[i])
 					r = HC_E_ALREADY_SHARED; // a frame backs one page
 	}
 	if (!r)
-		r = own_list_op(&hv.own, OWN_OP_SHARE, vm->vm.id, list, n, bad);
+		r = own_list_op(&hv.own, OWN_OP_SHARE, vm->id, list, n, bad);
 	if (!r) {
 		for (uint64_t i = 0; i < n; i++)
 			pfn_set(s, first + i, list[i]);
 		s->present += n;
-		vm->slot_frames += n;
+		vm->hv.slot_frames += n;
 	}
-	hv_page_free(&vm->vm, scratch);
+	hv_page_free(vm, scratch);
 	return r;
 }
 
@@ -396,7 +396,7 @@ static int slot_fill(struct hv_vm *vm, struct hv_slot *s, const struct hc_call *
 // back to the primary and the pages become absent. Takes no memory, so it
 // cannot fail for want of it (the primary's MMU notifier calls it).
 // *dropped: how many frames went back.
-static int slot_drop_pages(struct hv_vm *vm, struct hv_slot *s, const struct hc_call *c,
+static int slot_drop_pages(struct vm *vm, struct hv_slot *s, const struct hc_call *c,
 			   uint64_t *dropped)
 {
 	uint64_t first = c->gpa, n = c->count;
@@ -417,11 +417,10 @@ static int slot_drop_pages(struct hv_vm *vm, struct hv_slot *s, const struct hc_
 		}
 		if (!k)
 			continue;
-		int r = s2_slot_zap_pages(vm->s2, 0, s->id, at, end - at);
+		int r = s2_slot_zap_pages(vm->hv.s2, 0, s->id, at, end - at);
 		if (r) // the slot and range were checked: the engine agrees
-			log_err("hv: vm %u slot %u: zap of pages %llu+%llu failed (%d)\n",
-				vm->vm.id, s->id, (unsigned long long)at,
-				(unsigned long long)(end - at), r);
+			log_err("hv: vm %u slot %u: zap of pages %llu+%llu failed (%d)\n", vm->id,
+				s->id, (unsigned long long)at, (unsigned long long)(end - at), r);
 		for (uint64_t i = at; i < end; i++) {
 			uint64_t pfn = pfn_at(s, i);
 			if (pfn == HV_PFN_ABSENT)
@@ -430,7 +429,7 @@ static int slot_drop_pages(struct hv_vm *vm, struct hv_slot *s, const struct hc_
 			pfn_set(s, i, HV_PFN_ABSENT);
 		}
 		s->present -= (uint32_t)k;
-		vm->slot_frames -= k;
+		vm->hv.slot_frames -= k;
 		*dropped += k;
 	}
 	return HC_OK;
@@ -438,7 +437,7 @@ static int slot_drop_pages(struct hv_vm *vm, struct hv_slot *s, const struct hc_
 
 int hv_slot_set(const struct hc_call *c, uint64_t *bad)
 {
-	struct hv_vm *vm = hv_vm_find(c->vm);
+	struct vm *vm = hv_vm_find(c->vm);
 
 	if (!vm)
 		return HC_E_BAD_VM;
@@ -452,13 +451,13 @@ int hv_slot_set(const struct hc_call *c, uint64_t *bad)
 	if (c->op == HC_SLOT_DROP)
 		return slot_drop_pages(vm, *e, c, bad);
 	if (c->op == HC_SLOT_MOVE) {
-		int r = hv_err_of_s2(s2_slot_move(vm->s2, 0, c->slot, c->gpa));
+		int r = hv_err_of_s2(s2_slot_move(vm->hv.s2, 0, c->slot, c->gpa));
 		if (!r)
 			(*e)->gpa = c->gpa;
 		return r;
 	}
 	// DELETE: returns once no CPU can use a translation of the slot.
-	int r = hv_err_of_s2(s2_slot_delete(vm->s2, 0, c->slot));
+	int r = hv_err_of_s2(s2_slot_delete(vm->hv.s2, 0, c->slot));
 	if (r)
 		return r;
 	slot_drop(vm, *e);
@@ -466,21 +465,21 @@ int hv_slot_set(const struct hc_call *c, uint64_t *bad)
 	return HC_OK;
 }
 
-void hv_slots_release(struct hv_vm *vm)
+void hv_slots_release(struct vm *vm)
 {
 	for (unsigned d = 0; d < HV_SLOT_DIR_PAGES; d++) {
-		struct hv_slot **dir = (struct hv_slot **)(uintptr_t)vm->slot_dir[d];
+		struct hv_slot **dir = (struct hv_slot **)(uintptr_t)vm->hv.slot_dir[d];
 		for (unsigned i = 0; dir && i < HV_PTRS_PER_PAGE; i++)
 			if (dir[i])
 				slot_drop(vm, dir[i]);
 		if (dir)
-			hv_page_free(&vm->vm, vm->slot_dir[d]);
-		vm->slot_dir[d] = 0;
+			hv_page_free(vm, vm->hv.slot_dir[d]);
+		vm->hv.slot_dir[d] = 0;
 	}
-	while (vm->slot_pages) {
-		uint64_t pa = vm->slot_pages;
-		vm->slot_pages = *(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8);
-		hv_page_free(&vm->vm, pa);
+	while (vm->hv.slot_pages) {
+		uint64_t pa = vm->hv.slot_pages;
+		vm->hv.slot_pages = *(uint64_t *)(uintptr_t)(pa + HV_PAGE - 8);
+		hv_page_free(vm, pa);
 	}
-	vm->slot_free = NULL;
+	vm->hv.slot_free = NULL;
 }

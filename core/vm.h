@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/hcall_abi.h"
 #include "core/log.h"
 #include "core/region.h"
 #include "vm_arch_types.h" // struct vm_arch, struct vcpu_arch of the arch being built
@@ -59,6 +60,19 @@ enum vm_state {
 #define VCPU_HW_ID_FREE UINT64_MAX
 
 struct vm;
+struct s2_root;
+struct s2_vm;
+struct hv_slot;
+
+// A secondary vCPU's part, kept by the secondary-VM layer (core/hv*.c,
+// docs/secondary-vms.md); zero in the primary's vCPUs.
+struct vcpu_hv {
+	struct s2_root *root;
+	uint32_t running_on; // atomic: physical CPU + 1 while a RUN owns the vCPU, else 0
+	uint32_t in_guest;   // atomic: between hv_vcpu_enter and hv_vcpu_exited
+	uint32_t pcpu;	     // where it last entered
+	uint64_t exit_seq;   // atomic: exits so far
+};
 
 // One virtual CPU. The generic part is core's; `arch` is the architecture's
 // (arch/<arch>/inc/vm_arch_types.h), embedded so that one allocation holds
@@ -73,6 +87,7 @@ struct vcpu {
 	// hv_primary_fault_retry(): the frame (+ 1) faulted on last, and how often
 	uint64_t fault_retry_pfn;
 	uint32_t fault_retries;
+	struct vcpu_hv hv;
 	struct vcpu_arch arch;
 };
 
@@ -84,8 +99,32 @@ struct slat_mm_counts {
 	uint64_t cmos;		  // cache maintenance operations (one per line range)
 };
 
+// A secondary VM's part, kept by the secondary-VM layer (core/hv*.c) in the
+// record's deposited page; zero in the primary. Its vCPUs are found through
+// vcpu_dir (struct vm's vcpus / max_vcpus stay unused).
+#define HV_PTRS_PER_PAGE  512u
+#define HV_SLOT_DIR_PAGES ((HC_MAX_SLOTS + HV_PTRS_PER_PAGE - 1) / HV_PTRS_PER_PAGE)
+#define HV_VCPU_DIR_PAGES (HC_MAX_VCPUS / HV_PTRS_PER_PAGE)
+struct vm_hv {
+	struct vm *next;
+	struct s2_vm *s2;
+	uint64_t token;	     // unique for the life of Slat (TLB tagging)
+	uint64_t tlb_gen;    // atomic: bumped by every flush of the VM
+	uint64_t meta_pages; // atomic: deposited pages the VM holds
+	uint32_t flags;	     // HC_VM_FLAG_*
+	uint32_t vcpu_limit; // VM_CREATE's limit
+	uint32_t nvcpus;     // created
+	uint32_t runs;	     // atomic: RUN calls inside the VM right now
+	uint64_t nslots, slot_frames;
+	uint64_t vcpu_dir[HV_VCPU_DIR_PAGES]; // pages of struct vcpu pointers
+	uint64_t slot_dir[HV_SLOT_DIR_PAGES]; // pages of struct hv_slot pointers
+	uint64_t slot_pages; // pages of hv_slot records, linked through their last word
+	struct hv_slot *slot_free;
+};
+
 // One VM: identity, state, its memory (what it must never reach), its vCPUs
-// and exit statistics, and the architecture's part (`arch`).
+// and exit statistics, a secondary's part (`hv`) and the architecture's
+// (`arch`).
 struct vm {
 	unsigned id;	       // 0 = the primary
 	const char *name;      // "primary"
@@ -94,6 +133,7 @@ struct vm {
 	struct region hidden;  // memory the VM never maps (Slat's own region)
 	struct vcpu *vcpus;
 	unsigned max_vcpus;
+	struct vm_hv hv;
 	struct vm_arch arch;
 };
 

@@ -159,7 +159,7 @@ static int touch_guest(struct vcpu *v, struct hc_run *run)
 		int r = hv_vcpu_enter(v, &e);
 		if (r)
 			return r;
-		s2_translate(hv_vm_of(v->vm)->s2, hv_vcpu_of(v)->root, guest_gpas[i], &x);
+		s2_translate(v->vm->hv.s2, v->hv.root, guest_gpas[i], &x);
 		hv_vcpu_exited(v);
 		if (x.mapped && (guest_reads || (x.prot & S2_PROT_W)))
 			continue;
@@ -194,10 +194,10 @@ static uint64_t run_touch(uint64_t vm, uint32_t vcpu, const uint64_t *gpas, unsi
 
 static struct s2_xlate xlate(uint64_t vm_id, uint64_t gpa)
 {
-	struct hv_vm *vm = hv_vm_find((uint32_t)vm_id);
-	struct hv_vcpu *v = hv_vcpu_find(vm, 0);
+	struct vm *vm = hv_vm_find((uint32_t)vm_id);
+	struct vcpu *v = hv_vcpu_find(vm, 0);
 	struct s2_xlate x;
-	s2_translate(vm->s2, v->root, gpa, &x);
+	s2_translate(vm->hv.s2, v->hv.root, gpa, &x);
 	return x;
 }
 
@@ -667,15 +667,15 @@ static void test_run_checks(void **state)
 	assert_int_equal(C(HC_VCPU_RUN, vm, 0, run, 0, 0, 0, &reason), HC_OK);
 	assert_int_equal(reason, HC_EXIT_HALT);
 	// A vCPU claimed by another CPU: BUSY for RUN, REGS and the VM's destroy.
-	struct hv_vcpu *v = hv_vcpu_find(hv_vm_find((uint32_t)vm), 0);
-	struct hv_vm *hvm = hv_vm_find((uint32_t)vm);
-	v->running_on = 2;
-	hvm->runs = 1;
+	struct vcpu *v = hv_vcpu_find(hv_vm_find((uint32_t)vm), 0);
+	struct vm *hvm = hv_vm_find((uint32_t)vm);
+	v->hv.running_on = 2;
+	hvm->hv.runs = 1;
 	assert_int_equal(C(HC_VCPU_RUN, vm, 0, run, 0, 0, 0, &reason), HC_E_BUSY);
 	assert_int_equal(C(HC_VCPU_GET_REGS, vm, 0, run, 0, 0, 0, NULL), HC_E_BUSY);
 	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_E_BUSY);
-	v->running_on = 0;
-	hvm->runs = 0;
+	v->hv.running_on = 0;
+	hvm->hv.runs = 0;
 	// Registers: an EL2 pstate is refused and changes nothing.
 	uint64_t regs = prim_page();
 	struct hc_regs_arm64 *ra = (struct hc_regs_arm64 *)(uintptr_t)regs;
@@ -809,8 +809,8 @@ static void test_fuzz_calls(void **state)
 	struct hc_hv_stats s = hv_stats_now();
 	assert_int_equal(s.deposited - s.withdrawn, s.free + s.used);
 	// Destroy every VM the fuzz made, then the victim.
-	for (struct hv_vm *v = hv.vms; v; v = hv.vms)
-		assert_int_equal(C(HC_VM_DESTROY, v->vm.id, 0, 0, 0, 0, 0, NULL), HC_OK);
+	for (struct vm *v = hv.vms; v; v = hv.vms)
+		assert_int_equal(C(HC_VM_DESTROY, v->id, 0, 0, 0, 0, 0, NULL), HC_OK);
 	assert_int_equal(hv_stats_now().vms, 0);
 	assert_int_equal(owner(vmem, NULL), OWN_PRIMARY);
 }
@@ -847,9 +847,9 @@ static void test_arch_calls(void **state)
 	assert_int_equal(hv_stopped_vcpu(vm, 1, page, &p, &v), HC_OK);
 	assert_int_equal(v->index, 1);
 	assert_ptr_equal(p, (void *)(uintptr_t)page);
-	hv_vcpu_of(v)->running_on = 1;
+	v->hv.running_on = 1;
 	assert_int_equal(hv_stopped_vcpu(vm, 1, page, &p, &v), HC_E_BUSY);
-	hv_vcpu_of(v)->running_on = 0;
+	v->hv.running_on = 0;
 	mm_spin_unlock(&hv.lock);
 	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
 }

@@ -91,7 +91,7 @@ static bool access_in_guest(struct vcpu *v, uint64_t gpa)
 			return true;
 		}
 	struct s2_xlate x;
-	s2_translate(hv_vm_of(v->vm)->s2, hv_vcpu_of(v)->root, gpa, &x);
+	s2_translate(v->vm->hv.s2, v->hv.root, gpa, &x);
 	if (!x.mapped)
 		return false;
 	if (dead)
