@@ -88,9 +88,8 @@ enum hc_fn {
 				   // r0 = entries done (stops at the first refused one)
 	HC_FN_COUNT,
 };
-// Function numbers HC_FN_ARCH_FIRST..HC_FN_ARCH_END - 1 are the
-// architecture's own calls (today x86's 12-14 above): each architecture
-// defines its own there and answers HC_E_UNKNOWN to the rest (arm64: all).
+// Numbers HC_FN_ARCH_FIRST..HC_FN_ARCH_END - 1 are the architecture's calls
+// (x86: 12-14 above; arm64: none); the others there are unknown functions.
 #define HC_FN_ARCH_FIRST 0x0cu
 #define HC_FN_ARCH_END	 0x20u
 

@@ -38,11 +38,6 @@ static int hc_fn_of(enum hc_abi abi, uint64_t raw, enum hc_fn *fn)
 	return HC_OK;
 }
 
-bool hc_fn_is_arch(enum hc_fn fn)
-{
-	return (unsigned)fn >= HC_FN_ARCH_FIRST;
-}
-
 int hc_arg_unused_zero(unsigned used, const uint64_t *a)
 {
 	for (unsigned i = 0; i < HC_NARGS; i++)
@@ -51,7 +46,7 @@ int hc_arg_unused_zero(unsigned used, const uint64_t *a)
 	return HC_OK;
 }
 
-int hc_arg_vm(uint64_t v, uint32_t *vm)
+static int hc_vm(uint64_t v, uint32_t *vm)
 {
 	if (v == 0 || v > OWN_VM_MAX)
 		return HC_E_BAD_VM;
@@ -67,17 +62,23 @@ static int hc_index(uint64_t v, uint64_t max, int err, uint32_t *out)
 	return HC_OK;
 }
 
-int hc_arg_vcpu(uint64_t v, uint32_t *index)
-{
-	return hc_index(v, HC_MAX_VCPUS, HC_E_BAD_VCPU, index);
-}
-
 // A page address: aligned and below HC_GPA_END.
 int hc_arg_page(uint64_t pa)
 {
 	if (pa & (HC_PAGE - 1))
 		return HC_E_ALIGN;
 	return pa < HC_GPA_END ? HC_OK : HC_E_RANGE;
+}
+
+int hc_arg_vcpu_page(const uint64_t *a, struct hc_call *c)
+{
+	int rc;
+
+	if ((rc = hc_vm(a[0], &c->vm)) ||
+	    (rc = hc_index(a[1], HC_MAX_VCPUS, HC_E_BAD_VCPU, &c->vcpu)))
+		return rc;
+	c->pa = a[2];
+	return hc_arg_page(a[2]);
 }
 
 // 1..max pages; [base, base + count pages) ends at or below HC_GPA_END.
@@ -105,7 +106,7 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 {
 	int rc;
 
-	if ((rc = hc_arg_vm(a[0], &c->vm)) ||
+	if ((rc = hc_vm(a[0], &c->vm)) ||
 	    (rc = hc_index(a[1], HC_MAX_SLOTS, HC_E_BAD_SLOT, &c->slot)))
 		return rc;
 	uint64_t op = a[2] & HC_SLOT_OP_MASK, flags = a[2] & ~HC_SLOT_OP_MASK;
@@ -175,17 +176,14 @@ static int hc_args(enum hc_fn fn, const uint64_t *a, struct hc_call *c)
 			return HC_E_BAD_VCPU;
 		return hc_index(a[1], HC_MAX_VCPUS + 1ull, HC_E_BAD_VCPU, &c->vcpu);
 	case HC_VM_DESTROY:
-		return hc_arg_vm(a[0], &c->vm);
-	case HC_VCPU_CREATE:
+		return hc_vm(a[0], &c->vm);
+	case HC_VCPU_CREATE: // a2 is zero (unused), which passes as a page
 	case HC_VCPU_RUN:
 	case HC_VCPU_SET_REGS:
 	case HC_VCPU_GET_REGS:
-		if ((rc = hc_arg_vm(a[0], &c->vm)) || (rc = hc_arg_vcpu(a[1], &c->vcpu)))
-			return rc;
-		c->pa = a[2];
-		return fn == HC_VCPU_CREATE ? HC_OK : hc_arg_page(a[2]);
+		return hc_arg_vcpu_page(a, c);
 	case HC_VM_STATS:
-		if ((rc = hc_arg_vm(a[0], &c->vm)))
+		if ((rc = hc_vm(a[0], &c->vm)))
 			return rc;
 		c->pa = a[1];
 		return hc_arg_page(a[1]);

@@ -39,19 +39,18 @@ struct hc_call {
 	uint64_t count; // pages or frame numbers
 };
 
-// HC_OK and *out filled, or the precise error (and *out untouched). For a
-// function of the architecture's range (hc_fn_is_arch) only out->fn is
-// decoded: its argument registers are the architecture's to check.
+// HC_OK and *out filled, or the precise error (and *out untouched). Of a call
+// in the architecture's range only out->fn: its registers are arch_hv_call's.
 int hc_decode(enum hc_abi abi, const struct hc_regs *r, struct hc_call *out);
-bool hc_fn_is_arch(enum hc_fn fn);
+static inline bool hc_fn_is_arch(enum hc_fn fn)
+{
+	return (unsigned)fn >= HC_FN_ARCH_FIRST;
+}
 
-// The checks of the generic decoder, for the architectures' own decoders:
-// every register a[i] whose bit i in `used` is clear must be zero
-// (HC_E_INVAL); a VM id (HC_E_BAD_VM), a vCPU index (HC_E_BAD_VCPU) and a
-// page address (HC_E_ALIGN, HC_E_RANGE) as docs/hypercalls.md bounds them.
+// Checks for the architectures' decoders (into a struct hc_call too): a[i]
+// zero where bit i of `used` is clear; a page; a0 = VM, a1 = vCPU, a2 = page.
 int hc_arg_unused_zero(unsigned used, const uint64_t *a);
-int hc_arg_vm(uint64_t v, uint32_t *vm);
-int hc_arg_vcpu(uint64_t v, uint32_t *index);
 int hc_arg_page(uint64_t pa);
+int hc_arg_vcpu_page(const uint64_t *a, struct hc_call *c);
 
 #endif

@@ -41,11 +41,6 @@ int hv_init(const struct hv_boot *b)
 }
 
 // ---- shared helpers ---------------------------------------------------------------------
-int hv_err_of_own(int e)
-{
-	return e; // the ownership codes are the ABI's (core/hcall_args.h asserts it)
-}
-
 int hv_err_of_s2(int e)
 {
 	switch (e) {

@@ -8,8 +8,10 @@
 //   arch -> core: hv_dispatch() for every hypercall of the primary's kernel;
 //                 the run protocol (hv_vcpu_enter / hv_vcpu_exited /
 //                 hv_vcpu_fault) inside arch_hv_run's entry loop;
-//                 hv_page_alloc / hv_page_free for per-vCPU pages (VMCB, VMCS).
-//   core -> arch: arch_hv_* below (arch/x86, arch/arm64, arch/host).
+//                 hv_page_alloc / hv_page_free for per-vCPU pages (VMCB, VMCS);
+//                 hv_primary_page / hv_stopped_vcpu for arch_hv_call.
+//   core -> arch: arch_hv_* below (arch/x86, arch/arm64, arch/host), one of
+//                 them (arch_hv_call) for the architecture's own calls.
 //
 // Memory: everything a secondary needs (VM and vCPU records, SLAT tables,
 // slot frame lists, ownership nodes) comes from pages the primary DEPOSITs;
@@ -75,13 +77,10 @@ int hv_vcpu_fault(struct vcpu *v, uint64_t gpa, bool write, bool exec);
 // completed: it runs again on the next VCPU_RUN, once the VMM filled the page.
 bool hv_vcpu_memfault(struct vcpu *v, uint64_t gpa, bool write, struct hc_run *run);
 
-// For arch_hv_call's handlers, under the management lock. The primary page
-// at `pa` if the primary owns it (else the ownership code: HC_E_SLAT,
-// HC_E_OTHER_VM, ...).
+// For arch_hv_call, under the management lock: the primary's page at `pa`
+// (else the ownership code); a stopped secondary vCPU and its call's page,
+// checked in the documented order: page, VM, vCPU, not inside VCPU_RUN.
 int hv_primary_page(uint64_t pa, void **out);
-// A secondary vCPU whose state a call reads or changes: the page as above,
-// the VM (HC_E_BAD_VM), the vCPU (HC_E_BAD_VCPU), not inside VCPU_RUN
-// (HC_E_BUSY), checked in that order (the errors docs/hypercalls.md gives).
 int hv_stopped_vcpu(uint32_t vm, uint32_t index, uint64_t pa, void **page, struct vcpu **out);
 
 // Deposited pages for the arch's per-vCPU needs (zeroed; 0 when none left:
@@ -114,11 +113,9 @@ void arch_hv_vcpu_destroy(struct vcpu *v);
 // HC_E_INVAL (an illegal state; the vCPU keeps its old one).
 int arch_hv_set_regs(struct vcpu *v, const void *page);
 void arch_hv_get_regs(struct vcpu *v, void *page);
-// A call of the architecture's range (HC_FN_ARCH_FIRST..HC_FN_ARCH_END - 1,
-// docs/hypercalls.md): `fn` its number, `a` its raw argument registers
-// a0..a5, unchecked. Under the management lock. The status (HC_E_UNKNOWN for
-// a number the architecture does not define, before any other check) and
-// res[0..2], the results (zero when unused).
+// A call of the architecture's range (HC_FN_ARCH_FIRST..): `fn` and the raw
+// registers a0..a5, unchecked; under the management lock. The status
+// (HC_E_UNKNOWN first for a number the arch lacks) and results res[0..2].
 int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res);
 // Runs `v` on this CPU until an exit for the VMM (written to *run) or a
 // physical interrupt for the primary (HC_EXIT_PREEMPTED). On entry, *run holds

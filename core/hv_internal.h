@@ -82,7 +82,6 @@ struct hv_state {
 extern struct hv_state hv;
 
 // ---- shared helpers -----------------------------------------------------------------
-int hv_err_of_own(int own_err);
 int hv_err_of_s2(int s2_err);
 struct vm *hv_vm_find(uint32_t id); // hv.lock held
 struct vcpu *hv_vcpu_find(struct vm *vm, uint32_t index);

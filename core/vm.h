@@ -60,12 +60,8 @@ enum vm_state {
 #define VCPU_HW_ID_FREE UINT64_MAX
 
 struct vm;
-struct s2_root;
-struct s2_vm;
-struct hv_slot;
 
-// A secondary vCPU's part, kept by the secondary-VM layer (core/hv*.c,
-// docs/secondary-vms.md); zero in the primary's vCPUs.
+// A secondary vCPU's part (core/hv*.c, docs/secondary-vms.md); zero in the primary's.
 struct vcpu_hv {
 	struct s2_root *root;
 	uint32_t running_on; // atomic: physical CPU + 1 while a RUN owns the vCPU, else 0
@@ -99,8 +95,7 @@ struct slat_mm_counts {
 	uint64_t cmos;		  // cache maintenance operations (one per line range)
 };
 
-// A secondary VM's part, kept by the secondary-VM layer (core/hv*.c) in the
-// record's deposited page; zero in the primary. Its vCPUs are found through
+// A secondary VM's part (core/hv*.c); zero in the primary. Its vCPUs are in
 // vcpu_dir (struct vm's vcpus / max_vcpus stay unused).
 #define HV_PTRS_PER_PAGE  512u
 #define HV_SLOT_DIR_PAGES ((HC_MAX_SLOTS + HV_PTRS_PER_PAGE - 1) / HV_PTRS_PER_PAGE)

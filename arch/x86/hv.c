@@ -8,7 +8,6 @@
 #include "arch/x86/cpu.h"
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/hv.h"
-#include "arch/x86/hv_call.h"
 #include "arch/x86/hv_cpuid.h"
 #include "arch/x86/slat.h"
 #include "core/log.h"
@@ -91,11 +90,9 @@ void arch_hv_vcpu_destroy(struct vcpu *v)
 _Static_assert(HC_CPUID_MAX * sizeof(struct hc_cpuid_entry) <= 4096, "a table is one page");
 _Static_assert(HC_MSR_MAX * sizeof(struct hc_msr_entry) <= 4096, "a list is one page");
 
-// ---- the architecture's calls (ABI 1.3, arch_hv_call) -----------------------
-// VCPU_SET_CPUID: `count` struct hc_cpuid_entry (0: Slat's default policy
-// again). Prepare, check, commit: the table goes to a new page and is checked
-// there (the primary cannot change it any more), so a refused or failed call
-// leaves the vCPU with its old table.
+// VCPU_SET_CPUID (0 entries: Slat's policy again). Prepare, check, commit:
+// the table goes to a new page and is checked there (the primary cannot
+// change it any more), so a refused or failed call keeps the old table.
 static int hv_set_cpuid(struct vcpu *v, const void *page, uint32_t count)
 {
 	struct x86_hv_vcpu *h = &v->arch.hv;
@@ -121,9 +118,8 @@ static int hv_set_cpuid(struct vcpu *v, const void *page, uint32_t count)
 	return HC_OK;
 }
 
-// VCPU_MSRS: in order up to the first MSR Slat does not keep or an illegal
-// value; *done = entries done. Each entry is read once and its data written
-// back once (reads).
+// VCPU_MSRS: up to the first MSR Slat does not keep or illegal value. Each
+// entry is read once and its data written back once (reads).
 static int hv_msrs(struct vcpu *v, void *page, uint32_t count, bool write, uint64_t *done)
 {
 	struct hc_msr_entry *list = page;
@@ -143,7 +139,7 @@ static int hv_msrs(struct vcpu *v, void *page, uint32_t count, bool write, uint6
 
 int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
 {
-	struct x86_hv_call c;
+	struct hc_call c;
 	struct vcpu *v;
 	void *page;
 	int r = x86_hv_call_decode(fn, a, &c);
@@ -158,8 +154,8 @@ int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
 	if ((r = hv_stopped_vcpu(c.vm, c.vcpu, c.pa, &page, &v)))
 		return r;
 	if (c.fn == HC_VCPU_SET_CPUID)
-		return hv_set_cpuid(v, page, c.count);
-	return hv_msrs(v, page, c.count, c.write, &res[0]);
+		return hv_set_cpuid(v, page, (uint32_t)c.count);
+	return hv_msrs(v, page, (uint32_t)c.count, c.flags, &res[0]);
 }
 
 int arch_hv_set_regs(struct vcpu *v, const void *page)

@@ -1,7 +1,40 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The CPUID table of a secondary vCPU (hv_cpuid.h).
+// ABI 1.3's x86 calls: their decoder and a secondary vCPU's CPUID table
+// (hv_cpuid.h).
 #include "arch/x86/hv_cpuid.h"
+
+_Static_assert(HC_VCPU_SET_CPUID >= HC_FN_ARCH_FIRST && HC_VCPU_MSRS < HC_FN_ARCH_END,
+	       "x86's calls are in the architecture's range");
+
+// Which argument registers each call uses (bit i: a[i]), from HC_VCPU_SET_CPUID on.
+static const uint8_t call_used[] = {0x0f, 0x01, 0x1f};
+
+int x86_hv_call_decode(uint32_t fn, const uint64_t *a, struct hc_call *out)
+{
+	struct hc_call c = {.fn = (enum hc_fn)fn};
+	int rc;
+
+	if (fn < HC_VCPU_SET_CPUID || fn > HC_VCPU_MSRS)
+		return HC_E_UNKNOWN;
+	if ((rc = hc_arg_unused_zero(call_used[fn - HC_VCPU_SET_CPUID], a)))
+		return rc;
+	if (fn == HC_CPUID_SUPPORTED) {
+		c.pa = a[0];
+		rc = hc_arg_page(a[0]);
+	} else if (!(rc = hc_arg_vcpu_page(a, &c))) {
+		if (a[3] > (fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX))
+			rc = HC_E_TOO_MANY;
+		else if (a[4] > 1) // only MSRS uses a4: its direction
+			rc = HC_E_INVAL;
+		c.count = a[3];
+		c.flags = (uint32_t)a[4];
+	}
+	if (rc)
+		return rc;
+	*out = c;
+	return HC_OK;
+}
 
 #define RANGE_MAX_LEAVES 0x80u // leaves taken from each range at most
 #define SUBLEAF_MAX	 16u   // subleaves of one indexed leaf at most

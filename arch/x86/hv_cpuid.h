@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// The CPUID table of a secondary vCPU (ABI 1.3's VCPU_SET_CPUID and
-// CPUID_SUPPORTED, docs/hypercalls.md): pure functions over struct
-// hc_cpuid_entry arrays and a "supported" callback (Slat's default policy for
-// a secondary, hv_exit.c), so that the rules run hosted under cmocka.
+// ABI 1.3's x86 calls (docs/hypercalls.md; arch_hv_call in hv.c): their
+// decoder and a secondary vCPU's CPUID table. Pure functions over registers,
+// struct hc_cpuid_entry arrays and a "supported" callback (Slat's default
+// policy for a secondary, hv_exit.c), so that the rules run hosted (cmocka).
 #ifndef SLAT_ARCH_X86_HV_CPUID_H
 #define SLAT_ARCH_X86_HV_CPUID_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/hcall_abi.h"
+#include "core/hcall_args.h"
+
+// VCPU_SET_CPUID, CPUID_SUPPORTED or VCPU_MSRS (flags: 1 = write) from `fn`
+// and a0..a5 into *out, or the precise error (*out untouched) in the generic
+// decoder's order: function (HC_E_UNKNOWN), unused registers, arguments.
+int x86_hv_call_decode(uint32_t fn, const uint64_t *a, struct hc_call *out);
 
 // Slat's answer for (leaf, subleaf): EAX, EBX, ECX, EDX.
 typedef void (*x86_cpuid_source)(uint32_t leaf, uint32_t sub, uint32_t out[4]);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // core/hcall_args: the hypercall decoder, and x86's decoder of its calls in
-// the architecture's range (arch/x86/hv_call_args.c) behind it, as
+// the architecture's range (arch/x86/hv_cpuid.c) behind it, as
 // hv_dispatch runs them. Each call accepted with its fields, each refusal
 // with its precise code, and 10^5 random and hostile register sets: never a
 // crash, and every accepted call meets its documented bounds (restated here
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "arch/x86/hv_call_args.c"
+#include "arch/x86/hv_cpuid.c"
 #include "core/hcall_args.h"
 
 #define FN(n)	  (HC_FN_BASE + (n))
@@ -30,7 +30,7 @@ static int dec(enum hc_abi abi, struct hc_regs r, struct hc_call *c)
 
 // A call of the x86 ABI as hv_dispatch decodes it: core's decoder, then
 // x86's (arch_hv_call) for the architecture's range. *x is filled for those.
-static int dec_x86(struct hc_regs r, struct hc_call *c, struct x86_hv_call *x)
+static int dec_x86(struct hc_regs r, struct hc_call *c, struct hc_call *x)
 {
 	int rc = dec(HC_ABI_X86, r, c);
 
@@ -61,7 +61,7 @@ static void test_function_ids(void **state)
 	// The architecture's range: only the function decoded, on both ABIs
 	// (arm64's arch_hv_call answers HC_E_UNKNOWN to all of it); x86 knows
 	// 12..14 and nothing else there.
-	struct x86_hv_call x;
+	struct hc_call x;
 	for (unsigned fn = HC_FN_ARCH_FIRST; fn < HC_FN_ARCH_END; fn++) {
 		assert_int_equal(dec(HC_ABI_ARM64, R(FN(fn), 1, 2, 3, 4, 5, 6), &c), HC_OK);
 		assert_int_equal(c.fn, fn);
@@ -262,7 +262,7 @@ static uint64_t hostile(void)
 }
 
 // The documented bounds of an accepted x86 call of the architecture's range.
-static void check_x86_bounds(const struct hc_regs *r, const struct x86_hv_call *x)
+static void check_x86_bounds(const struct hc_regs *r, const struct hc_call *x)
 {
 	const uint64_t *a = r->a;
 	bool page_pa = !(x->pa & 4095) && x->pa < GPA_END;
@@ -276,7 +276,7 @@ static void check_x86_bounds(const struct hc_regs *r, const struct x86_hv_call *
 	case HC_VCPU_MSRS:
 		assert_true(x->vm >= 1 && x->vm <= OWN_VM_MAX && x->vcpu < HC_MAX_VCPUS && page_pa);
 		assert_true(x->vm == a[0] && x->vcpu == a[1] && x->pa == a[2]);
-		assert_true(x->count == a[3] && x->write == a[4] && a[4] <= 1 && !a[5]);
+		assert_true(x->count == a[3] && x->flags == a[4] && a[4] <= 1 && !a[5]);
 		assert_true(x->count <= (x->fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX));
 		assert_true(x->fn == HC_VCPU_MSRS || !a[4]);
 		break;
@@ -350,7 +350,7 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 static void test_x86_config_calls(void **state)
 {
 	struct hc_call c;
-	struct x86_hv_call x;
+	struct hc_call x;
 
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, HC_CPUID_MAX), &c, &x),
 			 HC_OK);
@@ -359,7 +359,7 @@ static void test_x86_config_calls(void **state)
 	assert_int_equal(x.vcpu, 2);
 	assert_int_equal(x.pa, 0x42000);
 	assert_int_equal(x.count, HC_CPUID_MAX);
-	assert_false(x.write);
+	assert_int_equal(x.flags, 0);
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, 0), &c, &x), HC_OK);
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, 2, 0x42000, HC_CPUID_MAX + 1), &c, &x),
 			 HC_E_TOO_MANY);
@@ -373,10 +373,10 @@ static void test_x86_config_calls(void **state)
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_SET_CPUID), 3, HC_MAX_VCPUS, 0x42000, 1), &c, &x),
 			 HC_E_BAD_VCPU);
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, HC_MSR_MAX, 1), &c, &x), HC_OK);
-	assert_true(x.write);
+	assert_int_equal(x.flags, 1);
 	assert_int_equal(x.count, HC_MSR_MAX);
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 0), &c, &x), HC_OK);
-	assert_false(x.write);
+	assert_int_equal(x.flags, 0);
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, HC_MSR_MAX + 1, 0), &c, &x),
 			 HC_E_TOO_MANY);
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 2), &c, &x), HC_E_INVAL);
@@ -388,7 +388,7 @@ static void test_x86_config_calls(void **state)
 	assert_int_equal(dec_x86(R(FN(HC_CPUID_SUPPORTED), 0x42001), &c, &x), HC_E_ALIGN);
 	assert_int_equal(dec_x86(R(FN(HC_CPUID_SUPPORTED), 0x42000, 1), &c, &x), HC_E_INVAL);
 	// A refusal leaves the decoded call untouched.
-	struct x86_hv_call before = x;
+	struct hc_call before = x;
 	assert_int_equal(x86_hv_call_decode(HC_VCPU_MSRS, R(0, 3, 2, 0x42000, 4, 2).a, &x),
 			 HC_E_INVAL);
 	assert_memory_equal(&x, &before, sizeof(x));
@@ -420,7 +420,7 @@ static void test_fuzz_registers(void **state)
 		int rc = hc_decode(abi, &r, &c);
 
 		if (rc == HC_OK && hc_fn_is_arch(c.fn)) { // arch_hv_call's turn
-			struct x86_hv_call x, xbefore;
+			struct hc_call x, xbefore;
 			memset(&x, 0x77, sizeof(x));
 			xbefore = x;
 			rc = abi == HC_ABI_X86 ? x86_hv_call_decode(c.fn, r.a, &x) : HC_E_UNKNOWN;
