@@ -68,7 +68,7 @@ struct vcpu_arch {
 	uint64_t gpr[X86_NR_GPRS]; // enum x86_gpr order; valid while an exit is handled
 	uint64_t rip;
 	const struct x86_vcpu_ops *ops; // the back end's operations (vcpu.h)
-	void *backend;			// the back end's per-CPU state
+	void *backend;			// the back end's per-CPU state; NULL: a secondary vCPU
 
 	int mbox_state;	      // enum x86_mbox_state, atomic
 	uint8_t sipi_vector;  // valid in X86_MBOX_SIPI

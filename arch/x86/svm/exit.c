@@ -1,173 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// VM exits of the SVM back end: the exit entry (svm_handle_exit: decode,
-// the shared policy of arch/x86/handle_exit.c, apply to the VMCB) and the
-// vCPU operations and hooks the shared layer calls (arch/x86/vcpu.h). The
-// layout mirrors vmx/exit.c.
-#include "arch/x86/caps.h"
+// VM exits of the primary's vCPUs on SVM: the exit entry (svm_handle_exit:
+// decode, the shared policy of arch/x86/handle_exit.c, apply to the VMCB),
+// the guest's NMIs (for secondaries too) and the host's interrupt window. The
+// vCPU operations the shared layer calls are svm/vcpu_ops.c's.
 #include "arch/x86/cpu.h"
 #include "arch/x86/slat.h"
 #include "arch/x86/svm/nested.h"
 #include "arch/x86/svm/svm.h"
 #include "core/log.h"
-
-// ---- vCPU operations ------------------------------------------------------------
-static void *svm_vmcb_of(struct vcpu *v)
-{
-	return (void *)(uintptr_t)((struct svm_cpu *)v->arch.backend)->vmcb_pa;
-}
-
-static uint64_t op_read_cr(struct vcpu *v, unsigned n)
-{
-	void *vmcb = svm_vmcb_of(v);
-
-	switch (n) {
-	case 0:
-		return *vmcb64(vmcb, VMCB_CR0);
-	case 2:
-		return *vmcb64(vmcb, VMCB_CR2);
-	case 3:
-		return *vmcb64(vmcb, VMCB_CR3);
-	default:
-		return *vmcb64(vmcb, VMCB_CR4);
-	}
-}
-
-static uint64_t op_read_efer(struct vcpu *v)
-{
-	return svm_nested_efer_view(v->arch.backend, *vmcb64(svm_vmcb_of(v), VMCB_EFER));
-}
-
-static void op_write_efer(struct vcpu *v, uint64_t efer)
-{
-	void *vmcb = svm_vmcb_of(v);
-
-	// SVME stays set (QEMU refuses VMRUN otherwise): the guest's own is
-	// nested SVM's. LMA stays as the CPU has it.
-	svm_nested_efer_write(v->arch.backend, efer);
-	*vmcb64(vmcb, VMCB_EFER) =
-	    (efer & ~EFER_LMA) | EFER_SVME | (*vmcb64(vmcb, VMCB_EFER) & EFER_LMA);
-	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
-}
-
-static uint64_t op_read_rflags(struct vcpu *v)
-{
-	return *vmcb64(svm_vmcb_of(v), VMCB_RFLAGS);
-}
-
-static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
-{
-	static const unsigned off[] = {VMCB_ES, VMCB_CS, VMCB_SS, VMCB_DS, VMCB_FS, VMCB_GS};
-	void *vmcb = svm_vmcb_of(v);
-
-	if (s == X86_FS || s == X86_GS) // VMSAVE state (svm_entry.S)
-		svm_vmcb_save_state(v->arch.backend);
-
-	out->sel = *vmcb16(vmcb, off[s]);
-	out->attr = *vmcb16(vmcb, off[s] + 2);
-	out->limit = *vmcb32(vmcb, off[s] + 4);
-	out->base = *vmcb64(vmcb, off[s] + 8);
-}
-
-static unsigned op_cpl(struct vcpu *v)
-{
-	return *vmcb8(svm_vmcb_of(v), VMCB_CPL) & 3;
-}
-
-static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
-{
-	uint64_t ev = vector | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
-
-	if (has_error)
-		ev |= EVENTINJ_ERR_VALID | ((uint64_t)error << 32);
-	*vmcb64(svm_vmcb_of(v), VMCB_EVENTINJ) = ev;
-}
-
-static bool exit_has_nrip(uint64_t code)
-{
-	return code == SVM_EXIT_CPUID || code == SVM_EXIT_MSR || code == SVM_EXIT_HLT ||
-	       code == SVM_EXIT_MWAIT || code == SVM_EXIT_MWAIT_C || code == SVM_EXIT_VMMCALL ||
-	       code == SVM_EXIT_XSETBV || code == SVM_EXIT_IOIO;
-}
-
-static unsigned op_insn_len(struct vcpu *v)
-{
-	struct svm_cpu *c = v->arch.backend;
-	void *vmcb = svm_vmcb_of(v);
-	uint64_t rip = *vmcb64(vmcb, VMCB_RIP);
-
-	if (c->next_rip)
-		return (unsigned)(c->next_rip - rip);
-	if ((svm_host.features & SVM_FEAT_NRIPS) && exit_has_nrip(*vmcb64(vmcb, VMCB_EXITCODE)) &&
-	    *vmcb64(vmcb, VMCB_NRIP) > rip)
-		return (unsigned)(*vmcb64(vmcb, VMCB_NRIP) - rip);
-	return 0;
-}
-
-// A CPU parked in MWAIT waits here a little for its mailbox instead of
-// bouncing straight back into the guest.
-static void park_briefly(struct vcpu *v)
-{
-	for (unsigned i = 0; i < 20000 && !x86_mailbox_pending(v); i++)
-		pause();
-}
-
-// ops->wait: HLT or MWAIT. HLT is not intercepted (svm_vmcb_control): a
-// halted CPU wakes on its interrupts and NMIs natively, and an INIT for it
-// comes with a kick (an NMI, intercepted) that makes it exit to its
-// mailbox. Parking it in the host instead held its NMIs and interrupts back
-// for up to the whole park (GIF clear): an NMI IPI to a `cli; hlt` CPU took
-// milliseconds (docs/x86-exits.md).
-static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
-{
-	void *vmcb = svm_vmcb_of(v);
-
-	if (e->kind == X86_EXIT_HLT) {
-		*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) &= ~INT3_HLT;
-		return X86_CONTINUE; // RIP unchanged: the HLT runs again, natively
-	}
-	park_briefly(v);
-	x86_skip_insn(v); // MWAIT: a wake-up; the caller re-checks its condition
-	return X86_CONTINUE;
-}
-
-// The instruction Slat emulated completed: no interrupt shadow after it; a
-// single-stepping guest takes its #DB trap (DR6.BS set, as the CPU would).
-static void op_complete_insn(struct vcpu *v, bool single_step)
-{
-	void *vmcb = svm_vmcb_of(v);
-
-	*vmcb64(vmcb, VMCB_INT_SHADOW) &= ~1ull;
-	if (!single_step)
-		return;
-	*vmcb64(vmcb, VMCB_DR6) |= DR6_BS;
-	*vmcb64(vmcb, VMCB_EVENTINJ) = X86_EXC_DB | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
-}
-
-// Loads a checked CR0 value: EFER.LMA follows LME and PG (what the CPU does
-// when paging turns on or off), and the guest's TLB is flushed when paging
-// or caching changes.
-static void load_cr0(struct vcpu *v, uint64_t val)
-{
-	void *vmcb = svm_vmcb_of(v);
-	uint64_t old = *vmcb64(vmcb, VMCB_CR0), efer = *vmcb64(vmcb, VMCB_EFER);
-
-	*vmcb64(vmcb, VMCB_CR0) = val;
-	if ((old ^ val) & CR0_PG) {
-		efer &= ~EFER_LMA;
-		if ((val & CR0_PG) && (efer & EFER_LME))
-			efer |= EFER_LMA;
-		*vmcb64(vmcb, VMCB_EFER) = efer;
-	}
-	if ((old ^ val) & (CR0_PG | CR0_PE | (1ull << 16) | (3ull << 29)))
-		*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
-}
-
-// ops->cr_access: the CR0 write intercept.
-static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e)
-{
-	return x86_handle_cr0_write(v, load_cr0);
-}
 
 // ---- the guest's NMIs (arch/x86/nmi.c) -------------------------------------------
 // An NMI Slat injects sets no blocking the CPU keeps for the guest: the
@@ -324,20 +165,6 @@ static void svm_exit_body(struct svm_cpu *c)
 	if (svm_nested_gif(c)) // L1's GIF clear: its NMIs wait for STGI (which exits)
 		svm_nmi_apply(&v->arch.nmi, vmcb);
 }
-
-const struct x86_vcpu_ops svm_vcpu_ops = {
-    .read_cr = op_read_cr,
-    .read_efer = op_read_efer,
-    .write_efer = op_write_efer,
-    .read_rflags = op_read_rflags,
-    .read_seg = op_read_seg,
-    .inject = op_inject,
-    .insn_len = op_insn_len,
-    .complete_insn = op_complete_insn,
-    .wait = op_wait,
-    .cr_access = op_cr_access,
-    .cpl = op_cpl,
-};
 
 // A #VMEXIT that saved the host's state as the guest's loses the guest's
 // (svm_vmcb_holds_host_state). Seen about once in 25 runs of

@@ -3,7 +3,8 @@
 // The SVM back end of secondary vCPUs (arch/x86/hv.h): one VMCB per vCPU
 // in a deposited page, entered from inside the primary's exit handler on the
 // host stack (svm_hv_run_once, hv_entry.S). Policy is arch/x86/hv_exit.c's;
-// this file moves state between the VMCB and v->arch and switches worlds:
+// its vCPU operations are every SVM vCPU's (vcpu_ops.c). This file moves state
+// between the VMCB and v->arch and switches worlds:
 //
 //   begin: VMSAVE the primary's hidden state (FS, GS, TR, LDTR, the SYSCALL
 //          and SYSENTER MSRs) into its VMCB, save its extended state and load
@@ -43,11 +44,6 @@ static struct {
 	uint64_t iopm_pa, msrpm_pa; // all ones: every port and MSR exits
 	uint64_t fpu_pa;	    // X86_MAX_CPUS pages: the primary's extended state
 } svm_hv;
-
-static void *vmcb_of(struct vcpu *v)
-{
-	return (void *)(uintptr_t)v->arch.hv.vmcb_pa;
-}
 
 static uint64_t primary_fpu(struct vcpu *caller)
 {
@@ -119,8 +115,8 @@ static int op_create(struct vcpu *v)
 	v->arch.hv.vmcb_pa = vmcb;
 	v->arch.hv.fpu_pa = fpu;
 	x86_hv_fpu_init(fpu);
-	control(vmcb_of(v));
-	reset_state(v, vmcb_of(v));
+	control(svm_vcpu_vmcb(v));
+	reset_state(v, svm_vcpu_vmcb(v));
 	return HC_OK;
 }
 
@@ -138,7 +134,7 @@ static const unsigned seg_off[8] = {VMCB_ES, VMCB_CS, VMCB_SS,	 VMCB_DS,
 
 static void op_set_state(struct vcpu *v, const struct hc_regs_x86 *r)
 {
-	void *vmcb = vmcb_of(v);
+	void *vmcb = svm_vcpu_vmcb(v);
 	const struct hc_x86_seg *segs[8] = {&r->es, &r->cs, &r->ss,   &r->ds,
 					    &r->fs, &r->gs, &r->ldtr, &r->tr};
 
@@ -166,7 +162,7 @@ static void op_set_state(struct vcpu *v, const struct hc_regs_x86 *r)
 
 static void op_get_state(struct vcpu *v, struct hc_regs_x86 *r)
 {
-	void *vmcb = vmcb_of(v);
+	void *vmcb = svm_vcpu_vmcb(v);
 	struct hc_x86_seg *segs[8] = {&r->es, &r->cs, &r->ss,	&r->ds,
 				      &r->fs, &r->gs, &r->ldtr, &r->tr};
 
@@ -201,9 +197,9 @@ static void op_begin(struct vcpu *caller, struct vcpu *v)
 	// could not take them, and every RUN would answer PREEMPTED at once).
 	v->arch.hv.caller_if = caller->arch.ops->read_rflags(caller) & (1u << 9);
 	// Another VM may have used the shared ASID on this CPU.
-	*vmcb8(vmcb_of(v), VMCB_TLB_CONTROL) = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID)
-						   ? TLB_CONTROL_FLUSH_ASID
-						   : TLB_CONTROL_FLUSH_ALL;
+	*vmcb8(svm_vcpu_vmcb(v), VMCB_TLB_CONTROL) = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID)
+							 ? TLB_CONTROL_FLUSH_ASID
+							 : TLB_CONTROL_FLUSH_ALL;
 }
 
 static void op_end(struct vcpu *caller, struct vcpu *v)
@@ -221,7 +217,7 @@ static struct log_once hv_host_state_logged;
 
 static void hv_check_guest_state(struct vcpu *v, const struct svm_exit_fields *f)
 {
-	if (!svm_vmcb_holds_host_state(vmcb_of(v)) ||
+	if (!svm_vmcb_holds_host_state(svm_vcpu_vmcb(v)) ||
 	    !log_once_first(&hv_host_state_logged, f->code))
 		return;
 	const struct svm_cpu *c = &svm_host.cpus[arch_hv_pcpu() % X86_MAX_CPUS];
@@ -236,7 +232,7 @@ static void hv_check_guest_state(struct vcpu *v, const struct svm_exit_fields *f
 		(unsigned long long)v->arch.hv.vmcb_pa, (unsigned long long)rdmsr(MSR_VM_HSAVE_PA),
 		(unsigned long long)c->hsave_pa, (unsigned long long)*vmcb64(hsave, VMCB_RIP),
 		(unsigned long long)*vmcb64(hsave, VMCB_RSP),
-		(unsigned long long)*vmcb64(vmcb_of(v), VMCB_RSP));
+		(unsigned long long)*vmcb64(svm_vcpu_vmcb(v), VMCB_RSP));
 }
 
 // ---- re-delivery of an interrupted external interrupt -----------------------------------
@@ -261,7 +257,7 @@ static int redeliver_begin(struct vcpu *v)
 {
 	uint64_t ii = v->arch.hv.intinfo;
 
-	if (!intinfo_is_irq(ii) || (*vmcb64(vmcb_of(v), VMCB_EVENTINJ) & EVENTINJ_VALID))
+	if (!intinfo_is_irq(ii) || (*vmcb64(svm_vcpu_vmcb(v), VMCB_EVENTINJ) & EVENTINJ_VALID))
 		return -1;
 	op_irq_inject(v, (uint8_t)ii);
 	return (int)(ii & 0xff);
@@ -302,7 +298,7 @@ static bool op_nmi_ok(void)
 
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
 {
-	void *vmcb = vmcb_of(v);
+	void *vmcb = svm_vcpu_vmcb(v);
 	int again = redeliver_begin(v);
 
 	*vmcb64(vmcb, VMCB_N_CR3) = en->root_pa;
@@ -358,7 +354,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 
 static bool op_irq_open(struct vcpu *v)
 {
-	void *vmcb = vmcb_of(v);
+	void *vmcb = svm_vcpu_vmcb(v);
 
 	return (*vmcb64(vmcb, VMCB_RFLAGS) & RFLAGS_IF) && !(*vmcb64(vmcb, VMCB_INT_SHADOW) & 1) &&
 	       !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID) &&
@@ -377,7 +373,7 @@ static bool op_irq_open(struct vcpu *v)
 // takes QEMU's ordinary interrupt path; hardware treats both alike.
 static void op_irq_inject(struct vcpu *v, uint8_t vector)
 {
-	void *vmcb = vmcb_of(v);
+	void *vmcb = svm_vcpu_vmcb(v);
 	uint32_t *misc = vmcb32(vmcb, VMCB_INTERCEPT_MISC1);
 
 	*vmcb64(vmcb, VMCB_VINTR) = (*vmcb64(vmcb, VMCB_VINTR) & ~VINTR_V_VECTOR) | VINTR_V_IRQ |
@@ -391,7 +387,7 @@ static void op_irq_inject(struct vcpu *v, uint8_t vector)
 // taken as well would deliver it twice. Either way the request is withdrawn.
 static bool op_irq_taken(struct vcpu *v)
 {
-	void *vmcb = vmcb_of(v);
+	void *vmcb = svm_vcpu_vmcb(v);
 	uint64_t vintr = *vmcb64(vmcb, VMCB_VINTR);
 	bool taken =
 	    !(vintr & VINTR_V_IRQ) || (intinfo_is_irq(v->arch.hv.intinfo) &&
@@ -406,7 +402,7 @@ static bool op_irq_taken(struct vcpu *v)
 // delivery is intercepted (VINTR): the exit comes when the guest could take it.
 static void op_irq_window(struct vcpu *v, bool on)
 {
-	void *vmcb = vmcb_of(v);
+	void *vmcb = svm_vcpu_vmcb(v);
 	uint64_t bits = VINTR_V_IRQ | VINTR_V_PRIO | VINTR_V_IGN_TPR;
 	uint32_t *misc = vmcb32(vmcb, VMCB_INTERCEPT_MISC1);
 
@@ -448,7 +444,7 @@ static int msr_offset(uint32_t msr)
 
 static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 {
-	void *vmcb = vmcb_of(v);
+	void *vmcb = svm_vcpu_vmcb(v);
 
 	if (msr == MSR_EFER) {
 		uint64_t cur = *vmcb64(vmcb, VMCB_EFER);
@@ -475,85 +471,9 @@ static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 	return true;
 }
 
-// ---- vCPU operations of a secondary (decode.c, cr.c, exit.c) -----------------------
-static uint64_t op_read_cr(struct vcpu *v, unsigned n)
-{
-	static const unsigned off[5] = {VMCB_CR0, VMCB_CR0, VMCB_CR2, VMCB_CR3, VMCB_CR4};
-
-	return *vmcb64(vmcb_of(v), off[n < 5 ? n : 4]);
-}
-
-static uint64_t op_read_efer(struct vcpu *v)
-{
-	return *vmcb64(vmcb_of(v), VMCB_EFER) & ~EFER_SVME;
-}
-
-static void op_write_efer(struct vcpu *v, uint64_t efer)
-{
-	uint64_t val = efer;
-
-	op_msr(v, MSR_EFER, true, &val);
-}
-
-static uint64_t op_read_rflags(struct vcpu *v)
-{
-	return *vmcb64(vmcb_of(v), VMCB_RFLAGS);
-}
-
-static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
-{
-	void *vmcb = vmcb_of(v);
-	unsigned off = seg_off[s];
-
-	out->sel = *vmcb16(vmcb, off);
-	out->attr = *vmcb16(vmcb, off + 2);
-	out->limit = *vmcb32(vmcb, off + 4);
-	out->base = *vmcb64(vmcb, off + 8);
-}
-
-static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
-{
-	uint64_t ev = vector | EVENTINJ_TYPE_EXC | EVENTINJ_VALID;
-
-	if (has_error)
-		ev |= EVENTINJ_ERR_VALID | ((uint64_t)error << 32);
-	*vmcb64(vmcb_of(v), VMCB_EVENTINJ) = ev;
-}
-
-// IOIO gives the next RIP; NRIPS (not under QEMU) gives it for the rest.
-static unsigned op_insn_len(struct vcpu *v)
-{
-	void *vmcb = vmcb_of(v);
-	uint64_t code = *vmcb64(vmcb, VMCB_EXITCODE), nrip = *vmcb64(vmcb, VMCB_NRIP);
-
-	if (v->arch.hv.next_rip > v->arch.rip)
-		return (unsigned)(v->arch.hv.next_rip - v->arch.rip);
-	if ((svm_host.features & SVM_FEAT_NRIPS) && code != SVM_EXIT_NPF && nrip > v->arch.rip &&
-	    nrip - v->arch.rip <= 15)
-		return (unsigned)(nrip - v->arch.rip);
-	return 0;
-}
-
-static void op_complete_insn(struct vcpu *v, bool single_step)
-{
-	*vmcb64(vmcb_of(v), VMCB_INT_SHADOW) &= ~1ull;
-}
-
-static const struct x86_vcpu_ops svm_hv_vcpu_ops = {
-    .read_cr = op_read_cr,
-    .read_efer = op_read_efer,
-    .write_efer = op_write_efer,
-    .read_rflags = op_read_rflags,
-    .read_seg = op_read_seg,
-    .inject = op_inject,
-    .insn_len = op_insn_len,
-    .complete_insn = op_complete_insn,
-    .read_phys = x86_hv_read_phys,
-};
-
 static const struct x86_hv_ops svm_hv_ops = {
     .fmt = &s2_fmt_npt4,
-    .vcpu_ops = &svm_hv_vcpu_ops,
+    .vcpu_ops = &svm_vcpu_ops, // the primary's table (vcpu_ops.c)
     .vcpu_create = op_create,
     .vcpu_destroy = op_destroy,
     .set_state = op_set_state,

@@ -200,6 +200,19 @@ struct svm_cpu {
 	struct svm_nested_cpu nested;
 };
 
+// The two kinds of SVM vCPU (one ops table, vcpu_ops.c): a primary vCPU's
+// v->arch.backend is its CPU's svm_cpu (svm.c); a secondary's is NULL
+// (arch_hv_vcpu_create zeroes v->arch) and its VMCB is a deposited page.
+static inline struct svm_cpu *svm_primary_cpu(struct vcpu *v)
+{
+	return (struct svm_cpu *)v->arch.backend;
+}
+static inline void *svm_vcpu_vmcb(struct vcpu *v) // either kind's
+{
+	return (void *)(uintptr_t)(v->arch.backend ? svm_primary_cpu(v)->vmcb_pa
+						   : v->arch.hv.vmcb_pa);
+}
+
 // Settings every CPU shares (set once on the boot CPU in the resident copy).
 struct svm_host {
 	struct x86_host_env env; // page tables, GDT, IDT (host_env.h)
@@ -268,8 +281,10 @@ struct svm_cpu *svm_resident_cpu_prepare(void);
 // answers HC_E_UNKNOWN.
 bool svm_hv_init(struct region *r, const struct slat_plan *plan);
 
-// ---- exit.c: the exit entry and the vCPU operations --------------------------------------
+// ---- exit.c: the exit entry ----------------------------------------------------------------
 void svm_handle_exit(struct svm_cpu *c); // called by svm_entry.S after each #VMEXIT
+
+// ---- vcpu_ops.c: the vCPU operations of every SVM vCPU, primary or secondary ----------------
 extern const struct x86_vcpu_ops svm_vcpu_ops;
 
 // ---- vmcb.c: VMCB contents -----------------------------------------------------------------
