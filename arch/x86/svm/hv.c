@@ -3,8 +3,9 @@
 // The SVM back end of secondary vCPUs (arch/x86/hv.h): one VMCB per vCPU
 // in a deposited page, entered from inside the primary's exit handler on the
 // host stack (svm_hv_run_once, hv_entry.S). Policy is arch/x86/hv_exit.c's;
-// its vCPU operations are every SVM vCPU's (vcpu_ops.c). This file moves state
-// between the VMCB and v->arch and switches worlds:
+// the vCPU's state in its VMCB is hv_state.c's, its vCPU operations are every
+// SVM vCPU's (vcpu_ops.c). This file creates the VMCB, injects interrupts,
+// runs one entry and switches worlds:
 //
 //   begin: VMSAVE the primary's hidden state (FS, GS, TR, LDTR, the SYSCALL
 //          and SYSENTER MSRs) into its VMCB, save its extended state and load
@@ -16,7 +17,6 @@
 // All secondaries share one ASID (SVM_HV_ASID), different from the
 // primary's: a RUN flushes it at its first entry (another VM may have used
 // it on this CPU) and whenever core asks (hv_entry.flush).
-#include "arch/x86/caps.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/fmt_x86.h"
 #include "arch/x86/hv.h"
@@ -34,11 +34,6 @@
 
 #define SVM_EXIT_SMI 0x062
 
-#define MSR_STAR   0xc0000081u
-#define MSR_LSTAR  0xc0000082u
-#define MSR_CSTAR  0xc0000083u
-#define MSR_SFMASK 0xc0000084u
-
 // Set once at boot (resident copy).
 static struct {
 	uint64_t iopm_pa, msrpm_pa; // all ones: every port and MSR exits
@@ -50,16 +45,7 @@ static uint64_t primary_fpu(struct vcpu *caller)
 	return svm_hv.fpu_pa + (uint64_t)caller->index * 4096;
 }
 
-// ---- VMCB contents ------------------------------------------------------------------
-static void set_seg(void *vmcb, unsigned off, uint16_t sel, uint16_t attr, uint32_t limit,
-		    uint64_t base)
-{
-	*vmcb16(vmcb, off) = sel;
-	*vmcb16(vmcb, off + 2) = attr;
-	*vmcb32(vmcb, off + 4) = limit;
-	*vmcb64(vmcb, off + 8) = base;
-}
-
+// ---- the VMCB's control area, creation -------------------------------------------------
 static void control(void *vmcb)
 {
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) =
@@ -77,30 +63,6 @@ static void control(void *vmcb)
 	*vmcb64(vmcb, VMCB_NP_ENABLE) = 1;
 }
 
-// The state after INIT: real mode, CS F000 with base FFFF0000, IP FFF0.
-static void reset_state(struct vcpu *v, void *vmcb)
-{
-	set_seg(vmcb, VMCB_CS, 0xf000, 0x9b, 0xffff, 0xffff0000ull);
-	set_seg(vmcb, VMCB_DS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_ES, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_SS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_FS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_GS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_GDTR, 0, 0, 0xffff, 0);
-	set_seg(vmcb, VMCB_IDTR, 0, 0, 0xffff, 0);
-	set_seg(vmcb, VMCB_LDTR, 0, 0x82, 0xffff, 0);
-	set_seg(vmcb, VMCB_TR, 0, 0x8b, 0xffff, 0);
-	*vmcb64(vmcb, VMCB_CR0) = 0x60000010;
-	*vmcb64(vmcb, VMCB_EFER) = EFER_SVME;
-	*vmcb64(vmcb, VMCB_DR6) = 0xffff0ff0;
-	*vmcb64(vmcb, VMCB_DR7) = 0x400;
-	*vmcb64(vmcb, VMCB_RFLAGS) = 2;
-	*vmcb64(vmcb, VMCB_G_PAT) = 0x0007040600070406ull;
-	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
-	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping
-	v->arch.rip = 0xfff0;
-}
-
 static int op_create(struct vcpu *v)
 {
 	uint64_t vmcb = hv_page_alloc(v->vm), fpu = hv_page_alloc(v->vm);
@@ -116,7 +78,7 @@ static int op_create(struct vcpu *v)
 	v->arch.hv.fpu_pa = fpu;
 	x86_hv_fpu_init(fpu);
 	control(svm_vcpu_vmcb(v));
-	reset_state(v, svm_vcpu_vmcb(v));
+	svm_hv_reset_state(v);
 	return HC_OK;
 }
 
@@ -127,63 +89,6 @@ static void op_destroy(struct vcpu *v)
 	if (v->arch.hv.fpu_pa)
 		hv_page_free(v->vm, v->arch.hv.fpu_pa);
 	v->arch.hv.vmcb_pa = v->arch.hv.fpu_pa = 0;
-}
-
-static const unsigned seg_off[8] = {VMCB_ES, VMCB_CS, VMCB_SS,	 VMCB_DS,
-				    VMCB_FS, VMCB_GS, VMCB_LDTR, VMCB_TR};
-
-static void op_set_state(struct vcpu *v, const struct hc_regs_x86 *r)
-{
-	void *vmcb = svm_vcpu_vmcb(v);
-	const struct hc_x86_seg *segs[8] = {&r->es, &r->cs, &r->ss,   &r->ds,
-					    &r->fs, &r->gs, &r->ldtr, &r->tr};
-
-	for (unsigned i = 0; i < 8; i++)
-		set_seg(vmcb, seg_off[i], segs[i]->sel, segs[i]->attr, segs[i]->limit,
-			segs[i]->base);
-	set_seg(vmcb, VMCB_GDTR, 0, 0, r->gdt_limit, r->gdt_base);
-	set_seg(vmcb, VMCB_IDTR, 0, 0, r->idt_limit, r->idt_base);
-	*vmcb64(vmcb, VMCB_CR0) = r->cr0;
-	*vmcb64(vmcb, VMCB_CR2) = r->cr2;
-	*vmcb64(vmcb, VMCB_CR3) = r->cr3;
-	*vmcb64(vmcb, VMCB_CR4) = r->cr4;
-	*vmcb64(vmcb, VMCB_EFER) = r->efer | EFER_SVME; // checked: the VMM's has no SVME
-	*vmcb64(vmcb, VMCB_RFLAGS) = r->rflags | 2;
-	// The CPL is SS.DPL in protected mode (3 in virtual-8086 mode), 0 in real mode.
-	unsigned cpl = !(r->cr0 & CR0_PE)	  ? 0
-		       : (r->rflags & (1u << 17)) ? 3
-						  : (r->ss.attr >> 5) & 3;
-	*vmcb8(vmcb, VMCB_CPL) = (uint8_t)cpl;
-	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
-	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
-	memcpy(v->arch.gpr, r->gpr, sizeof(v->arch.gpr));
-	v->arch.rip = r->rip;
-}
-
-static void op_get_state(struct vcpu *v, struct hc_regs_x86 *r)
-{
-	void *vmcb = svm_vcpu_vmcb(v);
-	struct hc_x86_seg *segs[8] = {&r->es, &r->cs, &r->ss,	&r->ds,
-				      &r->fs, &r->gs, &r->ldtr, &r->tr};
-
-	for (unsigned i = 0; i < 8; i++) {
-		segs[i]->sel = *vmcb16(vmcb, seg_off[i]);
-		segs[i]->attr = *vmcb16(vmcb, seg_off[i] + 2);
-		segs[i]->limit = *vmcb32(vmcb, seg_off[i] + 4);
-		segs[i]->base = *vmcb64(vmcb, seg_off[i] + 8);
-	}
-	r->gdt_limit = *vmcb32(vmcb, VMCB_GDTR + 4);
-	r->gdt_base = *vmcb64(vmcb, VMCB_GDTR + 8);
-	r->idt_limit = *vmcb32(vmcb, VMCB_IDTR + 4);
-	r->idt_base = *vmcb64(vmcb, VMCB_IDTR + 8);
-	r->cr0 = *vmcb64(vmcb, VMCB_CR0);
-	r->cr2 = *vmcb64(vmcb, VMCB_CR2);
-	r->cr3 = *vmcb64(vmcb, VMCB_CR3);
-	r->cr4 = *vmcb64(vmcb, VMCB_CR4);
-	r->efer = *vmcb64(vmcb, VMCB_EFER) & ~EFER_SVME;
-	r->rflags = *vmcb64(vmcb, VMCB_RFLAGS);
-	memcpy(r->gpr, v->arch.gpr, sizeof(r->gpr));
-	r->rip = v->arch.rip;
 }
 
 // ---- the world switch ---------------------------------------------------------------
@@ -197,9 +102,7 @@ static void op_begin(struct vcpu *caller, struct vcpu *v)
 	// could not take them, and every RUN would answer PREEMPTED at once).
 	v->arch.hv.caller_if = caller->arch.ops->read_rflags(caller) & (1u << 9);
 	// Another VM may have used the shared ASID on this CPU.
-	*vmcb8(svm_vcpu_vmcb(v), VMCB_TLB_CONTROL) = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID)
-							 ? TLB_CONTROL_FLUSH_ASID
-							 : TLB_CONTROL_FLUSH_ALL;
+	svm_mm_flush_here(svm_vcpu_vmcb(v));
 }
 
 static void op_end(struct vcpu *caller, struct vcpu *v)
@@ -303,9 +206,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 
 	*vmcb64(vmcb, VMCB_N_CR3) = en->root_pa;
 	if (en->flush)
-		*vmcb8(vmcb, VMCB_TLB_CONTROL) = (svm_host.features & SVM_FEAT_FLUSH_BY_ASID)
-						     ? TLB_CONTROL_FLUSH_ASID
-						     : TLB_CONTROL_FLUSH_ALL;
+		svm_mm_flush_here(vmcb);
 	// An event whose delivery the last exit interrupted is delivered again,
 	// unless the policy queued an exception of its own (an external
 	// interrupt went back in as a virtual interrupt: redeliver_begin).
@@ -411,78 +312,18 @@ static void op_irq_window(struct vcpu *v, bool on)
 	*misc = on ? *misc | INT3_VINTR : *misc & ~INT3_VINTR;
 }
 
-// ---- MSRs the VMCB holds -------------------------------------------------------------
-static int msr_offset(uint32_t msr)
-{
-	switch (msr) {
-	case MSR_IA32_PAT:
-		return VMCB_G_PAT;
-	case MSR_SYSENTER_CS:
-		return VMCB_SYSENTER_CS;
-	case MSR_SYSENTER_ESP:
-		return VMCB_SYSENTER_ESP;
-	case MSR_SYSENTER_EIP:
-		return VMCB_SYSENTER_EIP;
-	case MSR_STAR:
-		return VMCB_STAR;
-	case MSR_LSTAR:
-		return VMCB_LSTAR;
-	case MSR_CSTAR:
-		return VMCB_CSTAR;
-	case MSR_SFMASK:
-		return VMCB_SFMASK;
-	case MSR_FS_BASE:
-		return VMCB_FS + 8;
-	case MSR_GS_BASE:
-		return VMCB_GS + 8;
-	case MSR_KERNEL_GS_BASE:
-		return VMCB_KGSBASE;
-	default:
-		return -1;
-	}
-}
-
-static bool op_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
-{
-	void *vmcb = svm_vcpu_vmcb(v);
-
-	if (msr == MSR_EFER) {
-		uint64_t cur = *vmcb64(vmcb, VMCB_EFER);
-		if (!write)
-			*val = cur & ~EFER_SVME;
-		else // checked by the policy; LMA stays the CPU's
-			*vmcb64(vmcb, VMCB_EFER) =
-			    (*val & ~EFER_LMA) | (cur & EFER_LMA) | EFER_SVME;
-		return true;
-	}
-	int off = msr_offset(msr);
-	if (off < 0)
-		return false;
-	if (!write) {
-		*val = *vmcb64(vmcb, (unsigned)off);
-		return true;
-	}
-	if (msr == MSR_IA32_PAT && !x86_pat_ok(*val))
-		return false;
-	if (msr != MSR_IA32_PAT && msr != MSR_STAR && msr != MSR_SFMASK && msr != MSR_SYSENTER_CS &&
-	    !x86_canonical(*val))
-		return false;
-	*vmcb64(vmcb, (unsigned)off) = *val;
-	return true;
-}
-
 static const struct x86_hv_ops svm_hv_ops = {
     .fmt = &s2_fmt_npt4,
     .vcpu_ops = &svm_vcpu_ops, // the primary's table (vcpu_ops.c)
     .vcpu_create = op_create,
     .vcpu_destroy = op_destroy,
-    .set_state = op_set_state,
-    .get_state = op_get_state,
+    .set_state = svm_hv_set_state,
+    .get_state = svm_hv_get_state,
     .begin = op_begin,
     .end = op_end,
     .enter = op_enter,
-    .msr = op_msr,
-    .msr_stopped = op_msr, // the VMCB holds them between RUNs too
+    .msr = svm_hv_msr,
+    .msr_stopped = svm_hv_msr, // the VMCB holds them between RUNs too
     .kick = x86_hv_kick_primary,
     .irq_open = op_irq_open,
     .nmi_ok = op_nmi_ok,

@@ -281,6 +281,14 @@ struct svm_cpu *svm_resident_cpu_prepare(void);
 // answers HC_E_UNKNOWN.
 bool svm_hv_init(struct region *r, const struct slat_plan *plan);
 
+// ---- hv_state.c: a secondary vCPU's state in its VMCB -------------------------------------
+struct hc_regs_x86;
+void svm_hv_reset_state(struct vcpu *v); // the state after INIT (a new vCPU)
+void svm_hv_set_state(struct vcpu *v, const struct hc_regs_x86 *r); // x86_hv_ops.set_state
+void svm_hv_get_state(struct vcpu *v, struct hc_regs_x86 *r);	    // x86_hv_ops.get_state
+// x86_hv_ops.msr and msr_stopped: the MSRs the VMCB holds.
+bool svm_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
+
 // ---- exit.c: the exit entry ----------------------------------------------------------------
 void svm_handle_exit(struct svm_cpu *c); // called by svm_entry.S after each #VMEXIT
 
@@ -310,7 +318,7 @@ void svm_mm_init(struct region *r);
 uint64_t svm_mm_page_alloc(void); // one zeroed 4K page or 0
 void svm_mm_page_free(uint64_t pa);
 void svm_mm_flush_all_cpus(void);   // every vCPU's next VMRUN flushes the primary's ASID
-void svm_mm_flush_here(void *vmcb); // this VMCB's next VMRUN flushes the primary's ASID
+void svm_mm_flush_here(void *vmcb); // this VMCB's next VMRUN flushes its ASID
 // The same for the mm/ engine (mm/s2_backend.h), once it is in slat.efi.
 struct x86_slat_ops;
 extern const struct x86_slat_ops svm_slat_ops;
