@@ -40,6 +40,19 @@ bool x86_hv_start(const struct x86_hv_ops *ops, const struct slat_plan *plan)
 	return hv_init(&b) == 0;
 }
 
+// Through the engine's own walk of the vCPU's current SLAT root (a lockless
+// reader: the tables it passes outlive it), as the CPU would translate.
+static bool secondary_gpa_to_hpa(struct vcpu *v, uint64_t gpa, uint64_t *hpa)
+{
+	struct s2_xlate x;
+
+	if (!v->hv.root)
+		return false;
+	s2_translate(v->vm->hv.s2, v->hv.root, gpa, &x);
+	*hpa = x.hpa;
+	return x.mapped;
+}
+
 bool x86_hv_read_phys(struct vcpu *v, uint64_t gpa, void *buf, unsigned len)
 {
 	uint8_t *dst = buf;
@@ -49,7 +62,7 @@ bool x86_hv_read_phys(struct vcpu *v, uint64_t gpa, void *buf, unsigned len)
 		uint64_t hpa;
 		if (chunk > len)
 			chunk = len;
-		if (!x86_hv_gpa_to_hpa(v->arch.hv.root_pa, gpa, false, &hpa) ||
+		if (!secondary_gpa_to_hpa(v, gpa, &hpa) ||
 		    region_overlaps(&x86_primary.hidden, hpa, chunk) ||
 		    hpa + chunk > x86_primary.arch.host_map_top)
 			return false;
@@ -261,7 +274,6 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 			hv_vcpu_exited(v);
 			break;
 		}
-		v->arch.hv.root_pa = en.root_pa;
 		hv_ops->enter(v, &en, &e);
 		// An exit before the guest took the vector (a host interrupt
 		// first, say) leaves it pending: the VMM's LAPIC keeps it queued.
@@ -379,32 +391,4 @@ int arch_hv_primary_map(uint64_t pa, uint64_t pages)
 uint64_t arch_hv_primary_tables(void)
 {
 	return x86_slat_primary_tables();
-}
-
-// ---- guest memory of a secondary ------------------------------------------------
-#define NPT_ENTRY_ADDR 0x000ffffffffff000ull
-
-// A walk of the long-mode-format tables (NPT, and EPT, whose R, W and PS bits
-// sit where NPT's P, RW and PS do; the engine's tables are in deposited
-// pages, which the host's identity map covers).
-bool x86_hv_gpa_to_hpa(uint64_t root, uint64_t gpa, bool write, uint64_t *hpa)
-{
-	uint64_t table = root;
-
-	if (!root || gpa >> 48)
-		return false;
-	for (unsigned level = 4; level >= 1; level--) {
-		unsigned shift = 12 + 9 * (level - 1);
-		uint64_t e = __atomic_load_n(
-		    (uint64_t *)(uintptr_t)(table + ((gpa >> shift) & 511) * 8), __ATOMIC_RELAXED);
-		if (!(e & NPT_P) || (write && !(e & NPT_RW)))
-			return false;
-		if (level == 1 || (level <= 3 && (e & NPT_PS))) {
-			uint64_t mask = (1ull << shift) - 1;
-			*hpa = ((e & NPT_ENTRY_ADDR) & ~mask) | (gpa & mask);
-			return true;
-		}
-		table = e & NPT_ENTRY_ADDR;
-	}
-	return false;
 }

@@ -109,9 +109,6 @@ void x86_hv_fpu_load(uint64_t pa);
 // x86_hv_ops.kick of both back ends: the kick NMI of the CPU's primary vCPU.
 void x86_hv_kick_primary(unsigned pcpu);
 
-// Guest-physical -> host-physical through the vCPU's SLAT root (the pages
-// the guest reached before: its code and page tables). False when unmapped.
-bool x86_hv_gpa_to_hpa(uint64_t root, uint64_t gpa, bool write, uint64_t *hpa);
 // x86_vcpu_ops.read_phys of both back ends: guest-physical memory through the
 // vCPU's SLAT (EPT's R/W bits sit where NPT's P/RW do, so one walker reads
 // both), never Slat's region nor beyond the host's map.

@@ -47,7 +47,6 @@ struct x86_hv_vcpu {
 	uint64_t fpu_pa;   // its x87/SSE/AVX state while the primary runs (deposited)
 	uint64_t intinfo;  // an event whose delivery the last exit interrupted
 	uint64_t next_rip; // the exit's next RIP when the CPU gave it (IOIO), else 0
-	uint64_t root_pa;  // the SLAT root of the last entry (reading guest memory)
 	uint64_t exit_rip; // RIP at the last exit: moved since, an instruction completed
 	uint64_t cpuid_pa; // the VMM's CPUID table (deposited page), 0: Slat's policy
 	uint32_t cpuid_n;  // its entries
