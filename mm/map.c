@@ -253,70 +253,56 @@ int s2_map_locked(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t
 	return run_op_locked(vm, root, &op);
 }
 
-int s2_map(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, uint64_t hpa,
-	   unsigned prot, enum s2_memtype mt)
+// The checks every public range operation shares, in this order: the range
+// (S2_E_*), then the root, the permissions and what the caller found wrong
+// with its own arguments (S2_E_INVAL). Then it runs.
+static int run_checked(struct s2_vm *vm, struct s2_root *root, struct range_op *op, bool bad_args,
+		       bool locked)
 {
-	int r = check_range(vm, gpa, size);
+	int r = check_range(vm, op->lo, op->hi - op->lo);
 
 	if (r)
 		return r;
-	if (!root || (hpa & (S2_PAGE_SIZE - 1)) || (prot & ~S2_PROT_RWX) || mt > S2_MT_DEVICE)
+	if (!root || (op->prot & ~S2_PROT_RWX) || bad_args)
 		return S2_E_INVAL;
+	return locked ? run_op_locked(vm, root, op) : run_op(vm, root, op);
+}
+
+int s2_map(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, uint64_t hpa,
+	   unsigned prot, enum s2_memtype mt)
+{
 	struct range_op op = {.kind = OP_MAP,
 			      .lo = gpa,
 			      .hi = gpa + size,
 			      .delta = hpa - gpa,
 			      .prot = prot,
 			      .mt = mt};
-	return run_op(vm, root, &op);
+	return run_checked(vm, root, &op, (hpa & (S2_PAGE_SIZE - 1)) || mt > S2_MT_DEVICE, false);
 }
 
 int s2_unmap(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size)
 {
-	int r = check_range(vm, gpa, size);
-
-	if (r)
-		return r;
-	if (!root)
-		return S2_E_INVAL;
 	struct range_op op = {.kind = OP_UNMAP, .lo = gpa, .hi = gpa + size};
-	return run_op(vm, root, &op);
+	return run_checked(vm, root, &op, false, false);
 }
 
 int s2_unmap_per_leaf(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size)
 {
-	int r = check_range(vm, gpa, size);
-
-	if (r)
-		return r;
-	if (!root)
-		return S2_E_INVAL;
 	struct range_op op = {.kind = OP_UNMAP, .lo = gpa, .hi = gpa + size, .per_leaf = true};
-	return run_op(vm, root, &op);
-}
-
-static int protect_op(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size,
-		      unsigned prot, bool locked)
-{
-	int r = check_range(vm, gpa, size);
-
-	if (r)
-		return r;
-	if (!root || (prot & ~S2_PROT_RWX))
-		return S2_E_INVAL;
-	struct range_op op = {.kind = OP_PROTECT, .lo = gpa, .hi = gpa + size, .prot = prot};
-	return locked ? run_op_locked(vm, root, &op) : run_op(vm, root, &op);
+	return run_checked(vm, root, &op, false, false);
 }
 
 int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot)
 {
-	return protect_op(vm, root, gpa, size, prot, false);
+	struct range_op op = {.kind = OP_PROTECT, .lo = gpa, .hi = gpa + size, .prot = prot};
+	return run_checked(vm, root, &op, false, false);
 }
 
 int s2_protect_locked(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size,
 		      unsigned prot)
 {
-	return protect_op(vm, root, gpa, size, prot, true);
+	struct range_op op = {.kind = OP_PROTECT, .lo = gpa, .hi = gpa + size, .prot = prot};
+	return run_checked(vm, root, &op, false, true);
 }
 
 // Zaps [lo, hi) in every root of `as` (as < 0: all), valid and invalid. Only
