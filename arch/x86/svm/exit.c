@@ -155,8 +155,7 @@ static void svm_exit_body(struct svm_cpu *c)
 
 	// An event whose delivery the exit interrupted is delivered again, unless
 	// the handler queued an exception of its own.
-	if ((intinfo & EVENTINJ_VALID) && !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID))
-		*vmcb64(vmcb, VMCB_EVENTINJ) = intinfo;
+	svm_event_redeliver(vmcb, intinfo);
 	*vmcb64(vmcb, VMCB_RIP) = v->arch.rip;
 	*vmcb64(vmcb, VMCB_RAX) = v->arch.gpr[X86_RAX];
 	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];

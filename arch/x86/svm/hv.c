@@ -210,9 +210,8 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	// An event whose delivery the last exit interrupted is delivered again,
 	// unless the policy queued an exception of its own (an external
 	// interrupt went back in as a virtual interrupt: redeliver_begin).
-	if (again < 0 && (v->arch.hv.intinfo & EVENTINJ_VALID) &&
-	    !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID))
-		*vmcb64(vmcb, VMCB_EVENTINJ) = v->arch.hv.intinfo;
+	if (again < 0)
+		svm_event_redeliver(vmcb, v->arch.hv.intinfo);
 	v->arch.hv.intinfo = 0;
 	svm_nmi_apply(&v->arch.nmi, vmcb); // after the redelivery: it may take the slot
 	*vmcb64(vmcb, VMCB_RAX) = v->arch.gpr[X86_RAX];

@@ -343,8 +343,7 @@ void svm_nested_vmrun(struct svm_cpu *c, uint64_t vmcb12_pa)
 		}
 		// An event whose delivery the exit interrupted goes in again,
 		// unless Slat queued an exception of its own.
-		if ((x.intinfo & EVENTINJ_VALID) && !(*vmcb64(v02, VMCB_EVENTINJ) & EVENTINJ_VALID))
-			*vmcb64(v02, VMCB_EVENTINJ) = x.intinfo;
+		svm_event_redeliver(v02, x.intinfo);
 	}
 	c->nested.in_l2 = false;
 }

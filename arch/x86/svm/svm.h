@@ -175,6 +175,15 @@ static inline uint8_t *vmcb8(void *vmcb, unsigned off)
 	return (uint8_t *)vmcb + off;
 }
 
+// The one rule for an event whose delivery an exit interrupted (EXITINTINFO),
+// for the primary, a secondary and L2 alike: it goes in again at the next
+// entry, unless the exit's handler queued an exception of its own.
+static inline void svm_event_redeliver(void *vmcb, uint64_t intinfo)
+{
+	if ((intinfo & EVENTINJ_VALID) && !(*vmcb64(vmcb, VMCB_EVENTINJ) & EVENTINJ_VALID))
+		*vmcb64(vmcb, VMCB_EVENTINJ) = intinfo;
+}
+
 // ---- per-CPU host state ------------------------------------------------------------
 // One per physical CPU, in Slat's region. The first fields are read by
 // svm_entry.S (offsets fixed there).
