@@ -78,7 +78,8 @@ static int op_create(struct vcpu *v)
 	v->arch.hv.fpu_pa = fpu;
 	x86_hv_fpu_init(fpu);
 	control(svm_vcpu_vmcb(v));
-	svm_hv_reset_state(v);
+	// After INIT: CS F000 with base FFFF0000, IP FFF0 (the page is zeroed).
+	svm_vmcb_init_state(svm_vcpu_vmcb(v), v, 0xf000, 0xffff0000ull, 0xfff0);
 	return HC_OK;
 }
 

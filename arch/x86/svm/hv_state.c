@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // A secondary vCPU's architectural state in its VMCB (the SVM back end of
-// arch/x86/hv.h, with svm/hv.c): the state after INIT a new vCPU starts in,
+// arch/x86/hv.h, with svm/hv.c; a new vCPU starts in svm_vmcb_init_state's):
 // SET_REGS and GET_REGS (VMCB <-> struct hc_regs_x86; the values checked by
 // hv_regs.c), and the MSRs the VMCB holds. v->arch.gpr[] and rip hold the
 // GPRs and RIP between RUNs; the VMCB's EFER always has SVME, which the VMM
@@ -16,41 +16,6 @@
 #define MSR_CSTAR  0xc0000083u
 #define MSR_SFMASK 0xc0000084u
 
-static void set_seg(void *vmcb, unsigned off, uint16_t sel, uint16_t attr, uint32_t limit,
-		    uint64_t base)
-{
-	*vmcb16(vmcb, off) = sel;
-	*vmcb16(vmcb, off + 2) = attr;
-	*vmcb32(vmcb, off + 4) = limit;
-	*vmcb64(vmcb, off + 8) = base;
-}
-
-// The state after INIT: real mode, CS F000 with base FFFF0000, IP FFF0.
-void svm_hv_reset_state(struct vcpu *v)
-{
-	void *vmcb = svm_vcpu_vmcb(v);
-
-	set_seg(vmcb, VMCB_CS, 0xf000, 0x9b, 0xffff, 0xffff0000ull);
-	set_seg(vmcb, VMCB_DS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_ES, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_SS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_FS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_GS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_GDTR, 0, 0, 0xffff, 0);
-	set_seg(vmcb, VMCB_IDTR, 0, 0, 0xffff, 0);
-	set_seg(vmcb, VMCB_LDTR, 0, 0x82, 0xffff, 0);
-	set_seg(vmcb, VMCB_TR, 0, 0x8b, 0xffff, 0);
-	*vmcb64(vmcb, VMCB_CR0) = 0x60000010;
-	*vmcb64(vmcb, VMCB_EFER) = EFER_SVME;
-	*vmcb64(vmcb, VMCB_DR6) = 0xffff0ff0;
-	*vmcb64(vmcb, VMCB_DR7) = 0x400;
-	*vmcb64(vmcb, VMCB_RFLAGS) = 2;
-	*vmcb64(vmcb, VMCB_G_PAT) = 0x0007040600070406ull;
-	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
-	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping
-	v->arch.rip = 0xfff0;
-}
-
 static const unsigned seg_off[8] = {VMCB_ES, VMCB_CS, VMCB_SS,	 VMCB_DS,
 				    VMCB_FS, VMCB_GS, VMCB_LDTR, VMCB_TR};
 
@@ -61,10 +26,10 @@ void svm_hv_set_state(struct vcpu *v, const struct hc_regs_x86 *r)
 					    &r->fs, &r->gs, &r->ldtr, &r->tr};
 
 	for (unsigned i = 0; i < 8; i++)
-		set_seg(vmcb, seg_off[i], segs[i]->sel, segs[i]->attr, segs[i]->limit,
-			segs[i]->base);
-	set_seg(vmcb, VMCB_GDTR, 0, 0, r->gdt_limit, r->gdt_base);
-	set_seg(vmcb, VMCB_IDTR, 0, 0, r->idt_limit, r->idt_base);
+		svm_vmcb_set_seg(vmcb, seg_off[i], segs[i]->sel, segs[i]->attr, segs[i]->limit,
+				 segs[i]->base);
+	svm_vmcb_set_seg(vmcb, VMCB_GDTR, 0, 0, r->gdt_limit, r->gdt_base);
+	svm_vmcb_set_seg(vmcb, VMCB_IDTR, 0, 0, r->idt_limit, r->idt_base);
 	*vmcb64(vmcb, VMCB_CR0) = r->cr0;
 	*vmcb64(vmcb, VMCB_CR2) = r->cr2;
 	*vmcb64(vmcb, VMCB_CR3) = r->cr3;

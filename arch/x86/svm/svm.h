@@ -292,7 +292,6 @@ bool svm_hv_init(struct region *r, const struct slat_plan *plan);
 
 // ---- hv_state.c: a secondary vCPU's state in its VMCB -------------------------------------
 struct hc_regs_x86;
-void svm_hv_reset_state(struct vcpu *v); // the state after INIT (a new vCPU)
 void svm_hv_set_state(struct vcpu *v, const struct hc_regs_x86 *r); // x86_hv_ops.set_state
 void svm_hv_get_state(struct vcpu *v, struct hc_regs_x86 *r);	    // x86_hv_ops.get_state
 // x86_hv_ops.msr and msr_stopped: the MSRs the VMCB holds.
@@ -309,6 +308,13 @@ void svm_vmcb_control(struct svm_cpu *c, void *vmcb);
 // The guest state of the calling CPU (all but RIP, RSP, RFLAGS, RAX, which
 // svm_launch sets).
 void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb);
+// One segment of the state save area at `off` (VMCB_CS, ...; GDTR, IDTR: sel, attr 0).
+void svm_vmcb_set_seg(void *vmcb, unsigned off, uint16_t sel, uint16_t attr, uint32_t limit,
+		      uint64_t base);
+// The state after INIT in `vmcb` and v's GPRs: real mode at cs_sel:rip, CS base
+// cs_base (a STARTUP IPI's on a primary vCPU, a new secondary vCPU's).
+void svm_vmcb_init_state(void *vmcb, struct vcpu *v, uint16_t cs_sel, uint64_t cs_base,
+			 uint64_t rip);
 // The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
 void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector);
 // True when the guest state of `vmcb` is this host's own: RIP in Slat's

@@ -15,8 +15,8 @@ static void vmsave(uint64_t pa)
 	__asm__ volatile("vmsave %%rax" : : "a"(pa) : "memory");
 }
 
-static void set_seg(void *vmcb, unsigned off, uint16_t sel, uint16_t attr, uint32_t limit,
-		    uint64_t base)
+void svm_vmcb_set_seg(void *vmcb, unsigned off, uint16_t sel, uint16_t attr, uint32_t limit,
+		      uint64_t base)
 {
 	*vmcb16(vmcb, off) = sel;
 	*vmcb16(vmcb, off + 2) = attr;
@@ -36,7 +36,7 @@ static void seg_from_gdt(void *vmcb, unsigned off, uint16_t sel, uint64_t gdt, u
 	if (d & (1ull << 55))
 		limit = (limit << 12) | 0xfff;
 	uint64_t base = ((d >> 16) & 0xffffff) | (((d >> 56) & 0xff) << 24);
-	set_seg(vmcb, off, sel, attr, limit, base);
+	svm_vmcb_set_seg(vmcb, off, sel, attr, limit, base);
 }
 
 void svm_vmcb_control(struct svm_cpu *c, void *vmcb)
@@ -73,8 +73,8 @@ void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
 	seg_from_gdt(vmcb, VMCB_ES, read_es(), gb, gl);
 	if (!*vmcb16(vmcb, VMCB_TR + 2)) // a null TR: give it a busy 64-bit TSS type
 		*vmcb16(vmcb, VMCB_TR + 2) = 0x8b;
-	set_seg(vmcb, VMCB_GDTR, 0, 0, gl, gb);
-	set_seg(vmcb, VMCB_IDTR, 0, 0, il, ib);
+	svm_vmcb_set_seg(vmcb, VMCB_GDTR, 0, 0, gl, gb);
+	svm_vmcb_set_seg(vmcb, VMCB_IDTR, 0, 0, il, ib);
 	*vmcb64(vmcb, VMCB_CR0) = read_cr0();
 	*vmcb64(vmcb, VMCB_CR2) = read_cr2();
 	*vmcb64(vmcb, VMCB_CR3) = read_cr3();
@@ -94,22 +94,20 @@ void svm_vmcb_save_state(struct svm_cpu *c)
 	c->vmsaved = true;
 }
 
-// The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
-void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
+// The state after INIT: real mode at cs_sel:rip (CS base cs_base), the
+// GPRs zero but RDX (family/model/stepping, as after RESET/INIT).
+void svm_vmcb_init_state(void *vmcb, struct vcpu *v, uint16_t cs_sel, uint64_t cs_base,
+			 uint64_t rip)
 {
-	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
-	struct vcpu *v = c->vcpu;
+	static const unsigned data_segs[] = {VMCB_DS, VMCB_ES, VMCB_SS, VMCB_FS, VMCB_GS};
 
-	set_seg(vmcb, VMCB_CS, (uint16_t)(vector << 8), 0x9b, 0xffff, (uint64_t)vector << 12);
-	set_seg(vmcb, VMCB_DS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_ES, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_SS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_FS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_GS, 0, 0x93, 0xffff, 0);
-	set_seg(vmcb, VMCB_GDTR, 0, 0, 0xffff, 0);
-	set_seg(vmcb, VMCB_IDTR, 0, 0, 0xffff, 0);
-	set_seg(vmcb, VMCB_LDTR, 0, 0x82, 0xffff, 0);
-	set_seg(vmcb, VMCB_TR, 0, 0x8b, 0xffff, 0);
+	svm_vmcb_set_seg(vmcb, VMCB_CS, cs_sel, 0x9b, 0xffff, cs_base);
+	for (unsigned i = 0; i < sizeof(data_segs) / sizeof(data_segs[0]); i++)
+		svm_vmcb_set_seg(vmcb, data_segs[i], 0, 0x93, 0xffff, 0);
+	svm_vmcb_set_seg(vmcb, VMCB_GDTR, 0, 0, 0xffff, 0);
+	svm_vmcb_set_seg(vmcb, VMCB_IDTR, 0, 0, 0xffff, 0);
+	svm_vmcb_set_seg(vmcb, VMCB_LDTR, 0, 0x82, 0xffff, 0);
+	svm_vmcb_set_seg(vmcb, VMCB_TR, 0, 0x8b, 0xffff, 0);
 	*vmcb64(vmcb, VMCB_CR0) = 0x60000010;
 	*vmcb64(vmcb, VMCB_CR2) = 0;
 	*vmcb64(vmcb, VMCB_CR3) = 0;
@@ -118,29 +116,32 @@ void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
 	*vmcb64(vmcb, VMCB_DR6) = 0xffff0ff0;
 	*vmcb64(vmcb, VMCB_DR7) = 0x400;
 	*vmcb64(vmcb, VMCB_RFLAGS) = 2;
-	*vmcb64(vmcb, VMCB_RIP) = 0;
+	*vmcb64(vmcb, VMCB_RIP) = 0; // v->arch.rip goes there at the next entry
 	*vmcb64(vmcb, VMCB_RSP) = 0;
 	*vmcb64(vmcb, VMCB_RAX) = 0;
 	*vmcb64(vmcb, VMCB_G_PAT) = 0x0007040600070406ull;
-	*vmcb64(vmcb, VMCB_KGSBASE) = 0;
-	*vmcb64(vmcb, VMCB_STAR) = 0;
-	*vmcb64(vmcb, VMCB_LSTAR) = 0;
-	*vmcb64(vmcb, VMCB_CSTAR) = 0;
-	*vmcb64(vmcb, VMCB_SFMASK) = 0;
-	*vmcb64(vmcb, VMCB_SYSENTER_CS) = 0;
-	*vmcb64(vmcb, VMCB_SYSENTER_ESP) = 0;
-	*vmcb64(vmcb, VMCB_SYSENTER_EIP) = 0;
+	// STAR, LSTAR, CSTAR, SFMASK, KernelGSBase, SYSENTER_CS/ESP/EIP: 0x600-0x63f.
+	memset(vmcb64(vmcb, VMCB_STAR), 0, VMCB_SYSENTER_EIP + 8 - VMCB_STAR);
 	*vmcb8(vmcb, VMCB_CPL) = 0;
 	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
 	*vmcb64(vmcb, VMCB_INT_SHADOW) = 0;
+	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
+	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax;
+	v->arch.rip = rip;
+}
+
+// The state a STARTUP IPI gives an AP (after INIT): real mode at vector << 12.
+void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector)
+{
+	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
+	struct vcpu *v = c->vcpu;
+
+	svm_vmcb_init_state(vmcb, v, (uint16_t)(vector << 8), (uint64_t)vector << 12, 0);
 	*vmcb32(vmcb, VMCB_INTERCEPT_EXC) &= ~(1u << 1); // no NMI step in flight
 	x86_nmi_reset(&v->arch.nmi);
 	svm_nested_reset(c); // EFER.SVME clear, GIF set (V_INTR_MASKING off)
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
-	c->vmload = 1; // FS, GS, TR, LDTR and the MSRs above
-	memset(v->arch.gpr, 0, sizeof(v->arch.gpr));
-	v->arch.gpr[X86_RDX] = cpuid(1, 0).eax; // family/model/stepping, as after RESET/INIT
-	v->arch.rip = 0;
+	c->vmload = 1; // FS, GS, TR, LDTR and the MSRs init_state wrote
 	log_debug("svm: vcpu%u starts at %04x:0000 (SIPI)\n", v->index, (unsigned)vector << 8);
 }
 
