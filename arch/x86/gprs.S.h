@@ -40,3 +40,28 @@
 	mov	%r14, 8*14(\base)
 	mov	%r15, 8*15(\base)
 .endm
+
+// The host's registers the Microsoft x64 ABI has a callee preserve (RBX, RBP,
+// RDI, RSI, R12-R15), around an entry called from C (svm/svm_entry.S,
+// svm/hv_entry.S).
+.macro HOST_CALLEE_SAVED_PUSH
+	push	%rbx
+	push	%rbp
+	push	%rdi
+	push	%rsi
+	push	%r12
+	push	%r13
+	push	%r14
+	push	%r15
+.endm
+
+.macro HOST_CALLEE_SAVED_POP
+	pop	%r15
+	pop	%r14
+	pop	%r13
+	pop	%r12
+	pop	%rsi
+	pop	%rdi
+	pop	%rbp
+	pop	%rbx
+.endm

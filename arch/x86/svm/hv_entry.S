@@ -23,14 +23,7 @@
 	.text
 	.globl	svm_hv_run_once
 svm_hv_run_once:
-	push	%rbx
-	push	%rbp
-	push	%rdi
-	push	%rsi
-	push	%r12
-	push	%r13
-	push	%r14
-	push	%r15
+	HOST_CALLEE_SAVED_PUSH
 	push	%rdx			// 16(%rsp): gprs
 	push	%rcx			// 8(%rsp): VMCB
 	push	%r8			// (%rsp): set IF for the VMRUN?
@@ -49,12 +42,5 @@ svm_hv_run_once:
 	mov	16(%rsp), %rax
 	GUEST_GPRS_STORE %rax
 	add	$24, %rsp
-	pop	%r15
-	pop	%r14
-	pop	%r13
-	pop	%r12
-	pop	%rsi
-	pop	%rdi
-	pop	%rbp
-	pop	%rbx
+	HOST_CALLEE_SAVED_POP
 	ret

@@ -38,14 +38,7 @@
 // goes on as the host on its own stack, tables, GDT and IDT, GIF clear.
 	.globl	svm_launch
 svm_launch:
-	push	%rbx
-	push	%rbp
-	push	%rdi
-	push	%rsi
-	push	%r12
-	push	%r13
-	push	%r14
-	push	%r15
+	HOST_CALLEE_SAVED_PUSH
 	mov	C_VMCB_PA(%rcx), %rax
 	pushfq
 	popq	%rdx
@@ -83,14 +76,7 @@ svm_launch:
 	sub	$40, %rsp
 	jmp	*C_HOST_ENTRY(%rcx)
 1:	// guest mode from here: the firmware's own call returns
-	pop	%r15
-	pop	%r14
-	pop	%r13
-	pop	%r12
-	pop	%rsi
-	pop	%rdi
-	pop	%rbp
-	pop	%rbx
+	HOST_CALLEE_SAVED_POP
 	ret
 
 // svm_run(struct svm_cpu *c): never returns; entered in the resident copy. The guest's GPRs other than
