@@ -111,40 +111,49 @@ static bool svm_io_fast(struct svm_cpu *c, void *vmcb, const struct x86_exit *e,
 	return true;
 }
 
+void svm_exit_read(void *vmcb, struct svm_exit_fields *f, struct x86_exit *e)
+{
+	*f = (struct svm_exit_fields){
+	    .code = *vmcb64(vmcb, VMCB_EXITCODE),
+	    .info1 = *vmcb64(vmcb, VMCB_EXITINFO1),
+	    .info2 = *vmcb64(vmcb, VMCB_EXITINFO2),
+	};
+	svm_decode_exit(f, e);
+}
+
+void svm_exit_collect(struct vcpu *v, void *vmcb, const struct svm_exit_fields *f,
+		      struct x86_exit *e)
+{
+	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
+	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
+	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
+	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
+	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE; // the last VMRUN flushed
+	if (f->code == SVM_EXIT_EXC_DB && v->arch.nmi.stepping) {
+		svm_nmi_step_end(&v->arch.nmi, vmcb, v->arch.rip); // may queue the guest's #DB
+		e->kind = X86_EXIT_NMI_WINDOW;
+	}
+	x86_nmi_progress(&v->arch.nmi, v->arch.rip);
+	if (e->kind == X86_EXIT_NMI)
+		svm_take_host_nmi(); // before the policy decides what it was
+}
+
 // Decode, the shared policy, apply.
 static void svm_exit_body(struct svm_cpu *c)
 {
 	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
 	struct vcpu *v = c->vcpu;
-	const struct svm_exit_fields f = {
-	    .code = *vmcb64(vmcb, VMCB_EXITCODE),
-	    .info1 = *vmcb64(vmcb, VMCB_EXITINFO1),
-	    .info2 = *vmcb64(vmcb, VMCB_EXITINFO2),
-	};
 	uint64_t intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
+	struct svm_exit_fields f;
 	struct x86_exit e;
 	uint8_t vector;
 
 	c->vmsaved = false;
-	svm_decode_exit(&f, &e);
+	svm_exit_read(vmcb, &f, &e);
 	if (e.kind == X86_EXIT_IO && svm_io_fast(c, vmcb, &e, intinfo))
 		return;
-	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE; // the last VMRUN flushed
-	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
-	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
-	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
 	c->next_rip = e.next_rip;
-	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
-	if (f.code == SVM_EXIT_EXC_DB && v->arch.nmi.stepping) {
-		svm_nmi_step_end(&v->arch.nmi, vmcb, v->arch.rip);
-		e.kind = X86_EXIT_NMI_WINDOW;
-	}
-	x86_nmi_progress(&v->arch.nmi, v->arch.rip);
-	// An intercepted NMI stays pending (held by GIF = 0): take it in the
-	// host, whose NMI vector just returns, before the policy decides what
-	// it was.
-	if (e.kind == X86_EXIT_NMI)
-		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
+	svm_exit_collect(v, vmcb, &f, &e);
 
 	// Nested SVM: L1's SVM instructions, and its writes to the pages that
 	// hold its nested page tables; everything else is the shared policy's.

@@ -175,22 +175,12 @@ static void redeliver_end(struct vcpu *v, int vector)
 		v->arch.hv.intinfo = EVENTINJ_VALID | EVENTINJ_TYPE_INTR | (uint8_t)vector;
 }
 
-// The guest's NMI blocking after an exit (arch/x86/nmi.c, svm/exit.c): the
-// #DB that ends a step over its IRET, an IRET intercepted while blocked, and
-// any exit at another RIP than that IRET's (it completed). Those two exits
-// are Slat's: the entry loop re-enters (X86_EXIT_NMI_WINDOW).
-static void hv_nmi_exit(struct vcpu *v, void *vmcb, const struct svm_exit_fields *f,
-			struct x86_exit *e)
+// An IRET intercepted while the guest's NMIs are blocked: Slat's (the entry
+// loop re-enters, X86_EXIT_NMI_WINDOW), after the NMI state saw it.
+static void hv_nmi_iret(struct vcpu *v, struct x86_exit *e)
 {
-	struct x86_nmi_state *n = &v->arch.nmi;
-
-	if (f->code == SVM_EXIT_EXC_DB && n->stepping) {
-		svm_nmi_step_end(n, vmcb, v->arch.rip);
-		e->kind = X86_EXIT_NMI_WINDOW;
-	}
-	x86_nmi_progress(n, v->arch.rip);
 	if (e->kind == X86_EXIT_IRET) {
-		x86_nmi_at_iret(n, v->arch.rip);
+		x86_nmi_at_iret(&v->arch.nmi, v->arch.rip);
 		e->kind = X86_EXIT_NMI_WINDOW;
 	}
 }
@@ -221,29 +211,17 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 
 	svm_hv_run_once(v->arch.hv.vmcb_pa, v->arch.gpr, v->arch.hv.caller_if);
 
-	const struct svm_exit_fields f = {
-	    .code = *vmcb64(vmcb, VMCB_EXITCODE),
-	    .info1 = *vmcb64(vmcb, VMCB_EXITINFO1),
-	    .info2 = *vmcb64(vmcb, VMCB_EXITINFO2),
-	};
-	svm_decode_exit(&f, e);
+	struct svm_exit_fields f;
+	svm_exit_read(vmcb, &f, e);
 	if (f.code == SVM_EXIT_SMI)
 		e->kind = X86_EXIT_INTR; // the primary takes it once back in guest mode
-	v->arch.gpr[X86_RAX] = *vmcb64(vmcb, VMCB_RAX);
-	v->arch.gpr[X86_RSP] = *vmcb64(vmcb, VMCB_RSP);
-	v->arch.rip = *vmcb64(vmcb, VMCB_RIP);
-	hv_nmi_exit(v, vmcb, &f, e);
-	hv_check_guest_state(v, &f);
 	v->arch.hv.next_rip = e->next_rip;
+	svm_exit_collect(v, vmcb, &f, e);
+	hv_nmi_iret(v, e);
+	hv_check_guest_state(v, &f);
 	v->arch.hv.intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
-	*vmcb64(vmcb, VMCB_EVENTINJ) = 0;
 	redeliver_end(v, again);
-	*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_NONE;
 	v->arch.insn_done = false;
-	// An intercepted NMI stays pending (GIF = 0): taken here by the host,
-	// whose handler returns; the policy decides what it was.
-	if (e->kind == X86_EXIT_NMI)
-		__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
 }
 
 // ---- interrupt injection (ABI 1.4) ---------------------------------------------------

@@ -219,7 +219,7 @@ static bool l2_nmi(struct svm_cpu *c, void *v12, struct l2_exit *x)
 {
 	struct vcpu *v = c->vcpu;
 
-	__asm__ volatile("stgi; nop; nop; clgi" ::: "memory"); // taken by the host's handler
+	svm_take_host_nmi();
 	if (x86_consume_kick(v)) {
 		if (!x86_mailbox_pending(v))
 			return true;

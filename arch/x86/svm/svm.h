@@ -242,6 +242,13 @@ void svm_host_nmi(void);		     // the host NMI handler (svm_entry.S)
 void svm_nmi_apply(struct x86_nmi_state *n, void *vmcb);
 void svm_nmi_step_end(struct x86_nmi_state *n, void *vmcb, uint64_t rip);
 
+// An NMI an exit intercepted stays pending while GIF is 0: the host takes it
+// here (its handler, svm_host_nmi, just returns).
+static inline void svm_take_host_nmi(void)
+{
+	__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
+}
+
 // What the loaded image hands to the resident copy.
 struct svm_boot_args {
 	struct slat_plan *plan;
@@ -276,6 +283,15 @@ struct svm_exit_fields {
 	uint64_t info2; // EXITINFO2
 };
 void svm_decode_exit(const struct svm_exit_fields *f, struct x86_exit *out);
+// exit.c: the one way a vCPU's exit (the primary's or a secondary's) is
+// taken. svm_exit_read: the fields of `vmcb`'s exit, decoded.
+// svm_exit_collect, before the policy decides: the guest's RAX, RSP and RIP
+// in v->arch, no event left queued and no flush pending in the VMCB, the
+// guest's NMI blocking moved on (the #DB that ends Slat's step over an IRET
+// becomes an NMI window) and an intercepted NMI taken by the host.
+void svm_exit_read(void *vmcb, struct svm_exit_fields *f, struct x86_exit *e);
+void svm_exit_collect(struct vcpu *v, void *vmcb, const struct svm_exit_fields *f,
+		      struct x86_exit *e);
 
 // ---- svm.c: set-up ------------------------------------------------------------------------
 // Resident-copy entry points called from the loaded image.
