@@ -1,148 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// VM exits of the VMX back end: the exit entry (vmx_handle_exit: decode,
-// the shared policy of arch/x86/handle_exit.c, apply to the VMCS), the vCPU
-// operations, and the hooks for what is VMX hardware: CR access with
-// guest/host masks and read shadows, parking (HLT/MWAIT exiting), INIT/SIPI
-// (mailbox, or the native wait-for-SIPI state), NMI injection, the report of
-// a failed VM entry.
+// VM exits of the primary's vCPUs on VT-x: the exit entry (vmx_handle_exit:
+// decode, the shared policy of arch/x86/handle_exit.c, apply to the VMCS)
+// and the primary's hooks in vmx_vcpu_ops (vcpu.c) for what is VMX hardware:
+// CR access with guest/host masks and read shadows, parking (HLT/MWAIT
+// exiting), INIT/SIPI (mailbox, or the native wait-for-SIPI state), NMI
+// injection, the report of a failed VM entry.
 #include "arch/x86/cpu.h"
 #include "arch/x86/vcpu.h"
 #include "arch/x86/slat.h"
 #include "arch/x86/vmx/vmx.h"
 #include "core/log.h"
 
-#define INTR_INFO_VALID	   (1u << 31)
-#define INTR_TYPE_HW_EXC   (3u << 8)
-#define INTR_DELIVER_ERROR (1u << 11)
-#define AR_UNUSABLE	   (1u << 16)
-
-// ---- vCPU operations ------------------------------------------------------------
 static struct vmx_pcpu *pcpu_of(struct vcpu *v)
 {
 	return v->arch.backend;
 }
-
-static uint64_t op_read_cr(struct vcpu *v, unsigned n)
-{
-	switch (n) {
-	case 0:
-		return vmread(VMCS_GUEST_CR0);
-	case 2:
-		return read_cr2(); // VMX does not switch CR2: it is the guest's
-	case 3:
-		return vmread(VMCS_GUEST_CR3);
-	default:
-		return vmread(VMCS_GUEST_CR4);
-	}
-}
-
-static uint64_t op_read_efer(struct vcpu *v)
-{
-	return vmread(VMCS_GUEST_EFER);
-}
-
-// LMA follows LME and CR0.PG; the IA-32e entry control follows LMA.
-static void set_efer(uint64_t efer)
-{
-	if ((efer & EFER_LME) && (vmread(VMCS_GUEST_CR0) & CR0_PG))
-		efer |= EFER_LMA;
-	else
-		efer &= ~EFER_LMA;
-	vmwrite(VMCS_GUEST_EFER, efer);
-	uint64_t entry = vmread(VMCS_ENTRY_CTLS) & ~(uint64_t)ENTRY_IA32E_GUEST;
-	vmwrite(VMCS_ENTRY_CTLS, entry | (efer & EFER_LMA ? ENTRY_IA32E_GUEST : 0));
-}
-
-static void op_write_efer(struct vcpu *v, uint64_t efer)
-{
-	set_efer(efer);
-}
-
-static uint64_t op_read_rflags(struct vcpu *v)
-{
-	return vmread(VMCS_GUEST_RFLAGS);
-}
-
-static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
-{
-	// x86_seg_reg and vmx_seg share the ES CS SS DS FS GS order.
-	uint32_t ar = (uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * s);
-
-	out->sel = (uint16_t)vmread(VMCS_GUEST_ES_SEL + 2 * s);
-	out->base = vmread(VMCS_GUEST_ES_BASE + 2 * s);
-	out->limit = (uint32_t)vmread(VMCS_GUEST_ES_LIMIT + 2 * s);
-	// VMX access rights to the SVM attribute packing of struct x86_seg.
-	out->attr = ar & AR_UNUSABLE ? 0 : (uint16_t)((ar & 0xff) | ((ar >> 4) & 0xf00));
-}
-
-static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
-{
-	// An unrestricted guest in real mode takes exceptions without error codes.
-	if (!(vmread(VMCS_GUEST_CR0) & CR0_PE))
-		has_error = false;
-	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | INTR_TYPE_HW_EXC | (vector & 0xff) |
-					  (has_error ? INTR_DELIVER_ERROR : 0));
-	if (has_error)
-		vmwrite(VMCS_ENTRY_EXC_ERROR, error);
-}
-
-// The exits whose VM-exit instruction-length field is defined (SDM vol. 3,
-// 28.2.5): instruction intercepts. Not EPT violations or exceptions.
-static unsigned op_insn_len(struct vcpu *v)
-{
-	switch (pcpu_of(v)->exit_reason) {
-	case VMX_EXIT_CPUID:
-	case VMX_EXIT_HLT:
-	case VMX_EXIT_INVD:
-	case VMX_EXIT_VMCALL:
-	case VMX_EXIT_CR:
-	case VMX_EXIT_IO:
-	case VMX_EXIT_RDMSR:
-	case VMX_EXIT_WRMSR:
-	case VMX_EXIT_MWAIT:
-	case VMX_EXIT_MONITOR:
-	case VMX_EXIT_PAUSE:
-	case VMX_EXIT_WBINVD:
-	case VMX_EXIT_XSETBV:
-		return (unsigned)vmread(VMCS_EXIT_INSN_LEN);
-	default:
-		return 0;
-	}
-}
-
-// The instruction Slat emulated completed: no STI/MOV SS blocking after it;
-// a single-stepping guest takes its #DB trap. VMX does not switch DR6, so
-// the guest's DR6 is the live one: BS is set there, and the #DB injected as
-// a hardware exception (a pending MOV SS trap merges into it).
-static void op_complete_insn(struct vcpu *v, bool single_step)
-{
-	vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
-		vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~(uint64_t)INTERRUPTIBILITY_SHADOW);
-	if (!single_step)
-		return;
-	write_dr6(read_dr6() | DR6_BS);
-	vmwrite(VMCS_GUEST_PENDING_DBG, vmread(VMCS_GUEST_PENDING_DBG) & ~DR6_BS);
-	vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | INTR_TYPE_HW_EXC | X86_EXC_DB);
-}
-
-static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e);
-static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e);
-static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e);
-
-const struct x86_vcpu_ops vmx_vcpu_ops = {
-    .read_cr = op_read_cr,
-    .read_efer = op_read_efer,
-    .write_efer = op_write_efer,
-    .read_rflags = op_read_rflags,
-    .read_seg = op_read_seg,
-    .inject = op_inject,
-    .insn_len = op_insn_len,
-    .complete_insn = op_complete_insn,
-    .wait = op_wait,
-    .cr_access = op_cr_access,
-    .init_sipi = op_init_sipi,
-};
 
 // ---- control registers ------------------------------------------------------------
 static void flush_guest_tlb(void)
@@ -162,7 +35,7 @@ static enum x86_action emulate_cr0(struct vcpu *v, uint64_t val)
 	vmwrite(VMCS_CR0_SHADOW, val);
 	vmwrite(VMCS_GUEST_CR0, real);
 	if ((old ^ real) & CR0_PG)
-		set_efer(vmread(VMCS_GUEST_EFER)); // LMA and the IA-32e entry control
+		vmx_set_efer(v, vmread(VMCS_GUEST_EFER)); // LMA and the IA-32e entry control
 	if ((old ^ real) & (CR0_PG | CR0_PE | (1ull << 16)))
 		flush_guest_tlb();
 	x86_skip_insn(v);
@@ -186,7 +59,7 @@ static enum x86_action emulate_cr4(struct vcpu *v, uint64_t val)
 
 // Exit qualification (SDM vol. 3, table 28-3): CR in 3:0, type in 5:4
 // (0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW), GPR in 11:8, LMSW data 31:16.
-static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e)
+enum x86_action vmx_cr_access(struct vcpu *v, const struct x86_exit *e)
 {
 	uint64_t q = e->qual;
 	unsigned cr = q & 15, type = (q >> 4) & 3, reg = (q >> 8) & 15;
@@ -238,7 +111,6 @@ static void set_proc_bits(uint32_t bits, bool on)
 // Parked CPUs exit on HLT and MWAIT so that they notice their mailbox.
 void vmx_set_parked(struct vmx_pcpu *pc, bool parked)
 {
-	pc->parked = parked;
 	pc->monitor_armed = false;
 	set_proc_bits(PROC_HLT_EXIT | PROC_MWAIT_EXIT | PROC_MONITOR_EXIT, parked);
 }
@@ -359,7 +231,7 @@ static enum x86_action handle_park(struct vcpu *v, bool mwait)
 }
 
 // Native wait-for-SIPI (real VT-x; Bochs 2.7 breaks it, see the doc).
-static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e)
+enum x86_action vmx_init_sipi(struct vcpu *v, const struct x86_exit *e)
 {
 	if (e->kind == X86_EXIT_INIT)
 		vmwrite(VMCS_GUEST_ACTIVITY, 3); // wait-for-SIPI
@@ -368,8 +240,8 @@ static enum x86_action op_init_sipi(struct vcpu *v, const struct x86_exit *e)
 	return X86_CONTINUE;
 }
 
-// ops->wait: HLT, MWAIT or MONITOR.
-static enum x86_action op_wait(struct vcpu *v, const struct x86_exit *e)
+// x86_vcpu_ops.wait: HLT, MWAIT or MONITOR.
+enum x86_action vmx_wait(struct vcpu *v, const struct x86_exit *e)
 {
 	if (e->kind == X86_EXIT_MONITOR)
 		return handle_monitor(v);
@@ -404,11 +276,11 @@ static void nmi_apply(struct vcpu *v)
 	s->blocked = intr & INTERRUPTIBILITY_NMI; // the CPU keeps it: no IRET watch
 	s->iret_seen = false;
 	bool slot_free =
-	    !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_INFO_VALID) && !(intr & INTERRUPTIBILITY_MOV_SS);
+	    !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID) && !(intr & INTERRUPTIBILITY_MOV_SS);
 	struct x86_nmi_plan p = x86_nmi_plan(s, slot_free);
 
 	if (p.inject)
-		vmwrite(VMCS_ENTRY_INTR_INFO, INTR_INFO_VALID | (2u << 8) | 2);
+		vmwrite(VMCS_ENTRY_INTR_INFO, VMX_INTR_VALID | VMX_INTR_NMI | 2);
 	if (vmx_cfg.nmi_window)
 		set_proc_bits(PROC_NMI_WINDOW, p.want_window);
 }
@@ -419,10 +291,10 @@ static void redeliver(void)
 {
 	uint32_t idt = (uint32_t)vmread(VMCS_IDT_VECT_INFO);
 
-	if (!(idt & INTR_INFO_VALID) || (vmread(VMCS_ENTRY_INTR_INFO) & INTR_INFO_VALID))
+	if (!(idt & VMX_INTR_VALID) || (vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID))
 		return;
 	vmwrite(VMCS_ENTRY_INTR_INFO, idt & ~(1u << 12));
-	if (idt & INTR_DELIVER_ERROR)
+	if (idt & VMX_INTR_ERROR)
 		vmwrite(VMCS_ENTRY_EXC_ERROR, vmread(VMCS_IDT_VECT_ERROR));
 	vmwrite(VMCS_ENTRY_INSN_LEN, vmread(VMCS_EXIT_INSN_LEN));
 }
@@ -461,7 +333,6 @@ void vmx_handle_exit(struct vmx_gprs *g)
 		v->arch.gpr[i] = g->r[i];
 	v->arch.gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
 	v->arch.rip = vmread(VMCS_GUEST_RIP);
-	pc->exit_reason = reason;
 	if (reason < VMX_EXIT_REASONS)
 		pc->exits_by_reason[reason]++;
 	vmx_decode_exit(&f, &e);

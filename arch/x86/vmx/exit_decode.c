@@ -9,8 +9,6 @@
 #include "arch/x86/vmx/vmx.h"
 
 #define EXIT_ENTRY_FAILED (1u << 31)
-#define INTR_INFO_VALID	  (1u << 31)
-#define INTR_TYPE_NMI	  2u
 
 static bool vmx_is_virt_insn(unsigned reason)
 {
@@ -29,8 +27,7 @@ static enum x86_exit_kind vmx_exit_kind(const struct vmx_exit_fields *f, unsigne
 	case VMX_EXIT_EXT_INT:
 		return X86_EXIT_INTR;
 	case VMX_EXIT_EXCEPTION:
-		return (f->intr_info & INTR_INFO_VALID) &&
-			       ((f->intr_info >> 8) & 7) == INTR_TYPE_NMI
+		return (f->intr_info & VMX_INTR_VALID) && (f->intr_info & (7u << 8)) == VMX_INTR_NMI
 			   ? X86_EXIT_NMI
 			   : X86_EXIT_EXCEPTION;
 	case VMX_EXIT_CPUID:

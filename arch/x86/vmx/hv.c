@@ -3,7 +3,8 @@
 // The VT-x back end of secondary vCPUs (arch/x86/hv.h), the second
 // implementation of struct x86_hv_ops next to svm/hv.c. A vCPU has a VMCS
 // and a state page (its guest state between RUNs, struct vmx_hv_state) in
-// deposited pages. A RUN makes the VMCS current only while it runs:
+// deposited pages; its operations are the primary's table, vmx_vcpu_ops
+// (vcpu.c). A RUN makes the VMCS current only while it runs:
 //
 //   begin: save the primary's extended state, load the vCPU's; VMPTRLD the
 //          vCPU's VMCS (VMCLEARed at the end of the last RUN, on whatever CPU:
@@ -24,13 +25,7 @@
 #include "core/mem.h"
 
 #define VMX_HV_VPID    2
-#define AR_UNUSABLE    (1u << 16)
 #define PROC_UNCOND_IO (1u << 24)
-#define INTR_VALID     (1u << 31)
-#define INTR_TYPE_EXC  (3u << 8)
-#define INTR_TYPE_EXT  (0u << 8)
-#define INTR_TYPE_NMI  (2u << 8)
-#define INTR_ERR_VALID (1u << 11)
 
 // The guest state of a vCPU between RUNs (its state page).
 struct vmx_hv_state {
@@ -47,14 +42,7 @@ static const uint32_t switched_msrs[5] = {MSR_KERNEL_GS_BASE, 0xc0000081u /* STA
 					  0xc0000084u /* SFMASK */};
 _Static_assert(sizeof(struct vmx_hv_state) <= 4096, "one page");
 
-static struct {
-	uint64_t msr_bitmap;
-	uint64_t fpu_pa; // X86_MAX_CPUS pages: the primary's extended state
-	uint32_t pin, proc, proc2;
-	uint64_t cr0_mask, cr4_mask;
-	bool ept_ad;
-	bool vnmi; // virtual NMIs and NMI-window exiting: the guest's NMIs (ABI 1.8)
-} vmx_hv;
+struct vmx_hv_config vmx_hv;
 
 // vmx/hv_entry.S
 int vmx_hv_run_once(uint64_t *gprs, uint64_t resume);
@@ -69,12 +57,7 @@ static uint32_t ar_of(uint16_t attr)
 {
 	uint32_t ar = (attr & 0xff) | ((uint32_t)(attr >> 8) & 0xf) << 12;
 
-	return (attr & 0x80) ? ar : AR_UNUSABLE;
-}
-
-static uint16_t attr_of(uint32_t ar)
-{
-	return (ar & AR_UNUSABLE) ? 0 : (uint16_t)((ar & 0xff) | ((ar >> 12) & 0xf) << 8);
+	return (attr & 0x80) ? ar : VMX_AR_UNUSABLE;
 }
 
 static const struct hc_x86_seg *seg_in(const struct hc_regs_x86 *r, unsigned i)
@@ -83,9 +66,6 @@ static const struct hc_x86_seg *seg_in(const struct hc_regs_x86 *r, unsigned i)
 						  &r->fs, &r->gs, &r->ldtr, &r->tr};
 	return all[i];
 }
-
-// VMWRITE that keeps going and remembers a failure in `ok`.
-#define W(field, val) (ok = vmwrite((field), (val)) && ok)
 
 static bool guest_to_vmcs(const struct vmx_hv_state *s)
 {
@@ -96,8 +76,8 @@ static bool guest_to_vmcs(const struct vmx_hv_state *s)
 	for (unsigned i = 0; i < VMX_NSEG; i++) {
 		const struct hc_x86_seg *g = seg_in(r, i);
 		uint32_t ar = ar_of(g->attr);
-		if ((i == VMX_CS || i == VMX_TR) && (ar & AR_UNUSABLE))
-			ar &= ~AR_UNUSABLE; // must be usable: VM entry checks the rest
+		if ((i == VMX_CS || i == VMX_TR) && (ar & VMX_AR_UNUSABLE))
+			ar &= ~VMX_AR_UNUSABLE; // must be usable: VM entry checks the rest
 		W(VMCS_GUEST_ES_SEL + 2 * i, g->sel);
 		W(VMCS_GUEST_ES_BASE + 2 * i, g->base);
 		W(VMCS_GUEST_ES_LIMIT + 2 * i, g->limit);
@@ -146,7 +126,7 @@ static void nmi_exit_unblock(void)
 			vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~(uint64_t)INTERRUPTIBILITY_NMI);
 }
 
-static void guest_from_vmcs(struct vmx_hv_state *s)
+static void guest_from_vmcs(struct vcpu *v, struct vmx_hv_state *s)
 {
 	struct hc_regs_x86 *r = &s->r;
 
@@ -155,16 +135,15 @@ static void guest_from_vmcs(struct vmx_hv_state *s)
 		g->sel = (uint16_t)vmread(VMCS_GUEST_ES_SEL + 2 * i);
 		g->base = vmread(VMCS_GUEST_ES_BASE + 2 * i);
 		g->limit = (uint32_t)vmread(VMCS_GUEST_ES_LIMIT + 2 * i);
-		g->attr = attr_of((uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * i));
+		g->attr = vmx_attr_of((uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * i));
 	}
 	r->gdt_base = vmread(VMCS_GUEST_GDTR_BASE);
 	r->gdt_limit = (uint32_t)vmread(VMCS_GUEST_GDTR_LIMIT);
 	r->idt_base = vmread(VMCS_GUEST_IDTR_BASE);
 	r->idt_limit = (uint32_t)vmread(VMCS_GUEST_IDTR_LIMIT);
-	uint64_t m0 = vmx_hv.cr0_mask, m4 = vmx_hv.cr4_mask;
-	r->cr0 = (vmread(VMCS_GUEST_CR0) & ~m0) | (vmread(VMCS_CR0_SHADOW) & m0);
+	r->cr0 = vmx_vcpu_ops.read_cr(v, 0); // the guest's view (owned bits: shadow)
 	r->cr3 = vmread(VMCS_GUEST_CR3);
-	r->cr4 = (vmread(VMCS_GUEST_CR4) & ~m4) | (vmread(VMCS_CR4_SHADOW) & m4);
+	r->cr4 = vmx_vcpu_ops.read_cr(v, 4);
 	r->rflags = vmread(VMCS_GUEST_RFLAGS);
 	r->efer = vmread(VMCS_GUEST_EFER);
 	s->pat = vmread(VMCS_GUEST_PAT);
@@ -284,11 +263,6 @@ static void op_get_state(struct vcpu *v, struct hc_regs_x86 *r)
 }
 
 // ---- the world switch ---------------------------------------------------------------
-static struct vmx_pcpu *pcpu_of(struct vcpu *caller)
-{
-	return caller->arch.backend;
-}
-
 static uint64_t primary_fpu(struct vcpu *caller)
 {
 	return vmx_hv.fpu_pa + (uint64_t)caller->index * 4096;
@@ -337,7 +311,7 @@ static void op_begin(struct vcpu *caller, struct vcpu *v)
 	v->arch.hv.launched = false;
 	v->arch.hv.fresh = true;
 	// Never write into the primary's VMCS: without the vCPU's current, no entry.
-	v->arch.hv.cb_bad = !vmx_ptrld(v->arch.hv.vmcb_pa);
+	v->arch.hv.cb_bad = !vmx_ptrld(vmx_vmcs_of(v));
 	if (v->arch.hv.cb_bad) {
 		log_err("vmx: VMPTRLD of a secondary VMCS failed\n");
 		return;
@@ -356,8 +330,8 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 	struct vmx_hv_state *s = state_of(v);
 
 	if (!v->arch.hv.cb_bad) {
-		guest_from_vmcs(s);
-		vmx_clear(v->arch.hv.vmcb_pa);
+		guest_from_vmcs(v, s);
+		vmx_clear(vmx_vmcs_of(v));
 	}
 	s->r.cr2 = read_cr2();
 	write_cr2(saved[caller->index].cr2);
@@ -365,7 +339,7 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 		s->msrs[i] = rdmsr(switched_msrs[i]);
 		wrmsr(switched_msrs[i], saved[caller->index].msrs[i]);
 	}
-	vmx_ptrld(pcpu_of(caller)->vmcs_pa);
+	vmx_ptrld(vmx_vmcs_of(caller)); // the caller's exit handling goes on with it
 	x86_hv_fpu_save(v->arch.hv.fpu_pa);
 	x86_hv_fpu_load(primary_fpu(caller));
 }
@@ -391,14 +365,14 @@ static void nmi_apply(struct vcpu *v)
 		return;
 	uint64_t intr = vmread(VMCS_GUEST_INTERRUPTIBILITY);
 	bool slot_free =
-	    !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_VALID) && !(intr & INTERRUPTIBILITY_SHADOW);
+	    !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID) && !(intr & INTERRUPTIBILITY_SHADOW);
 
 	n->blocked = intr & INTERRUPTIBILITY_NMI;
 	struct x86_nmi_plan p = x86_nmi_plan(n, slot_free);
 	uint64_t proc = vmread(VMCS_PROC_CTLS);
 
 	if (p.inject)
-		vmwrite(VMCS_ENTRY_INTR_INFO, 2 | INTR_TYPE_NMI | INTR_VALID);
+		vmwrite(VMCS_ENTRY_INTR_INFO, 2 | VMX_INTR_NMI | VMX_INTR_VALID);
 	vmwrite(VMCS_PROC_CTLS, p.want_window ? proc | PROC_NMI_WINDOW : proc & ~PROC_NMI_WINDOW);
 }
 
@@ -418,7 +392,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	// An event whose delivery the last exit interrupted is delivered again,
 	// unless the policy queued an exception of its own.
 	uint64_t idt = v->arch.hv.intinfo;
-	if ((idt & INTR_VALID) && !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_VALID))
+	if ((idt & VMX_INTR_VALID) && !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID))
 		vmwrite(VMCS_ENTRY_INTR_INFO, idt & ~(1ull << 12));
 	v->arch.hv.intinfo = 0;
 	nmi_apply(v); // after the redelivery: it may take the slot
@@ -568,75 +542,6 @@ static bool op_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *v
 	return true;
 }
 
-// ---- vCPU operations of a secondary (decode.c, cr.c, exit.c) -----------------------
-static uint64_t op_read_cr(struct vcpu *v, unsigned n)
-{
-	switch (n) {
-	case 0:
-		return (vmread(VMCS_GUEST_CR0) & ~vmx_hv.cr0_mask) |
-		       (vmread(VMCS_CR0_SHADOW) & vmx_hv.cr0_mask);
-	case 3:
-		return vmread(VMCS_GUEST_CR3);
-	case 4:
-		return (vmread(VMCS_GUEST_CR4) & ~vmx_hv.cr4_mask) |
-		       (vmread(VMCS_CR4_SHADOW) & vmx_hv.cr4_mask);
-	default:
-		return read_cr2(); // live: the vCPU's while it runs (op_begin)
-	}
-}
-
-static uint64_t op_read_efer(struct vcpu *v)
-{
-	return vmread(VMCS_GUEST_EFER);
-}
-
-static void op_write_efer(struct vcpu *v, uint64_t efer)
-{
-	op_msr(v, MSR_EFER, true, &efer);
-}
-
-static uint64_t op_read_rflags(struct vcpu *v)
-{
-	return vmread(VMCS_GUEST_RFLAGS);
-}
-
-static void op_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
-{
-	out->sel = (uint16_t)vmread(VMCS_GUEST_ES_SEL + 2 * s);
-	out->attr = attr_of((uint32_t)vmread(VMCS_GUEST_ES_AR + 2 * s));
-	out->limit = (uint32_t)vmread(VMCS_GUEST_ES_LIMIT + 2 * s);
-	out->base = vmread(VMCS_GUEST_ES_BASE + 2 * s);
-}
-
-static void op_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
-{
-	uint32_t info = vector | INTR_TYPE_EXC | INTR_VALID;
-
-	// Real mode has no error codes (VM entry refuses one there).
-	if (has_error && (op_read_cr(v, 0) & CR0_PE)) {
-		info |= INTR_ERR_VALID;
-		vmwrite(VMCS_ENTRY_EXC_ERROR, error);
-	}
-	vmwrite(VMCS_ENTRY_INTR_INFO, info);
-}
-
-static unsigned op_insn_len(struct vcpu *v)
-{
-	unsigned reason = vmread(VMCS_EXIT_REASON) & 0xffff;
-
-	if (reason == VMX_EXIT_EPT_VIOLATION || reason == VMX_EXIT_EPT_MISCONFIG)
-		return 0; // no instruction length for EPT exits
-	return (unsigned)vmread(VMCS_EXIT_INSN_LEN);
-}
-
-static void op_complete_insn(struct vcpu *v, bool single_step)
-{
-	if (v->arch.hv.cb_bad) // not the vCPU's VMCS: write nothing
-		return;
-	vmwrite(VMCS_GUEST_INTERRUPTIBILITY,
-		vmread(VMCS_GUEST_INTERRUPTIBILITY) & ~(uint64_t)INTERRUPTIBILITY_SHADOW);
-}
-
 // ---- interrupt injection (ABI 1.4) ---------------------------------------------------
 // Only with the vCPU's VMCS current (op_begin): otherwise never open, and
 // nothing is written (the current VMCS would be the primary's).
@@ -646,13 +551,14 @@ static bool op_irq_open(struct vcpu *v)
 		return false;
 	return (vmread(VMCS_GUEST_RFLAGS) & RFLAGS_IF) &&
 	       !(vmread(VMCS_GUEST_INTERRUPTIBILITY) & INTERRUPTIBILITY_SHADOW) &&
-	       !(vmread(VMCS_ENTRY_INTR_INFO) & INTR_VALID) && !(v->arch.hv.intinfo & INTR_VALID);
+	       !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID) &&
+	       !(v->arch.hv.intinfo & VMX_INTR_VALID);
 }
 
 static void op_irq_inject(struct vcpu *v, uint8_t vector)
 {
 	if (!v->arch.hv.cb_bad)
-		vmwrite(VMCS_ENTRY_INTR_INFO, vector | INTR_TYPE_EXT | INTR_VALID);
+		vmwrite(VMCS_ENTRY_INTR_INFO, vector | VMX_INTR_EXT | VMX_INTR_VALID);
 }
 
 // VM entry delivers the injected vector as part of the entry; a delivery an
@@ -671,21 +577,9 @@ static void op_irq_window(struct vcpu *v, bool on)
 	vmwrite(VMCS_PROC_CTLS, on ? p | PROC_INTR_WINDOW : p & ~PROC_INTR_WINDOW);
 }
 
-static const struct x86_vcpu_ops vmx_hv_vcpu_ops = {
-    .read_cr = op_read_cr,
-    .read_efer = op_read_efer,
-    .write_efer = op_write_efer,
-    .read_rflags = op_read_rflags,
-    .read_seg = op_read_seg,
-    .inject = op_inject,
-    .insn_len = op_insn_len,
-    .complete_insn = op_complete_insn,
-    .read_phys = x86_hv_read_phys,
-};
-
 static const struct x86_hv_ops vmx_hv_ops = {
     .fmt = &s2_fmt_ept4,
-    .vcpu_ops = &vmx_hv_vcpu_ops,
+    .vcpu_ops = &vmx_vcpu_ops, // the primary's table: the VM record tells them apart
     .vcpu_create = op_create,
     .vcpu_destroy = op_destroy,
     .set_state = op_set_state,

@@ -11,8 +11,6 @@
 #include "arch/x86/vmx/vmx.h"
 #include "core/log.h"
 
-#define AR_UNUSABLE (1u << 16)
-
 struct seg {
 	uint16_t sel;
 	uint64_t base;
@@ -21,7 +19,7 @@ struct seg {
 
 static struct seg seg_from_gdt(uint64_t gdt, uint16_t gdt_limit, uint16_t sel, bool system)
 {
-	struct seg s = {.sel = sel, .ar = AR_UNUSABLE};
+	struct seg s = {.sel = sel, .ar = VMX_AR_UNUSABLE};
 
 	if ((sel & ~3u) == 0 || (sel & 4) || (sel | 7u) > gdt_limit)
 		return s; // null, or in an LDT (never used by UEFI firmware)
@@ -43,12 +41,9 @@ static struct seg seg_from_gdt(uint64_t gdt, uint16_t gdt_limit, uint16_t sel, b
 	if (!system)
 		s.ar |= 1; // accessed: VM entry requires it of usable code/data segments
 	if (!(s.ar & 0x80))
-		s.ar = AR_UNUSABLE;
+		s.ar = VMX_AR_UNUSABLE;
 	return s;
 }
-
-// VMWRITE that keeps going and remembers a failure in the caller's `ok`.
-#define W(field, val) (ok = vmwrite((field), (val)) && ok)
 
 static bool put_seg(enum vmx_seg i, struct seg s)
 {
@@ -79,7 +74,7 @@ static bool guest_from_cpu(const struct vmx_pcpu *pc, uint64_t rip, uint64_t rsp
 			s.base = rdmsr(MSR_FS_BASE);
 		if (i == VMX_GS)
 			s.base = rdmsr(MSR_GS_BASE);
-		if (i == VMX_TR && (s.ar & AR_UNUSABLE)) {
+		if (i == VMX_TR && (s.ar & VMX_AR_UNUSABLE)) {
 			// UEFI firmware runs without a TSS; VM entry needs a usable
 			// busy 64-bit TSS in IA-32e mode.
 			s = (struct seg){.sel = 0, .base = 0, .limit = 0xffff, .ar = 0x8b};

@@ -213,6 +213,8 @@ static inline bool vmwrite(uint64_t field, uint64_t v)
 	__asm__ volatile("vmwrite %2, %1; seta %0" : "=q"(ok) : "r"(field), "rm"(v) : "cc");
 	return ok;
 }
+// VMWRITE that keeps going and remembers a failure in the caller's `ok`.
+#define W(field, val) (ok = vmwrite((field), (val)) && ok)
 
 // INVEPT / INVVPID types.
 #define INVEPT_SINGLE  1
@@ -239,6 +241,23 @@ static inline bool vmx_invvpid(uint64_t type, uint16_t vpid, uint64_t addr)
 	bool ok;
 	__asm__ volatile("invvpid %1, %2; seta %0" : "=q"(ok) : "m"(d), "r"(type) : "cc", "memory");
 	return ok;
+}
+
+// VM-entry interruption information (the same layout in the exit
+// interruption and IDT-vectoring information).
+#define VMX_INTR_VALID	(1u << 31)
+#define VMX_INTR_ERROR	(1u << 11) // deliver an error code
+#define VMX_INTR_EXT	(0u << 8)  // external interrupt
+#define VMX_INTR_NMI	(2u << 8)
+#define VMX_INTR_HW_EXC (3u << 8) // hardware exception
+
+// Segment access rights (VMCS_GUEST_ES_AR + 2 * index) to the SVM attribute
+// packing of struct x86_seg (arch/x86/vcpu.h): descriptor byte 5 in bits 0-7
+// of both, the flags nibble in bits 12-15 here, 8-11 there. Unusable: 0.
+#define VMX_AR_UNUSABLE (1u << 16)
+static inline uint16_t vmx_attr_of(uint32_t ar)
+{
+	return (ar & VMX_AR_UNUSABLE) ? 0 : (uint16_t)((ar & 0xff) | ((ar >> 12) & 0xf) << 8);
 }
 
 // Guest interruptibility-state bits (VMCS_GUEST_INTERRUPTIBILITY).

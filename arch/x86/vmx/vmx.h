@@ -56,11 +56,9 @@ struct vmx_pcpu {
 	uint64_t stack_top;
 	unsigned index;
 	uint32_t apic_id;
-	struct vcpu *vcpu;    // core's vCPU record this CPU runs (arch part: vcpu.h)
-	unsigned exit_reason; // of the exit being handled
-	uint64_t cr0_shadow;  // the guest's view of CR0 (owned bits)
+	struct vcpu *vcpu;   // core's vCPU record this CPU runs (arch part: vcpu.h)
+	uint64_t cr0_shadow; // the guest's view of CR0 (owned bits)
 	bool launched;
-	bool parked; // HLT/MWAIT exiting on
 	uint64_t exits_by_reason[VMX_EXIT_REASONS];
 	bool bsp;
 	uint64_t monitor_la; // last MONITOR address (guest-linear) while parked
@@ -131,9 +129,24 @@ void vmx_mm_set_live(uint64_t eptp);
 void vmx_ept_invalidate(void);
 void vmx_ept_sync(unsigned cpu);
 
-// ---- exit.c ---------------------------------------------------------------------
-struct x86_vcpu_ops;
+// ---- vcpu.c: the vCPU operations of every vCPU, primary or secondary --------------
 extern const struct x86_vcpu_ops vmx_vcpu_ops;
+// The vCPU's kind, from its VM record: true for a secondary VM's vCPU.
+static inline bool vmx_secondary(const struct vcpu *v)
+{
+	return v->vm != &x86_primary;
+}
+// Where the vCPU's VMCS lives (physical address): its CPU's (struct
+// vmx_pcpu) for a primary vCPU, a deposited page for a secondary.
+uint64_t vmx_vmcs_of(struct vcpu *v);
+// x86_vcpu_ops.write_efer: LMA from LME and CR0.PG, the IA-32e entry control from LMA.
+void vmx_set_efer(struct vcpu *v, uint64_t efer);
+
+// ---- exit.c ---------------------------------------------------------------------
+// The primary's hooks (x86_vcpu_ops.wait, cr_access, init_sipi).
+enum x86_action vmx_wait(struct vcpu *v, const struct x86_exit *e);
+enum x86_action vmx_cr_access(struct vcpu *v, const struct x86_exit *e);
+enum x86_action vmx_init_sipi(struct vcpu *v, const struct x86_exit *e);
 void vmx_handle_exit(struct vmx_gprs *g);
 void vmx_host_nmi(void);
 // Parked CPUs exit on HLT and MWAIT (so they notice their mailbox).
@@ -159,5 +172,15 @@ bool vmx_in_slat_region(uint64_t pa, uint64_t len);
 // Controls, the MSR bitmap and save areas, then hv_init with the plan's RAM.
 // False (after logging): no secondary VMs, every hypercall answers HC_E_UNKNOWN.
 bool vmx_hv_init(struct region *r, const struct slat_plan *plan);
+// The controls and owned CR bits of every secondary VMCS (set by vmx_hv_init).
+struct vmx_hv_config {
+	uint64_t msr_bitmap;
+	uint64_t fpu_pa; // X86_MAX_CPUS pages: the primary's extended state
+	uint32_t pin, proc, proc2;
+	uint64_t cr0_mask, cr4_mask; // owned: the guest reads them from the read shadows
+	bool ept_ad;
+	bool vnmi; // virtual NMIs and NMI-window exiting: the guest's NMIs (ABI 1.8)
+};
+extern struct vmx_hv_config vmx_hv;
 
 #endif
