@@ -183,4 +183,21 @@ struct vmx_hv_config {
 };
 extern struct vmx_hv_config vmx_hv;
 
+// ---- hv_state.c: where a secondary vCPU's state lives -------------------------------
+struct hc_regs_x86;
+// The state page (a deposited page, v->arch.hv.state_pa) in reset state;
+// SET_REGS / GET_REGS on it (x86_hv_ops.set_state, get_state).
+void vmx_hv_reset_state(struct vcpu *v);
+void vmx_hv_set_state(struct vcpu *v, const struct hc_regs_x86 *r);
+void vmx_hv_get_state(struct vcpu *v, struct hc_regs_x86 *r);
+// State page -> the current VMCS (false: a VMWRITE failed) and back.
+bool vmx_hv_state_to_vmcs(struct vcpu *v);
+void vmx_hv_state_from_vmcs(struct vcpu *v);
+// CR2 and the MSRs VT-x does not switch: `in` saves the caller's (the
+// primary vCPU's) and loads v's for a RUN; !in saves v's and restores them.
+void vmx_hv_swap_live(struct vcpu *caller, struct vcpu *v, bool in);
+// x86_hv_ops.msr (inside a RUN) and msr_stopped (between RUNs).
+bool vmx_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
+bool vmx_hv_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
+
 #endif
