@@ -12,6 +12,18 @@
 #define PCPU_HV_SP    32 // struct arm64_pcpu: hv_sp
 #define HV_SAVE_SIZE  96 // arm64_hv_enter's save area: x19..x30
 
+// \op (stp or ldp) the registers \r\a,\r\b, then the next pair, ... at
+// [\base, #\off], [\base, #\off+\step], ... (\step: 16 for x, 32 for q).
+// The layouts, each named where it is used: struct arm64_frame's x[] (hyp.h),
+// arm64_hv_enter's save area, arm64_call_then_drop's frame, and the FP area
+// of struct arm64_hv_vcpu (hv_vcpu.h: fp[528]).
+.macro pairs op, r, base, off, step, a, b, rest:vararg
+	\op	\r\a, \r\b, [\base, #\off]
+	.ifnb \rest
+	pairs \op, \r, \base, (\off+\step), \step, \rest
+	.endif
+.endm
+
 	.text
 
 // ---- exception vectors ---------------------------------------------------
@@ -50,20 +62,8 @@ arm64_el2_vectors:
 	vector 15
 
 el2_trap_common:
-	stp	x2, x3, [sp, #16]
-	stp	x4, x5, [sp, #32]
-	stp	x6, x7, [sp, #48]
-	stp	x8, x9, [sp, #64]
-	stp	x10, x11, [sp, #80]
-	stp	x12, x13, [sp, #96]
-	stp	x14, x15, [sp, #112]
-	stp	x16, x17, [sp, #128]
-	stp	x18, x19, [sp, #144]
-	stp	x20, x21, [sp, #160]
-	stp	x22, x23, [sp, #176]
-	stp	x24, x25, [sp, #192]
-	stp	x26, x27, [sp, #208]
-	stp	x28, x29, [sp, #224]
+	// struct arm64_frame: x[2..29] at 16..239 (x0, x1: the vector saved them)
+	pairs stp, x, sp, 16, 16, 2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29
 	mrs	x1, elr_el2
 	stp	x30, x1, [sp, #240]
 	mrs	x1, spsr_el2
@@ -81,21 +81,7 @@ el2_trap_common:
 	msr	spsr_el2, x1
 	ldp	x30, x1, [sp, #240]
 	msr	elr_el2, x1
-	ldp	x0, x1, [sp, #0]
-	ldp	x2, x3, [sp, #16]
-	ldp	x4, x5, [sp, #32]
-	ldp	x6, x7, [sp, #48]
-	ldp	x8, x9, [sp, #64]
-	ldp	x10, x11, [sp, #80]
-	ldp	x12, x13, [sp, #96]
-	ldp	x14, x15, [sp, #112]
-	ldp	x16, x17, [sp, #128]
-	ldp	x18, x19, [sp, #144]
-	ldp	x20, x21, [sp, #160]
-	ldp	x22, x23, [sp, #176]
-	ldp	x24, x25, [sp, #192]
-	ldp	x26, x27, [sp, #208]
-	ldp	x28, x29, [sp, #224]
+	pairs ldp, x, sp, 0, 16, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29 // frame x[0..29]
 	add	sp, sp, #FRAME_SIZE
 	eret
 
@@ -113,12 +99,7 @@ hv_exit:
 	b.ne	1b
 	ldr	x4, [x2, #PCPU_HV_SP]
 	mov	sp, x4
-	ldp	x19, x20, [sp, #0]
-	ldp	x21, x22, [sp, #16]
-	ldp	x23, x24, [sp, #32]
-	ldp	x25, x26, [sp, #48]
-	ldp	x27, x28, [sp, #64]
-	ldp	x29, x30, [sp, #80]
+	pairs ldp, x, sp, 0, 16, 19,20,21,22,23,24,25,26,27,28,29,30 // hv save area: x19..x30
 	add	sp, sp, #HV_SAVE_SIZE
 	ret
 
@@ -137,11 +118,7 @@ el2_fault:
 arm64_call_then_drop:
 	stp	x29, x30, [sp, #-112]!
 	mov	x29, sp
-	stp	x19, x20, [sp, #16]
-	stp	x21, x22, [sp, #32]
-	stp	x23, x24, [sp, #48]
-	stp	x25, x26, [sp, #64]
-	stp	x27, x28, [sp, #80]
+	pairs stp, x, sp, 16, 16, 19,20,21,22,23,24,25,26,27,28 // x29, x30 at 0, daif at 96
 	mrs	x3, daif            // interrupts stay masked until we are back
 	str	x3, [sp, #96]
 	msr	daifset, #0xf
@@ -152,11 +129,7 @@ arm64_call_then_drop:
 	blr	x16
 1:	ldr	x3, [sp, #96]
 	msr	daif, x3
-	ldp	x19, x20, [sp, #16]
-	ldp	x21, x22, [sp, #32]
-	ldp	x23, x24, [sp, #48]
-	ldp	x25, x26, [sp, #64]
-	ldp	x27, x28, [sp, #80]
+	pairs ldp, x, sp, 16, 16, 19,20,21,22,23,24,25,26,27,28
 	ldp	x29, x30, [sp], #112
 	ret
 
@@ -187,12 +160,7 @@ arm64_eret_to_el1:
 	.globl	arm64_hv_enter
 arm64_hv_enter:
 	sub	sp, sp, #HV_SAVE_SIZE
-	stp	x19, x20, [sp, #0]
-	stp	x21, x22, [sp, #16]
-	stp	x23, x24, [sp, #32]
-	stp	x25, x26, [sp, #48]
-	stp	x27, x28, [sp, #64]
-	stp	x29, x30, [sp, #80]
+	pairs stp, x, sp, 0, 16, 19,20,21,22,23,24,25,26,27,28,29,30 // hv save area: x19..x30
 	mov	x2, sp
 	str	x2, [x0, #PCPU_HV_SP]
 	str	x1, [x0, #PCPU_HV_FRAME]
@@ -200,21 +168,7 @@ arm64_hv_enter:
 	msr	elr_el2, x2
 	msr	spsr_el2, x3
 	mov	x30, x1
-	ldp	x0, x1, [x30, #0]
-	ldp	x2, x3, [x30, #16]
-	ldp	x4, x5, [x30, #32]
-	ldp	x6, x7, [x30, #48]
-	ldp	x8, x9, [x30, #64]
-	ldp	x10, x11, [x30, #80]
-	ldp	x12, x13, [x30, #96]
-	ldp	x14, x15, [x30, #112]
-	ldp	x16, x17, [x30, #128]
-	ldp	x18, x19, [x30, #144]
-	ldp	x20, x21, [x30, #160]
-	ldp	x22, x23, [x30, #176]
-	ldp	x24, x25, [x30, #192]
-	ldp	x26, x27, [x30, #208]
-	ldp	x28, x29, [x30, #224]
+	pairs ldp, x, x30, 0, 16, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29 // frame x[0..29]
 	ldr	x30, [x30, #240]
 	eret
 	// No speculation past the ERET.
@@ -227,22 +181,7 @@ arm64_hv_enter:
 	.balign 4
 	.globl	arm64_fp_save
 arm64_fp_save:
-	stp	q0, q1, [x0, #0]
-	stp	q2, q3, [x0, #32]
-	stp	q4, q5, [x0, #64]
-	stp	q6, q7, [x0, #96]
-	stp	q8, q9, [x0, #128]
-	stp	q10, q11, [x0, #160]
-	stp	q12, q13, [x0, #192]
-	stp	q14, q15, [x0, #224]
-	stp	q16, q17, [x0, #256]
-	stp	q18, q19, [x0, #288]
-	stp	q20, q21, [x0, #320]
-	stp	q22, q23, [x0, #352]
-	stp	q24, q25, [x0, #384]
-	stp	q26, q27, [x0, #416]
-	stp	q28, q29, [x0, #448]
-	stp	q30, q31, [x0, #480]
+	pairs stp, q, x0, 0, 32, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31 // V0-V31 at 0..511
 	mrs	x1, fpsr
 	mrs	x2, fpcr
 	add	x3, x0, #512
@@ -252,22 +191,7 @@ arm64_fp_save:
 	.balign 4
 	.globl	arm64_fp_load
 arm64_fp_load:
-	ldp	q0, q1, [x0, #0]
-	ldp	q2, q3, [x0, #32]
-	ldp	q4, q5, [x0, #64]
-	ldp	q6, q7, [x0, #96]
-	ldp	q8, q9, [x0, #128]
-	ldp	q10, q11, [x0, #160]
-	ldp	q12, q13, [x0, #192]
-	ldp	q14, q15, [x0, #224]
-	ldp	q16, q17, [x0, #256]
-	ldp	q18, q19, [x0, #288]
-	ldp	q20, q21, [x0, #320]
-	ldp	q22, q23, [x0, #352]
-	ldp	q24, q25, [x0, #384]
-	ldp	q26, q27, [x0, #416]
-	ldp	q28, q29, [x0, #448]
-	ldp	q30, q31, [x0, #480]
+	pairs ldp, q, x0, 0, 32, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31 // V0-V31 at 0..511
 	add	x3, x0, #512
 	ldp	x1, x2, [x3]
 	msr	fpsr, x1
