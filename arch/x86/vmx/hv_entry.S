@@ -16,14 +16,7 @@
 	.text
 	.globl	vmx_hv_run_once
 vmx_hv_run_once:
-	push	%rbx
-	push	%rbp
-	push	%rdi
-	push	%rsi
-	push	%r12
-	push	%r13
-	push	%r14
-	push	%r15
+	HOST_CALLEE_SAVED_PUSH
 	push	%rcx			// (%rsp): gprs, found again at the exit
 	mov	$VMCS_HOST_RSP, %rax
 	vmwrite	%rsp, %rax
@@ -49,12 +42,5 @@ vmx_hv_run_once:
 	mov	%rcx, (%rax)
 	xor	%eax, %eax
 4:	add	$8, %rsp
-	pop	%r15
-	pop	%r14
-	pop	%r13
-	pop	%r12
-	pop	%rsi
-	pop	%rdi
-	pop	%rbp
-	pop	%rbx
+	HOST_CALLEE_SAVED_POP
 	ret
