@@ -43,7 +43,7 @@
 
 // The host's registers the Microsoft x64 ABI has a callee preserve (RBX, RBP,
 // RDI, RSI, R12-R15), around an entry called from C (svm/svm_entry.S,
-// svm/hv_entry.S).
+// svm/hv_entry.S, vmx/vmx_entry.S, vmx/hv_entry.S): 64 bytes, RBX at the top.
 .macro HOST_CALLEE_SAVED_PUSH
 	push	%rbx
 	push	%rbp
@@ -64,4 +64,28 @@
 	pop	%rdi
 	pop	%rbp
 	pop	%rbx
+.endm
+
+// The registers the Microsoft x64 ABI lets a callee clobber (RAX, RCX, RDX,
+// R8-R11), around a C call from a host interrupt or exception stub
+// (svm/svm_entry.S, vmx/vmx_entry.S): 56 bytes, RAX at the top; the stubs
+// find the CPU's frame (vector, error code, RIP, ...) just above them.
+.macro HOST_VOLATILE_PUSH
+	push	%rax
+	push	%rcx
+	push	%rdx
+	push	%r8
+	push	%r9
+	push	%r10
+	push	%r11
+.endm
+
+.macro HOST_VOLATILE_POP
+	pop	%r11
+	pop	%r10
+	pop	%r9
+	pop	%r8
+	pop	%rdx
+	pop	%rcx
+	pop	%rax
 .endm

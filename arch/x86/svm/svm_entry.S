@@ -137,13 +137,7 @@ svm_idt_stubs:
 // NMI in the host: taken on purpose after an NMI exit (svm_handle_exit), or
 // during the interrupt window of an INIT (svm_host_nmi decides).
 svm_host_nmi_entry:
-	push	%rax
-	push	%rcx
-	push	%rdx
-	push	%r8
-	push	%r9
-	push	%r10
-	push	%r11
+	HOST_VOLATILE_PUSH
 	mov	%rsp, %rax
 	and	$-16, %rsp
 	push	%rax
@@ -151,13 +145,7 @@ svm_host_nmi_entry:
 	call	svm_host_nmi
 	add	$40, %rsp
 	pop	%rsp
-	pop	%r11
-	pop	%r10
-	pop	%r9
-	pop	%r8
-	pop	%rdx
-	pop	%rcx
-	pop	%rax
+	HOST_VOLATILE_POP
 	iretq
 
 // Frame for svm_host_exception(): vector, error, RIP, CS, RFLAGS, RSP, SS.

@@ -4,6 +4,8 @@
 // rcx, rdx, r8, r9; rbx, rbp, rdi, rsi, r12-r15 callee-saved; 32 bytes of
 // shadow space above the return address; rsp 16-byte aligned at a call).
 
+#include "arch/x86/gprs.S.h"
+
 	.text
 
 // int64_t vmx_call_then_launch(uint64_t fn, void *arg)
@@ -12,14 +14,7 @@
 // 1: below with rsp = resume_rsp, or returns an error.
 	.globl vmx_call_then_launch
 vmx_call_then_launch:
-	push	%rbx
-	push	%rbp
-	push	%rdi
-	push	%rsi
-	push	%r12
-	push	%r13
-	push	%r14
-	push	%r15
+	HOST_CALLEE_SAVED_PUSH
 	pushfq
 	cli
 	mov	%rcx, %rax
@@ -34,14 +29,7 @@ vmx_call_then_launch:
 1:	// First instruction of the primary VM on this CPU (guest mode).
 	popfq
 	xor	%eax, %eax
-2:	pop	%r15
-	pop	%r14
-	pop	%r13
-	pop	%r12
-	pop	%rsi
-	pop	%rdi
-	pop	%rbp
-	pop	%rbx
+2:	HOST_CALLEE_SAVED_POP
 	ret
 
 // void vmx_launch(void): VMLAUNCH the current VMCS; returns on failure.
@@ -119,13 +107,7 @@ vmx_idt_stubs:
 // Frame: vector, error code, rip, cs, rflags, rsp, ss.
 vmx_idt_common:
 	push	%rbp
-	push	%rax
-	push	%rcx
-	push	%rdx
-	push	%r8
-	push	%r9
-	push	%r10
-	push	%r11
+	HOST_VOLATILE_PUSH
 	mov	64(%rsp), %rcx	// vector
 	lea	72(%rsp), %rdx	// error code, then the CPU's frame
 	mov	%rsp, %rbp
@@ -133,13 +115,7 @@ vmx_idt_common:
 	sub	$32, %rsp
 	call	vmx_host_exception
 	mov	%rbp, %rsp
-	pop	%r11
-	pop	%r10
-	pop	%r9
-	pop	%r8
-	pop	%rdx
-	pop	%rcx
-	pop	%rax
+	HOST_VOLATILE_POP
 	pop	%rbp
 	add	$16, %rsp
 	iretq
