@@ -78,14 +78,22 @@ static void zap_end(struct zap_timer t)
 }
 
 // ---- the primary's RAM as the engine's memslots -------------------------------------
+// L1's rights (S2_PROT_*) on its page at `gpa` in NPT01, or -1 when that is not
+// L1's RAM (not mapped, MMIO, Slat's own, deposited).
+static int l1_ram_prot(uint64_t gpa)
+{
+	struct s2_xlate x;
+
+	s2_translate(nm.vm, nm.root01, gpa, &x);
+	return x.mapped && x.mt == S2_MT_WB ? (int)x.prot : -1;
+}
+
 static uint64_t l1_page_hpa(const struct s2_backing *b, uint64_t index)
 {
 	const struct l1_slot *s = (const struct l1_slot *)b;
 	uint64_t gpa = s->base + (index << 12);
-	struct s2_xlate x;
 
-	s2_translate(nm.vm, nm.root01, gpa, &x);
-	return x.mapped && x.mt == S2_MT_WB ? gpa : S2_HPA_ABSENT;
+	return l1_ram_prot(gpa) >= 0 ? gpa : S2_HPA_ABSENT;
 }
 
 static bool l1_contiguous(const struct s2_backing *b, uint64_t index, uint64_t n)
@@ -163,12 +171,10 @@ bool svm_nested_mmu_init(const struct slat_plan *plan)
 // ---- L1 memory --------------------------------------------------------------------
 bool svm_nested_l1_ram(uint64_t gpa, uint64_t len)
 {
-	struct s2_xlate x;
-
 	if (!len || (gpa & 0xfff) + len > 4096)
 		return false;
-	s2_translate(nm.vm, nm.root01, gpa, &x);
-	return x.mapped && x.mt == S2_MT_WB && (x.prot & S2_PROT_R);
+	int prot = l1_ram_prot(gpa);
+	return prot >= 0 && (prot & S2_PROT_R);
 }
 
 // Gives page `gpa` back to L1: its shadow pages go, then NPT01 maps it
@@ -184,10 +190,9 @@ static void give_back(uint64_t gpa)
 
 void svm_nested_before_write(uint64_t gpa)
 {
-	struct s2_xlate x;
+	int prot = l1_ram_prot(gpa);
 
-	s2_translate(nm.vm, nm.root01, gpa, &x);
-	if (x.mapped && x.mt == S2_MT_WB && !(x.prot & S2_PROT_W))
+	if (prot >= 0 && !(prot & S2_PROT_W))
 		give_back(gpa);
 }
 
@@ -196,12 +201,11 @@ void svm_nested_before_write(uint64_t gpa)
 // S2_E_NOMEM when no table page was left for the split.
 static int protect_l1_page(void *ctx, unsigned as, uint64_t gfn)
 {
-	struct s2_xlate x;
+	int prot = l1_ram_prot(gfn << 12);
 
-	s2_translate(nm.vm, nm.root01, gfn << 12, &x);
-	if (!x.mapped || x.mt != S2_MT_WB)
+	if (prot < 0)
 		return S2_E_INVAL;
-	if (!(x.prot & S2_PROT_W))
+	if (!(prot & S2_PROT_W))
 		return 0;
 	int e = x86_slat_primary_protect_locked(gfn << 12, 4096, S2_PROT_R | S2_PROT_X);
 	if (!e)
@@ -212,10 +216,9 @@ static int protect_l1_page(void *ctx, unsigned as, uint64_t gfn)
 // sh_track_ops.unprotect (the mmu lock held): no shadow page reads it any more.
 static void unprotect_l1_page(void *ctx, unsigned as, uint64_t gfn)
 {
-	struct s2_xlate x;
+	int prot = l1_ram_prot(gfn << 12);
 
-	s2_translate(nm.vm, nm.root01, gfn << 12, &x);
-	if (x.mapped && x.mt == S2_MT_WB && !(x.prot & S2_PROT_W))
+	if (prot >= 0 && !(prot & S2_PROT_W))
 		x86_slat_primary_protect_locked(gfn << 12, 4096, S2_PROT_RWX);
 }
 
@@ -358,16 +361,14 @@ static bool emulate_write(struct svm_cpu *c, uint64_t gpa)
 
 bool svm_nested_l1_write_fault(struct svm_cpu *c, uint64_t gpa, uint64_t info1)
 {
-	struct s2_xlate x;
-
 	// The APIC page's writes (the most frequent NPF) go on at once.
 	if (!nm.sh || (info1 & (NPF_P | NPF_W)) != (NPF_P | NPF_W) ||
 	    (gpa >> 12) == (x86_primary.arch.apic_base >> 12))
 		return false;
-	s2_translate(nm.vm, nm.root01, gpa, &x);
-	if (!x.mapped || x.mt != S2_MT_WB)
+	int prot = l1_ram_prot(gpa);
+	if (prot < 0)
 		return false; // not RAM (the APIC page, ...): the primary's policy
-	if (x.prot & S2_PROT_W)
+	if (prot & S2_PROT_W)
 		return true; // given back meanwhile (a stale translation): retry
 	if (sh_gfn_tracked(nm.sh, 0, gpa >> 12) && emulate_write(c, gpa))
 		return true;
