@@ -80,6 +80,10 @@ int hv_primary_page(uint64_t pa, void **out)
 	return HC_OK;
 }
 
+// Faults of the primary retried (for the exit summary: they are SLAT-fault
+// exits that no bad access caused, as many as the map changes met).
+static uint64_t primary_fault_retries;
+
 bool hv_primary_fault_retry(struct vcpu *v, uint64_t pa)
 {
 	uint64_t pfn = pa >> OWN_FRAME_SHIFT;
@@ -93,7 +97,10 @@ bool hv_primary_fault_retry(struct vcpu *v, uint64_t pa)
 		v->fault_retry_pfn = pfn + 1; // + 1: frame 0 is a frame too
 		v->fault_retries = 0;
 	}
-	return ++v->fault_retries <= HV_FAULT_RETRIES;
+	if (++v->fault_retries > HV_FAULT_RETRIES)
+		return false;
+	__atomic_fetch_add(&primary_fault_retries, 1, __ATOMIC_RELAXED);
+	return true;
 }
 
 struct vm *hv_vm_find(uint32_t id)
@@ -315,6 +322,8 @@ void hv_print_summary(void)
 		 (unsigned long long)(s.deposited - s.withdrawn), (unsigned long long)s.free,
 		 (unsigned long long)s.used, (unsigned long long)s.own_nodes,
 		 s.used == 0 && s.vms == 0 ? "" : " (VMs still alive)");
+	log_info("slat: primary SLAT faults retried while Slat changed the map: %llu\n",
+		 (unsigned long long)__atomic_load_n(&primary_fault_retries, __ATOMIC_RELAXED));
 }
 
 // ---- the dispatcher -------------------------------------------------------------------------
