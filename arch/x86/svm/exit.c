@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // VM exits of the primary's vCPUs on SVM: the exit entry (svm_handle_exit:
-// decode, the shared policy of arch/x86/handle_exit.c, apply to the VMCB),
+// decode, the shared policy of arch/x86/handle_exit.c, apply to the VMCB;
+// a nested L2's exits are routed from here to nested_run.c),
 // the guest's NMIs (for secondaries too) and the host's interrupt window. The
 // vCPU operations the shared layer calls are svm/vcpu_ops.c's.
 #include "arch/x86/cpu.h"
@@ -138,6 +139,20 @@ void svm_exit_collect(struct vcpu *v, void *vmcb, const struct svm_exit_fields *
 		svm_take_host_nmi(); // before the policy decides what it was
 }
 
+// Before the primary's vCPU (L1) runs again: a start-up the mailbox holds,
+// the NMIs it may take.
+static void svm_before_primary_entry(struct svm_cpu *c)
+{
+	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
+	struct vcpu *v = c->vcpu;
+	uint8_t vector;
+
+	if (x86_mailbox_poll(v, &vector))
+		svm_vmcb_sipi_reset(c, vector);
+	if (svm_nested_gif(c)) // L1's GIF clear: its NMIs wait for STGI (which exits)
+		svm_nmi_apply(&v->arch.nmi, vmcb);
+}
+
 // Decode, the shared policy, apply.
 static void svm_exit_body(struct svm_cpu *c)
 {
@@ -146,7 +161,6 @@ static void svm_exit_body(struct svm_cpu *c)
 	uint64_t intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
 	struct svm_exit_fields f;
 	struct x86_exit e;
-	uint8_t vector;
 
 	c->vmsaved = false;
 	svm_exit_read(vmcb, &f, &e);
@@ -168,10 +182,8 @@ static void svm_exit_body(struct svm_cpu *c)
 	*vmcb64(vmcb, VMCB_RIP) = v->arch.rip;
 	*vmcb64(vmcb, VMCB_RAX) = v->arch.gpr[X86_RAX];
 	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
-	if (x86_mailbox_poll(v, &vector))
-		svm_vmcb_sipi_reset(c, vector);
-	if (svm_nested_gif(c)) // L1's GIF clear: its NMIs wait for STGI (which exits)
-		svm_nmi_apply(&v->arch.nmi, vmcb);
+	if (!c->nested.in_l2) // after L1's VMRUN, its events wait for its #VMEXIT
+		svm_before_primary_entry(c);
 }
 
 // A #VMEXIT that saved the host's state as the guest's loses the guest's
@@ -207,13 +219,21 @@ static void svm_check_guest_state(struct svm_cpu *c)
 // CPU out of guest mode for the whole exit; the entry that follows flushes
 // the ASID when a shootdown came meanwhile (the body may have cleared
 // TLB_CONTROL: "the last VMRUN flushed").
+//
+// The exit of a nested L2 comes here too (c->nested.in_l2): Slat's to handle
+// or L1's (svm_nested_exit); once it went to L1, L1 runs next as after any
+// of its own exits. Each L2 entry flushes every ASID (nested_run.c).
 void svm_handle_exit(struct svm_cpu *c)
 {
 	unsigned cpu = c->vcpu->index;
 
 	x86_slat_cpu_exit(cpu);
-	svm_check_guest_state(c);
-	svm_exit_body(c);
-	if (x86_slat_cpu_enter(cpu))
+	if (!c->nested.in_l2) {
+		svm_check_guest_state(c);
+		svm_exit_body(c);
+	} else if (!svm_nested_exit(c)) {
+		svm_before_primary_entry(c);
+	}
+	if (x86_slat_cpu_enter(cpu) && !c->nested.in_l2)
 		svm_mm_flush_here((void *)(uintptr_t)c->vmcb_pa);
 }

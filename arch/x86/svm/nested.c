@@ -72,6 +72,9 @@ void svm_nested_efer_write(struct svm_cpu *c, uint64_t efer)
 
 void svm_nested_reset(struct svm_cpu *c)
 {
+	c->nested.in_l2 = false; // the CPU's VMRUN enters L1's VMCB again
+	c->run_vmcb_pa = c->vmcb_pa;
+	c->run_sti = 0;
 	svm_nested_root_drop(c);
 	c->nested.svme = false;
 	set_gif(c, true);

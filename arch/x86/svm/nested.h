@@ -11,7 +11,7 @@
 // docs/nested-svm.md.
 //
 //   nested.c       the virtual SVM state, the instructions, #VMEXIT to L1
-//   nested_run.c   vmcb02, the L2 loop, routing of L2's exits
+//   nested_run.c   vmcb02, entering L2, routing of L2's exits
 //   nested_mmu.c   the shadow engine: NPT12 walks, write tracking, faults
 #ifndef SLAT_ARCH_X86_SVM_NESTED_H
 #define SLAT_ARCH_X86_SVM_NESTED_H
@@ -68,9 +68,12 @@ void svm_nested_vmexit(struct svm_cpu *c, uint64_t code, uint64_t info1, uint64_
 		       uint64_t intinfo);
 
 // ---- nested_run.c -----------------------------------------------------------------
-// VMRUN of vmcb12 at `vmcb12_pa` (checked, mapped): builds vmcb02 and runs L2
-// until an exit goes to L1 (or vmcb12 is refused with VMEXIT_INVALID).
+// VMRUN of vmcb12 at `vmcb12_pa` (checked, mapped): builds vmcb02 and points
+// the CPU's VMRUN loop at it (or refuses vmcb12 with VMEXIT_INVALID).
 void svm_nested_vmrun(struct svm_cpu *c, uint64_t vmcb12_pa);
+// An exit of L2 (c->nested.in_l2): true when Slat handled it and L2 runs
+// again; false when it went to L1 (#VMEXIT: the CPU runs L1 next).
+bool svm_nested_exit(struct svm_cpu *c);
 
 // ---- nested_mmu.c -----------------------------------------------------------------
 bool svm_nested_mmu_init(const struct slat_plan *plan);

@@ -2,8 +2,8 @@
 //
 // Nested SVM: L1's VMRUN. vmcb12 is checked as the CPU checks a VMCB
 // (VMEXIT_INVALID otherwise), vmcb02 is built from it and from Slat's own
-// policy, and L2 runs on this CPU from inside L1's VMRUN exit (on the host
-// stack, as a secondary vCPU does) until one of its exits belongs to L1.
+// policy, and L2 runs in the CPU's one VMRUN loop and exit entry until one
+// of its exits belongs to L1.
 //
 // vmcb02's intercepts are L1's plus Slat's: NMIs (Slat's kicks and the
 // primary's own NMIs), shutdown, every SVM instruction, and port I/O and MSRs
@@ -201,7 +201,10 @@ static bool l1_wants(void *v12, uint64_t code, uint64_t info1, struct vcpu *v)
 	return true; // NPF (L1's nested paging), and anything newer
 }
 
-// ---- the L2 loop ----------------------------------------------------------------------
+// ---- L2's exits ----------------------------------------------------------------------
+// L2 runs in the CPU's own VMRUN loop (svm_entry.S) with c->run_vmcb_pa on
+// vmcb02, as KVM runs a vCPU in guest mode in its one loop: every exit comes
+// through svm_handle_exit, which asks c->nested.in_l2 and hands L2's here.
 struct l2_exit {
 	uint64_t code, info1, info2, intinfo;
 };
@@ -214,7 +217,7 @@ static void inject_l2(void *v02, unsigned vector, bool gp)
 
 // An NMI exit of L2: Slat's kick (a shootdown: seen by leaving guest mode;
 // an INIT waiting for this vCPU: L1 gets an interrupt exit so that the
-// primary's loop sees it), or the primary's own NMI, which is L1's.
+// primary's exit path sees it), or the primary's own NMI, which is L1's.
 static bool l2_nmi(struct svm_cpu *c, void *v12, struct l2_exit *x)
 {
 	struct vcpu *v = c->vcpu;
@@ -277,31 +280,63 @@ static bool l2_exit_is_slats(struct svm_cpu *c, void *v12, bool np, struct l2_ex
 	return true;
 }
 
-static void run_l2_once(struct svm_cpu *c, bool np, bool sti)
+// Before each entry of L2: L2's translations flushed (NPT02 changes,
+// INVLPGA and a new root are covered, and a CPU that flushes by ASID has one
+// ASID for every L2: docs/nested-svm.md) and the current shadow root (a
+// reclaim may have replaced it).
+static void l2_entry_prepare(struct svm_cpu *c)
 {
 	void *v02 = (void *)(uintptr_t)c->nested.vmcb02_pa;
-	unsigned cpu = c->vcpu->index;
+	bool np = *vmcb64((void *)(uintptr_t)c->nested.vmcb12_pa, VMCB_NP_ENABLE) & 1;
 
-	// Flush L2's translations at every entry: NPT02 changes, INVLPGA and a
-	// new root are covered, and a CPU that flushes by ASID has one ASID for
-	// every L2 (docs/nested-svm.md).
-	x86_slat_cpu_enter(cpu);
 	*vmcb8(v02, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 	c->nested.flush = false;
 	*vmcb64(v02, VMCB_N_CR3) = !np		    ? svm_host.npt_root
 				   : c->nested.root ? sh_root_pa(c->nested.root)
 						    : svm_nested_empty_root();
-	svm_hv_run_once(c->nested.vmcb02_pa, c->vcpu->arch.gpr, sti);
-	x86_slat_cpu_exit(cpu);
 }
 
+// The CPU goes back to L1: its VMCB, its hidden state (the CPU holds L2's:
+// saved into vmcb02 for svm_nested_vmexit, which hands them to L1's VMCB).
+static void l2_leave(struct svm_cpu *c, const struct l2_exit *x)
+{
+	svm_vmsave(c->nested.vmcb02_pa);
+	c->nested.in_l2 = false;
+	c->run_vmcb_pa = c->vmcb_pa;
+	c->run_sti = 0;
+	svm_nested_vmexit(c, x->code, x->info1, x->info2, x->intinfo);
+}
+
+bool svm_nested_exit(struct svm_cpu *c)
+{
+	void *v12 = (void *)(uintptr_t)c->nested.vmcb12_pa;
+	void *v02 = (void *)(uintptr_t)c->nested.vmcb02_pa;
+	struct l2_exit x = {
+	    .code = *vmcb64(v02, VMCB_EXITCODE),
+	    .info1 = *vmcb64(v02, VMCB_EXITINFO1),
+	    .info2 = *vmcb64(v02, VMCB_EXITINFO2),
+	    .intinfo = *vmcb64(v02, VMCB_EXITINTINFO),
+	};
+
+	NESTED_COUNT(l2_exits);
+	*vmcb64(v02, VMCB_EVENTINJ) = 0;
+	if (!l2_exit_is_slats(c, v12, *vmcb64(v12, VMCB_NP_ENABLE) & 1, &x)) {
+		l2_leave(c, &x);
+		return false;
+	}
+	// An event whose delivery the exit interrupted goes in again, unless
+	// Slat queued an exception of its own.
+	svm_event_redeliver(v02, x.intinfo);
+	l2_entry_prepare(c);
+	return true;
+}
+
+// L1's VMRUN: checked, vmcb02 built, and the CPU's next VMRUN enters L2.
 void svm_nested_vmrun(struct svm_cpu *c, uint64_t vmcb12_pa)
 {
 	void *v12 = (void *)(uintptr_t)vmcb12_pa;
 	void *v01 = (void *)(uintptr_t)c->vmcb_pa;
-	void *v02 = (void *)(uintptr_t)c->nested.vmcb02_pa;
 	bool np = *vmcb64(v12, VMCB_NP_ENABLE) & 1;
-
 	uint64_t root4;
 
 	NESTED_COUNT(vmruns);
@@ -323,27 +358,12 @@ void svm_nested_vmrun(struct svm_cpu *c, uint64_t vmcb12_pa)
 	svm_vmcb_save_state(c);
 	build_vmcb02(c, v12, np);
 	*vmcb64(v12, VMCB_EVENTINJ) = 0; // the CPU takes it at VMRUN
+	l2_entry_prepare(c);
+	// vmcb02's hidden state is L1's VMCB's (build_vmcb02): VMLOADed when
+	// the host rewrote that one, else the CPU holds it already.
+	c->nested.in_l2 = true;
+	c->run_vmcb_pa = c->nested.vmcb02_pa;
 	// Physical interrupts: with V_INTR_MASKING they are masked by the
 	// host's IF, which is L1's at its VMRUN; without, by L2's own IF.
-	bool sti = *vmcb64(v01, VMCB_RFLAGS) & RFLAGS_IF;
-	c->nested.in_l2 = true;
-	for (;;) {
-		run_l2_once(c, np, sti);
-		struct l2_exit x = {
-		    .code = *vmcb64(v02, VMCB_EXITCODE),
-		    .info1 = *vmcb64(v02, VMCB_EXITINFO1),
-		    .info2 = *vmcb64(v02, VMCB_EXITINFO2),
-		    .intinfo = *vmcb64(v02, VMCB_EXITINTINFO),
-		};
-		NESTED_COUNT(l2_exits);
-		*vmcb64(v02, VMCB_EVENTINJ) = 0;
-		if (!l2_exit_is_slats(c, v12, np, &x)) {
-			svm_nested_vmexit(c, x.code, x.info1, x.info2, x.intinfo);
-			break;
-		}
-		// An event whose delivery the exit interrupted goes in again,
-		// unless Slat queued an exception of its own.
-		svm_event_redeliver(v02, x.intinfo);
-	}
-	c->nested.in_l2 = false;
+	c->run_sti = (*vmcb64(v01, VMCB_RFLAGS) & RFLAGS_IF) ? 1 : 0;
 }

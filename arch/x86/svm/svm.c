@@ -55,6 +55,7 @@ static bool percpu_init(struct region *r)
 		c->gdtr_base = svm_host.env.gdt;
 		c->idtr_base = svm_host.env.idt;
 		c->host_entry = (uint64_t)(uintptr_t)svm_host_entry;
+		c->run_vmcb_pa = c->vmcb_pa;
 	}
 	return true;
 }

@@ -24,7 +24,7 @@ struct sh_page;
 struct svm_nested_cpu {
 	bool svme;	    // L1's EFER.SVME (the real bit stays set)
 	bool gif;	    // L1's global interrupt flag
-	bool in_l2;	    // inside the L2 loop (nested_run.c)
+	bool in_l2;	    // L2 runs: the CPU's VMRUN enters vmcb02 (nested_run.c)
 	bool flush;	    // INVLPGA or a new root: flush L2's TLB at entry
 	bool la57;	    // L1 pages with five levels (its CR4.LA57 at VMRUN): so does NPT12
 	uint64_t vmcb02_pa; // Slat's VMCB for L2 (Slat's region)
@@ -201,6 +201,11 @@ struct svm_cpu {
 	// the guest's values (the host never changes them): no VMLOAD, and
 	// VMSAVE only when the host reads them (svm_vmcb_save_state).
 	uint64_t vmload;
+	// 64: the VMCB the next VMRUN enters (and VMLOADs): vmcb_pa, or the
+	// nested L2's vmcb02 while L2 runs (nested_run.c). 72: non-zero sets
+	// the host's IF for that VMRUN (L2 under V_INTR_MASKING, with L1's IF).
+	uint64_t run_vmcb_pa;
+	uint64_t run_sti;
 	bool vmsaved;		  // this exit's VMSAVE done
 	uint64_t hsave_pa;	  // VM_HSAVE_PA page
 	uint64_t next_rip;	  // exit-specific next RIP when known (IOIO), else 0
@@ -208,6 +213,11 @@ struct svm_cpu {
 	struct vcpu *vcpu;	  // the vCPU this CPU runs
 	struct svm_nested_cpu nested;
 };
+
+// svm_entry.S's view of the first fields (its C_* offsets).
+_Static_assert(__builtin_offsetof(struct svm_cpu, vmload) == 56, "svm_entry.S C_VMLOAD");
+_Static_assert(__builtin_offsetof(struct svm_cpu, run_vmcb_pa) == 64, "svm_entry.S C_RUN_VMCB");
+_Static_assert(__builtin_offsetof(struct svm_cpu, run_sti) == 72, "svm_entry.S C_RUN_STI");
 
 // The two kinds of SVM vCPU (one ops table, vcpu_ops.c): a primary vCPU's
 // v->arch.backend is its CPU's svm_cpu (svm.c); a secondary's is NULL
@@ -235,6 +245,7 @@ struct svm_host {
 extern struct svm_host svm_host;
 
 void svm_vmcb_save_state(struct svm_cpu *c); // VMSAVE once per exit (vmcb.c)
+void svm_vmsave(uint64_t vmcb_pa);	     // VMSAVE: the CPU's FS, GS, TR, ... into that VMCB
 void svm_irq_window(struct vcpu *v);	     // x86_vm_ops.irq_window (exit.c)
 void svm_host_nmi(void);		     // the host NMI handler (svm_entry.S)
 // The guest's NMIs (exit.c), for the primary's vCPUs and secondaries alike:

@@ -16,6 +16,8 @@
 #define C_IDTR_BASE  40
 #define C_HOST_ENTRY 48
 #define C_VMLOAD     56
+#define C_RUN_VMCB   64
+#define C_RUN_STI    72
 
 // VMCB state-save offsets (svm.h)
 #define VMCB_RFLAGS 0x570
@@ -81,11 +83,15 @@ svm_launch:
 
 // svm_run(struct svm_cpu *c): never returns; entered in the resident copy. The guest's GPRs other than
 // RAX and RSP (which VMRUN takes from the VMCB) live in c->gprs[] (vcpu->arch.gpr).
-// VMLOAD/VMSAVE move the state VMRUN does not (FS, GS, TR, LDTR, the
-// SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those, so the
-// CPU keeps the guest's values across an exit: VMLOAD only when the host
-// rewrote them in the VMCB (c->vmload), VMSAVE only when it reads them
-// (svm_vmcb_save_state). Each costs dozens of memory accesses per exit.
+// The VMCB is c->run_vmcb_pa: the primary vCPU's, or a nested L2's (the same
+// loop and exit entry for both). VMLOAD/VMSAVE move the state VMRUN does not
+// (FS, GS, TR, LDTR, the SYSCALL/SYSENTER MSRs, KernelGSBase); the host never
+// uses those, so the CPU keeps the guest's values across an exit: VMLOAD only
+// when the host rewrote them in the VMCB (c->vmload), VMSAVE only when it
+// reads them (svm_vmcb_save_state). Each costs dozens of memory accesses per
+// exit. With c->run_sti the VMRUN runs with the host's IF set (physical
+// interrupts under V_INTR_MASKING exit the guest); the NOP ends STI's shadow
+// in the host, as in hv_entry.S.
 	.globl	svm_run
 svm_run:
 	mov	C_STACK_TOP(%rcx), %rsp
@@ -96,14 +102,19 @@ svm_run:
 	cmpq	$0, C_VMLOAD(%rax)
 	je	1f
 	movq	$0, C_VMLOAD(%rax)
-	mov	C_VMCB_PA(%rax), %rax
+	mov	C_RUN_VMCB(%rax), %rax
 	vmload	%rax
 1:	mov	(%rsp), %rax
 	mov	C_GPRS(%rax), %rax
 	GUEST_GPRS_LOAD %rax
 	mov	(%rsp), %rax
-	mov	C_VMCB_PA(%rax), %rax
-	vmrun	%rax
+	cmpq	$0, C_RUN_STI(%rax)
+	mov	C_RUN_VMCB(%rax), %rax
+	je	2f
+	sti
+	nop
+2:	vmrun	%rax
+	cli
 	push	%rax
 	mov	8(%rsp), %rax
 	mov	C_GPRS(%rax), %rax

@@ -10,7 +10,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-static void vmsave(uint64_t pa)
+void svm_vmsave(uint64_t pa)
 {
 	__asm__ volatile("vmsave %%rax" : : "a"(pa) : "memory");
 }
@@ -66,7 +66,7 @@ void svm_vmcb_guest_from_live(struct svm_cpu *c, void *vmcb)
 
 	read_gdtr(&gb, &gl);
 	read_idtr(&ib, &il);
-	vmsave(c->vmcb_pa); // FS, GS, TR, LDTR, KernelGSBase, STAR/LSTAR/CSTAR/SFMASK, SYSENTER
+	svm_vmsave(c->vmcb_pa); // FS, GS, TR, LDTR, KernelGSBase, STAR/LSTAR/CSTAR/SFMASK, SYSENTER
 	seg_from_gdt(vmcb, VMCB_CS, read_cs(), gb, gl);
 	seg_from_gdt(vmcb, VMCB_SS, read_ss(), gb, gl);
 	seg_from_gdt(vmcb, VMCB_DS, read_ds(), gb, gl);
@@ -90,7 +90,7 @@ void svm_vmcb_save_state(struct svm_cpu *c)
 {
 	if (c->vmsaved)
 		return;
-	vmsave(c->vmcb_pa);
+	svm_vmsave(c->vmcb_pa);
 	c->vmsaved = true;
 }
 
