@@ -50,7 +50,7 @@ test-slow: deps
 	$(Q)bash tests/run.sh slow
 
 fmt:
-	$(Q)git ls-files '*.c' '*.h' | xargs clang-format -i
+	$(Q)git ls-files '*.c' '*.h' ':!:*.S.h' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD)/aarch64 $(BUILD)/x86_64 $(BUILD)/hosted $(BUILD)/test $(BUILD)/bench
