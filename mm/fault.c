@@ -127,6 +127,13 @@ static int fault_slot(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsi
 		fw.prot = sl->flags & S2_SLOT_READONLY ? S2_PROT_R | S2_PROT_X : S2_PROT_RWX;
 		fw.mt = sl->flags & S2_SLOT_DEVICE ? S2_MT_DEVICE : S2_MT_WB;
 		fw.level = pick_level(vm, sl, gpa);
+		// A logging slot: 4 KiB leaves, writable only from a write fault,
+		// which marks the page (after the install, below).
+		if (sl->flags & S2_SLOT_DIRTY_LOG) {
+			fw.level = 0;
+			if (!(access & S2_PROT_W))
+				fw.prot &= ~S2_PROT_W;
+		}
 		// One offset for the whole leaf: the leaf's pages are contiguous
 		// (pick_level), and so is every smaller block inside it. An absent
 		// page fits no block (its address is unaligned and breaks every
@@ -185,6 +192,11 @@ static int fault_slot(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsi
 			return S2_FAULT_MMIO;
 		}
 		info->hpa = gpa + fw.delta;
+		// Inside the slot-set reader section: the bitmap outlives this. A
+		// harvest between the install and this mark leaves the leaf
+		// writable and reports the page next time.
+		if ((sl->flags & S2_SLOT_DIRTY_LOG) && (access & S2_PROT_W))
+			s2_dirty_mark(vm, sl, gpa);
 		return S2_FAULT_MAPPED;
 	}
 }

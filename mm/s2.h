@@ -78,6 +78,9 @@ struct s2_stats {
 	uint64_t roots_alloc, roots_freed;
 	// Deferred frees (mm_epoch): grace periods ended, pages still waiting.
 	uint64_t grace_periods, deferred_pending;
+	// Dirty logging (mm/dirty.c): pages the fault path marked dirty, pages
+	// a harvest reported, leaves it write-protected again.
+	uint64_t dirty_marked, dirty_reported, dirty_protected;
 };
 
 struct s2_vm;
@@ -148,7 +151,7 @@ void s2_roots_zap_invalid(struct s2_vm *vm);
 enum {
 	S2_SLOT_READONLY = 1u << 0,  // writes fault with S2_E_PERM (emulated)
 	S2_SLOT_DEVICE = 1u << 1,    // mapped as device memory (pass-through MMIO)
-	S2_SLOT_DIRTY_LOG = 1u << 2, // reserved: refused for now
+	S2_SLOT_DIRTY_LOG = 1u << 2, // writes are logged per page (mm/dirty.c; not with DEVICE)
 };
 
 // A slot's memory as a list of host frames (secondary VMs: the pages the
@@ -172,6 +175,7 @@ struct s2_slot {
 	uint64_t size;			  // bytes
 	uint64_t hpa;			  // backing host-physical base (0 when `backing` is set)
 	const struct s2_backing *backing; // NULL: contiguous from hpa
+	uint64_t dirty_dir;		  // S2_SLOT_DIRTY_LOG: the bitmap's directory page
 };
 
 // Host-physical address of the page of `sl` that holds `gpa` (inside the slot).
@@ -204,6 +208,28 @@ int s2_slot_zap_pages(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first
 int s2_slot_delete(struct s2_vm *vm, unsigned as, uint32_t id);
 int s2_slot_move(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t new_gpa);
 int s2_slot_set_flags(struct s2_vm *vm, unsigned as, uint32_t id, unsigned flags);
+// ---- dirty logging (mm/dirty.c) ------------------------------------------------
+// A slot with S2_SLOT_DIRTY_LOG (given at add or with s2_slot_set_flags,
+// which zaps the slot once: every page refaults) is mapped with 4 KiB leaves;
+// a read fault maps the page read-only, a write fault maps it writable and
+// sets its bit in the slot's bitmap. Bit i of the bitmap is the slot's page
+// i (KVM_GET_DIRTY_LOG's layout: 64 pages a word, LSB first). Slots larger
+// than S2_DIRTY_MAX_PAGES pages cannot log (S2_E_RANGE).
+#define S2_DIRTY_MAX_PAGES (512ull * 4096 * 8) // 64 GiB: one directory page
+// Copies the bitmap into `out` (`words` >= (pages + 63) / 64, else
+// S2_E_RANGE); with `clear`, also clears it and write-protects exactly the
+// pages it reported, in every root, with one flush, before returning
+// (KVM_GET_DIRTY_LOG). S2_E_INVAL: the slot does not log.
+int s2_slot_dirty_get(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t *out, uint64_t words,
+		      bool clear);
+// Pages [first, first + n) of the slot whose bit is set in `mask` (bit i:
+// page first + i) and in the bitmap: cleared and write-protected, one flush
+// (KVM_CLEAR_DIRTY_LOG); on return `mask` holds exactly those pages.
+// `first` a multiple of 64; n a multiple of 64 or reaching the slot's end
+// (S2_E_INVAL otherwise, as KVM); zero or beyond the slot S2_E_RANGE.
+int s2_slot_dirty_clear(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n,
+			uint64_t *mask);
+
 // Copy of the slot containing gpa (false when none).
 bool s2_slot_find(struct s2_vm *vm, unsigned as, uint64_t gpa, struct s2_slot *out);
 // Memslot generation: bit 63 set while an update is in progress.

@@ -227,6 +227,16 @@ uint64_t s2_page_alloc(struct s2_vm *vm, unsigned npages, uint64_t align);
 void s2_page_free(struct s2_vm *vm, uint64_t pa, unsigned npages, bool deferred);
 void s2_slots_init(struct s2_vm *vm);
 void s2_slots_destroy(struct s2_vm *vm);
+// Dirty bitmaps (mm/dirty_bitmap.c): a directory page and one page per 32768 slot
+// pages, all allocated (0: S2_E_NOMEM, nothing kept) or freed together; the
+// fault path marks a page inside its slot-set reader section.
+uint64_t s2_dirty_alloc(struct s2_vm *vm, uint64_t slot_pages);
+void s2_dirty_free(struct s2_vm *vm, uint64_t dir, uint64_t slot_pages);
+void s2_dirty_mark(struct s2_vm *vm, const struct s2_slot *sl, uint64_t gpa);
+// The bitmap word that holds page `page`'s bit.
+uint64_t *s2_dirty_word(uint64_t dir, uint64_t page);
+// The slot with `id` in the active set (slots lock held), or false.
+bool s2_slot_by_id(struct s2_vm *vm, unsigned as, uint32_t id, const struct s2_slot **out);
 void s2_roots_destroy(struct s2_vm *vm);
 
 #endif

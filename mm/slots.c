@@ -42,8 +42,8 @@
 // Free records an update needs at most: an add takes the new record; a
 // delete, move or flag change takes the INVALID copy, and the final record
 // only after the old one went back to the free list (do_change).
-_Static_assert(sizeof(struct s2_slot_rec) == 176, "slot record: slot + 4 nodes + link");
-_Static_assert(RECS_PER_PAGE == 23, "23 slot records a page (docs/mm.md, memory)");
+_Static_assert(sizeof(struct s2_slot_rec) == 184, "slot record: slot + 4 nodes + link");
+_Static_assert(RECS_PER_PAGE == 22, "22 slot records a page (docs/mm.md, memory)");
 _Static_assert(offsetof(struct s2_slot_rec, slot) == 0, "lookups return &rec->slot");
 
 void s2_slots_init(struct s2_vm *vm)
@@ -57,10 +57,26 @@ void s2_slots_init(struct s2_vm *vm)
 	}
 }
 
+// The dirty bitmaps of the records below `n` (the active set's id tree).
+static void free_bitmaps(struct s2_vm *vm, struct s2_tnode *n, unsigned idx)
+{
+	if (!n)
+		return;
+	free_bitmaps(vm, n->l, idx); // depth bounded by the AVL height (< 24)
+	free_bitmaps(vm, n->r, idx);
+	const struct s2_slot *sl =
+	    &((struct s2_slot_rec *)((char *)(n - idx) - offsetof(struct s2_slot_rec, by_id)))
+		 ->slot;
+	if (sl->dirty_dir)
+		s2_dirty_free(vm, sl->dirty_dir, sl->size >> S2_PAGE_SHIFT);
+}
+
 // Records pages go back only here (the trees need no teardown: they live in
-// the records).
+// the records); so do the bitmaps of the slots still there.
 void s2_slots_destroy(struct s2_vm *vm)
 {
+	for (unsigned as = 0; as < S2_NR_AS; as++)
+		free_bitmaps(vm, vm->active[as]->by_id, vm->active[as]->idx);
 	while (vm->slot_pages) {
 		uint64_t pa = vm->slot_pages;
 
@@ -240,6 +256,16 @@ static struct s2_slot_rec *find_id(const struct s2_slotset *s, uint32_t id)
 	return r;
 }
 
+bool s2_slot_by_id(struct s2_vm *vm, unsigned as, uint32_t id, const struct s2_slot **out)
+{
+	const struct s2_slot_rec *r = find_id(vm->active[as], id);
+
+	if (!r || (r->slot.flags & S2_SLOT_INVALID))
+		return false;
+	*out = &r->slot;
+	return true;
+}
+
 // Does [gpa, gpa + size) overlap a slot other than `skip`? Slots do not
 // overlap, so only the last slot starting below gpa + size can (or, when that
 // is `skip`, the one before it).
@@ -327,7 +353,20 @@ struct slot_req {
 	uint64_t gpa, size, hpa;
 	unsigned flags;
 	const struct s2_backing *backing;
+	uint64_t dirty_dir; // prepared: the bitmap a slot that starts logging gets
 };
+
+#define SLOT_FLAGS_OK (S2_SLOT_READONLY | S2_SLOT_DEVICE | S2_SLOT_DIRTY_LOG)
+
+// Flags a slot of `size` bytes may have: a device slot logs nothing.
+static int flags_ok(unsigned flags, uint64_t size)
+{
+	if ((flags & ~SLOT_FLAGS_OK) || ((flags & S2_SLOT_DIRTY_LOG) && (flags & S2_SLOT_DEVICE)))
+		return S2_E_INVAL;
+	if ((flags & S2_SLOT_DIRTY_LOG) && (size >> S2_PAGE_SHIFT) > S2_DIRTY_MAX_PAGES)
+		return S2_E_RANGE;
+	return 0;
+}
 
 static int validate(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
 		    struct s2_slot_rec **old)
@@ -338,8 +377,9 @@ static int validate(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
 
 	*old = o;
 	if (rq->op == SLOT_ADD) {
-		if (rq->flags & ~(S2_SLOT_READONLY | S2_SLOT_DEVICE))
-			return S2_E_INVAL;
+		r = flags_ok(rq->flags, rq->size);
+		if (r)
+			return r;
 		if (rq->backing && (rq->hpa || !rq->backing->page_hpa || !rq->backing->contiguous))
 			return S2_E_INVAL;
 		r = check_geometry(vm, rq->gpa, rq->size, rq->hpa);
@@ -359,9 +399,21 @@ static int validate(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
 			return r;
 		return overlaps(cur, rq->gpa, o->slot.size, o) ? S2_E_OVERLAP : 0;
 	}
-	if (rq->op == SLOT_FLAGS && (rq->flags & ~(S2_SLOT_READONLY | S2_SLOT_DEVICE)))
-		return S2_E_INVAL;
-	return 0;
+	return rq->op == SLOT_FLAGS ? flags_ok(rq->flags, o->slot.size) : 0;
+}
+
+// Prepare: the bitmap of a slot that starts logging (added with the flag, or
+// given it), before anything is published.
+static int bitmap_prepare(struct s2_vm *vm, struct slot_req *rq, const struct s2_slot_rec *old)
+{
+	bool starts = (rq->op == SLOT_ADD || (rq->op == SLOT_FLAGS && !old->slot.dirty_dir)) &&
+		      (rq->flags & S2_SLOT_DIRTY_LOG);
+	uint64_t size = rq->op == SLOT_ADD ? rq->size : old ? old->slot.size : 0;
+
+	if (!starts)
+		return 0;
+	rq->dirty_dir = s2_dirty_alloc(vm, size >> S2_PAGE_SHIFT);
+	return rq->dirty_dir ? 0 : S2_E_NOMEM;
 }
 
 static void do_add(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
@@ -372,7 +424,8 @@ static void do_add(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 			     .gpa = rq->gpa,
 			     .size = rq->size,
 			     .hpa = rq->hpa,
-			     .backing = rq->backing};
+			     .backing = rq->backing,
+			     .dirty_dir = rq->dirty_dir};
 
 	gen_begin(vm);
 	apply(vm, as, NULL, rec_take(vm, &sl), gen_next(vm));
@@ -393,20 +446,34 @@ static void do_change(struct s2_vm *vm, unsigned as, const struct slot_req *rq,
 	zap_old(vm, as, sl.gpa, sl.size);
 	// 3. Final record (none for a delete): the free list has `old` back, so
 	// the one record reserved for the update suffices.
+	// A move keeps the bitmap (it counts the slot's pages); a slot that
+	// stops logging, or goes, frees it once no fault can still mark it.
 	struct s2_slot_rec *fin = NULL;
-	if (rq->op != SLOT_DELETE) {
+	uint64_t drop = 0;
+	if (rq->op == SLOT_DELETE) {
+		drop = sl.dirty_dir;
+	} else {
 		sl.flags &= (uint16_t)~S2_SLOT_INVALID;
-		if (rq->op == SLOT_MOVE)
+		if (rq->op == SLOT_MOVE) {
 			sl.gpa = rq->gpa;
-		else
+		} else {
 			sl.flags = (uint16_t)rq->flags;
+			if (!(rq->flags & S2_SLOT_DIRTY_LOG)) {
+				drop = sl.dirty_dir;
+				sl.dirty_dir = 0;
+			} else if (!sl.dirty_dir) {
+				sl.dirty_dir = rq->dirty_dir;
+			}
+		}
 		fin = rec_take(vm, &sl);
 	}
 	apply(vm, as, inv, fin, gen_next(vm));
 	rec_put(vm, inv);
+	if (drop)
+		s2_dirty_free(vm, drop, sl.size >> S2_PAGE_SHIFT);
 }
 
-static int slot_update(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
+static int slot_update(struct s2_vm *vm, unsigned as, struct slot_req *rq)
 {
 	struct s2_slot_rec *old;
 	int r;
@@ -420,6 +487,8 @@ static int slot_update(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 	r = validate(vm, as, rq, &old);
 	if (!r)
 		r = recs_reserve(vm, 1); // one record per update (see RECS_PER_PAGE)
+	if (!r)
+		r = bitmap_prepare(vm, rq, old);
 	if (r) {
 		mm_spin_unlock(&vm->slots_lock);
 		return r;
@@ -436,14 +505,14 @@ static int slot_update(struct s2_vm *vm, unsigned as, const struct slot_req *rq)
 int s2_slot_add(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64_t size,
 		uint64_t hpa, unsigned flags)
 {
-	struct slot_req rq = {SLOT_ADD, id, gpa, size, hpa, flags, NULL};
+	struct slot_req rq = {SLOT_ADD, id, gpa, size, hpa, flags, NULL, 0};
 	return slot_update(vm, as, &rq);
 }
 
 int s2_slot_add_backed(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t gpa, uint64_t size,
 		       const struct s2_backing *b, unsigned flags)
 {
-	struct slot_req rq = {SLOT_ADD, id, gpa, size, 0, flags, b};
+	struct slot_req rq = {SLOT_ADD, id, gpa, size, 0, flags, b, 0};
 
 	if (!b)
 		return S2_E_INVAL;

@@ -485,8 +485,7 @@ static void test_bad_requests(void **state)
 	assert_int_equal(s2_slot_add(t.vm, 0, 3, 8 * MiB, 16 * MiB, HPA_A, 0), S2_E_OVERLAP);
 	assert_int_equal(s2_slot_add(t.vm, 0, 3, 1 * GiB - 4096, 8192, HPA_A, 0), S2_E_OVERLAP);
 	assert_int_equal(s2_slot_add(t.vm, 0, 1, 4 * GiB, 4096, HPA_A, 0), S2_E_EXIST);
-	assert_int_equal(s2_slot_add(t.vm, 0, 3, 4 * GiB, 4096, HPA_A, S2_SLOT_DIRTY_LOG),
-			 S2_E_INVAL);
+	assert_int_equal(s2_slot_add(t.vm, 0, 3, 4 * GiB, 4096, HPA_A, 1u << 3), S2_E_INVAL);
 	assert_int_equal(s2_slot_add(t.vm, S2_NR_AS, 3, 4 * GiB, 4096, HPA_A, 0), S2_E_AS);
 	assert_int_equal(s2_slot_delete(t.vm, 0, 7), S2_E_NOENT);
 	assert_int_equal(s2_slot_delete(t.vm, 1, 1), S2_E_NOENT); // other address space
