@@ -10,9 +10,10 @@
  * The AP checks what INIT did to its local APIC (a snapshot, and an
  * interrupt window in which nothing may arrive), then leaves the APIC
  * enabled with a periodic timer running for the next INIT to reset.
- * Then 100 NMI IPIs BSP -> AP, each taken by the parked AP (round trip timed
- * in ARCHINFO). At the end the AP gets an INIT and waits for a STARTUP, a
- * state the firmware's MP services start from; the payload powers off.
+ * Then 100 NMI IPIs BSP -> AP, one at a time, each taken exactly once by the
+ * parked AP within a bounded time (round trips in ARCHINFO). At the end the
+ * AP gets an INIT and waits for a STARTUP, a state the firmware's MP services
+ * start from; the payload powers off.
  */
 #include "tests/arch/lib/ta_efi.h"
 #include "tests/arch/x86/lib/smp.h"
@@ -99,36 +100,74 @@ static void startups(uint32_t ap, uint8_t vector, struct smp_tramp_data *d)
 	ta_verdict("smp-startups", "completed %u of %u", ok, STARTUPS);
 }
 
-/* NMIs to the parked AP: how many it took; the mean cost in ARCHINFO. */
-static void nmi_ipis(uint32_t ap, struct smp_tramp_data *d)
+/* How long one NMI may take to be handled by the parked AP, in ms of TSC
+ * time: far above the worst round trip seen (about 1.3 s, with QEMU busy). */
+#define NMI_WAIT_MS 10000
+
+/* Waits until the AP has finished `n` NMI handlers, up to `limit` TSC cycles. */
+static bool wait_nmi_exits(const struct smp_tramp_data *d, uint32_t n, uint64_t limit)
 {
+	uint64_t t0 = rdtsc();
+
+	while (d->nmi_exits < n)
+		if (rdtsc() - t0 > limit)
+			return d->nmi_exits >= n;
+	return true;
+}
+
+/* NMI round trips, in TSC cycles (ARCHINFO). */
+struct nmi_times {
+	uint64_t write, trip, best, worst;
+};
+
+static void nmi_time(struct nmi_times *t, uint64_t t0, uint64_t t1, uint64_t t2)
+{
+	t->write += t1 - t0;
+	t->trip += t2 - t0;
+	t->best = t2 - t0 < t->best ? t2 - t0 : t->best;
+	t->worst = t2 - t0 > t->worst ? t2 - t0 : t->worst;
+}
+
+/*
+ * NMIs to the parked AP, one at a time: the next is sent only after the AP
+ * counted the previous one's handler as finished, so at most one is ever
+ * outstanding and none can merge with another (a second NMI while one is
+ * pending or in service before IRET is latched as one). Each wait is bounded
+ * in time; the first NMI that is not taken, or taken twice, ends the phase
+ * with a verdict that says which.
+ */
+static void nmi_ipis(uint32_t ap, struct smp_tramp_data *d, uint64_t tsc_ms)
+{
+	struct nmi_times t = {0, 0, ~0ull, 0};
+	uint32_t base = d->nmi_exits;
 	unsigned ok = 0;
-	uint64_t write_cycles = 0, trip_cycles = 0, best_trip = ~0ull;
 
 	for (unsigned i = 0; i < NMI_IPIS; i++) {
-		uint32_t before = d->nmis;
+		uint32_t want = base + i + 1;
 		smp_apic_write(APIC_ICR_HI, ap << 24);
 		uint64_t t0 = rdtsc();
 		smp_apic_write(APIC_ICR_LO, ICR_NMI | ICR_ASSERT);
 		uint64_t t1 = rdtsc();
-		unsigned spin = 0;
-		while (d->nmis == before && spin < 50000000)
-			spin++;
+		bool done = wait_nmi_exits(d, want, NMI_WAIT_MS * tsc_ms);
 		uint64_t t2 = rdtsc();
-		if (d->nmis != before + 1)
-			continue;
+		if (!done || d->nmis != want || d->nmi_exits != want) {
+			ta_verdict("smp-nmi-ipi-failure",
+				   "NMI %u: %s within %u ms (handler entered %u, finished %u times "
+				   "for %u sent)",
+				   i + 1, done ? "taken more than once" : "not taken", NMI_WAIT_MS,
+				   d->nmis - base, d->nmi_exits - base, i + 1);
+			break;
+		}
 		ok++;
-		write_cycles += t1 - t0;
-		trip_cycles += t2 - t0;
-		best_trip = t2 - t0 < best_trip ? t2 - t0 : best_trip;
+		nmi_time(&t, t0, t1, t2);
 	}
 	ta_verdict("smp-nmi-ipi", "%u of %u taken by the AP, exceptions %u", ok, NMI_IPIS,
 		   d->faults);
 	if (ok)
 		ta_info("smp: NMI IPI BSP->AP: ICR write %llu TSC cycles, round trip %llu TSC "
-			"cycles (mean of %u), least %llu",
-			(unsigned long long)(write_cycles / ok),
-			(unsigned long long)(trip_cycles / ok), ok, (unsigned long long)best_trip);
+			"cycles (mean of %u), least %llu, most %llu",
+			(unsigned long long)(t.write / ok), (unsigned long long)(t.trip / ok), ok,
+			(unsigned long long)t.best, (unsigned long long)t.worst);
 }
 
 /* The cost of single operations that exit under Slat, in TSC cycles (mean
@@ -194,8 +233,9 @@ void ta_main(void)
 	uint32_t r[4], ids[16], ap = 0xffffffff;
 
 	cpuid(1, 0, r);
+	uint64_t tsc_ms = tsc_per_ms();
 	ta_info("smp: CPUID 1 ECX x2APIC %u; TSC %llu cycles per ms", (r[2] >> 21) & 1,
-		(unsigned long long)tsc_per_ms());
+		(unsigned long long)tsc_ms);
 	uint32_t bsp = smp_apic_read(APIC_ID) >> 24;
 	unsigned x2 = 0, n = smp_madt_apic_ids(ids, 16, &x2);
 	ta_info("smp: IA32_APIC_BASE 0x%llx (x2APIC mode %u); MADT local x2APIC entries %u",
@@ -217,7 +257,7 @@ void ta_main(void)
 
 	startups(ap, (uint8_t)(page >> 12), d);
 	if (d->starts && !d->faults)
-		nmi_ipis(ap, d);
+		nmi_ipis(ap, d, tsc_ms);
 	exit_costs();
 	ta_verdict("smp-final-init", "%s", send_init(ap) ? "accepted" : "not accepted");
 }

@@ -38,14 +38,14 @@ struct smp_apic_snap {
 /* Naturally aligned (no packed attribute: clang's Windows target does not
  * always honour it); descriptor-table operands are written byte by byte. */
 struct smp_tramp_data {
-	volatile uint32_t starts;    /* +0 start-ups the AP completed */
-	volatile uint32_t nmis;	     /* +4 NMIs the AP took */
-	volatile uint32_t faults;    /* +8 exceptions the AP took (then it stopped) */
-	volatile uint32_t fault_vec; /* +12 the last one's vector */
-	uint32_t apic;		     /* +16 the local APIC's address */
-	uint32_t pm_offset;	     /* +20 far pointer to the 32-bit entry */
-	uint32_t pm_selector;	     /* +24 */
-	uint32_t pad;
+	volatile uint32_t starts;	/* +0 start-ups the AP completed */
+	volatile uint32_t nmis;		/* +4 NMIs the AP took */
+	volatile uint32_t faults;	/* +8 exceptions the AP took (then it stopped) */
+	volatile uint32_t fault_vec;	/* +12 the last one's vector */
+	uint32_t apic;			/* +16 the local APIC's address */
+	uint32_t pm_offset;		/* +20 far pointer to the 32-bit entry */
+	uint32_t pm_selector;		/* +24 */
+	volatile uint32_t nmi_exits;	/* +28 NMI handlers the AP finished (before IRET) */
 	uint8_t ivt[8], gdt[8], idt[8]; /* +32, +40, +48: limit16, base32 */
 	uint32_t pad2[2];
 	volatile struct smp_apic_snap snap; /* +64 */

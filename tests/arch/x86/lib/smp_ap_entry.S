@@ -6,14 +6,17 @@
 // 16-bit: its own real-mode vector table (faults are recorded), a flat GDT,
 // protected mode. 32-bit (no paging, EBX = the page's address throughout):
 // its own IDT (vectors 0-31; NMI counted, any other vector is a fault that
-// is recorded and stops the AP), then
+// is recorded and stops the AP; the NMI handler counts its entry and, as its
+// last store before IRET, its exit), then
 //   1. a snapshot of its local APIC (what INIT left: smp.h)
 //   2. the start-up count
 //   3. an interrupt window (sti ... cli): after INIT the local APIC is
 //      software-disabled with every LVT masked, so nothing may arrive; an
 //      interrupt from before the INIT would be a vector past the IDT: #GP
 //   4. it leaves its APIC dirty for the next INIT to clean: software-enabled,
-//      periodic timer on vector 0x40
+//      periodic timer on vector 0x40, period 0x80000 bus clocks (0.5 ms at
+//      QEMU's 1 GHz APIC clock; 4 us before made QEMU spend its time waking
+//      the halted AP on every expiry, and its NMIs waited up to seconds)
 //   5. parks: cli; hlt (an NMI returns here).
 // Offsets into the page are fixed (smp.h).
 
@@ -24,12 +27,14 @@
 #define D_FAULT_VEC   (SMP_DATA + 12)
 #define D_APIC	      (SMP_DATA + 16)
 #define D_PM_JUMP     (SMP_DATA + 20) // offset32, selector16
+#define D_NMI_EXITS   (SMP_DATA + 28)
 #define D_IVT_DESC    (SMP_DATA + 32) // limit16, base32
 #define D_GDT_DESC    (SMP_DATA + 40)
 #define D_IDT_DESC    (SMP_DATA + 48)
 #define D_SNAP	      (SMP_DATA + 64) // struct smp_apic_snap
 #define STACK_TOP     0xff0
 #define WINDOW_SPINS  200000
+#define TIMER_PERIOD  0x80000
 
 	.text
 	.code16
@@ -53,6 +58,7 @@ smp_tramp_start:
 
 smp_tramp_rm_nmi:
 	lock incl D_NMIS
+	lock incl D_NMI_EXITS
 	iret
 
 	.balign	8
@@ -108,13 +114,17 @@ smp_tramp_pm_entry:
 	movl	$0x1ff, 0xf0(%esi)
 	movl	$0xb, 0x3e0(%esi)
 	movl	$0x20040, 0x320(%esi)
-	movl	$0x1000, 0x380(%esi)
+	movl	$TIMER_PERIOD, 0x380(%esi)
 	// 5. park
 3:	hlt
 	jmp	3b
 
+// The BSP sends the next NMI only once D_NMI_EXITS counted this one: one that
+// arrives before the IRET below is held pending by the CPU (NMIs are blocked
+// from delivery until IRET, and one is latched), so none is ever lost.
 smp_tramp_pm_nmi:
 	lock incl D_NMIS(%ebx)
+	lock incl D_NMI_EXITS(%ebx)
 	iret
 
 	.balign	8

@@ -4,6 +4,8 @@
 #include "tests/arch/x86/lib/smp.h"
 #include "tests/arch/x86/lib/x86.h"
 
+_Static_assert(__builtin_offsetof(struct smp_tramp_data, nmi_exits) == 28,
+	       "layout of smp_ap_entry.S");
 _Static_assert(__builtin_offsetof(struct smp_tramp_data, ivt) == 32, "layout of smp_ap_entry.S");
 _Static_assert(__builtin_offsetof(struct smp_tramp_data, snap) == 64, "layout of smp_ap_entry.S");
 
