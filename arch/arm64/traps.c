@@ -70,8 +70,6 @@ static void handle_stage2_fault(struct vcpu *v, struct arm64_frame *f, uint64_t 
 	uint64_t far = read_sysreg("far_el2");
 	uint64_t ipa = ((read_sysreg("hpfar_el2") >> 4) << 12) | (far & 0xfff);
 
-	if (vm_is_shutting_down(v->vm))
-		arm64_park(); // the stage-2 is gone: this CPU has nothing left to run
 	if (hv_primary_fault_retry(v, ipa))
 		return; // another CPU is changing this entry (break-before-make): retry
 	if (vm_fault_first_report(ipa >> 12)) {
@@ -123,6 +121,15 @@ void arm64_handle_exit(struct vcpu *v, struct arm64_frame *f, uint64_t kind)
 	uint64_t esr = read_sysreg("esr_el2");
 	enum exit_reason reason = arm64_exit_reason(kind, esr);
 
+	// Once its VM is shutting down a vCPU runs nothing more, and its exits are
+	// not counted: the CPU shutting the VM down tears the stage-2 down, then
+	// reads the exit counts, while another vCPU may still run (Linux's CPU
+	// stop marks the CPU offline before it parks, and the power-off does not
+	// wait for the rest) and take stage-2 faults that the teardown made, not
+	// the guest. The state changes before the teardown starts: every such
+	// fault sees it.
+	if (vm_is_shutting_down(v->vm))
+		arm64_park();
 	vcpu_count_exit(v, reason);
 	switch (reason) {
 	case EXIT_FIRMWARE_CALL:

@@ -204,6 +204,20 @@ expect_count() {
 	[ "$n" -eq "$1" ] || _boot_fail "expected $1 line(s) matching /$2/, found $n"
 }
 
+# expect_slat_faults N: the exit summary's SLAT-fault exits are exactly N bad
+# accesses of the primary (each answered with an injected fault) plus the
+# faults Slat retried because it was changing that map entry (its "primary
+# SLAT faults retried" line). Both counts are exact: a vCPU that exits after
+# its VM began shutting down (the teardown's own faults) parks uncounted.
+expect_slat_faults() {
+	local faults retried
+	faults=$(_boot_text | sed -nE 's/^slat: exits: slat-fault +([0-9]+) .*/\1/p')
+	retried=$(_boot_text | sed -nE 's/^slat: primary SLAT faults retried while Slat changed the map: ([0-9]+)$/\1/p')
+	BOOT_CHECKS=$((BOOT_CHECKS + 1))
+	[ -n "$faults" ] && [ -n "$retried" ] && [ "$faults" -eq $(($1 + retried)) ] ||
+		_boot_fail "expected slat-fault exits = $1 + retried faults, found '$faults' and '$retried'"
+}
+
 # expect_exit: the emulator stopped on its own (power-off), not by the
 # timeout. QEMU exits 0 on power-off; Bochs exits 1 on an ACPI soft power-off,
 # so for Bochs its own log must say so.
