@@ -124,52 +124,56 @@ static uint64_t take_bits(const struct s2_slot *sl, uint64_t first, uint64_t n,
 	return total;
 }
 
-int s2_slot_dirty_get(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t *out, uint64_t words,
-		      bool clear)
+// The checks both harvests share (slots lock held): a logging slot, and a
+// range [first, first + n) of it as KVM_CLEAR_DIRTY_LOG wants it.
+static int harvest_check(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n,
+			 struct s2_slot *sl)
+{
+	int r = logging_slot(vm, as, id, sl);
+	uint64_t pages = sl->size >> S2_PAGE_SHIFT;
+
+	if (r)
+		return r;
+	if (!n || first >= pages || n > pages - first)
+		return S2_E_RANGE;
+	return (first % 64) || ((n % 64) && first + n != pages) ? S2_E_INVAL : 0;
+}
+
+// Under both locks: the bits [first, first + n) into `report` (only those
+// in `mask` when it is given), then, when clearing, their pages protected.
+static int harvest(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n,
+		   const uint64_t *mask, bool clear, uint64_t *report)
 {
 	struct s2_slot sl = {0};
 	int r;
 
-	if (!vm || !out)
-		return S2_E_INVAL;
 	mm_spin_lock(&vm->slots_lock);
-	r = logging_slot(vm, as, id, &sl);
-	uint64_t pages = sl.size >> S2_PAGE_SHIFT;
-	if (!r && words < (pages + 63) / 64)
-		r = S2_E_RANGE;
+	r = harvest_check(vm, as, id, first, n, &sl);
 	if (!r) {
 		s2_mmu_lock(vm, S2_LOCK_WRITE);
-		S2_STAT_ADD(vm, dirty_reported, take_bits(&sl, 0, pages, NULL, clear, out));
-		if (clear)
-			protect_reported(vm, &sl, out, 0, pages);
+		// The bits go first, then their pages' write access: see the top.
+		uint64_t got = take_bits(&sl, first, n, mask, clear, report);
+		S2_STAT_ADD(vm, dirty_reported, got);
+		if (clear && got)
+			protect_reported(vm, &sl, report, first, n);
 		s2_mmu_unlock(vm, S2_LOCK_WRITE);
 	}
 	mm_spin_unlock(&vm->slots_lock);
 	return r;
 }
 
+int s2_slot_dirty_get(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n,
+		      uint64_t *out, bool clear)
+{
+	if (!vm || !out)
+		return S2_E_INVAL;
+	return harvest(vm, as, id, first, n, NULL, clear, out);
+}
+
 int s2_slot_dirty_clear(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n,
 			uint64_t *mask)
 {
-	struct s2_slot sl = {0};
-	int r;
-
 	if (!vm || !mask)
 		return S2_E_INVAL;
-	mm_spin_lock(&vm->slots_lock);
-	r = logging_slot(vm, as, id, &sl);
-	uint64_t pages = sl.size >> S2_PAGE_SHIFT;
-	if (!r && (!n || first >= pages || n > pages - first))
-		r = S2_E_RANGE;
-	if (!r && ((first % 64) || ((n % 64) && first + n != pages)))
-		r = S2_E_INVAL;
-	if (!r) {
-		s2_mmu_lock(vm, S2_LOCK_WRITE);
-		// The bits go first, then their pages' write access: see the top.
-		if (take_bits(&sl, first, n, mask, true, mask))
-			protect_reported(vm, &sl, mask, first, n);
-		s2_mmu_unlock(vm, S2_LOCK_WRITE);
-	}
-	mm_spin_unlock(&vm->slots_lock);
-	return r;
+	return harvest(vm, as, id, first, n, mask, true, mask);
 }

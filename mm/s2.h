@@ -216,17 +216,18 @@ int s2_slot_set_flags(struct s2_vm *vm, unsigned as, uint32_t id, unsigned flags
 // i (KVM_GET_DIRTY_LOG's layout: 64 pages a word, LSB first). Slots larger
 // than S2_DIRTY_MAX_PAGES pages cannot log (S2_E_RANGE).
 #define S2_DIRTY_MAX_PAGES (512ull * 4096 * 8) // 64 GiB: one directory page
-// Copies the bitmap into `out` (`words` >= (pages + 63) / 64, else
-// S2_E_RANGE); with `clear`, also clears it and write-protects exactly the
-// pages it reported, in every root, with one flush, before returning
-// (KVM_GET_DIRTY_LOG). S2_E_INVAL: the slot does not log.
-int s2_slot_dirty_get(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t *out, uint64_t words,
-		      bool clear);
+// Pages [first, first + n) of the slot: their bits into out[] (bit i: page
+// first + i); with `clear`, also cleared in the bitmap, and exactly the pages
+// reported write-protected, in every root, with one flush, before returning
+// (KVM_GET_DIRTY_LOG). `first` a multiple of 64; n a multiple of 64 or
+// reaching the slot's end (S2_E_INVAL otherwise, as KVM); zero or beyond the
+// slot S2_E_RANGE. S2_E_INVAL also when the slot does not log.
+int s2_slot_dirty_get(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n,
+		      uint64_t *out, bool clear);
 // Pages [first, first + n) of the slot whose bit is set in `mask` (bit i:
 // page first + i) and in the bitmap: cleared and write-protected, one flush
-// (KVM_CLEAR_DIRTY_LOG); on return `mask` holds exactly those pages.
-// `first` a multiple of 64; n a multiple of 64 or reaching the slot's end
-// (S2_E_INVAL otherwise, as KVM); zero or beyond the slot S2_E_RANGE.
+// (KVM_CLEAR_DIRTY_LOG); on return `mask` holds exactly those pages. The
+// range as for s2_slot_dirty_get.
 int s2_slot_dirty_clear(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t first, uint64_t n,
 			uint64_t *mask);
 

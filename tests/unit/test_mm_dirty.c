@@ -78,7 +78,7 @@ static void test_read_maps_readonly_write_marks(void **state)
 		struct s2_stats st;
 		s2_vm_stats(t.vm, &st);
 		assert_int_equal(st.dirty_marked, 2);
-		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false), 0);
+		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false), 0);
 		assert_int_equal(popcount(bm, WORDS), 2);
 		assert_true(bit(bm, 5) && bit(bm, 7));
 		mmt_fini(&t);
@@ -97,7 +97,7 @@ static void test_harvest_reports_and_protects_exactly(void **state)
 		for (uint64_t p = 0; p < PAGES; p += 5)
 			guest_write(&t, p * 4096);
 		uint64_t before = flushes(&t);
-		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, true), 0);
+		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, true), 0);
 		assert_int_equal(flushes(&t) - before, 1); // one flush for the whole harvest
 		assert_int_equal(popcount(bm, WORDS), (PAGES + 4) / 5);
 		for (uint64_t p = 0; p < PAGES; p++) {
@@ -111,12 +111,12 @@ static void test_harvest_reports_and_protects_exactly(void **state)
 		assert_int_equal(st.dirty_protected, (PAGES + 4) / 5);
 		// Nothing written since: an empty report and no flush.
 		before = flushes(&t);
-		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, true), 0);
+		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, true), 0);
 		assert_int_equal(popcount(bm, WORDS), 0);
 		assert_int_equal(flushes(&t), before);
 		// Written again: reported again.
 		guest_write(&t, 10 * 4096);
-		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, true), 0);
+		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, true), 0);
 		assert_int_equal(popcount(bm, WORDS), 1);
 		assert_true(bit(bm, 10));
 		mmt_fini(&t);
@@ -131,11 +131,17 @@ static void test_get_without_clear_keeps_state(void **state)
 	logging_vm(&t, &s2_fmt_npt4);
 	guest_write(&t, 3 * 4096);
 	uint64_t before = flushes(&t);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false), 0);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false), 0);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false), 0);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false), 0);
 	assert_int_equal(popcount(bm, WORDS), 1);
 	assert_int_equal(flushes(&t), before);
 	assert_true(mmt_walk(&t, 3 * 4096).prot & S2_PROT_W);
+	// A range: bit 0 is the range's first page.
+	guest_write(&t, 70 * 4096);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 64, 64, bm, true), 0);
+	assert_int_equal(bm[0], 1ull << 6);
+	assert_false(mmt_walk(&t, 70 * 4096).prot & S2_PROT_W);
+	assert_true(mmt_walk(&t, 3 * 4096).prot & S2_PROT_W); // outside: untouched
 	mmt_fini(&t);
 }
 
@@ -154,7 +160,7 @@ static void test_clear_range_only_masked(void **state)
 	assert_int_equal(flushes(&t) - before, 1);
 	assert_int_equal(mask[0], 0x5555555555555555ull); // 128..191: dirty and masked
 	assert_int_equal(mask[1], 0);			  // 192..255: clean
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false), 0);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false), 0);
 	for (uint64_t p = 0; p < 256; p++) {
 		bool cleared = p >= 128 && p < 192 && p % 2 == 0;
 		assert_int_equal(bit(bm, p), p >= 64 && p < 192 && !cleared);
@@ -180,7 +186,7 @@ static void test_flag_on_zaps_once_off_frees(void **state)
 	assert_int_equal(s2_slot_add(t.vm, 0, 1, 0, SLOT, HPA, 0), 0);
 	assert_int_equal(s2_fault(t.vm, t.root, 0, S2_PROT_W, &fi), S2_FAULT_MAPPED);
 	assert_int_equal(fi.level, 1);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, true), S2_E_INVAL);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, true), S2_E_INVAL);
 	int64_t pages = host_be_live_pages(t.be);
 	uint64_t before = flushes(&t);
 	assert_int_equal(s2_slot_set_flags(t.vm, 0, 1, S2_SLOT_DIRTY_LOG), 0);
@@ -189,16 +195,16 @@ static void test_flag_on_zaps_once_off_frees(void **state)
 	// Directory + one bitmap page; the emptied tables below the root went.
 	assert_true(host_be_live_pages(t.be) <= pages + 2);
 	guest_write(&t, 4096);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false), 0);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false), 0);
 	assert_int_equal(popcount(bm, WORDS), 1);
 	// Off: the bitmap goes, 2 MiB leaves come back.
 	assert_int_equal(s2_slot_set_flags(t.vm, 0, 1, 0), 0);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false), S2_E_INVAL);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false), S2_E_INVAL);
 	assert_int_equal(s2_fault(t.vm, t.root, 0, S2_PROT_W, &fi), S2_FAULT_MAPPED);
 	assert_int_equal(fi.level, 1);
 	// On again: a fresh bitmap (nothing from before).
 	assert_int_equal(s2_slot_set_flags(t.vm, 0, 1, S2_SLOT_DIRTY_LOG), 0);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false), 0);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false), 0);
 	assert_int_equal(popcount(bm, WORDS), 0);
 	mmt_fini(&t); // every page back: bitmaps of live slots freed too
 }
@@ -211,13 +217,13 @@ static void test_move_keeps_delete_frees(void **state)
 	logging_vm(&t, &s2_fmt_npt4);
 	guest_write(&t, 9 * 4096);
 	assert_int_equal(s2_slot_move(t.vm, 0, 1, 64 * MiB), 0);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, true), 0);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, true), 0);
 	assert_int_equal(popcount(bm, WORDS), 1);
 	assert_true(bit(bm, 9));
 	int64_t pages = host_be_live_pages(t.be);
 	assert_int_equal(s2_slot_delete(t.vm, 0, 1), 0);
 	assert_true(host_be_live_pages(t.be) <= pages - 2); // directory and bitmap page
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, true), S2_E_NOENT);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, true), S2_E_NOENT);
 	mmt_fini(&t);
 }
 
@@ -235,12 +241,14 @@ static void test_bad_requests(void **state)
 	assert_int_equal(s2_slot_add(t.vm, 0, 3, 0, SLOT, HPA, 0), 0);
 	assert_int_equal(s2_slot_set_flags(t.vm, 0, 3, S2_SLOT_DIRTY_LOG | S2_SLOT_DEVICE),
 			 S2_E_INVAL);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 3, bm, WORDS, false), S2_E_INVAL);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 3, 0, PAGES, bm, false), S2_E_INVAL);
 	assert_int_equal(s2_slot_set_flags(t.vm, 0, 3, S2_SLOT_DIRTY_LOG), 0);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 3, bm, WORDS - 1, false), S2_E_RANGE);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 4, bm, WORDS, false), S2_E_NOENT);
-	assert_int_equal(s2_slot_dirty_get(t.vm, S2_NR_AS, 3, bm, WORDS, false), S2_E_AS);
-	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 3, NULL, WORDS, false), S2_E_INVAL);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 3, 64, PAGES, bm, false), S2_E_RANGE);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 3, 64, 0, bm, false), S2_E_RANGE);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 3, 1, 64, bm, false), S2_E_INVAL);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 4, 0, PAGES, bm, false), S2_E_NOENT);
+	assert_int_equal(s2_slot_dirty_get(t.vm, S2_NR_AS, 3, 0, PAGES, bm, false), S2_E_AS);
+	assert_int_equal(s2_slot_dirty_get(t.vm, 0, 3, 0, PAGES, NULL, false), S2_E_INVAL);
 	assert_int_equal(s2_slot_dirty_clear(t.vm, 0, 3, 32, 64, mask), S2_E_INVAL);
 	assert_int_equal(s2_slot_dirty_clear(t.vm, 0, 3, 0, 65, mask), S2_E_INVAL);
 	assert_int_equal(s2_slot_dirty_clear(t.vm, 0, 3, PAGES - 64, 128, mask), S2_E_RANGE);
@@ -276,7 +284,7 @@ static void test_nomem_changes_nothing(void **state)
 		refused++;
 		assert_int_equal(mmt_walk(&t, 0).level, x.level); // not zapped
 		assert_true(mmt_walk(&t, 0).mapped);
-		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false), S2_E_INVAL);
+		assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false), S2_E_INVAL);
 		mmt_fini(&t);
 	}
 	assert_int_equal(refused, 3); // the record page, the directory, a bitmap page
@@ -306,7 +314,7 @@ static void test_random_against_model(void **state)
 			}
 			bool manual = round % 2;
 			if (manual) { // KVM_GET_DIRTY_LOG then KVM_CLEAR_DIRTY_LOG
-				assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, false),
+				assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, false),
 						 0);
 				uint64_t cleared[WORDS];
 				memcpy(cleared, bm, sizeof(bm));
@@ -314,7 +322,8 @@ static void test_random_against_model(void **state)
 						 0);
 				assert_memory_equal(cleared, bm, sizeof(bm));
 			} else {
-				assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, bm, WORDS, true), 0);
+				assert_int_equal(s2_slot_dirty_get(t.vm, 0, 1, 0, PAGES, bm, true),
+						 0);
 			}
 			assert_memory_equal(bm, model, sizeof(bm));
 			assert_int_equal(host_tlb_stale(t.be), 0);

@@ -69,9 +69,9 @@ static void harvest(struct mt *m, uint64_t k, uint64_t *last_report)
 	uint64_t bm[WORDS];
 
 	if (!m->manual) {
-		assert_int_equal(s2_slot_dirty_get(m->vm, 0, 1, bm, WORDS, true), 0);
+		assert_int_equal(s2_slot_dirty_get(m->vm, 0, 1, 0, PAGES, bm, true), 0);
 	} else {
-		assert_int_equal(s2_slot_dirty_get(m->vm, 0, 1, bm, WORDS, false), 0);
+		assert_int_equal(s2_slot_dirty_get(m->vm, 0, 1, 0, PAGES, bm, false), 0);
 		assert_int_equal(s2_slot_dirty_clear(m->vm, 0, 1, 0, PAGES, bm), 0);
 	}
 	for (uint64_t p = 0; p < PAGES; p++)
