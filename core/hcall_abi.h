@@ -36,7 +36,10 @@
 //      interface the CPU has.
 // 1.8: x86 NMIs for secondaries through the run page (hc_run.nmi, nmi_state):
 //      KVM's KVM_NMI and the NMI IPIs of the VMM's LAPIC.
-#define HC_ABI_MINOR 8u
+// 1.9: dirty logging of slots (HC_SLOT_F_DIRTY_LOG, SLOT_SET LOG, DIRTY_GET,
+//      DIRTY_TAKE, DIRTY_CLEAR): KVM_MEM_LOG_DIRTY_PAGES, KVM_GET_DIRTY_LOG,
+//      KVM_CLEAR_DIRTY_LOG.
+#define HC_ABI_MINOR 9u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -107,14 +110,28 @@ enum hc_slot_op {
 			       // frames go back to the primary after a zap of the range
 			       // and its flush; pages without a frame are skipped; r0 =
 			       // frames given back
-	HC_SLOT_OP_COUNT = 7,
+	// 1.9, dirty logging (mm/dirty.c: 4 KiB leaves, read-only until written):
+	HC_SLOT_LOG = 7,	  // a3 = 1: the slot starts logging (its leaves are zapped
+				  // once), 0: stops; a4 = a5 = 0
+	HC_SLOT_DIRTY_GET = 8,	  // a3 = first page (a multiple of 64), a4 = a page of the
+				  // primary's, a5 = count (<= HC_DIRTY_MAX_PAGES; a multiple
+				  // of 64 unless it reaches the slot's end): the pages' bits
+				  // into the page (bit i: page a3 + i), the log unchanged
+	HC_SLOT_DIRTY_TAKE = 9,	  // the same, and the bits reported are cleared and their
+				  // pages write-protected (one flush) before the call returns
+	HC_SLOT_DIRTY_CLEAR = 10, // the same range; the page holds a mask in: the pages
+				  // dirty under it are cleared and write-protected, and the
+				  // page holds exactly those on return
+	HC_SLOT_OP_COUNT = 11,
 };
-// SLOT_SET's a2: the op in bits 7:0, flags above. 1.2: HC_SLOT_F_READONLY with
-// ADD or ADD_EMPTY makes the slot read-only for the guest: reads and fetches
+#define HC_DIRTY_MAX_PAGES 32768u // one page of bits
+// SLOT_SET's a2: the op in bits 7:0, flags above (with ADD or ADD_EMPTY only).
+// 1.2: HC_SLOT_F_READONLY makes the slot read-only for the guest: reads and fetches
 // map its frames, a write exits as an MMIO write (HC_EXIT_MMIO) and leaves the
 // memory unchanged. Any other flag, or a flag with another op: HC_E_INVAL.
-#define HC_SLOT_OP_MASK	   0xffull
-#define HC_SLOT_F_READONLY (1ull << 8)
+#define HC_SLOT_OP_MASK	    0xffull
+#define HC_SLOT_F_READONLY  (1ull << 8)
+#define HC_SLOT_F_DIRTY_LOG (1ull << 9) // 1.9: the slot logs writes from the start
 
 // Status in x0 / RAX: 0 or one of these.
 enum hc_err {

@@ -113,7 +113,7 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 
 	if (op >= HC_SLOT_OP_COUNT || op == 1) // 1: APPEND of the 0.1 draft, gone
 		return HC_E_INVAL;
-	if ((flags & ~HC_SLOT_F_READONLY) ||
+	if ((flags & ~(HC_SLOT_F_READONLY | HC_SLOT_F_DIRTY_LOG)) ||
 	    (flags && op != HC_SLOT_ADD && op != HC_SLOT_ADD_EMPTY))
 		return HC_E_INVAL;
 	c->op = (enum hc_slot_op)op;
@@ -144,6 +144,14 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 		if (a[4])
 			return HC_E_INVAL;
 		return hc_pages_in_slot(a[3], a[5], HC_SLOT_MAX_PAGES);
+	case HC_SLOT_LOG:
+		return a[3] > 1 || a[4] || a[5] ? HC_E_INVAL : HC_OK;
+	case HC_SLOT_DIRTY_GET:
+	case HC_SLOT_DIRTY_TAKE:
+	case HC_SLOT_DIRTY_CLEAR:
+		if ((rc = hc_arg_page(a[4])))
+			return rc;
+		return hc_pages_in_slot(a[3], a[5], HC_DIRTY_MAX_PAGES);
 	default: // HC_SLOT_DELETE
 		return a[3] || a[4] || a[5] ? HC_E_INVAL : HC_OK;
 	}

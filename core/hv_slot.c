@@ -284,7 +284,8 @@ static int slot_add(struct vm *vm, const struct hc_call *c, uint64_t *bad)
 		recs_add(vm, t.recs);
 	s = rec_alloc(vm);
 	*s = s_local;
-	unsigned flags = (c->flags & HC_SLOT_F_READONLY) ? S2_SLOT_READONLY : 0;
+	unsigned flags = ((c->flags & HC_SLOT_F_READONLY) ? S2_SLOT_READONLY : 0) |
+			 ((c->flags & HC_SLOT_F_DIRTY_LOG) ? S2_SLOT_DIRTY_LOG : 0);
 	r = hv_err_of_s2(
 	    s2_slot_add_backed(vm->hv.s2, 0, c->slot, c->gpa, c->count * HV_PAGE, &s->b, flags));
 	if (r) {
@@ -435,6 +436,36 @@ static int slot_drop_pages(struct vm *vm, struct hv_slot *s, const struct hc_cal
 	return HC_OK;
 }
 
+// ---- dirty logging (ABI 1.9) ------------------------------------------------------
+// LOG: the slot's flags in the engine with S2_SLOT_DIRTY_LOG set or clear (a
+// flag change: the slot's leaves are zapped once, the bitmap made or freed).
+static int slot_log(struct vm *vm, struct hv_slot *s, const struct hc_call *c)
+{
+	struct s2_slot cur;
+
+	if (!s2_slot_find(vm->hv.s2, 0, s->gpa, &cur) || cur.id != c->slot)
+		return HC_E_BAD_SLOT;
+	unsigned flags = (cur.flags & ~S2_SLOT_DIRTY_LOG) | (c->gpa ? S2_SLOT_DIRTY_LOG : 0);
+	return hv_err_of_s2(s2_slot_set_flags(vm->hv.s2, 0, c->slot, flags));
+}
+
+// DIRTY_GET, DIRTY_TAKE, DIRTY_CLEAR: the bits go to (or the mask comes
+// from) one page the primary owns; a3 (c->gpa) is the first page.
+static int slot_dirty(struct vm *vm, const struct hc_call *c)
+{
+	uint64_t *page;
+	int r = hv_primary_page(c->pa, (void **)&page);
+
+	if (r)
+		return r;
+	if (c->op == HC_SLOT_DIRTY_CLEAR)
+		r = s2_slot_dirty_clear(vm->hv.s2, 0, c->slot, c->gpa, c->count, page);
+	else
+		r = s2_slot_dirty_get(vm->hv.s2, 0, c->slot, c->gpa, c->count, page,
+				      c->op == HC_SLOT_DIRTY_TAKE);
+	return hv_err_of_s2(r);
+}
+
 int hv_slot_set(const struct hc_call *c, uint64_t *bad)
 {
 	struct vm *vm = hv_vm_find(c->vm);
@@ -450,6 +481,10 @@ int hv_slot_set(const struct hc_call *c, uint64_t *bad)
 		return slot_fill(vm, *e, c, bad);
 	if (c->op == HC_SLOT_DROP)
 		return slot_drop_pages(vm, *e, c, bad);
+	if (c->op == HC_SLOT_LOG)
+		return slot_log(vm, *e, c);
+	if (c->op >= HC_SLOT_DIRTY_GET)
+		return slot_dirty(vm, c);
 	if (c->op == HC_SLOT_MOVE) {
 		int r = hv_err_of_s2(s2_slot_move(vm->hv.s2, 0, c->slot, c->gpa));
 		if (!r)

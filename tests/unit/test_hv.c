@@ -481,7 +481,7 @@ static void test_readonly_slot(void **state)
 	assert_int_equal(
 	    C(HC_SLOT_SET, vm, 3, HC_SLOT_ADD, 0x300000, frames(mem + 4 * PG, 2, 1), 2, NULL),
 	    HC_OK);
-	assert_int_equal(C(HC_SLOT_SET, vm, 4, HC_SLOT_ADD | (1ull << 9), 0x400000,
+	assert_int_equal(C(HC_SLOT_SET, vm, 4, HC_SLOT_ADD | (1ull << 10), 0x400000,
 			   frames(mem + 6 * PG, 1, 1), 1, NULL),
 			 HC_E_INVAL);
 	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DELETE | HC_SLOT_F_READONLY, 0, 0, 0, NULL),
@@ -539,6 +539,67 @@ static void test_readonly_slot(void **state)
 // FILL takes one scratch page from the pool before changing anything: with
 // none, NOMEM and nothing changed; after a deposit, done. DROP takes none
 // (the primary's MMU notifier calls it): it works on an empty pool.
+// Dirty logging (1.9): a slot added with HC_SLOT_F_DIRTY_LOG reports the
+// pages the guest wrote (DIRTY_GET leaves the log, DIRTY_TAKE clears it and
+// write-protects), DIRTY_CLEAR clears what its mask names; LOG turns it off
+// and on; the page must be the primary's; bad ranges are refused.
+static void test_dirty_log_slot(void **state)
+{
+	deposit(64);
+	uint64_t vm = vm_new(1), mem = next_free;
+	next_free += 8 * PG;
+	uint64_t page = prim_page();
+	uint64_t *bits = (uint64_t *)(uintptr_t)page;
+	uint64_t slat_pa = (uint64_t)(uintptr_t)slat_mem;
+	const uint64_t w[] = {0x100000 + 1 * PG, 0x100000 + 3 * PG + 8};
+	const uint64_t r[] = {0x100000 + 2 * PG};
+
+	assert_int_equal(C(HC_VCPU_CREATE, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD | HC_SLOT_F_DIRTY_LOG, 0x100000,
+			   frames(mem, 8, 1), 8, NULL),
+			 HC_OK);
+	assert_int_equal(run_touch(vm, 0, w, 2), HC_EXIT_HALT);
+	guest_reads = true;
+	assert_int_equal(run_touch(vm, 0, r, 1), HC_EXIT_HALT);
+	guest_reads = false;
+	assert_false(xlate(vm, r[0]).prot & S2_PROT_W); // read: read-only
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 0, page, 8, NULL), HC_OK);
+	assert_int_equal(bits[0], 0xa); // pages 1 and 3
+	assert_true(xlate(vm, w[0]).prot & S2_PROT_W);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_TAKE, 0, page, 8, NULL), HC_OK);
+	assert_int_equal(bits[0], 0xa);
+	assert_false(xlate(vm, w[0]).prot & S2_PROT_W);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 0, page, 8, NULL), HC_OK);
+	assert_int_equal(bits[0], 0);
+	// CLEAR: page 1 written again, the mask names pages 1 and 2.
+	assert_int_equal(run_touch(vm, 0, w, 1), HC_EXIT_HALT);
+	bits[0] = 0x6;
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_CLEAR, 0, page, 8, NULL), HC_OK);
+	assert_int_equal(bits[0], 0x2);
+	assert_false(xlate(vm, w[0]).prot & S2_PROT_W);
+	// Refused: not the primary's page, a range outside the slot or not
+	// aligned to 64 pages, a LOG argument other than 0 or 1, an unknown flag.
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 0, slat_pa, 8, NULL), HC_E_SLAT);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 0, page, 9, NULL), HC_E_RANGE);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 1, page, 7, NULL), HC_E_INVAL);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 0, page, 0, NULL), HC_E_INVAL);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 0, page, HC_DIRTY_MAX_PAGES + 64, NULL),
+	    HC_E_TOO_MANY);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_LOG, 2, 0, 0, NULL), HC_E_INVAL);
+	assert_int_equal(C(HC_SLOT_SET, vm, 2, HC_SLOT_DIRTY_GET, 0, page, 8, NULL), HC_E_BAD_SLOT);
+	// LOG 0: no log any more, and writes map writable without one.
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_LOG, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 0, page, 8, NULL), HC_E_INVAL);
+	assert_false(xlate(vm, 0x100000 + 3 * PG).mapped); // the flag change zapped it
+	// LOG 1 again: an empty log.
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_LOG, 1, 0, 0, NULL), HC_OK);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, 0, page, 8, NULL), HC_OK);
+	assert_int_equal(bits[0], 0);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DELETE, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
 static void test_lazy_slot_nomem(void **state)
 {
 	deposit(16);
@@ -925,6 +986,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_primary_fault_retry, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lazy_slot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_readonly_slot, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dirty_log_slot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lazy_slot_nomem, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
