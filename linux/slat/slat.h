@@ -76,6 +76,7 @@ struct slat_vm {
 /* struct slat_mslot's flags */
 #define SLAT_SLOT_LAZY	   1u /* /dev/kvm: frames follow the VMM's mapping (else eager) */
 #define SLAT_SLOT_READONLY 2u /* KVM_MEM_READONLY: guest writes exit as MMIO */
+#define SLAT_SLOT_DIRTY	   4u /* KVM_MEM_LOG_DIRTY_PAGES (ABI 1.9): Slat logs writes */
 
 /* One slot of either API (slat_slot.c): eager, or lazy with a notifier. */
 struct slat_mslot {
@@ -98,6 +99,13 @@ void slat_vm_put(struct slat_vm *vm);
 /* Add, delete (size 0) or move a slot; arguments checked by the API. -errno. */
 int slat_slot_update(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
 		     unsigned int flags);
+/*
+ * Dirty log of a logging slot (ABI 1.9): SLOT_SET `op` (HC_SLOT_DIRTY_GET, _TAKE
+ * or _CLEAR) over pages [first, first + n), with KVM's bitmap layout in user
+ * memory at `ubits` (bit i: page first + i); CLEAR reads it, the others write
+ * it. -ENOENT when the slot does not exist or does not log, as KVM.
+ */
+int slat_slot_dirty(struct slat_vm *vm, u32 slot, u64 op, u64 first, u64 n, void __user *ubits);
 /* HC_EXIT_MEMFAULT on a lazy slot: 0 runs the vCPU again, or -errno. */
 int slat_slot_fault(struct slat_vm *vm, u32 slot, u32 index);
 void slat_slots_stop(struct slat_vm *vm);    /* before VM_DESTROY: notifiers off */

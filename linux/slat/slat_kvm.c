@@ -49,6 +49,9 @@ static long slat_kvm_check_extension(long cap)
 	case KVM_CAP_CHECK_EXTENSION_VM:
 	case KVM_CAP_SYNC_MMU: /* regions follow the VMM's mapping (slat_slot.c) */
 		return 1;
+	case KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2:
+		/* Enable bit only: no KVM_DIRTY_LOG_INITIALLY_SET (KVM 6.1 has it). */
+		return slat_kvm_dirty_ok() ? KVM_DIRTY_LOG_MANUAL_PROTECT_ENABLE : 0;
 	case KVM_CAP_READONLY_MEM: /* guest writes to such a region exit as MMIO */
 		return slat_kvm_readonly_ok();
 	case KVM_CAP_NR_MEMSLOTS:
@@ -70,13 +73,18 @@ bool slat_kvm_readonly_ok(void)
 	return (slat_hv_version & 0xffff) >= 2; /* ABI 1.2: read-only slots */
 }
 
+bool slat_kvm_dirty_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 9; /* ABI 1.9: dirty logging */
+}
+
 /* KVM's checks on kvm_userspace_memory_region (virt/kvm/kvm_main.c). */
 static int slat_kvm_region_check(struct slat_kvm_vm *kvm,
 				 const struct kvm_userspace_memory_region *m)
 {
-	u32 ok = slat_kvm_readonly_ok() ? KVM_MEM_READONLY : 0;
+	u32 ok = (slat_kvm_readonly_ok() ? KVM_MEM_READONLY : 0) |
+		 (slat_kvm_dirty_ok() ? KVM_MEM_LOG_DIRTY_PAGES : 0);
 
-	/* Dirty logging is not implemented (its capability answers 0). */
 	if (m->flags & ~ok)
 		return -EINVAL;
 	/* Bits 31:16 are the address space: only x86's SMM has a second one. */
@@ -107,8 +115,77 @@ static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspa
 		return rc;
 	if (m->flags & KVM_MEM_READONLY)
 		flags |= SLAT_SLOT_READONLY; /* cannot change on a live region either */
+	if (m->flags & KVM_MEM_LOG_DIRTY_PAGES)
+		flags |= SLAT_SLOT_DIRTY; /* can: Slat starts or stops logging */
 	return slat_slot_update(kvm->vm, m->slot, m->guest_phys_addr, m->memory_size,
 				m->userspace_addr, flags);
+}
+
+/*
+ * KVM_GET_DIRTY_LOG: the slot's whole bitmap; without manual protection the
+ * pages reported are also cleared and write-protected (KVM's classic mode).
+ */
+static int slat_kvm_get_dirty_log(struct slat_kvm_vm *kvm, void __user *up)
+{
+	struct kvm_dirty_log log;
+	struct slat_mslot *ms;
+	u64 pages;
+
+	if (copy_from_user(&log, up, sizeof(log)))
+		return -EFAULT;
+	if (log.slot >> 16 || log.slot >= HC_MAX_SLOTS)
+		return -EINVAL;
+	mutex_lock(&kvm->vm->lock);
+	ms = xa_load(&kvm->vm->slots, log.slot);
+	pages = ms ? ms->npages : 0;
+	mutex_unlock(&kvm->vm->lock);
+	if (!pages)
+		return -ENOENT;
+	return slat_slot_dirty(kvm->vm, log.slot,
+			       kvm->manual_protect ? HC_SLOT_DIRTY_GET : HC_SLOT_DIRTY_TAKE, 0,
+			       pages, log.dirty_bitmap);
+}
+
+/* KVM_CLEAR_DIRTY_LOG: KVM's range rules (kvm_clear_dirty_log_protect). */
+static int slat_kvm_clear_dirty_log(struct slat_kvm_vm *kvm, void __user *up)
+{
+	struct kvm_clear_dirty_log log;
+	struct slat_mslot *ms;
+	u64 pages;
+
+	if (copy_from_user(&log, up, sizeof(log)))
+		return -EFAULT;
+	if (log.slot >> 16 || log.slot >= HC_MAX_SLOTS || (log.first_page & 63))
+		return -EINVAL;
+	mutex_lock(&kvm->vm->lock);
+	ms = xa_load(&kvm->vm->slots, log.slot);
+	pages = ms && (ms->flags & SLAT_SLOT_DIRTY) ? ms->npages : 0;
+	mutex_unlock(&kvm->vm->lock);
+	if (!pages)
+		return -ENOENT;
+	if (log.first_page > pages || log.num_pages > pages - log.first_page ||
+	    (log.num_pages < pages - log.first_page && (log.num_pages & 63)))
+		return -EINVAL;
+	if (!log.num_pages)
+		return 0;
+	return slat_slot_dirty(kvm->vm, log.slot, HC_SLOT_DIRTY_CLEAR, log.first_page,
+			       log.num_pages, log.dirty_bitmap);
+}
+
+/* KVM_ENABLE_CAP on the VM: dirty-log protection here, the rest per arch. */
+static long slat_kvm_enable_cap(struct slat_kvm_vm *kvm, void __user *up)
+{
+	struct kvm_enable_cap cap;
+
+	if (copy_from_user(&cap, up, sizeof(cap)))
+		return -EFAULT;
+	if (cap.cap != KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2)
+		return slat_kvm_arch_vm_ioctl(kvm, KVM_ENABLE_CAP, up);
+	if (!slat_kvm_dirty_ok() || cap.flags ||
+	    (cap.args[0] & ~(u64)KVM_DIRTY_LOG_MANUAL_PROTECT_ENABLE))
+		return -EINVAL;
+	kvm->manual_protect = cap.args[0] & KVM_DIRTY_LOG_MANUAL_PROTECT_ENABLE;
+	return 0;
 }
 
 /* ---- vCPU fds ---- */
@@ -345,6 +422,12 @@ static long slat_kvm_vm_ioctl(struct file *f, unsigned int cmd, unsigned long ar
 		return slat_kvm_create_vcpu(kvm, arg);
 	case KVM_CHECK_EXTENSION:
 		return slat_kvm_check_extension(arg);
+	case KVM_GET_DIRTY_LOG:
+		return slat_kvm_get_dirty_log(kvm, up);
+	case KVM_CLEAR_DIRTY_LOG:
+		return slat_kvm_clear_dirty_log(kvm, up);
+	case KVM_ENABLE_CAP:
+		return slat_kvm_enable_cap(kvm, up);
 	default:
 		rc = slat_kvm_arch_vm_ioctl(kvm, cmd, up);
 		/* KVM's VM fd answers an unknown ioctl with -ENOTTY too. */

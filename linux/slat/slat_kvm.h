@@ -19,10 +19,12 @@
 
 /* Slat answers read-only slots (ABI 1.2) */
 bool slat_kvm_readonly_ok(void);
+bool slat_kvm_dirty_ok(void); /* ABI 1.9: KVM_MEM_LOG_DIRTY_PAGES */
 
 struct slat_kvm_vm {
 	struct slat_vm *vm;   /* one reference, dropped when the VM fd closes */
 	struct mm_struct *mm; /* the creator's: KVM answers other processes -EIO */
+	bool manual_protect;  /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 enabled */
 };
 
 struct slat_kvm_vcpu {

@@ -172,7 +172,8 @@ static int slot_add_eager(struct slat_mslot *ms)
 /* A lazy slot: the notifier on the VMM's range, then ADD_EMPTY. */
 static int slot_add_lazy(struct slat_mslot *ms)
 {
-	u64 op = HC_SLOT_ADD_EMPTY | (ms->flags & SLAT_SLOT_READONLY ? HC_SLOT_F_READONLY : 0);
+	u64 op = HC_SLOT_ADD_EMPTY | (ms->flags & SLAT_SLOT_READONLY ? HC_SLOT_F_READONLY : 0) |
+		 (ms->flags & SLAT_SLOT_DIRTY ? HC_SLOT_F_DIRTY_LOG : 0);
 	u64 r[3];
 	int rc;
 
@@ -248,12 +249,20 @@ int slat_slot_update(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
 		rc = ms ? slot_delete(ms) : -EINVAL;
 	} else if (!ms) {
 		rc = slot_add(vm, slot, gpa, size, uaddr, flags);
-	} else if (ms->size != size || ms->uaddr != uaddr || ms->flags != flags) {
-		rc = -EINVAL; /* KVM: a live slot changes only its address */
-	} else if (ms->gpa != gpa) {
-		rc = slat_errno(slat_call(HC_SLOT_SET, vm->id, slot, HC_SLOT_MOVE, gpa, 0, 0, r));
+	} else if (ms->size != size || ms->uaddr != uaddr ||
+		   ((ms->flags ^ flags) & ~SLAT_SLOT_DIRTY)) {
+		rc = -EINVAL; /* KVM: a live slot changes its address and dirty logging only */
+	} else {
+		if (ms->gpa != gpa)
+			rc = slat_errno(
+			    slat_call(HC_SLOT_SET, vm->id, slot, HC_SLOT_MOVE, gpa, 0, 0, r));
 		if (!rc)
 			ms->gpa = gpa;
+		if (!rc && ((ms->flags ^ flags) & SLAT_SLOT_DIRTY))
+			rc = slat_errno(slat_call(HC_SLOT_SET, vm->id, slot, HC_SLOT_LOG,
+						  !!(flags & SLAT_SLOT_DIRTY), 0, 0, r));
+		if (!rc)
+			ms->flags = flags;
 	}
 	mutex_unlock(&vm->lock);
 	return rc;
@@ -354,4 +363,47 @@ void slat_slots_release(struct slat_vm *vm)
 		xa_erase(&vm->slots, i);
 		slot_free(ms);
 	}
+}
+
+/* ---- dirty log (ABI 1.9) ---- */
+
+/* One SLOT_SET of at most HC_DIRTY_MAX_PAGES pages through a page of ours. */
+static int slot_dirty_chunk(struct slat_mslot *ms, u64 op, u64 first, u64 n, void *buf,
+			    void __user *ubits)
+{
+	size_t bytes = DIV_ROUND_UP(n, 64) * 8;
+	u64 r[3];
+	int rc;
+
+	memset(buf, 0, PAGE_SIZE);
+	if (op == HC_SLOT_DIRTY_CLEAR && copy_from_user(buf, ubits, bytes))
+		return -EFAULT;
+	rc = slat_errno(slat_call(HC_SLOT_SET, ms->vm->id, ms->slot, op, first,
+				  slat_pa(virt_to_page(buf)), n, r));
+	if (!rc && op != HC_SLOT_DIRTY_CLEAR && copy_to_user(ubits, buf, bytes))
+		rc = -EFAULT;
+	return rc;
+}
+
+int slat_slot_dirty(struct slat_vm *vm, u32 slot, u64 op, u64 first, u64 n, void __user *ubits)
+{
+	struct slat_mslot *ms;
+	void *buf;
+	int rc = 0;
+
+	buf = (void *)__get_free_page(GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	mutex_lock(&vm->lock);
+	ms = xa_load(&vm->slots, slot);
+	if (!ms || !(ms->flags & SLAT_SLOT_DIRTY))
+		rc = -ENOENT;
+	for (u64 done = 0; !rc && done < n; done += HC_DIRTY_MAX_PAGES) {
+		u64 k = min_t(u64, n - done, HC_DIRTY_MAX_PAGES);
+
+		rc = slot_dirty_chunk(ms, op, first + done, k, buf, ubits + done / 8);
+	}
+	mutex_unlock(&vm->lock);
+	free_page((unsigned long)buf);
+	return rc;
 }

@@ -67,6 +67,14 @@ x86_64)
 *) run memslot_perf_test -s 64 -l 1 -r 1 -f 0 -e 5 -d ;;
 esac
 run memslot_perf_test -s -1 -l 1 -r 1 -f 4 -e 4
+# Dirty logging (ABI 1.9): kvm_page_table_test turns KVM_MEM_LOG_DIRTY_PAGES
+# on and off under running vCPUs; dirty_log_perf_test harvests with
+# KVM_GET_DIRTY_LOG and KVM_CLEAR_DIRTY_LOG (manual protection), one vCPU
+# (arm64: it wants a vGIC device attribute slat.ko lacks, docs/kvm-api.md).
+run kvm_page_table_test -b 32M -v 2
+case $(uname -m) in
+x86_64) run dirty_log_perf_test -b 32M -v 1 -i 3 ;;
+esac
 case $(uname -m) in
 aarch64) run psci_test ;; # CPU_ON into a vCPU that never ran, SYSTEM_SUSPEND
 esac
