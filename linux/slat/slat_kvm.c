@@ -121,6 +121,19 @@ static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspa
 				m->userspace_addr, flags);
 }
 
+/* Pages of the logging region `slot`, or 0 (none, or it does not log: -ENOENT). */
+static u64 slat_kvm_logging_pages(struct slat_kvm_vm *kvm, u32 slot)
+{
+	struct slat_mslot *ms;
+	u64 pages;
+
+	mutex_lock(&kvm->vm->lock);
+	ms = xa_load(&kvm->vm->slots, slot);
+	pages = ms && (ms->flags & SLAT_SLOT_DIRTY) ? ms->npages : 0;
+	mutex_unlock(&kvm->vm->lock);
+	return pages;
+}
+
 /*
  * KVM_GET_DIRTY_LOG: the slot's whole bitmap; without manual protection the
  * pages reported are also cleared and write-protected (KVM's classic mode).
@@ -128,17 +141,13 @@ static int slat_kvm_set_region(struct slat_kvm_vm *kvm, const struct kvm_userspa
 static int slat_kvm_get_dirty_log(struct slat_kvm_vm *kvm, void __user *up)
 {
 	struct kvm_dirty_log log;
-	struct slat_mslot *ms;
 	u64 pages;
 
 	if (copy_from_user(&log, up, sizeof(log)))
 		return -EFAULT;
 	if (log.slot >> 16 || log.slot >= HC_MAX_SLOTS)
 		return -EINVAL;
-	mutex_lock(&kvm->vm->lock);
-	ms = xa_load(&kvm->vm->slots, log.slot);
-	pages = ms ? ms->npages : 0;
-	mutex_unlock(&kvm->vm->lock);
+	pages = slat_kvm_logging_pages(kvm, log.slot);
 	if (!pages)
 		return -ENOENT;
 	return slat_slot_dirty(kvm->vm, log.slot,
@@ -150,17 +159,13 @@ static int slat_kvm_get_dirty_log(struct slat_kvm_vm *kvm, void __user *up)
 static int slat_kvm_clear_dirty_log(struct slat_kvm_vm *kvm, void __user *up)
 {
 	struct kvm_clear_dirty_log log;
-	struct slat_mslot *ms;
 	u64 pages;
 
 	if (copy_from_user(&log, up, sizeof(log)))
 		return -EFAULT;
 	if (log.slot >> 16 || log.slot >= HC_MAX_SLOTS || (log.first_page & 63))
 		return -EINVAL;
-	mutex_lock(&kvm->vm->lock);
-	ms = xa_load(&kvm->vm->slots, log.slot);
-	pages = ms && (ms->flags & SLAT_SLOT_DIRTY) ? ms->npages : 0;
-	mutex_unlock(&kvm->vm->lock);
+	pages = slat_kvm_logging_pages(kvm, log.slot);
 	if (!pages)
 		return -ENOENT;
 	if (log.first_page > pages || log.num_pages > pages - log.first_page ||
