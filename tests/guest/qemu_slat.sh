@@ -1,0 +1,51 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Debian's own QEMU on Slat's /dev/kvm (slat.test=qemu_slat, issue 34,
+# tests/boot/t_arm64_qemu.sh): the primary's Linux loads slat.ko and runs
+# Debian 12's unmodified qemu-system-ARCH 7.2 (tools/qemu-guest.sh) with
+# -accel kvm on the VM kernel and initramfs of /vm/ (tools/vmm-initrd.sh),
+# two vCPUs and a virtio disk. The VM's init checks its CPUs, its timer and
+# the disk, then powers off; this side compares the disk's checksum and reads
+# back the line the VM wrote.
+echo "SLAT-GUEST: qemu_slat on $(uname -m), kernel $(uname -r)"
+q=/usr/bin/qemu-system-$(uname -m)
+echo "SLAT-GUEST: $($q --version | head -1)"
+if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
+	echo "SLAT-GUEST: slat.ko refused to load: $(cat /tmp/insmod.err)"
+	echo "SLAT-GUEST: MARKER qemu_slat-refused"
+	exit 1
+fi
+dmesg | grep 'slat:' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
+disk=/tmp/disk1.img
+dd if=/dev/urandom of=$disk bs=1M count=4 2>/dev/null
+want=$(sha256sum $disk | cut -d' ' -f1)
+case "$(uname -m)" in
+aarch64) machine="-M virt,gic-version=3 -cpu host" con=ttyAMA0 ;;
+*) machine="-M q35 -cpu host" con=ttyS0 ;;
+esac
+start=$(cut -d' ' -f1 /proc/uptime)
+# shellcheck disable=SC2086 # $machine is words
+{
+	timeout -s KILL 600 $q -accel kvm $machine -smp 2 -m 256 -nographic -nic none \
+		-kernel /vm/vmlinuz -initrd /vm/initrd.img -append "console=$con panic=-1 loglevel=7" \
+		-drive file=$disk,if=none,format=raw,id=d0 -device virtio-blk-device,drive=d0 \
+		-no-reboot </dev/null 2>&1
+	echo $? >/tmp/qemu.rc
+} | tee /tmp/qemu.out | sed "s/^/SLAT-GUEST: qemu: /"
+end=$(cut -d' ' -f1 /proc/uptime)
+echo "SLAT-GUEST: qemu exit $(cat /tmp/qemu.rc) after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
+got=$(sed -n 's/.*VMM-GUEST: disk vda [0-9]* sectors sha256 \([0-9a-f]*\).*/\1/p' /tmp/qemu.out | head -1)
+if [ -n "$got" ] && [ "$got" = "$want" ]; then
+	echo "SLAT-GUEST: disk checksum matches the image's"
+else
+	echo "SLAT-GUEST: disk checksum MISMATCH: VM '$got', image '$want'"
+fi
+wrote=$(sed -n 's/.*VMM-GUEST: disk wrote \(vm-wrote-[0-9a-f-]*\) at sector 8.*/\1/p' /tmp/qemu.out | head -1)
+back=$(dd if=$disk bs=512 skip=8 count=1 2>/dev/null | head -1 | tr -d '\000')
+if [ -n "$wrote" ] && [ "$back" = "$wrote" ]; then
+	echo "SLAT-GUEST: the VM's write is in the image"
+else
+	echo "SLAT-GUEST: disk write MISMATCH: VM '$wrote', image '$back'"
+fi
+dmesg | grep 'slat' | tail -20 | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
+echo "SLAT-GUEST: MARKER qemu_slat-done"
