@@ -38,7 +38,10 @@
 //      KVM's KVM_NMI and the NMI IPIs of the VMM's LAPIC.
 // 1.9: dirty logging of slots (HC_SLOT_F_DIRTY_LOG, SLOT_SET LOG, DIRTY_GET,
 //      DIRTY_TAKE, DIRTY_CLEAR): KVM_MEM_LOG_DIRTY_PAGES, KVM_GET_DIRTY_LOG,
-//      KVM_CLEAR_DIRTY_LOG.
+//      KVM_CLEAR_DIRTY_LOG; and arm64 FP/SIMD registers in the SET_REGS / GET_REGS page
+//      (hc_regs_arm64.fp_flags, v, fpsr, fpcr): GET fills them and sets
+//      HC_REGS_ARM64_FP; SET takes them only with that flag (an older
+//      module's page has 0 there and leaves them as they are).
 #define HC_ABI_MINOR 9u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
@@ -356,7 +359,13 @@ struct hc_regs_arm64 {
 	uint64_t amair_el1, afsr0_el1, afsr1_el1, par_el1, cntkctl_el1;
 	uint64_t cntv_ctl_el0, cntv_cval_el0;
 	uint64_t mpidr_el1; // read only (GET): the vCPU's affinity
+	// 1.9: FP/SIMD state. fp_flags HC_REGS_ARM64_FP: v, fpsr and fpcr are valid
+	// (GET always sets it; SET applies them only with it).
+	uint64_t fp_flags;
+	uint64_t v[32][2]; // V0..V31, each low 64 bits first
+	uint64_t fpsr, fpcr;
 };
+#define HC_REGS_ARM64_FP 1ull
 
 // VM_STATS page: the SLAT engine's counters of one VM (mm/s2.h s2_stats) and
 // what the VM holds.
