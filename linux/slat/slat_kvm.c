@@ -48,6 +48,11 @@ static long slat_kvm_check_extension(long cap)
 	case KVM_CAP_IMMEDIATE_EXIT:
 	case KVM_CAP_CHECK_EXTENSION_VM:
 	case KVM_CAP_SYNC_MMU: /* regions follow the VMM's mapping (slat_slot.c) */
+	/* A deleted region's slot and range are free again at once, and
+	 * adjacent regions (or one region replacing several) are just slots
+	 * (slat_slot.c): what QEMU requires of these two. */
+	case KVM_CAP_DESTROY_MEMORY_REGION_WORKS:
+	case KVM_CAP_JOIN_MEMORY_REGIONS_WORKS:
 		return 1;
 	case KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2:
 		/* Enable bit only: no KVM_DIRTY_LOG_INITIALLY_SET (KVM 6.1 has it). */

@@ -41,6 +41,7 @@ struct slat_kvm_vcpu {
 	bool reset_pending, reset_be; /* CPU_ON's reset, applied by this vCPU */
 	u64 reset_pc, reset_x0;
 	u64 mpidr; /* as Slat placed the vCPU */
+	u64 spsr32[4]; /* arm64: KVM's AArch32 SPSRs (abt, und, irq, fiq), kept as set */
 	wait_queue_head_t psci_wq;
 	void *arch; /* x86: struct slat_kvm_x86 (slat_kvm_x86.c) */
 };

@@ -6,6 +6,7 @@
  * and WFI, which KVM answers in the kernel and so does this module.
  */
 #include <linux/arm-smccc.h>
+#include <uapi/linux/psci.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -123,15 +124,20 @@ long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __us
 
 /* ---- registers ---- */
 
-#define CORE_ID(f) (KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE | KVM_REG_ARM_CORE_REG(f))
-#define HCR(f)	   offsetof(struct hc_regs_arm64, f)
+#define CORE_ID_SZ(sz, f) (KVM_REG_ARM64 | (sz) | KVM_REG_ARM_CORE | KVM_REG_ARM_CORE_REG(f))
+#define CORE_ID(f)	  CORE_ID_SZ(KVM_REG_SIZE_U64, f)
+#define VREG_ID(i)	  CORE_ID_SZ(KVM_REG_SIZE_U128, fp_regs.vregs[i])
+#define FPSR_ID		  CORE_ID_SZ(KVM_REG_SIZE_U32, fp_regs.fpsr)
+#define FPCR_ID		  CORE_ID_SZ(KVM_REG_SIZE_U32, fp_regs.fpcr)
+#define HCR(f)		  offsetof(struct hc_regs_arm64, f)
+#define A64_NR_SPSR32	  (KVM_NR_SPSR - 1) /* the AArch32 banked SPSRs: abt, und, irq, fiq */
 
 struct a64_reg {
 	u64 id;
 	u32 off; /* in struct hc_regs_arm64 */
 };
 
-/* The core registers Slat keeps (FP/SIMD registers are not in its page). */
+/* The 64-bit core registers Slat keeps besides x0..x30. */
 static const struct a64_reg a64_core[] = {
     {CORE_ID(regs.sp), HCR(sp_el0)},	 {CORE_ID(regs.pc), HCR(pc)},
     {CORE_ID(regs.pstate), HCR(pstate)}, {CORE_ID(sp_el1), HCR(sp_el1)},
@@ -164,52 +170,83 @@ static const struct a64_reg a64_sys[] = {
 
 #define A64_MPIDR_ID ARM64_SYS_REG(3, 0, 0, 0, 5)
 
+/* ABI 1.9: Slat's register page carries V0..V31, FPSR and FPCR. */
+static bool a64_fp_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 9;
+}
+
 /*
  * ID registers: a secondary reads the CPU's own (Slat does not trap them),
- * which are what the primary reads too. They read as such and cannot change.
+ * which are what the primary reads too: MIDR, REVIDR and the whole ID space
+ * op0 3, op1 0, CRn 0, CRm 1..7 (AArch32 ones included; its unallocated
+ * encodings read as zero, architecturally RAZ), as KVM lists them. They read
+ * as such and cannot change.
  */
-static bool a64_id_reg(u64 id, u64 *val)
+#define ID_CASE(crm, op2)                                                                          \
+	case ((crm) << 3 | (op2)):                                                                 \
+		return read_sysreg_s(sys_reg(3, 0, 0, crm, op2))
+#define ID_ROW(crm)                                                                                \
+	ID_CASE(crm, 0);                                                                           \
+	ID_CASE(crm, 1);                                                                           \
+	ID_CASE(crm, 2);                                                                           \
+	ID_CASE(crm, 3);                                                                           \
+	ID_CASE(crm, 4);                                                                           \
+	ID_CASE(crm, 5);                                                                           \
+	ID_CASE(crm, 6);                                                                           \
+	ID_CASE(crm, 7)
+
+static u64 a64_id_read(unsigned int crm_op2)
 {
-	switch (id) {
-	case ARM64_SYS_REG(3, 0, 0, 0, 0):
-		*val = read_cpuid_id();
-		return true;
-	case ARM64_SYS_REG(3, 0, 0, 4, 0):
-		*val = read_sysreg_s(SYS_ID_AA64PFR0_EL1);
-		return true;
-	case ARM64_SYS_REG(3, 0, 0, 4, 1):
-		*val = read_sysreg_s(SYS_ID_AA64PFR1_EL1);
-		return true;
-	case ARM64_SYS_REG(3, 0, 0, 5, 0):
-		*val = read_sysreg_s(SYS_ID_AA64DFR0_EL1);
-		return true;
-	case ARM64_SYS_REG(3, 0, 0, 6, 0):
-		*val = read_sysreg_s(SYS_ID_AA64ISAR0_EL1);
-		return true;
-	case ARM64_SYS_REG(3, 0, 0, 6, 1):
-		*val = read_sysreg_s(SYS_ID_AA64ISAR1_EL1);
-		return true;
-	case ARM64_SYS_REG(3, 0, 0, 7, 0):
-		*val = read_sysreg_s(SYS_ID_AA64MMFR0_EL1);
-		return true;
-	case ARM64_SYS_REG(3, 0, 0, 7, 1):
-		*val = read_sysreg_s(SYS_ID_AA64MMFR1_EL1);
-		return true;
-	case ARM64_SYS_REG(3, 0, 0, 7, 2):
-		*val = read_sysreg_s(SYS_ID_AA64MMFR2_EL1);
-		return true;
+	switch (crm_op2) {
+	case 0:
+		return read_cpuid_id();
+		ID_CASE(0, 6); /* REVIDR */
+		ID_ROW(1);
+		ID_ROW(2);
+		ID_ROW(3);
+		ID_ROW(4);
+		ID_ROW(5);
+		ID_ROW(6);
+		ID_ROW(7);
 	default:
-		return false;
+		return 0;
 	}
 }
 
-static const u64 a64_id_list[] = {
-    ARM64_SYS_REG(3, 0, 0, 0, 0), ARM64_SYS_REG(3, 0, 0, 4, 0), ARM64_SYS_REG(3, 0, 0, 4, 1),
-    ARM64_SYS_REG(3, 0, 0, 5, 0), ARM64_SYS_REG(3, 0, 0, 6, 0), ARM64_SYS_REG(3, 0, 0, 6, 1),
-    ARM64_SYS_REG(3, 0, 0, 7, 0), ARM64_SYS_REG(3, 0, 0, 7, 1), ARM64_SYS_REG(3, 0, 0, 7, 2),
-};
+/* The ID register `id` is (encoded as KVM_REG_ARM64_SYSREG): its value in *val. */
+static bool a64_id_reg(u64 id, u64 *val)
+{
+	u64 base = ARM64_SYS_REG(3, 0, 0, 0, 0);
+	unsigned int crm_op2;
 
-#define A64_NREGS (31 + ARRAY_SIZE(a64_core) + ARRAY_SIZE(a64_sys) + ARRAY_SIZE(a64_id_list))
+	if ((id & ~(u64)0x3f) != base)
+		return false;
+	crm_op2 = id & 0x3f; /* CRm bits 6:3, op2 bits 2:0 of the sysreg id */
+	if (crm_op2 < 8 && crm_op2 != 0 && crm_op2 != 6)
+		return false; /* CRm 0: MIDR and REVIDR here; MPIDR is Slat's (a64_sys) */
+	*val = a64_id_read(crm_op2);
+	return true;
+}
+
+#define A64_NR_ID (2 + 7 * 8)
+
+static u64 a64_id_list(unsigned int i)
+{
+	if (i < 2)
+		return ARM64_SYS_REG(3, 0, 0, 0, i ? 6 : 0);
+	i -= 2;
+	return ARM64_SYS_REG(3, 0, 0, 1 + i / 8, i % 8);
+}
+
+/* The firmware pseudo-register with the PSCI version (KVM's 1.0 here). */
+#define A64_PSCI_VERSION PSCI_VERSION(1, 0)
+
+static unsigned int a64_nregs(const struct slat_kvm_vcpu *v)
+{
+	return 31 + ARRAY_SIZE(a64_core) + A64_NR_SPSR32 + (a64_fp_ok() ? 32 + 2 : 0) +
+	       ARRAY_SIZE(a64_sys) + A64_NR_ID + 1 /* TIMER_CNT */ + (v->psci ? 1 : 0);
+}
 
 /* Where `id` lives in Slat's page; -ENOENT for a register Slat does not keep. */
 static int a64_reg_off(u64 id)
@@ -225,46 +262,139 @@ static int a64_reg_off(u64 id)
 	for (i = 0; i < ARRAY_SIZE(a64_sys); i++)
 		if (id == a64_sys[i].id)
 			return a64_sys[i].off;
+	if (!a64_fp_ok())
+		return -ENOENT;
+	for (i = 0; i < 32; i++)
+		if (id == VREG_ID(i))
+			return HCR(v[i]);
+	if (id == FPSR_ID)
+		return HCR(fpsr);
+	if (id == FPCR_ID)
+		return HCR(fpcr);
 	return -ENOENT;
+}
+
+/* An AArch32 banked SPSR (KVM's spsr[1..4]): its index in v->spsr32, or -1. */
+static int a64_spsr32(u64 id)
+{
+	unsigned int i;
+
+	for (i = 0; i < A64_NR_SPSR32; i++)
+		if (id == CORE_ID(spsr[KVM_SPSR_ABT + i]))
+			return i;
+	return -1;
+}
+
+/*
+ * Registers the module answers without Slat: the ID registers, the virtual
+ * counter, the PSCI version, the AArch32 SPSRs. 1 done (rc in *rc), 0 not one.
+ */
+static int a64_module_reg(struct slat_kvm_vcpu *v, u64 id, u64 __user *uaddr, bool set, long *rc)
+{
+	u64 val, want;
+	int i = a64_spsr32(id);
+
+	if (i >= 0) {
+		/* A guest without AArch32 EL1 has no use for them; they are kept
+		 * as set, as KVM keeps them for an AArch64 vCPU. */
+		if (!set)
+			*rc = put_user(v->spsr32[i], uaddr);
+		else
+			*rc = get_user(v->spsr32[i], uaddr);
+		return 1;
+	}
+	if (a64_id_reg(id, &want)) {
+		/* fixed values: a set of another value is KVM's -EINVAL */
+	} else if (id == KVM_REG_ARM_TIMER_CNT) {
+		/* The guest's virtual count: Slat runs secondaries (and the
+		 * primary) with CNTVOFF_EL2 0, so it is this CPU's. Slat
+		 * cannot offset it: a set is -EINVAL (docs/kvm-api.md). */
+		want = read_sysreg(cntvct_el0);
+		if (set) {
+			*rc = get_user(val, uaddr) ? -EFAULT : -EINVAL;
+			return 1;
+		}
+	} else if (id == KVM_REG_ARM_PSCI_VERSION && v->psci) {
+		want = A64_PSCI_VERSION;
+	} else {
+		return 0;
+	}
+	if (!set) {
+		*rc = put_user(want, uaddr);
+		return 1;
+	}
+	if (get_user(val, uaddr))
+		*rc = -EFAULT;
+	else
+		*rc = val == want ? 0 : -EINVAL;
+	return 1;
+}
+
+/* A core register Slat keeps, named with another size than its own. */
+static bool a64_core_other_size(u64 id)
+{
+	static const u64 sizes[] = {KVM_REG_SIZE_U32, KVM_REG_SIZE_U64, KVM_REG_SIZE_U128};
+	u64 base = id & ~KVM_REG_SIZE_MASK;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++)
+		if ((base | sizes[i]) != id &&
+		    (a64_reg_off(base | sizes[i]) >= 0 || a64_spsr32(base | sizes[i]) >= 0))
+			return true;
+	return false;
+}
+
+static u64 a64_reg_size(u64 id)
+{
+	return 1ull << ((id & KVM_REG_SIZE_MASK) >> KVM_REG_SIZE_SHIFT);
 }
 
 static long a64_one_reg(struct slat_kvm_vcpu *v, void __user *up, bool set)
 {
 	struct kvm_one_reg r;
 	struct hc_regs_arm64 *regs;
-	u64 val, __user *uaddr;
+	void __user *uaddr;
+	u64 size, val[2] = {0, 0};
 	int off, rc;
+	long mrc = 0;
 
 	if (copy_from_user(&r, up, sizeof(r)))
 		return -EFAULT;
 	rc = slat_kvm_psci_apply_reset(v); /* registers read after a CPU_ON see it */
 	if (rc)
 		return rc;
-	uaddr = (u64 __user *)(unsigned long)r.addr;
-	if ((r.id & KVM_REG_SIZE_MASK) != KVM_REG_SIZE_U64)
-		return -ENOENT;
-	if (a64_id_reg(r.id, &val)) {
-		if (!set)
-			return put_user(val, uaddr);
-		if (get_user(r.addr, uaddr))
-			return -EFAULT;
-		return r.addr == val ? 0 : -EINVAL;
-	}
+	uaddr = (void __user *)(unsigned long)r.addr;
+	size = a64_reg_size(r.id);
 	off = a64_reg_off(r.id);
-	if (off < 0)
-		return off;
+	if (off < 0 && (r.id & KVM_REG_ARM_COPROC_MASK) == KVM_REG_ARM_CORE &&
+	    a64_core_other_size(r.id))
+		return -EINVAL; /* KVM: a core register asked with the wrong size */
+	if (off < 0) {
+		if (size != sizeof(u64))
+			return -ENOENT;
+		return a64_module_reg(v, r.id, uaddr, set, &mrc) ? mrc : -ENOENT;
+	}
+	/* Slat's registers: V0..V31 128 bits, FPSR and FPCR 32, the rest 64 (KVM:
+	 * a core register of another size is -EINVAL). */
+	if (size != (off >= HCR(v[0]) && off < HCR(fpsr) ? 16 : off >= HCR(fpsr) ? 4 : 8))
+		return (r.id & KVM_REG_ARM_COPROC_MASK) == KVM_REG_ARM_CORE ? -EINVAL : -ENOENT;
 	regs = kzalloc(sizeof(*regs), GFP_KERNEL);
 	if (!regs)
 		return -ENOMEM;
 	rc = slat_vcpu_regs_k(v->vc, regs, false);
-	if (!rc && !set)
-		rc = put_user(*(u64 *)((u8 *)regs + off), uaddr);
-	if (!rc && set && get_user(val, uaddr))
+	if (!rc && !set) {
+		memcpy(val, (u8 *)regs + off, size);
+		rc = copy_to_user(uaddr, val, size) ? -EFAULT : 0;
+	}
+	if (!rc && set && copy_from_user(val, uaddr, size))
 		rc = -EFAULT;
-	if (!rc && set && r.id == A64_MPIDR_ID && val != regs->mpidr_el1)
+	if (!rc && set && r.id == A64_MPIDR_ID && val[0] != regs->mpidr_el1)
 		rc = -EINVAL; /* Slat places the vCPU; it reads as Slat set it */
 	if (!rc && set) {
-		*(u64 *)((u8 *)regs + off) = val;
+		if (size == 4)
+			*(u64 *)((u8 *)regs + off) = (u32)val[0]; /* FPSR, FPCR */
+		else
+			memcpy((u8 *)regs + off, val, size);
 		/* Slat refuses an illegal pstate (EL2, AArch32...): -EINVAL. */
 		rc = slat_vcpu_regs_k(v->vc, regs, true);
 	}
@@ -272,29 +402,42 @@ static long a64_one_reg(struct slat_kvm_vcpu *v, void __user *up, bool set)
 	return rc;
 }
 
-static long a64_reg_list(void __user *up)
+static long a64_reg_list(struct slat_kvm_vcpu *v, void __user *up)
 {
 	struct kvm_reg_list __user *ul = up;
-	u64 n, i, k = 0;
+	u64 n, i, k = 0, nregs = a64_nregs(v);
 
 	if (get_user(n, &ul->n))
 		return -EFAULT;
-	if (put_user((u64)A64_NREGS, &ul->n))
+	if (put_user(nregs, &ul->n))
 		return -EFAULT;
-	if (n < A64_NREGS)
+	if (n < nregs)
 		return -E2BIG;
+#define PUT(id)                                                                                    \
+	do {                                                                                       \
+		if (put_user((u64)(id), &ul->reg[k++]))                                            \
+			return -EFAULT;                                                            \
+	} while (0)
 	for (i = 0; i < 31; i++)
-		if (put_user((u64)CORE_ID(regs.regs[i]), &ul->reg[k++]))
-			return -EFAULT;
+		PUT(CORE_ID(regs.regs[i]));
 	for (i = 0; i < ARRAY_SIZE(a64_core); i++)
-		if (put_user(a64_core[i].id, &ul->reg[k++]))
-			return -EFAULT;
+		PUT(a64_core[i].id);
+	for (i = 0; i < A64_NR_SPSR32; i++)
+		PUT(CORE_ID(spsr[KVM_SPSR_ABT + i]));
+	if (a64_fp_ok()) {
+		for (i = 0; i < 32; i++)
+			PUT(VREG_ID(i));
+		PUT(FPSR_ID);
+		PUT(FPCR_ID);
+	}
 	for (i = 0; i < ARRAY_SIZE(a64_sys); i++)
-		if (put_user(a64_sys[i].id, &ul->reg[k++]))
-			return -EFAULT;
-	for (i = 0; i < ARRAY_SIZE(a64_id_list); i++)
-		if (put_user(a64_id_list[i], &ul->reg[k++]))
-			return -EFAULT;
+		PUT(a64_sys[i].id);
+	PUT(KVM_REG_ARM_TIMER_CNT);
+	for (i = 0; i < A64_NR_ID; i++)
+		PUT(a64_id_list(i));
+	if (v->psci)
+		PUT(KVM_REG_ARM_PSCI_VERSION);
+#undef PUT
 	return 0;
 }
 
@@ -355,6 +498,7 @@ static long a64_vcpu_init(struct slat_kvm_vcpu *v, void __user *up)
 	rc = slat_vcpu_regs_k(v->vc, v->reset, true);
 	if (rc)
 		return rc;
+	memset(v->spsr32, 0, sizeof(v->spsr32));
 	slat_kvm_psci_init(v, init.features[0] & BIT(KVM_ARM_VCPU_PSCI_0_2),
 			   init.features[0] & BIT(KVM_ARM_VCPU_POWER_OFF));
 	v->inited = true;
@@ -392,7 +536,7 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 	case KVM_GET_REG_LIST:
 		if (!v->inited)
 			return -ENOEXEC;
-		return a64_reg_list(up);
+		return a64_reg_list(v, up);
 	case KVM_GET_MP_STATE:
 	case KVM_SET_MP_STATE:
 		return a64_mp_state(v, up, cmd == KVM_SET_MP_STATE);

@@ -187,13 +187,17 @@ static void check_vcpu_state(int vm, int vcpu)
 	expect("SET pstate EL2h", one_reg(vcpu, CORE(regs.pstate), &v, true), EINVAL);
 	one_reg(vcpu, CORE(regs.pstate), &v, false);
 	check("pstate unchanged by the refusal", v == 0x3c5, v, 0x3c5);
-	if (on_slat()) // KVM keeps the FP/SIMD registers
-		expect("GET of a register Slat does not keep (V0)",
-		       one_reg(vcpu,
-			       KVM_REG_ARM64 | KVM_REG_SIZE_U128 | KVM_REG_ARM_CORE |
-				   (offsetof(struct kvm_regs, fp_regs.vregs[0]) / 4),
-			       &v, false),
-		       ENOENT);
+	// V0 (128 bits) round trip: KVM keeps the FP/SIMD registers, Slat too from ABI 1.9.
+	uint64_t q[2] = {0x1122334455667788ull, 0x99aabbccddeeff00ull}, qb[2] = {0, 0};
+	uint64_t v0 = KVM_REG_ARM64 | KVM_REG_SIZE_U128 | KVM_REG_ARM_CORE |
+		      (offsetof(struct kvm_regs, fp_regs.vregs[0]) / 4);
+	struct kvm_one_reg rq = {.id = v0, .addr = (uint64_t)(uintptr_t)q};
+	expect("SET V0", ioctl(vcpu, KVM_SET_ONE_REG, &rq), 0);
+	rq.addr = (uint64_t)(uintptr_t)qb;
+	expect("GET V0", ioctl(vcpu, KVM_GET_ONE_REG, &rq), 0);
+	check("V0 reads back", qb[0] == q[0] && qb[1] == q[1], qb[1], q[1]);
+	rq.id = (v0 & ~KVM_REG_SIZE_MASK) | KVM_REG_SIZE_U64;
+	expect("GET V0 with a 64-bit size", ioctl(vcpu, KVM_GET_ONE_REG, &rq), EINVAL);
 	expect("GET of an unknown system register",
 	       one_reg(vcpu, ARM64_SYS_REG(3, 0, 15, 15, 7), &v, false), ENOENT);
 	uint64_t mpidr = 0;

@@ -9,6 +9,8 @@
 # back the line the VM wrote.
 echo "SLAT-GUEST: qemu_slat on $(uname -m), kernel $(uname -r)"
 q=/usr/bin/qemu-system-$(uname -m)
+# slat.qemu_trace=PATTERN on the command line: QEMU trace events (-trace), e.g. kvm_*
+QEMU_TRACE=$(sed -n "s/.*slat.qemu_trace=\([^ ]*\).*/\1/p" /proc/cmdline)
 echo "SLAT-GUEST: $($q --version | head -1)"
 if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
 	echo "SLAT-GUEST: slat.ko refused to load: $(cat /tmp/insmod.err)"
@@ -20,13 +22,13 @@ disk=/tmp/disk1.img
 dd if=/dev/urandom of=$disk bs=1M count=4 2>/dev/null
 want=$(sha256sum $disk | cut -d' ' -f1)
 case "$(uname -m)" in
-aarch64) machine="-M virt,gic-version=3 -cpu host" con=ttyAMA0 ;;
+aarch64) machine="-M virt,gic-version=3,its=off -cpu host" con=ttyAMA0 ;;
 *) machine="-M q35 -cpu host" con=ttyS0 ;;
 esac
 start=$(cut -d' ' -f1 /proc/uptime)
 # shellcheck disable=SC2086 # $machine is words
 {
-	timeout -s KILL 600 $q -accel kvm $machine -smp 2 -m 256 -nographic -nic none \
+	timeout -s KILL 600 $q ${QEMU_TRACE:+-trace "$QEMU_TRACE"} -accel kvm $machine -smp 2 -m 256 -nographic -nic none \
 		-kernel /vm/vmlinuz -initrd /vm/initrd.img -append "console=$con panic=-1 loglevel=7" \
 		-drive file=$disk,if=none,format=raw,id=d0 -device virtio-blk-device,drive=d0 \
 		-no-reboot </dev/null 2>&1
