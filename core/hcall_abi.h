@@ -38,10 +38,14 @@
 //      KVM's KVM_NMI and the NMI IPIs of the VMM's LAPIC.
 // 1.9: dirty logging of slots (HC_SLOT_F_DIRTY_LOG, SLOT_SET LOG, DIRTY_GET,
 //      DIRTY_TAKE, DIRTY_CLEAR): KVM_MEM_LOG_DIRTY_PAGES, KVM_GET_DIRTY_LOG,
-//      KVM_CLEAR_DIRTY_LOG; and arm64 FP/SIMD registers in the SET_REGS / GET_REGS page
-//      (hc_regs_arm64.fp_flags, v, fpsr, fpcr): GET fills them and sets
+//      KVM_CLEAR_DIRTY_LOG. arm64 FP/SIMD registers in the SET_REGS / GET_REGS page
+//      (hc_regs_arm64.flags, v, fpsr, fpcr): GET fills them and sets
 //      HC_REGS_ARM64_FP; SET takes them only with that flag (an older
-//      module's page has 0 there and leaves them as they are).
+//      module's page has 0 there and leaves them as they are). SET with
+//      HC_REGS_ARM64_KEEP_PENDING keeps the completion of the last exit
+//      (an MMIO access: pc past it, a read's register) for the next RUN, as
+//      KVM completes an MMIO exit at the next KVM_RUN whatever registers the
+//      VMM wrote in between.
 #define HC_ABI_MINOR 9u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
@@ -359,13 +363,15 @@ struct hc_regs_arm64 {
 	uint64_t amair_el1, afsr0_el1, afsr1_el1, par_el1, cntkctl_el1;
 	uint64_t cntv_ctl_el0, cntv_cval_el0;
 	uint64_t mpidr_el1; // read only (GET): the vCPU's affinity
-	// 1.9: FP/SIMD state. fp_flags HC_REGS_ARM64_FP: v, fpsr and fpcr are valid
-	// (GET always sets it; SET applies them only with it).
-	uint64_t fp_flags;
+	// 1.9: FP/SIMD state. flags HC_REGS_ARM64_FP: v, fpsr and fpcr are valid
+	// (GET always sets it; SET applies them only with it). SET: with
+	// HC_REGS_ARM64_KEEP_PENDING the last exit's completion stays pending.
+	uint64_t flags;
 	uint64_t v[32][2]; // V0..V31, each low 64 bits first
 	uint64_t fpsr, fpcr;
 };
-#define HC_REGS_ARM64_FP 1ull
+#define HC_REGS_ARM64_FP	     1ull
+#define HC_REGS_ARM64_KEEP_PENDING 2ull
 
 // VM_STATS page: the SLAT engine's counters of one VM (mm/s2.h s2_stats) and
 // what the VM holds.

@@ -224,12 +224,14 @@ int arch_hv_set_regs(struct vcpu *v, const void *page)
 	s->frame.elr = r->pc;
 	s->frame.spsr = r->pstate;
 	arm64_hv_regs_to_el1(r, &s->el1);
-	if (r->fp_flags & HC_REGS_ARM64_FP) { // 1.9; s->fp: V0-V31, FPSR, FPCR
+	if (r->flags & HC_REGS_ARM64_FP) { // 1.9; s->fp: V0-V31, FPSR, FPCR
 		memcpy(s->fp, r->v, sizeof(r->v));
 		memcpy(s->fp + 512, &r->fpsr, 8);
 		memcpy(s->fp + 520, &r->fpcr, 8);
 	}
-	s->pending = HV_PENDING_NONE; // the VMM set a new state: nothing to complete
+	// The VMM set a new state: nothing to complete, unless it asks (1.9).
+	if (!(r->flags & HC_REGS_ARM64_KEEP_PENDING))
+		s->pending = HV_PENDING_NONE;
 	return HC_OK;
 }
 
@@ -244,7 +246,7 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 	r->pstate = s->frame.spsr;
 	arm64_hv_el1_to_regs(&s->el1, r);
 	r->mpidr_el1 = s->vmpidr;
-	r->fp_flags = HC_REGS_ARM64_FP;
+	r->flags = HC_REGS_ARM64_FP;
 	memcpy(r->v, s->fp, sizeof(r->v));
 	memcpy(&r->fpsr, s->fp + 512, 8);
 	memcpy(&r->fpcr, s->fp + 520, 8);

@@ -395,6 +395,9 @@ static long a64_one_reg(struct slat_kvm_vcpu *v, void __user *up, bool set)
 			*(u64 *)((u8 *)regs + off) = (u32)val[0]; /* FPSR, FPCR */
 		else
 			memcpy((u8 *)regs + off, val, size);
+		/* KVM completes the last MMIO exit at the next KVM_RUN whatever
+		 * the VMM set in between (QEMU puts back what it read). */
+		regs->flags |= HC_REGS_ARM64_KEEP_PENDING;
 		/* Slat refuses an illegal pstate (EL2, AArch32...): -EINVAL. */
 		rc = slat_vcpu_regs_k(v->vc, regs, true);
 	}
