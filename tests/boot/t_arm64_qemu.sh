@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Debian's own QEMU on Slat's /dev/kvm, arm64 (issue 34): QEMU virt at EL2
+# with GICv3, -cpu cortex-a72, 2 CPUs, 2 GiB, edk2 + slat.efi. The primary's
+# Linux loads slat.ko and runs Debian 12's unmodified qemu-system-aarch64 7.2
+# (tools/qemu-guest.sh) with -accel kvm -cpu host -M virt,gic-version=3 on
+# the same Debian kernel with the VM initramfs of tools/vmm-initrd.sh, two
+# vCPUs and a virtio disk (tests/guest/qemu_slat.sh): the VM's kernel, both
+# vCPUs online (PSCI CPU_ON in slat.ko), its timer, the disk's checksum and a
+# write the primary reads back, a PSCI power-off that ends QEMU with status
+# 0; then Slat's summary accounts every page (two VMs: QEMU's scratch VM for
+# -cpu host, and the machine). `its=off`: QEMU 7.2 dereferences NULL without
+# KVM_CAP_SIGNAL_MSI (docs/kvm-api.md). QEMU_TRACE=PATTERN passes QEMU's
+# -trace PATTERN (e.g. 'kvm_*', slow).
+. "$(dirname "$0")/lib.sh"
+g="$BOOT_TOP/build/guest/aarch64"
+make -s -C "$BOOT_TOP" guest-aarch64 >"$BOOT_DIR/guest.out" 2>&1 || {
+	cat "$BOOT_DIR/guest.out" >&2
+	echo "boot: building the arm64 guest failed" >&2
+	exit 1
+}
+bash "$BOOT_TOP/tools/qemu-guest.sh" aarch64 || exit 1
+cfg="$BOOT_DIR/slat.cfg"
+{
+	echo '# written by tests/boot/t_arm64_qemu.sh'
+	echo 'loader  = \slat\vmlinuz'
+	echo 'initrd  = \slat\initrd.img'
+	echo "cmdline = console=ttyAMA0 panic=-1 quiet slat.test=qemu_slat${QEMU_TRACE:+ slat.qemu_trace=$QEMU_TRACE}"
+} >"$cfg"
+EMU_ESP_CYL=128 # the kernel (27 MiB) and the initramfs with QEMU (29 MiB)
+boot_esp aarch64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd-qemu.img=slat/initrd.img"
+BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
+EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_arm64 cortex-a72
+expect_in_order '^SLAT-GUEST: qemu_slat on aarch64' \
+	'^SLAT-GUEST: QEMU emulator version 7\.2\.' \
+	'^SLAT-GUEST: dmesg: slat: Slat ABI 1\.(9|[1-9][0-9])' \
+	'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
+	'^SLAT-GUEST: qemu: .*psci: PSCIv1\.0 detected in firmware' \
+	'^SLAT-GUEST: qemu: .*GICv3: CPU0: found redistributor 0 region 0:0x0*80a0000$' \
+	'^SLAT-GUEST: qemu: .*arch_timer: cp15 timer\(s\) running at' \
+	'^SLAT-GUEST: qemu: .*GICv3: CPU1: found redistributor 1 region 0:0x0*80c0000$' \
+	'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+	'^SLAT-GUEST: qemu: .*virtio_blk virtio0: \[vda\] 8192 512-byte logical blocks' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$' \
+	'^SLAT-GUEST: qemu: .*reboot: Power down' \
+	'^SLAT-GUEST: qemu exit 0 after [0-9]+\.[0-9] s$' \
+	'^SLAT-GUEST: disk checksum matches the image.s$' \
+	'^SLAT-GUEST: the VM.s write is in the image$' \
+	'^SLAT-GUEST: MARKER qemu_slat-done' \
+	'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive' \
+	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+expect_absent 'Synchronous Exception' '^error: (slat|arm64|hv):' 'exception at EL2' \
+	'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'soft lockup' 'rcu_sched detected stalls' \
+	'insmod .* failed' 'VMM-GUEST: no disk' 'failed to come online' 'WARNING:' \
+	'SLAT-GUEST: qemu: .*qemu-system-aarch64: ' 'Segmentation fault'
+expect_exit
+boot_done
