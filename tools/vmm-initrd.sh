@@ -10,7 +10,8 @@
 #         /vm/vmlinuz      the same Debian kernel (bzImage; arm64: Image), the VM's
 #         /vm/run-vm.sh    boots them with /slat/slat-vmm (tools/vm/run-vm.sh)
 #         /vm/initrd.img   the VM's own initramfs: busybox, the virtio-mmio
-#                          block and console modules, and an /init that prints
+#                          block and console modules (and virtio-pci, for
+#                          QEMU's virtio-blk-pci: tools/qemu-guest.sh), and an /init that prints
 #                          "VMM-GUEST: up, N CPUs online ...", counts its
 #                          timer interrupts across a 1 s sleep (x86: the
 #                          local APIC's, "LOC:"; arm64: "arch_timer"), checks
@@ -66,6 +67,12 @@ cp "$busybox" "$inner/bin/busybox"
 for m in virtio/virtio_ring virtio/virtio virtio/virtio_mmio block/virtio_blk; do
 	cp "$out/modules/kernel/drivers/$m.ko" "$inner/lib/modules/"
 done
+# virtio-pci (QEMU's -drive if=virtio on arm64 virt: virtio-blk-pci; tests/guest/qemu_slat.sh),
+# when the kernel has it as a module; slat-vmm's VMs have no PCI and load it for nothing.
+for m in virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci; do
+	f="$out/modules/kernel/drivers/virtio/$m.ko"
+	[ ! -f "$f" ] || cp "$f" "$inner/lib/modules/"
+done
 # The virtio console (hvc0, slat-vmm --console virtio), when the kernel has
 # it as a module (Debian's cloud kernel: CONFIG_VIRTIO_CONSOLE=m); built in,
 # there is nothing to load.
@@ -104,7 +111,8 @@ if grep -q vmm.nmi /proc/cmdline && grep -q '^ *NMI:' /proc/interrupts; then
 fi
 # The disk (slat-vmm --disk): its size and SHA-256 for the host to compare,
 # then a line written at sector 8 that the host reads back after power-off.
-for m in virtio_ring virtio virtio_mmio virtio_blk virtio_console; do
+for m in virtio_ring virtio virtio_mmio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci \
+	virtio_blk virtio_console; do
 	[ -f /lib/modules/$m.ko ] || continue
 	insmod /lib/modules/$m.ko || echo "VMM-GUEST: insmod $m failed"
 done

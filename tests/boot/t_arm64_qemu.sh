@@ -5,7 +5,8 @@
 # Linux loads slat.ko and runs Debian 12's unmodified qemu-system-aarch64 7.2
 # (tools/qemu-guest.sh) with -accel kvm -cpu host -M virt,gic-version=3 on
 # the same Debian kernel with the VM initramfs of tools/vmm-initrd.sh, two
-# vCPUs and a virtio disk (tests/guest/qemu_slat.sh): the VM's kernel, both
+# vCPUs and a virtio disk (-drive if=virtio: virtio-blk-pci;
+# tests/guest/qemu_slat.sh): the VM's kernel, both
 # vCPUs online (PSCI CPU_ON in slat.ko), its timer, the disk's checksum and a
 # write the primary reads back, a PSCI power-off that ends QEMU with status
 # 0; then Slat's summary accounts every page (two VMs: QEMU's scratch VM for
@@ -42,6 +43,7 @@ expect_in_order '^SLAT-GUEST: qemu_slat on aarch64' \
 	'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs' \
 	'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
 	'^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+	'^SLAT-GUEST: qemu: .*virtio-pci 0000:00:01\.0: enabling device' \
 	'^SLAT-GUEST: qemu: .*virtio_blk virtio0: \[vda\] 8192 512-byte logical blocks' \
 	'^SLAT-GUEST: qemu: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
 	'^SLAT-GUEST: qemu: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$' \

@@ -30,7 +30,7 @@ start=$(cut -d' ' -f1 /proc/uptime)
 {
 	timeout -s KILL 600 $q ${QEMU_TRACE:+-trace "$QEMU_TRACE"} -accel kvm $machine -smp 2 -m 256 -nographic -nic none \
 		-kernel /vm/vmlinuz -initrd /vm/initrd.img -append "console=$con panic=-1 loglevel=7" \
-		-drive file=$disk,if=none,format=raw,id=d0 -device virtio-blk-device,drive=d0 \
+		-drive file=$disk,if=virtio,format=raw \
 		-no-reboot </dev/null 2>&1
 	echo $? >/tmp/qemu.rc
 } | tee /tmp/qemu.out | sed "s/^/SLAT-GUEST: qemu: /"
