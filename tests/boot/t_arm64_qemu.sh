@@ -6,11 +6,13 @@
 # (tools/qemu-guest.sh) with -accel kvm -cpu host -M virt,gic-version=3 on
 # the same Debian kernel with the VM initramfs of tools/vmm-initrd.sh, two
 # vCPUs and a virtio disk (-drive if=virtio: virtio-blk-pci;
-# tests/guest/qemu_slat.sh): the VM's kernel, both
-# vCPUs online (PSCI CPU_ON in slat.ko), its timer, the disk's checksum and a
-# write the primary reads back, a PSCI power-off that ends QEMU with status
-# 0; then Slat's summary accounts every page (two VMs: QEMU's scratch VM for
-# -cpu host, and the machine). `its=off`: QEMU 7.2 dereferences NULL without
+# tests/guest/qemu_slat.sh): the VM's kernel, both vCPUs online (PSCI
+# CPU_ON in slat.ko), its timer, the disk's checksum and a write the primary
+# reads back, a command typed at its shell on the console;
+# then the monitor's system_reset (Ctrl-A c) and all of it again, and a PSCI
+# power-off from the shell that ends QEMU with status 0; then Slat's summary
+# accounts every page (two VMs: QEMU's scratch VM for -cpu host, and the
+# machine). `its=off`: QEMU 7.2 dereferences NULL without
 # KVM_CAP_SIGNAL_MSI (docs/kvm-api.md). QEMU_TRACE=PATTERN passes QEMU's
 # -trace PATTERN (e.g. 'kvm_*', slow).
 . "$(dirname "$0")/lib.sh"
@@ -47,6 +49,16 @@ expect_in_order '^SLAT-GUEST: qemu_slat on aarch64' \
 	'^SLAT-GUEST: qemu: .*virtio_blk virtio0: \[vda\] 8192 512-byte logical blocks' \
 	'^SLAT-GUEST: qemu: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
 	'^SLAT-GUEST: qemu: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: shell ready' \
+	'^SLAT-GUEST: qemu: VMM-SHELL: 42 from the console of a VM with 2 CPUs' \
+	'^SLAT-GUEST: qemu: .*QEMU 7\.2\.[0-9]+ monitor' \
+	'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
+	'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: shell ready' \
+	'^SLAT-GUEST: qemu: VMM-SHELL: 42 again after system_reset' \
 	'^SLAT-GUEST: qemu: .*reboot: Power down' \
 	'^SLAT-GUEST: qemu exit 0 after [0-9]+\.[0-9] s$' \
 	'^SLAT-GUEST: disk checksum matches the image.s$' \
@@ -54,6 +66,12 @@ expect_in_order '^SLAT-GUEST: qemu_slat on aarch64' \
 	'^SLAT-GUEST: MARKER qemu_slat-done' \
 	'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive' \
 	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+# Two boots: the first, and the one after the monitor's system_reset.
+expect_count 2 '^SLAT-GUEST: qemu: .*Linux version [0-9]'
+expect_count 2 '^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)'
+expect_count 2 '^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts'
+expect_count 2 '^SLAT-GUEST: qemu: VMM-GUEST: shell ready'
+expect_count 1 '^SLAT-GUEST: qemu: .*reboot: Power down'
 expect_absent 'Synchronous Exception' '^error: (slat|arm64|hv):' 'exception at EL2' \
 	'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'soft lockup' 'rcu_sched detected stalls' \
 	'insmod .* failed' 'VMM-GUEST: no disk' 'failed to come online' 'WARNING:' \

@@ -5,8 +5,10 @@
 # Debian 12's unmodified qemu-system-ARCH 7.2 (tools/qemu-guest.sh) with
 # -accel kvm on the VM kernel and initramfs of /vm/ (tools/vmm-initrd.sh),
 # two vCPUs and a virtio disk. The VM's init checks its CPUs, its timer and
-# the disk, then powers off; this side compares the disk's checksum and reads
-# back the line the VM wrote.
+# the disk and starts a shell on the console, where a command is typed; the
+# monitor's system_reset reboots the VM, which does it all again and is then
+# powered off from its shell; this side compares the disk's checksum (the
+# first boot's) and reads back the line the VM wrote last.
 echo "SLAT-GUEST: qemu_slat on $(uname -m), kernel $(uname -r)"
 q=/usr/bin/qemu-system-$(uname -m)
 # slat.qemu_trace=PATTERN on the command line: QEMU trace events (-trace), e.g. kvm_*
@@ -25,15 +27,45 @@ case "$(uname -m)" in
 aarch64) machine="-M virt,gic-version=3,its=off -cpu host" con=ttyAMA0 ;;
 *) machine="-M q35 -cpu host" con=ttyS0 ;;
 esac
+# wait_for PATTERN N: N lines of the VM's console match (gives up when QEMU
+# has ended or after 10 minutes).
+wait_for() {
+	n=0
+	until [ "$(grep -c "$1" /tmp/qemu.out 2>/dev/null)" -ge "$2" ]; do
+		[ -e /tmp/qemu.done ] || [ $n -ge 6000 ] && return 1
+		sleep 0.1
+		n=$((n + 1))
+	done
+}
+# QEMU's stdin (-nographic: the serial console and, after Ctrl-A c, the
+# monitor): a command typed at the VM's shell, the monitor's system_reset,
+# then the same once the VM is up again, and a power-off.
+feed() {
+	wait_for 'VMM-GUEST: shell ready' 1 || return
+	printf '%s\n' 'echo "VMM-SHELL: $((6 * 7)) from the console of a VM with $(nproc) CPUs"'
+	wait_for '^VMM-SHELL: 42 from .* CPUs' 1 || return
+	sleep 1 # the line and the prompt out before the monitor's banner
+	printf '\001c'
+	sleep 1
+	printf 'system_reset\n'
+	sleep 1
+	printf '\001c'
+	wait_for 'VMM-GUEST: shell ready' 2 || return
+	printf '%s\n' 'echo "VMM-SHELL: $((6 * 7)) again after system_reset"' 'poweroff -f'
+}
+rm -f /tmp/qemu.in /tmp/qemu.out /tmp/qemu.done
+mkfifo /tmp/qemu.in
+feed >/tmp/qemu.in &
 start=$(cut -d' ' -f1 /proc/uptime)
 # shellcheck disable=SC2086 # $machine is words
 {
-	timeout -s KILL 600 $q ${QEMU_TRACE:+-trace "$QEMU_TRACE"} -accel kvm $machine -smp 2 -m 256 -nographic -nic none \
-		-kernel /vm/vmlinuz -initrd /vm/initrd.img -append "console=$con panic=-1 loglevel=7" \
-		-drive file=$disk,if=virtio,format=raw \
-		-no-reboot </dev/null 2>&1
+	timeout -s KILL 900 $q ${QEMU_TRACE:+-trace "$QEMU_TRACE"} -accel kvm $machine -smp 2 -m 256 -nographic -nic none \
+		-kernel /vm/vmlinuz -initrd /vm/initrd.img -append "console=$con panic=-1 loglevel=7 vmm.shell" \
+		-drive file=$disk,if=virtio,format=raw </tmp/qemu.in 2>&1
 	echo $? >/tmp/qemu.rc
 } | tee /tmp/qemu.out | sed "s/^/SLAT-GUEST: qemu: /"
+touch /tmp/qemu.done
+wait
 end=$(cut -d' ' -f1 /proc/uptime)
 echo "SLAT-GUEST: qemu exit $(cat /tmp/qemu.rc) after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
 got=$(sed -n 's/.*VMM-GUEST: disk vda [0-9]* sectors sha256 \([0-9a-f]*\).*/\1/p' /tmp/qemu.out | head -1)
@@ -42,7 +74,7 @@ if [ -n "$got" ] && [ "$got" = "$want" ]; then
 else
 	echo "SLAT-GUEST: disk checksum MISMATCH: VM '$got', image '$want'"
 fi
-wrote=$(sed -n 's/.*VMM-GUEST: disk wrote \(vm-wrote-[0-9a-f-]*\) at sector 8.*/\1/p' /tmp/qemu.out | head -1)
+wrote=$(sed -n 's/.*VMM-GUEST: disk wrote \(vm-wrote-[0-9a-f-]*\) at sector 8.*/\1/p' /tmp/qemu.out | tail -1)
 back=$(dd if=$disk bs=512 skip=8 count=1 2>/dev/null | head -1 | tr -d '\000')
 if [ -n "$wrote" ] && [ "$back" = "$wrote" ]; then
 	echo "SLAT-GUEST: the VM's write is in the image"
