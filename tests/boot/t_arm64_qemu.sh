@@ -9,7 +9,7 @@
 # tests/guest/qemu_slat.sh): the VM's kernel, both vCPUs online (PSCI
 # CPU_ON in slat.ko), its timer, the disk's checksum and a write the primary
 # reads back, a command typed at its shell on the console;
-# then the monitor's system_reset (Ctrl-A c) and all of it again, and a PSCI
+# then the monitor's info registers and system_reset (Ctrl-A c) and all of it again, and a PSCI
 # power-off from the shell that ends QEMU with status 0; then Slat's summary
 # accounts every page (two VMs: QEMU's scratch VM for -cpu host, and the
 # machine). `its=off`: QEMU 7.2 dereferences NULL without
@@ -52,6 +52,9 @@ expect_in_order '^SLAT-GUEST: qemu_slat on aarch64' \
 	'^SLAT-GUEST: qemu: VMM-GUEST: shell ready' \
 	'^SLAT-GUEST: qemu: VMM-SHELL: 42 from the console of a VM with 2 CPUs' \
 	'^SLAT-GUEST: qemu: .*QEMU 7\.2\.[0-9]+ monitor' \
+	'^SLAT-GUEST: qemu: .*PC=[0-9a-f]+ +X00=[0-9a-f]+' \
+	'^SLAT-GUEST: qemu: .*PSTATE=[0-9a-f]+ .* EL1h +FPCR=[0-9a-f]+ +FPSR=[0-9a-f]+' \
+	'^SLAT-GUEST: qemu: .*Q00=[0-9a-f]+:[0-9a-f]+ +Q01=' \
 	'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
 	'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs' \
 	'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)' \

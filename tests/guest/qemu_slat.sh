@@ -38,7 +38,8 @@ wait_for() {
 	done
 }
 # QEMU's stdin (-nographic: the serial console and, after Ctrl-A c, the
-# monitor): a command typed at the VM's shell, the monitor's system_reset,
+# monitor): a command typed at the VM's shell, the monitor's info registers
+# and system_reset,
 # then the same once the VM is up again, and a power-off.
 feed() {
 	wait_for 'VMM-GUEST: shell ready' 1 || return
@@ -47,6 +48,8 @@ feed() {
 	sleep 1 # the line and the prompt out before the monitor's banner
 	printf '\001c'
 	sleep 1
+	printf 'info registers\n' # vCPU 0's state through KVM_GET_ONE_REG
+	sleep 3
 	printf 'system_reset\n'
 	sleep 1
 	printf '\001c'
