@@ -45,7 +45,8 @@
 //      HC_REGS_ARM64_KEEP_PENDING keeps the completion of the last exit
 //      (an MMIO access: pc past it, a read's register) for the next RUN, as
 //      KVM completes an MMIO exit at the next KVM_RUN whatever registers the
-//      VMM wrote in between.
+//      VMM wrote in between. x86 x87/SSE state of a stopped vCPU (VCPU_FPU):
+//      KVM's KVM_GET/SET_FPU.
 #define HC_ABI_MINOR 9u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
@@ -96,10 +97,14 @@ enum hc_fn {
 	HC_VCPU_MSRS = 0x0e,	   // a0 = VM, a1 = vCPU, a2 = page of struct hc_msr_entry,
 				   // a3 = entries (<= HC_MSR_MAX), a4 = 0 read / 1 write;
 				   // r0 = entries done (stops at the first refused one)
+	// 1.9, x86 only:
+	HC_VCPU_FPU = 0x0f, // a0 = VM, a1 = vCPU, a2 = page holding the vCPU's x87/SSE
+			    // state as FXSAVE64 writes it (bytes 0..415: FCW .. XMM15),
+			    // a3 = 0 read / 1 write (an MXCSR the CPU refuses: HC_E_INVAL)
 	HC_FN_COUNT,
 };
 // Numbers HC_FN_ARCH_FIRST..HC_FN_ARCH_END - 1 are the architecture's calls
-// (x86: 12-14 above; arm64: none); the others there are unknown functions.
+// (x86: 12-15 above; arm64: none); the others there are unknown functions.
 #define HC_FN_ARCH_FIRST 0x0cu
 #define HC_FN_ARCH_END	 0x20u
 

@@ -168,6 +168,8 @@ int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
 		return r;
 	if (c.fn == HC_VCPU_SET_CPUID)
 		return hv_set_cpuid(v, page, (uint32_t)c.count);
+	if (c.fn == HC_VCPU_FPU)
+		return x86_hv_fpu_access(v->arch.hv.fpu_pa, page, c.flags);
 	return hv_msrs(v, page, (uint32_t)c.count, c.flags, &res[0]);
 }
 
@@ -347,6 +349,35 @@ void x86_hv_fpu_init(uint64_t pa)
 	// FCW and MXCSR get their reset values for FXRSTOR.
 	*(uint16_t *)(uintptr_t)pa = FX_FCW_DEFAULT;
 	*(uint32_t *)(uintptr_t)(pa + FX_MXCSR_OFF) = FX_MXCSR_DEFAULT;
+}
+
+// VCPU_FPU (ABI 1.9): bytes 0..415 of a stopped vCPU's FXSAVE64 image (FCW,
+// FSW, FTW, FOP, FIP, FDP, MXCSR, MXCSR_MASK, ST0-7, XMM0-15). A write keeps
+// MXCSR_MASK, the reserved tail and the XSAVE header, and refuses an MXCSR
+// with a bit outside the CPU's mask: FXRSTOR would fault on it in Slat.
+#define FX_IMAGE_BYTES	 416u
+#define FX_MASK_OFF	 28
+#define FX_MASK_DEFAULT	 0xffbfu // SDM: MXCSR_MASK 0 means this one
+int x86_hv_fpu_access(uint64_t fpu_pa, void *page, uint32_t write)
+{
+	uint8_t *area = (uint8_t *)(uintptr_t)fpu_pa;
+	uint8_t img[FX_IMAGE_BYTES];
+	uint32_t mxcsr, mask;
+
+	if (!write) {
+		memcpy(page, area, FX_IMAGE_BYTES);
+		return HC_OK;
+	}
+	memcpy(img, page, sizeof(img)); // one read of the primary's page: checked = used
+	memcpy(&mxcsr, img + FX_MXCSR_OFF, 4);
+	memcpy(&mask, area + FX_MASK_OFF, 4);
+	if (!mask)
+		mask = FX_MASK_DEFAULT;
+	if (mxcsr & ~mask)
+		return HC_E_INVAL;
+	memcpy(img + FX_MASK_OFF, area + FX_MASK_OFF, 4);
+	memcpy(area, img, sizeof(img));
+	return HC_OK;
 }
 
 void x86_hv_fpu_save(uint64_t pa)

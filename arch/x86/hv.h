@@ -105,6 +105,8 @@ void x86_hv_cpuid_cr4(struct vcpu *v, uint64_t cr4, uint32_t leaf, uint32_t sub,
 bool x86_hv_fpu_setup(bool xsave);
 void x86_hv_fpu_init(uint64_t pa); // a new vCPU's area (zeroed page): reset state
 void x86_hv_fpu_save(uint64_t pa);
+// VCPU_FPU (ABI 1.9): read or write the FXSAVE64 image of a stopped vCPU.
+int x86_hv_fpu_access(uint64_t fpu_pa, void *page, uint32_t write);
 void x86_hv_fpu_load(uint64_t pa);
 // x86_hv_ops.kick of both back ends: the kick NMI of the CPU's primary vCPU.
 void x86_hv_kick_primary(unsigned pcpu);

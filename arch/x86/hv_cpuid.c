@@ -8,20 +8,24 @@ _Static_assert(HC_VCPU_SET_CPUID >= HC_FN_ARCH_FIRST && HC_VCPU_MSRS < HC_FN_ARC
 	       "x86's calls are in the architecture's range");
 
 // Which argument registers each call uses (bit i: a[i]), from HC_VCPU_SET_CPUID on.
-static const uint8_t call_used[] = {0x0f, 0x01, 0x1f};
+static const uint8_t call_used[] = {0x0f, 0x01, 0x1f, 0x0f};
 
 int x86_hv_call_decode(uint32_t fn, const uint64_t *a, struct hc_call *out)
 {
 	struct hc_call c = {.fn = (enum hc_fn)fn};
 	int rc;
 
-	if (fn < HC_VCPU_SET_CPUID || fn > HC_VCPU_MSRS)
+	if (fn < HC_VCPU_SET_CPUID || fn > HC_VCPU_FPU)
 		return HC_E_UNKNOWN;
 	if ((rc = hc_arg_unused_zero(call_used[fn - HC_VCPU_SET_CPUID], a)))
 		return rc;
 	if (fn == HC_CPUID_SUPPORTED) {
 		c.pa = a[0];
 		rc = hc_arg_page(a[0]);
+	} else if (fn == HC_VCPU_FPU) {
+		if (!(rc = hc_arg_vcpu_page(a, &c)) && a[3] > 1)
+			rc = HC_E_INVAL; // a3: the direction
+		c.flags = (uint32_t)a[3];
 	} else if (!(rc = hc_arg_vcpu_page(a, &c))) {
 		if (a[3] > (fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX))
 			rc = HC_E_TOO_MANY;

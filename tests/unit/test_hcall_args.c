@@ -60,7 +60,7 @@ static void test_function_ids(void **state)
 	assert_int_equal(dec(HC_ABI_ARM64, R(0xC4000000u), &c), HC_E_UNKNOWN); // PSCI's owner
 	// The architecture's range: only the function decoded, on both ABIs
 	// (arm64's arch_hv_call answers HC_E_UNKNOWN to all of it); x86 knows
-	// 12..14 and nothing else there.
+	// 12..15 and nothing else there.
 	struct hc_call x;
 	for (unsigned fn = HC_FN_ARCH_FIRST; fn < HC_FN_ARCH_END; fn++) {
 		assert_int_equal(dec(HC_ABI_ARM64, R(FN(fn), 1, 2, 3, 4, 5, 6), &c), HC_OK);
@@ -280,6 +280,11 @@ static void check_x86_bounds(const struct hc_regs *r, const struct hc_call *x)
 		assert_true(x->count <= (x->fn == HC_VCPU_MSRS ? HC_MSR_MAX : HC_CPUID_MAX));
 		assert_true(x->fn == HC_VCPU_MSRS || !a[4]);
 		break;
+	case HC_VCPU_FPU:
+		assert_true(x->vm >= 1 && x->vm <= OWN_VM_MAX && x->vcpu < HC_MAX_VCPUS && page_pa);
+		assert_true(x->vm == a[0] && x->vcpu == a[1] && x->pa == a[2]);
+		assert_true(x->flags == a[3] && a[3] <= 1 && !a[4] && !a[5]);
+		break;
 	default:
 		fail_msg("accepted unknown x86 function %u", x->fn);
 	}
@@ -383,6 +388,14 @@ static void test_x86_config_calls(void **state)
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, 0x42000, 4, 0, 1), &c, &x),
 			 HC_E_INVAL); // a5 unused
 	assert_int_equal(dec_x86(R(FN(HC_VCPU_MSRS), 3, 2, GPA_END, 4, 0), &c, &x), HC_E_RANGE);
+	// VCPU_FPU (1.9): a3 is the direction, a4 and a5 unused.
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_FPU), 3, 2, 0x42000, 1), &c, &x), HC_OK);
+	assert_int_equal(x.flags, 1);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_FPU), 3, 2, 0x42000, 0), &c, &x), HC_OK);
+	assert_int_equal(x.flags, 0);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_FPU), 3, 2, 0x42000, 2), &c, &x), HC_E_INVAL);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_FPU), 3, 2, 0x42000, 0, 1), &c, &x), HC_E_INVAL);
+	assert_int_equal(dec_x86(R(FN(HC_VCPU_FPU), 3, 2, 0x42010, 0), &c, &x), HC_E_ALIGN);
 	assert_int_equal(dec_x86(R(FN(HC_CPUID_SUPPORTED), 0x42000), &c, &x), HC_OK);
 	assert_int_equal(x.pa, 0x42000);
 	assert_int_equal(dec_x86(R(FN(HC_CPUID_SUPPORTED), 0x42001), &c, &x), HC_E_ALIGN);
