@@ -181,6 +181,20 @@ copy "$qbin"
 for s in "${!have[@]}"; do copy "${have[$s]}"; done
 copy "$interp"
 mkdir -p "$tmp/root/usr/share/qemu"
+# x86: the firmware a PC machine loads even with -kernel: SeaBIOS (in
+# /usr/share/seabios, on Debian QEMU's firmware path)
+# (bios-256k.bin), the option ROM that boots -kernel (linuxboot_dma.bin) and
+# the local APIC's TPR-patching ROM every KVM APIC registers (kvmvapic.bin);
+# the tests run with -vga none and -nic none, so no VGA or network ROMs.
+if [ "$arch" = x86_64 ]; then
+	for p in qemu-system-data seabios; do
+		[ -f "$dl/deb/$p.done" ] || fetch "$p"
+	done
+	for f in usr/share/seabios/bios-256k.bin usr/share/qemu/linuxboot_dma.bin \
+		usr/share/qemu/kvmvapic.bin; do
+		copy "$f"
+	done
+fi
 (cd "$tmp/root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) |
 	gzip -6 >"$tmp/qemu.cpio.gz"
 cat "$out/initrd-vmm.img" "$tmp/qemu.cpio.gz" >"$result.tmp"

@@ -78,6 +78,12 @@ done
 # there is nothing to load.
 con="$out/modules/kernel/drivers/char/virtio_console.ko"
 [ ! -f "$con" ] || cp "$con" "$inner/lib/modules/"
+# virtio over PCI, for a PC machine's virtio disk (Debian's QEMU on x86,
+# tools/qemu-guest.sh), when the kernel has it as modules.
+for m in virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci; do
+	f="$out/modules/kernel/drivers/virtio/$m.ko"
+	[ ! -f "$f" ] || cp "$f" "$inner/lib/modules/"
+done
 ln -s busybox "$inner/bin/sh"
 cat >"$inner/init" <<'INIT'
 #!/bin/sh

@@ -14,6 +14,7 @@
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/pfn.h>
+#include <linux/highmem.h>
 
 #include "core/hcall_abi.h"
 #include "slat_uapi.h"
@@ -90,6 +91,8 @@ struct slat_mslot {
 	unsigned long present;		 /* non-NULL entries */
 	struct mmu_interval_notifier mn; /* lazy: the VMM's [uaddr, uaddr + size) */
 	bool mn_live;			 /* mn is inserted */
+	unsigned long *copies;		 /* read-only: pages[i] is the module's copy */
+	bool copy_logged;
 };
 
 int slat_vm_create_fd(u32 flags);

@@ -20,6 +20,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 
 #include "slat_kvm.h"
@@ -481,6 +482,7 @@ static int slat_kvm_create_vm(unsigned long type)
 	}
 	kvm->mm = current->mm;
 	mmgrab(kvm->mm);
+	kvm->clock_offset = -(s64)ktime_get_boottime_ns(); /* KVM's clock starts at 0 */
 	kvm->vm->gpa_limit = ipa_bits ? 1ull << ipa_bits : 0;
 	rc = anon_inode_getfd("kvm-vm", &slat_kvm_vm_fops, kvm, O_RDWR | O_CLOEXEC);
 	if (rc < 0) {

@@ -25,6 +25,7 @@ struct slat_kvm_vm {
 	struct slat_vm *vm;   /* one reference, dropped when the VM fd closes */
 	struct mm_struct *mm; /* the creator's: KVM answers other processes -EIO */
 	bool manual_protect;  /* KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 enabled */
+	s64 clock_offset;     /* x86 KVM_GET/SET_CLOCK: the VM's clock - boot time */
 };
 
 struct slat_kvm_vcpu {

@@ -46,6 +46,15 @@ struct slat_lapic {
 	bool init_pending; /* an INIT whose reset the thread has not applied */
 	int sipi_vector;   /* a STARTUP accepted in INIT_RECEIVED, or -1 */
 	atomic_t nmis;	   /* NMIs for the vCPU not yet offered to Slat (at most 2) */
+	/*
+	 * Split irqchip (the VMM's 8259s): KVM_INTERRUPT's vector, an ExtINT
+	 * the LAPIC takes through LINT0, or -1 (the vCPU's thread only); and
+	 * the level-triggered vector whose EOI goes to the VMM's I/O APIC
+	 * (KVM_EXIT_IOAPIC_EOI), or -1.
+	 */
+	int extint;
+	bool queued_extint; /* the vector offered to Slat is `extint` */
+	int eoi_exit;
 };
 
 /* ICR and redirection-entry delivery modes the irqchip emulates. */
@@ -73,9 +82,15 @@ struct slat_ioapic {
  * The VM's part (struct slat_vm.irqchip): made by KVM_CREATE_IRQCHIP. The
  * VM's kvcpus xarray holds the LAPICs by vCPU id on x86 (RCU-freed).
  */
+struct slat_routes;
 struct slat_irqchip {
 	struct slat_ioapic ioapic;
 	struct slat_vm *vm;
+	/* KVM_CAP_SPLIT_IRQCHIP: LAPICs only; the I/O APIC is the VMM's */
+	bool split;
+	u32 split_pins;
+	spinlock_t route_lock;		    /* writers of `routes` */
+	struct slat_routes __rcu *routes; /* KVM_SET_GSI_ROUTING's, NULL: the default */
 };
 
 /* ---- local APIC (slat_kvm_lapic.c) ---- */
@@ -116,6 +131,16 @@ bool slat_lapic_start_event(struct slat_lapic *l);
 u32 slat_lapic_mp_state(struct slat_lapic *l);
 /* KVM_SET_MP_STATE: RUNNABLE, UNINITIALIZED, INIT_RECEIVED; else -EINVAL. */
 int slat_lapic_set_mp_state(struct slat_lapic *l, u32 state);
+
+/* Split irqchip: whether LINT0 takes an ExtINT now (unmasked, mode ExtINT). */
+bool slat_lapic_accepts_extint(struct slat_lapic *l);
+
+/* ---- GSI routing and the split irqchip (slat_kvm_route.c) ---- */
+int slat_msi_deliver(struct slat_vm *vm, u32 addr_lo, u32 addr_hi, u32 data);
+long slat_route_set(struct slat_irqchip *c, struct kvm_irq_routing __user *up);
+void slat_route_free(struct slat_irqchip *c);
+int slat_route_irq_line(struct slat_irqchip *c, u32 gsi, bool level, int *status);
+long slat_route_enable_split(struct slat_vm *vm, u64 pins);
 
 /* ---- I/O APIC (slat_kvm_ioapic.c) ---- */
 void slat_ioapic_init(struct slat_ioapic *io);

@@ -349,7 +349,9 @@ static void eoi(struct slat_lapic *l)
 		level = vec_test(l, LA_TMR, v);
 	}
 	spin_unlock_irqrestore(&l->lock, f);
-	if (level && l->vm->irqchip)
+	if (level && l->vm->irqchip && l->vm->irqchip->split)
+		WRITE_ONCE(l->eoi_exit, v); /* the VMM's I/O APIC: KVM_EXIT_IOAPIC_EOI */
+	else if (level && l->vm->irqchip)
 		slat_ioapic_eoi(l->vm->irqchip, v);
 	if (v >= 0)
 		kick(l); /* a lower vector may be deliverable now */
@@ -491,6 +493,18 @@ static void reset(struct slat_lapic *l, u32 id)
 	for (off = LA_LVTT; off <= LA_LVTE; off += 0x10)
 		set_reg(l, off, LVT_MASKED);
 	l->queued = -1;
+	l->queued_extint = false;
+	l->extint = -1;
+	l->eoi_exit = -1;
+}
+
+/* LINT0 unmasked in ExtINT mode (SDM 11.5.1); the APIC is always enabled in
+ * IA32_APIC_BASE here (Slat keeps no other value). */
+bool slat_lapic_accepts_extint(struct slat_lapic *l)
+{
+	u32 lvt0 = READ_ONCE(*(u32 *)(l->regs + LA_LVT0));
+
+	return !(lvt0 & LVT_MASKED) && (lvt0 >> 8 & 7) == 7;
 }
 
 bool slat_lapic_take_start(struct slat_lapic *l, bool *init, int *sipi)
@@ -596,7 +610,9 @@ int slat_lapic_set(struct slat_lapic *l, const u8 *regs)
 		return -EINVAL;
 	spin_lock_irqsave(&l->lock, f);
 	memcpy(l->regs, regs, SLAT_APIC_PAGE_BYTES);
+	set_reg(l, LA_LVR, 0x14 | 5u << 16); /* read only: KVM sets it back too */
 	l->queued = -1;
+	l->queued_extint = false;
 	if (!l->deadline_ok) /* a mode the CPUID does not offer: one-shot */
 		set_reg(l, LA_LVTT, reg(l, LA_LVTT) & ~LVTT_DEADLINE);
 	if (deadline_mode(l)) /* the deadline is the MSR's: armed as it was */

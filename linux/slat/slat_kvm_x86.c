@@ -14,6 +14,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/timekeeping.h>
 #include <asm/msr-index.h>
 #include <asm/tsc.h>
 
@@ -50,6 +51,12 @@ static bool x86_nmi_ok(void)
 	return (slat_hv_version & 0xffff) >= 8;
 }
 
+/* ABI 1.9: a vCPU's x87/SSE state (KVM_GET/SET_FPU). */
+static bool x86_fpu_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 9;
+}
+
 /* ABI 1.5: IA32_TSC_DEADLINE exits to the module (the LAPIC's timer). */
 static bool x86_deadline_ok(void)
 {
@@ -72,7 +79,15 @@ long slat_kvm_arch_cap(long cap)
 	case KVM_CAP_EXT_CPUID:
 	case KVM_CAP_MP_STATE:
 	case KVM_CAP_SET_TSS_ADDR: /* accepted and unused, as on KVM's SVM */
+	case KVM_CAP_SET_IDENTITY_MAP_ADDR:
 		return 1;
+	case KVM_CAP_ADJUST_CLOCK: /* KVM_GET/SET_CLOCK: the flags they know */
+		return KVM_CLOCK_TSC_STABLE | KVM_CLOCK_REALTIME | KVM_CLOCK_HOST_TSC;
+	case KVM_CAP_IRQ_ROUTING: /* KVM_SET_GSI_ROUTING: the number of routes */
+		return x86_irq_ok() ? 4096 : 0;
+	case KVM_CAP_SPLIT_IRQCHIP:
+	case KVM_CAP_IRQ_INJECT_STATUS:
+		return x86_irq_ok();
 	case KVM_CAP_IRQCHIP: /* local APICs and an I/O APIC, no PIC */
 	case KVM_CAP_SIGNAL_MSI:
 		return x86_irq_ok();
@@ -104,6 +119,7 @@ static long x86_create_irqchip(struct slat_vm *vm)
 	if (!c)
 		return -ENOMEM;
 	slat_ioapic_init(&c->ioapic);
+	spin_lock_init(&c->route_lock);
 	c->vm = vm;
 	mutex_lock(&vm->lock);
 	if (vm->irqchip)
@@ -118,16 +134,27 @@ static long x86_create_irqchip(struct slat_vm *vm)
 	return rc;
 }
 
-/* KVM_IRQ_LINE: GSI 0-23 are the I/O APIC's pins (no PIC, no routing table). */
-static long x86_irq_line(struct slat_vm *vm, void __user *up)
+/*
+ * KVM_IRQ_LINE(_STATUS): GSI `irq` through the routing table (slat_kvm_route.c;
+ * without one, GSI 0-23 are the I/O APIC's pins); _STATUS writes KVM's status
+ * back over `irq`.
+ */
+static long x86_irq_line(struct slat_vm *vm, void __user *up, bool status)
 {
+	struct slat_irqchip *c = READ_ONCE(vm->irqchip);
 	struct kvm_irq_level l;
+	int st = 0;
+	long rc;
 
-	if (!READ_ONCE(vm->irqchip))
+	if (!c)
 		return -ENXIO;
 	if (copy_from_user(&l, up, sizeof(l)))
 		return -EFAULT;
-	return slat_ioapic_set_line(vm->irqchip, l.irq, l.level);
+	rc = slat_route_irq_line(c, l.irq, l.level, &st);
+	if (rc || !status)
+		return rc;
+	l.status = st;
+	return copy_to_user(up, &l, sizeof(l)) ? -EFAULT : 0;
 }
 
 /*
@@ -138,21 +165,14 @@ static long x86_irq_line(struct slat_vm *vm, void __user *up)
 static long x86_signal_msi(struct slat_vm *vm, void __user *up)
 {
 	struct kvm_msi m;
-	u32 mode;
 
 	if (!READ_ONCE(vm->irqchip))
 		return -EINVAL; /* KVM's answer without an irqchip */
 	if (copy_from_user(&m, up, sizeof(m)))
 		return -EFAULT;
-	if (m.flags || m.address_hi || (m.address_lo >> 20) != 0xfee)
-		return -EINVAL; /* no device IDs, no x2APIC destinations */
-	mode = m.data >> 8 & 7;
-	if (!slat_dm_emulated(mode)) {
-		pr_info_once("slat: MSI delivery mode %u (SMI, ExtINT) not emulated\n", mode);
-		return 0;
-	}
-	return slat_irq_deliver(vm, m.address_lo >> 12 & 0xff, m.address_lo & 4, mode,
-				m.data & 0xff, m.data & (1u << 15));
+	if (m.flags)
+		return -EINVAL; /* no device IDs */
+	return slat_msi_deliver(vm, m.address_lo, m.address_hi, m.data);
 }
 
 /* KVM_GET/SET_IRQCHIP: the I/O APIC (chip 2); there is no PIC (chips 0, 1). */
@@ -162,8 +182,8 @@ static long x86_irqchip_state(struct slat_vm *vm, void __user *up, bool set)
 	struct kvm_irqchip *k;
 	long rc = 0;
 
-	if (!c)
-		return -ENXIO;
+	if (!c || c->split)
+		return -ENXIO; /* KVM: the in-kernel I/O APIC and PICs only */
 	k = memdup_user(up, sizeof(*k));
 	if (IS_ERR(k))
 		return PTR_ERR(k);
@@ -179,9 +199,63 @@ static long x86_irqchip_state(struct slat_vm *vm, void __user *up, bool set)
 	return rc;
 }
 
+/* KVM_ENABLE_CAP on the VM: the split irqchip; anything else -EINVAL, as KVM. */
+static long x86_enable_cap(struct slat_vm *vm, void __user *up)
+{
+	struct kvm_enable_cap cap;
+
+	if (copy_from_user(&cap, up, sizeof(cap)))
+		return -EFAULT;
+	if (cap.flags)
+		return -EINVAL;
+	if (cap.cap == KVM_CAP_SPLIT_IRQCHIP && x86_irq_ok())
+		return slat_route_enable_split(vm, cap.args[0]);
+	return -EINVAL;
+}
+
+/*
+ * KVM_GET/SET_CLOCK: the VM's clock in ns, from the host's boot-time clock
+ * plus the VM's offset (0 when the VM was made), as KVM counts it. No guest
+ * reads it: Slat's CPUID offers no kvmclock. SET with KVM_CLOCK_REALTIME
+ * adds the real time elapsed since `realtime`, as KVM.
+ */
+static long x86_clock(struct slat_kvm_vm *kvm, void __user *up, bool set)
+{
+	struct kvm_clock_data d;
+	u64 now = ktime_get_boottime_ns();
+
+	if (!set) {
+		memset(&d, 0, sizeof(d));
+		d.clock = now + kvm->clock_offset;
+		d.flags = KVM_CLOCK_REALTIME | KVM_CLOCK_HOST_TSC;
+		d.realtime = ktime_get_real_ns();
+		d.host_tsc = rdtsc();
+		return copy_to_user(up, &d, sizeof(d)) ? -EFAULT : 0;
+	}
+	if (copy_from_user(&d, up, sizeof(d)))
+		return -EFAULT;
+	if (d.flags & ~(KVM_CLOCK_TSC_STABLE | KVM_CLOCK_REALTIME | KVM_CLOCK_HOST_TSC))
+		return -EINVAL;
+	if (d.flags & KVM_CLOCK_REALTIME) {
+		u64 real = ktime_get_real_ns();
+
+		if (real > d.realtime)
+			d.clock += real - d.realtime;
+	}
+	kvm->clock_offset = d.clock - now;
+	return 0;
+}
+
 long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __user *up)
 {
 	switch (cmd) {
+	case KVM_ENABLE_CAP:
+		return x86_enable_cap(kvm->vm, up);
+	case KVM_SET_GSI_ROUTING:
+		return slat_route_set(READ_ONCE(kvm->vm->irqchip), up);
+	case KVM_GET_CLOCK:
+	case KVM_SET_CLOCK:
+		return x86_clock(kvm, up, cmd == KVM_SET_CLOCK);
 	case KVM_SET_TSS_ADDR:
 	case KVM_SET_IDENTITY_MAP_ADDR:
 		return 0; /* VMX real-mode helpers; SVM needs neither */
@@ -192,7 +266,8 @@ long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __us
 	case KVM_CREATE_IRQCHIP:
 		return x86_create_irqchip(kvm->vm);
 	case KVM_IRQ_LINE:
-		return x86_irq_line(kvm->vm, up);
+	case KVM_IRQ_LINE_STATUS:
+		return x86_irq_line(kvm->vm, up, cmd == KVM_IRQ_LINE_STATUS);
 	case KVM_SIGNAL_MSI:
 		return x86_signal_msi(kvm->vm, up);
 	case KVM_GET_IRQCHIP:
@@ -301,6 +376,10 @@ struct slat_kvm_x86 {
 	struct hc_regs_x86 *reset; /* with a LAPIC: Slat's reset state, for INIT */
 	bool listed;		   /* in the VM's vcpus (and kvcpus with a LAPIC) */
 	atomic_t nmis;		   /* KVM_NMI without a LAPIC: not yet offered to Slat */
+	/* MSRs the module keeps for the VMM (x86_kept_msr): kvmclock, MTRRs */
+	u64 kvmclock[4];
+	u64 mtrr_def, mtrr_fixed[11], mtrr_var[16];
+	u64 mcg_status, mcg_ctl, mc_bank[4 * 32];
 };
 
 struct slat_lapic *slat_kvm_x86_lapic(struct slat_kvm_vcpu *v)
@@ -530,16 +609,148 @@ static long x86_get_set_sregs(struct slat_kvm_vcpu *v, void __user *up, bool set
 	return rc;
 }
 
-/* KVM_GET/SET_MSRS: the number of MSRs done (stops at the first refused one). */
+#define MSR_KVM_WALL_CLOCK_OLD	 0x11
+#define MSR_KVM_SYSTEM_TIME_OLD	 0x12
+#define MSR_KVM_WALL_CLOCK_NEW_	 0x4b564d00
+#define MSR_KVM_SYSTEM_TIME_NEW_ 0x4b564d01
+
+static bool mtrr_type_ok(u64 t)
+{
+	return t == 0 || t == 1 || t == 4 || t == 5 || t == 6; /* UC WC WT WP WB */
+}
+
+/* The slot of a fixed-range MTRR (SDM 11.11.2.2), or -1. */
+static int mtrr_fixed_slot(u32 index)
+{
+	if (index == 0x250)
+		return 0;
+	if (index == 0x258 || index == 0x259)
+		return 1 + index - 0x258;
+	if (index >= 0x268 && index <= 0x26f)
+		return 3 + index - 0x268;
+	return -1;
+}
+
+/*
+ * The MSRs the module keeps itself, for the VMM's KVM_GET/SET_MSRS only:
+ * 1 done, 0 not one of them (Slat's), -1 a value KVM refuses.
+ *  - IA32_APIC_BASE: 0xfee00800, with the BSP bit on vCPU 0, as
+ *    KVM_GET/SET_SREGS (Slat's LAPIC does not move or turn off): another
+ *    value is refused.
+ *  - IA32_TSC: reads go to Slat (the host's TSC); a write is accepted and
+ *    changes nothing: Slat has no TSC offset, the guest's TSC is the host's.
+ *  - kvmclock's MSRs (both numberings): kept; no guest uses them, Slat's
+ *    CPUID offers no kvmclock.
+ *  - the MTRRs (default type, fixed and variable ranges): kept, checked as
+ *    KVM checks them; the guest's CPUID has no MTRR (Slat clears it), so the
+ *    guest cannot reach them.
+ *  - machine check: MCG_STATUS, MCG_CTL and 32 banks' CTL/STATUS/ADDR/MISC
+ *    (QEMU writes its own bank values when KVM_CAP_MCE is 0): kept, MCi_CTL
+ *    0 or all ones as KVM wants; the guest's accesses are Slat's (#GP).
+ */
+static u64 x86_apic_base(struct slat_kvm_vcpu *v);
+
+static int x86_kept_msr(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x, u32 index, bool set,
+			u64 *data)
+{
+	u64 *p = NULL;
+	int slot, i;
+
+	switch (index) {
+	case MSR_IA32_APICBASE: /* as KVM_GET/SET_SREGS: the reset value only */
+		if (set)
+			return *data == x86_apic_base(v) ? 1 : -1;
+		*data = x86_apic_base(v);
+		return 1;
+	case MSR_IA32_TSC:
+		return set ? 1 : 0;
+	case MSR_IA32_MCG_STATUS:
+		p = &x->mcg_status;
+		break;
+	case MSR_IA32_MCG_CTL:
+		p = &x->mcg_ctl;
+		break;
+	case MSR_KVM_WALL_CLOCK_OLD:
+	case MSR_KVM_SYSTEM_TIME_OLD:
+		p = &x->kvmclock[index - MSR_KVM_WALL_CLOCK_OLD];
+		break;
+	case MSR_KVM_WALL_CLOCK_NEW_:
+	case MSR_KVM_SYSTEM_TIME_NEW_:
+		p = &x->kvmclock[2 + index - MSR_KVM_WALL_CLOCK_NEW_];
+		break;
+	case MSR_MTRRdefType:
+		if (set && ((*data & ~0xcffull) || !mtrr_type_ok(*data & 0xff)))
+			return -1;
+		p = &x->mtrr_def;
+		break;
+	default:
+		slot = mtrr_fixed_slot(index);
+		if (slot >= 0) {
+			for (i = 0; set && i < 8; i++)
+				if (!mtrr_type_ok(*data >> (8 * i) & 0xff))
+					return -1;
+			p = &x->mtrr_fixed[slot];
+		} else if (index >= 0x200 && index < 0x210) {
+			/* PHYSBASE: a type in 7:0, 11:8 reserved; PHYSMASK: 10:0 reserved */
+			if (set && (index & 1 ? (*data & 0x7ff) != 0
+					      : (*data & 0xf00) || !mtrr_type_ok(*data & 0xff)))
+				return -1;
+			p = &x->mtrr_var[index - 0x200];
+		} else if (index >= MSR_IA32_MC0_CTL && index < MSR_IA32_MC0_CTL + 4 * 32) {
+			if (set && !(index & 3) && *data && (*data | 1 << 10 | 1) != ~0ull)
+				return -1; /* KVM: a bank's CTL is 0 or all ones */
+			p = &x->mc_bank[index - MSR_IA32_MC0_CTL];
+		} else {
+			return 0;
+		}
+	}
+	if (set)
+		*p = *data;
+	else
+		*data = *p;
+	return 1;
+}
+
+/* Slat's VCPU_MSRS on entries [first, first + n) of the VMM's list: how many it did. */
+static long x86_slat_msrs(struct slat_kvm_vcpu *v, struct kvm_msrs __user *up, u32 first, u32 n,
+			  bool set, struct page *pg)
+{
+	struct hc_msr_entry *list = page_address(pg);
+	struct kvm_msr_entry e;
+	u64 r[3];
+	u32 i;
+	int rc;
+
+	if (!n)
+		return 0;
+	memset(list, 0, n * sizeof(*list));
+	for (i = 0; i < n; i++) {
+		if (copy_from_user(&e, &up->entries[first + i], sizeof(e)))
+			return -EFAULT;
+		list[i].index = e.index;
+		list[i].data = e.data;
+	}
+	rc = slat_errno(
+	    slat_call(HC_VCPU_MSRS, v->vc->vm->id, v->vc->index, slat_pa(pg), n, set, 0, r));
+	if (rc)
+		return rc;
+	for (i = 0; !set && i < r[0]; i++)
+		if (put_user(list[i].data, &up->entries[first + i].data))
+			return -EFAULT;
+	return (long)r[0];
+}
+
+/*
+ * KVM_GET/SET_MSRS: the number of MSRs done (stops at the first refused one).
+ * Runs of Slat's MSRs go to Slat in one call; the module's own in between.
+ */
 static long x86_msrs(struct slat_kvm_vcpu *v, struct kvm_msrs __user *up, bool set)
 {
-	struct hc_msr_entry *list;
+	struct slat_kvm_x86 *x = v->arch;
 	struct kvm_msr_entry e;
 	struct page *pg;
-	u32 n, i;
-	u64 r[3];
-	long st;
-	int rc = 0;
+	u32 n, i, run = 0;
+	long done = 0, rc = 0;
 
 	if (get_user(n, &up->nmsrs))
 		return -EFAULT;
@@ -548,22 +759,36 @@ static long x86_msrs(struct slat_kvm_vcpu *v, struct kvm_msrs __user *up, bool s
 	pg = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	if (!pg)
 		return -ENOMEM;
-	list = page_address(pg);
-	for (i = 0; i < n && !rc; i++) {
-		if (copy_from_user(&e, &up->entries[i], sizeof(e)))
+	for (i = 0; i <= n; i++) {
+		int k = 0;
+
+		if (i < n) {
+			if (copy_from_user(&e, &up->entries[i], sizeof(e))) {
+				rc = -EFAULT;
+				break;
+			}
+			k = x86_kept_msr(v, x, e.index, set, &e.data);
+			if (k == 0) {
+				run++; /* Slat's: with the run */
+				continue;
+			}
+		}
+		/* the run of Slat's MSRs before entry i */
+		rc = x86_slat_msrs(v, up, i - run, run, set, pg);
+		if (rc < 0)
+			break;
+		done += rc;
+		if (rc < run || i == n || k < 0)
+			break;
+		run = 0;
+		if (!set && put_user(e.data, &up->entries[i].data)) {
 			rc = -EFAULT;
-		list[i].index = e.index;
-		list[i].data = e.data;
+			break;
+		}
+		done++;
 	}
-	st = rc ? HC_OK
-		: slat_call(HC_VCPU_MSRS, v->vc->vm->id, v->vc->index, slat_pa(pg), n, set, 0, r);
-	if (!rc)
-		rc = slat_errno(st);
-	for (i = 0; !rc && !set && i < r[0]; i++)
-		if (put_user(list[i].data, &up->entries[i].data))
-			rc = -EFAULT;
 	__free_page(pg);
-	return rc ? rc : (long)r[0];
+	return rc < 0 ? rc : done;
 }
 
 /* The vCPU's CPUID (KVM_SET_CPUID2) offers the TSC-deadline timer. */
@@ -575,6 +800,69 @@ static bool x86_has_deadline(const struct slat_kvm_x86 *x)
 		if (x->cpuid[i].function == 1)
 			return x->cpuid[i].ecx & CPUID1_ECX_TSC_DEADLINE;
 	return false;
+}
+
+/*
+ * Bits QEMU sets in the table itself whatever KVM_GET_SUPPORTED_CPUID says
+ * (target/i386/kvm/kvm.c, kvm_arch_get_supported_cpuid): MCE, MTRR, MCA and
+ * PAT in leaf 1 EDX and their AMD aliases in 0x80000001 EDX, TOPOEXT in
+ * 0x80000001 ECX, KVM_FEATURE_MSI_EXT_DEST_ID in 0x40000001 EAX. Where Slat
+ * does not offer one of them, the module clears it (logged once) instead of
+ * refusing the table: the guest does not see it. Any other bit beyond
+ * Slat's is still -EINVAL.
+ */
+struct x86_vmm_bits {
+	u32 leaf;
+	u8 reg; /* 0 EAX .. 3 EDX */
+	u32 bits;
+};
+static const struct x86_vmm_bits x86_vmm_added[] = {
+    {1, 3, 1u << 7 | 1u << 12 | 1u << 14 | 1u << 16},
+    {0x80000001, 3, 1u << 7 | 1u << 12 | 1u << 14 | 1u << 16},
+    {0x80000001, 2, 1u << 22},
+    {0x40000001, 0, 1u << 15},
+};
+
+static u32 *entry_reg(struct hc_cpuid_entry *e, u8 reg)
+{
+	u32 *const r[4] = {&e->eax, &e->ebx, &e->ecx, &e->edx};
+
+	return r[reg];
+}
+
+static void x86_clear_vmm_bits(struct hc_cpuid_entry *tab, u32 n)
+{
+	struct hc_cpuid_entry *sup;
+	struct page *pg;
+	u64 ns;
+	u32 i, j, k;
+
+	if (x86_supported(&pg, &ns)) {
+		if (pg)
+			__free_page(pg);
+		return; /* Slat's check refuses what it would have cleared */
+	}
+	sup = page_address(pg);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < ARRAY_SIZE(x86_vmm_added); j++) {
+			const struct x86_vmm_bits *b = &x86_vmm_added[j];
+			u32 have = 0, *r, drop;
+
+			if (tab[i].function != b->leaf)
+				continue;
+			for (k = 0; k < ns; k++)
+				if (sup[k].function == b->leaf)
+					have = *entry_reg(&sup[k], b->reg);
+			r = entry_reg(&tab[i], b->reg);
+			drop = *r & b->bits & ~have;
+			if (drop) {
+				pr_info_once("slat: KVM_SET_CPUID2: leaf 0x%x reg %u bits 0x%x "
+					     "(which QEMU adds itself) are not offered: cleared\n",
+					     b->leaf, b->reg, drop);
+				*r &= ~drop;
+			}
+		}
+	__free_page(pg);
 }
 
 /* KVM_SET_CPUID2: Slat checks the table (-EINVAL for a feature it lacks). */
@@ -615,6 +903,7 @@ static long x86_set_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up
 		    .ecx = e.ecx,
 		    .edx = e.edx};
 	}
+	x86_clear_vmm_bits(tab, n);
 	memcpy(page_address(pg), tab, n * sizeof(*tab));
 	rc = slat_errno(
 	    slat_call(HC_VCPU_SET_CPUID, v->vc->vm->id, v->vc->index, slat_pa(pg), n, 0, 0, r));
@@ -639,6 +928,63 @@ static long x86_get_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up
 }
 
 /*
+ * KVM_GET/SET_FPU (ABI 1.9): struct kvm_fpu is the FXSAVE64 image's first 416
+ * bytes in other words: ST0-7 at 32, FCW 0, FSW 2, FTW 4, FOP 6, FIP 8, FDP
+ * 16, XMM0-15 at 160, MXCSR 24. An MXCSR the CPU refuses is -EINVAL.
+ */
+static long x86_fpu(struct slat_kvm_vcpu *v, struct kvm_fpu __user *up, bool set)
+{
+	struct kvm_fpu *k;
+	struct page *pg;
+	u8 *fx;
+	u64 r[3];
+	long rc;
+
+	if (!x86_fpu_ok())
+		return -ENOTTY;
+	k = kzalloc(sizeof(*k), GFP_KERNEL);
+	pg = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!k || !pg) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	fx = page_address(pg);
+	if (set) {
+		rc = -EFAULT;
+		if (copy_from_user(k, up, sizeof(*k)))
+			goto out;
+		memcpy(fx + 0, &k->fcw, 2);
+		memcpy(fx + 2, &k->fsw, 2);
+		fx[4] = k->ftwx;
+		memcpy(fx + 6, &k->last_opcode, 2);
+		memcpy(fx + 8, &k->last_ip, 8);
+		memcpy(fx + 16, &k->last_dp, 8);
+		memcpy(fx + 24, &k->mxcsr, 4);
+		memcpy(fx + 32, k->fpr, sizeof(k->fpr));
+		memcpy(fx + 160, k->xmm, sizeof(k->xmm));
+	}
+	rc = slat_errno(
+	    slat_call(HC_VCPU_FPU, v->vc->vm->id, v->vc->index, slat_pa(pg), set, 0, 0, r));
+	if (rc || set)
+		goto out;
+	memcpy(&k->fcw, fx + 0, 2);
+	memcpy(&k->fsw, fx + 2, 2);
+	k->ftwx = fx[4];
+	memcpy(&k->last_opcode, fx + 6, 2);
+	memcpy(&k->last_ip, fx + 8, 8);
+	memcpy(&k->last_dp, fx + 16, 8);
+	memcpy(&k->mxcsr, fx + 24, 4);
+	memcpy(k->fpr, fx + 32, sizeof(k->fpr));
+	memcpy(k->xmm, fx + 160, sizeof(k->xmm));
+	rc = copy_to_user(up, k, sizeof(*k)) ? -EFAULT : 0;
+out:
+	kfree(k);
+	if (pg)
+		__free_page(pg);
+	return rc;
+}
+
+/*
  * KVM_INTERRUPT without an in-kernel irqchip: the vector waits in Slat's run
  * page until the guest can take it (Slat clears it once delivered); a second
  * one before that is -EEXIST, as in KVM.
@@ -648,14 +994,24 @@ static long x86_interrupt(struct slat_kvm_vcpu *v, struct kvm_interrupt __user *
 	struct hc_run *hr = page_address(v->vc->run);
 	struct kvm_interrupt irq;
 
+	struct slat_lapic *l = slat_kvm_x86_lapic(v);
+
 	if (!x86_irq_ok())
 		return -ENOTTY;
-	if (slat_kvm_x86_lapic(v))
-		return -ENXIO; /* the in-kernel LAPIC owns interrupts, as in KVM */
+	if (l && !v->vc->vm->irqchip->split)
+		return -ENXIO; /* the in-kernel PIC owns interrupts, as in KVM */
 	if (copy_from_user(&irq, up, sizeof(irq)))
 		return -EFAULT;
 	if (irq.irq >= 256)
 		return -EINVAL;
+	if (l) {
+		/* Split irqchip: the VMM's 8259 output, taken through LINT0 (KVM's
+		 * pending_external_vector): one at a time, -EEXIST as KVM. */
+		if (l->extint >= 0)
+			return -EEXIST;
+		l->extint = irq.irq;
+		return 0;
+	}
 	if (hr->irq & HC_IRQ_VALID)
 		return -EEXIST;
 	hr->irq = HC_IRQ_VALID | irq.irq;
@@ -734,6 +1090,29 @@ static long x86_lapic_state(struct slat_kvm_vcpu *v, void __user *up, bool set)
 	return rc;
 }
 
+/*
+ * KVM_SET_VAPIC_ADDR: the guest page where KVM would mirror the TPR for a
+ * VMM's TPR-patching option ROM (QEMU's kvmvapic, which activates it only
+ * for Windows guests). 0, no mirror, is the state a vCPU starts in and the
+ * one QEMU sets at every reset; the module keeps no mirror, so another
+ * address is -EINVAL. -EINVAL without a local APIC, as KVM.
+ */
+static long x86_vapic_addr(struct slat_kvm_vcpu *v, struct kvm_vapic_addr __user *up)
+{
+	struct kvm_vapic_addr a;
+
+	if (!slat_kvm_x86_lapic(v))
+		return -EINVAL;
+	if (copy_from_user(&a, up, sizeof(a)))
+		return -EFAULT;
+	if (a.vapic_addr) {
+		pr_info_once("slat: KVM_SET_VAPIC_ADDR 0x%llx: no TPR mirror (-EINVAL)\n",
+			     a.vapic_addr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __user *up)
 {
 	switch (cmd) {
@@ -755,6 +1134,11 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 		return x86_mp_state(v, up, cmd == KVM_SET_MP_STATE);
 	case KVM_INTERRUPT:
 		return x86_interrupt(v, up);
+	case KVM_GET_FPU:
+	case KVM_SET_FPU:
+		return x86_fpu(v, up, cmd == KVM_SET_FPU);
+	case KVM_SET_VAPIC_ADDR:
+		return x86_vapic_addr(v, up);
 	case KVM_NMI:
 		return x86_nmi(v);
 	case KVM_GET_LAPIC:
@@ -774,10 +1158,21 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
  */
 static void x86_retire_irq(struct slat_lapic *l, struct hc_run *hr)
 {
-	if (l->queued >= 0 && !(hr->irq & HC_IRQ_VALID)) {
+	if (hr->irq & HC_IRQ_VALID)
+		return;
+	if (l->queued_extint) { /* the 8259's vector: nothing of the LAPIC's */
+		l->queued_extint = false;
+		l->extint = -1;
+	} else if (l->queued >= 0) {
 		slat_lapic_accept(l, l->queued);
 		l->queued = -1;
 	}
+}
+
+/* Split irqchip: an ExtINT from the VMM's 8259 that LINT0 takes now. */
+static bool x86_extint_ready(struct slat_lapic *l)
+{
+	return l->extint >= 0 && slat_lapic_accepts_extint(l);
 }
 
 /*
@@ -794,6 +1189,11 @@ static void x86_offer_irq(struct slat_lapic *l, struct hc_run *hr)
 	x86_retire_irq(l, hr);
 	if (hr->irq & HC_IRQ_VALID)
 		return;
+	if (x86_extint_ready(l)) { /* ExtINT first: the PPR does not hold it back */
+		l->queued_extint = true;
+		hr->irq = HC_IRQ_VALID | l->extint;
+		return;
+	}
 	vec = slat_lapic_pending(l);
 	if (vec >= 0) {
 		l->queued = vec;
@@ -877,6 +1277,10 @@ int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 	rc = x86_start_events(v, l);
 	if (!rc)
 		x86_offer_irq(l, hr);
+	/* Split irqchip: the VMM's 8259 asks for the window (KVM: only while
+	 * LINT0 would take an ExtINT and none is pending). */
+	hr->irq_window = v->vc->vm->irqchip->split && READ_ONCE(kr->request_interrupt_window) &&
+			 l->extint < 0 && slat_lapic_accepts_extint(l);
 	return rc;
 }
 
@@ -899,7 +1303,7 @@ static bool x86_irqchip_mmio(struct slat_kvm_vcpu *v, struct slat_lapic *l, stru
 	if (gpa - SLAT_APIC_BASE < 0x1000)
 		ok = hr->u.mmio.len == 4 &&
 		     slat_lapic_mmio(l, gpa - SLAT_APIC_BASE, hr->u.mmio.is_write, &val);
-	else if (gpa - SLAT_IOAPIC_BASE < SLAT_IOAPIC_SIZE)
+	else if (gpa - SLAT_IOAPIC_BASE < SLAT_IOAPIC_SIZE && !v->vc->vm->irqchip->split)
 		ok = hr->u.mmio.len == 4 && !(gpa & 3) &&
 		     slat_ioapic_mmio(v->vc->vm->irqchip, gpa - SLAT_IOAPIC_BASE,
 				      hr->u.mmio.is_write, &val);
@@ -920,7 +1324,8 @@ static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
 {
 	bool if_set = hr->if_flag;
 
-	if (wait_event_interruptible(l->wq, (if_set && slat_lapic_pending(l) >= 0) ||
+	if (wait_event_interruptible(l->wq, (if_set && (slat_lapic_pending(l) >= 0 ||
+							 x86_extint_ready(l))) ||
 						atomic_read(&l->nmis) > 0 ||
 						slat_lapic_start_event(l))) {
 		kr->exit_reason = KVM_EXIT_INTR;
@@ -951,10 +1356,28 @@ static int x86_msr_exit(struct slat_lapic *l, struct hc_run *hr)
 static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc_run *hr,
 			    struct kvm_run *kr)
 {
+	bool split = v->vc->vm->irqchip->split;
+	int eoi;
+
 	x86_retire_irq(l, hr); /* what the VMM reads of the LAPIC shows it in service */
-	kr->ready_for_interrupt_injection = 1; /* as KVM with an in-kernel irqchip */
-	if (hr->reason == HC_EXIT_MMIO && x86_irqchip_mmio(v, l, hr))
-		return SLAT_KVM_REENTER;
+	/* KVM: 1 with the in-kernel PIC; split, whether KVM_INTERRUPT would be
+	 * taken now (IF, no shadow, LINT0 in ExtINT mode, none pending). */
+	kr->ready_for_interrupt_injection =
+	    !split || (hr->irq_ready && l->extint < 0 && slat_lapic_accepts_extint(l));
+	if (hr->reason == HC_EXIT_MMIO && x86_irqchip_mmio(v, l, hr)) {
+		eoi = READ_ONCE(l->eoi_exit);
+		if (eoi < 0)
+			return SLAT_KVM_REENTER;
+		/* The EOI of a level-triggered vector, for the VMM's I/O APIC. */
+		WRITE_ONCE(l->eoi_exit, -1);
+		kr->exit_reason = KVM_EXIT_IOAPIC_EOI;
+		kr->eoi.vector = eoi;
+		return SLAT_KVM_TO_VMM;
+	}
+	if (hr->reason == HC_EXIT_IRQ_WINDOW) {
+		kr->exit_reason = KVM_EXIT_IRQ_WINDOW_OPEN;
+		return SLAT_KVM_TO_VMM;
+	}
 	if (hr->reason == HC_EXIT_HALT)
 		return x86_halt(l, hr, kr);
 	if (hr->reason == HC_EXIT_MSR)

@@ -45,7 +45,11 @@ static void slot_unpin(struct slat_mslot *ms, unsigned long first, unsigned long
 		if (!ms->pages[i])
 			continue;
 		/* The guest cannot have written a read-only slot's pages. */
-		unpin_user_pages_dirty_lock(&ms->pages[i], 1, !(ms->flags & SLAT_SLOT_READONLY));
+		if (ms->copies && test_and_clear_bit(i, ms->copies))
+			__free_page(ms->pages[i]); /* slot_fill_copies' own page */
+		else
+			unpin_user_pages_dirty_lock(&ms->pages[i], 1,
+						    !(ms->flags & SLAT_SLOT_READONLY));
 		ms->pages[i] = NULL;
 		done++;
 	}
@@ -59,6 +63,7 @@ static void slot_free(struct slat_mslot *ms)
 		mmu_interval_notifier_remove(&ms->mn);
 	slot_unpin(ms, 0, ms->npages);
 	kvfree(ms->pages);
+	bitmap_free(ms->copies);
 	kfree(ms);
 }
 
@@ -275,12 +280,64 @@ int slat_slot_update(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
  * meanwhile); -EFAULT: the VMM's memory cannot be pinned writable, as KVM
  * answers for a bad user address.
  */
+/*
+ * A read-only slot whose VMM pages another slot of the VM already maps (a
+ * ROM and its alias: QEMU's BIOS at 0xfffe0000 and 0xe0000): Slat gives a
+ * frame to one place of a VM only, so such a page gets a copy of its own.
+ * The copy does not follow later changes of the VMM's page (a ROM's do not
+ * change while the guest runs). Page by page; `pins` become the pages Slat
+ * holds (a copy replaces its pin); *done of them Slat took. HC status of
+ * the first failure.
+ */
+static long slot_fill_copies(struct slat_mslot *ms, u32 index, struct page **pins,
+			     unsigned long n, unsigned long *done)
+{
+	unsigned long i;
+	struct page *c;
+	long st = HC_OK;
+
+	*done = 0;
+	if (!ms->copies)
+		ms->copies = bitmap_zalloc(ms->npages, GFP_KERNEL);
+	if (!ms->copies)
+		return HC_E_NOMEM;
+	for (i = 0; i < n; i++) {
+		st = slot_call_list(ms, HC_SLOT_FILL, index + i, &pins[i], 1);
+		if (st == HC_OK) {
+			*done = i + 1;
+			continue;
+		}
+		if (st != HC_E_ALREADY_SHARED)
+			break;
+		c = alloc_page(GFP_KERNEL);
+		if (!c)
+			return HC_E_NOMEM;
+		copy_highpage(c, pins[i]);
+		st = slot_call_list(ms, HC_SLOT_FILL, index + i, &c, 1);
+		if (st != HC_OK) {
+			__free_page(c);
+			break;
+		}
+		unpin_user_page(pins[i]);
+		pins[i] = c;
+		set_bit(index + i, ms->copies);
+		*done = i + 1;
+		if (!ms->copy_logged) {
+			ms->copy_logged = true;
+			pr_info("slat: slot %u page %lu: its frame is already in the VM; "
+				"read-only, so a copy\n", ms->slot, (unsigned long)index + i);
+		}
+	}
+	return st;
+}
+
 static int slot_fill(struct slat_mslot *ms, u32 index)
 {
 	u64 uaddr = ms->uaddr + ((u64)index << PAGE_SHIFT);
 	struct page *pins[SLOT_FILL_MAX];
 	unsigned long seq, n = 0;
 	long got, st;
+	unsigned long done;
 
 	if (index >= ms->npages)
 		return -EFAULT;
@@ -307,18 +364,23 @@ static int slot_fill(struct slat_mslot *ms, u32 index)
 	for (n = 0; n < (unsigned long)got && !ms->pages[index + n]; n++)
 		;
 	st = HC_OK;
-	if (n && !mmu_interval_read_retry(&ms->mn, seq))
+	if (n && !mmu_interval_read_retry(&ms->mn, seq)) {
 		st = slot_call_list(ms, HC_SLOT_FILL, index, pins, n);
-	else
+		if (st == HC_E_ALREADY_SHARED && (ms->flags & SLAT_SLOT_READONLY)) {
+			st = slot_fill_copies(ms, index, pins, n, &done);
+			n = done; /* those Slat took, whatever came after */
+		} else if (st != HC_OK) {
+			n = 0;
+		}
+	} else {
 		n = 0;
-	if (st == HC_OK) {
+	}
+	if (n) {
 		memcpy(&ms->pages[index], pins, n * sizeof(*pins));
 		ms->present += n;
 		atomic64_add(n, &slat_pinned_pages);
 	}
 	mutex_unlock(&ms->lock);
-	if (st != HC_OK)
-		n = 0;
 	unpin_user_pages(pins + n, got - n);
 	return slat_errno(st);
 }

@@ -14,6 +14,9 @@
 #include <linux/module.h>
 
 #include "slat.h"
+#ifdef CONFIG_X86
+#include "slat_kvm_irq.h"
+#endif
 
 static unsigned int max_vcpus = 64;
 module_param(max_vcpus, uint, 0444);
@@ -52,7 +55,11 @@ static void slat_vm_release(struct kref *ref)
 	xa_destroy(&vm->slots);
 	xa_destroy(&vm->vcpus);
 	xa_destroy(&vm->kvcpus);
-	kfree(vm->irqchip); /* no vCPU is left to use it (each held a reference) */
+#ifdef CONFIG_X86
+	if (vm->irqchip) /* no vCPU is left to use it (each held a reference) */
+		slat_route_free(vm->irqchip);
+#endif
+	kfree(vm->irqchip);
 	kfree(vm);
 	slat_pool_withdraw_all();
 	atomic64_dec(&slat_vms_alive);

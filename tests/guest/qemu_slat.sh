@@ -5,16 +5,19 @@
 # Debian 12's unmodified qemu-system-ARCH 7.2 (tools/qemu-guest.sh) with
 # -accel kvm on the VM kernel and initramfs of /vm/ (tools/vmm-initrd.sh),
 # two vCPUs and a virtio disk. The VM's init checks its CPUs, its timer and
-# the disk and starts a shell on the console, where a command is typed; the
-# monitor's system_reset reboots the VM, which does it all again and is then
-# powered off from its shell; this side compares the disk's checksum (the
-# first boot's) and reads back the line the VM wrote last.
+# the disk. arm64 (tests/boot/t_arm64_qemu.sh): it starts a shell on the
+# console, where a command is typed; the monitor's system_reset reboots the
+# VM, which does it all again and is then powered off from its shell. x86
+# (tests/boot/t_x86_svm_qemu.sh): the VM powers itself off after the checks.
+# This side compares the disk's checksum (the first boot's) and reads back
+# the line the VM wrote last.
 echo "SLAT-GUEST: qemu_slat on $(uname -m), kernel $(uname -r)"
 q=/usr/bin/qemu-system-$(uname -m)
 # slat.qemu_trace=PATTERN on the command line: QEMU trace events (-trace), e.g. kvm_*
 QEMU_TRACE=$(sed -n "s/.*slat.qemu_trace=\([^ ]*\).*/\1/p" /proc/cmdline)
 echo "SLAT-GUEST: $($q --version | head -1)"
-if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
+trace=$(sed -n 's/.*slat\.irq_trace=\([0-9]*\).*/\1/p' /proc/cmdline)
+if ! insmod /lib/modules/slat.ko ${trace:+irq_trace=$trace} 2>/tmp/insmod.err; then
 	echo "SLAT-GUEST: slat.ko refused to load: $(cat /tmp/insmod.err)"
 	echo "SLAT-GUEST: MARKER qemu_slat-refused"
 	exit 1
@@ -23,9 +26,14 @@ dmesg | grep 'slat:' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
 disk=/tmp/disk1.img
 dd if=/dev/urandom of=$disk bs=1M count=4 2>/dev/null
 want=$(sha256sum $disk | cut -d' ' -f1)
+# x86: the machine and irqchip from slat.qemu_machine= (default q35 with the
+# split irqchip: the LAPICs in slat.ko, the PIC, PIT and I/O APIC in QEMU),
+# no VGA, no shell (the VM powers off by itself, stdin /dev/null).
+qto=$(sed -n 's/.*slat\.qemu_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
+qm=$(sed -n 's/.*slat\.qemu_machine=\([^ ]*\).*/\1/p' /proc/cmdline)
 case "$(uname -m)" in
-aarch64) machine="-M virt,gic-version=3,its=off -cpu host" con=ttyAMA0 ;;
-*) machine="-M q35 -cpu host" con=ttyS0 ;;
+aarch64) machine="-M virt,gic-version=3,its=off -cpu host" con=ttyAMA0 shell=vmm.shell ;;
+*) machine="-M ${qm:-q35,kernel-irqchip=split} -cpu host -vga none -no-reboot" con=ttyS0 shell= ;;
 esac
 # wait_for PATTERN N: N lines of the VM's console match (gives up when QEMU
 # has ended or after 10 minutes).
@@ -58,12 +66,16 @@ feed() {
 }
 rm -f /tmp/qemu.in /tmp/qemu.out /tmp/qemu.done
 mkfifo /tmp/qemu.in
-feed >/tmp/qemu.in &
+if [ -n "$shell" ]; then
+	feed >/tmp/qemu.in &
+else
+	: >/tmp/qemu.in & # no input: the fifo's writer closes at once
+fi
 start=$(cut -d' ' -f1 /proc/uptime)
 # shellcheck disable=SC2086 # $machine is words
 {
-	timeout -s KILL 900 $q ${QEMU_TRACE:+-trace "$QEMU_TRACE"} -accel kvm $machine -smp 2 -m 256 -nographic -nic none \
-		-kernel /vm/vmlinuz -initrd /vm/initrd.img -append "console=$con panic=-1 loglevel=7 vmm.shell" \
+	timeout -s KILL ${qto:-900} $q ${QEMU_TRACE:+-trace "$QEMU_TRACE"} -accel kvm $machine -smp 2 -m 256 -nographic -nic none \
+		-kernel /vm/vmlinuz -initrd /vm/initrd.img -append "console=$con panic=-1 loglevel=7 $shell" \
 		-drive file=$disk,if=virtio,format=raw </tmp/qemu.in 2>&1
 	echo $? >/tmp/qemu.rc
 } | tee /tmp/qemu.out | sed "s/^/SLAT-GUEST: qemu: /"
@@ -84,5 +96,5 @@ if [ -n "$wrote" ] && [ "$back" = "$wrote" ]; then
 else
 	echo "SLAT-GUEST: disk write MISMATCH: VM '$wrote', image '$back'"
 fi
-dmesg | grep 'slat' | tail -20 | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
+dmesg | grep 'slat' | tail -${trace:-20} | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
 echo "SLAT-GUEST: MARKER qemu_slat-done"

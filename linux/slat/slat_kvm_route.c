@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GSI routing of a /dev/kvm VM on x86 (docs/kvm-api.md): KVM_SET_GSI_ROUTING's
+ * table, through which KVM_IRQ_LINE reaches an I/O APIC pin or sends an MSI,
+ * and KVM_CAP_SPLIT_IRQCHIP (the local APICs here, the I/O APIC and the 8259s
+ * in the VMM). Without a table the routing is KVM's default one for what the
+ * module emulates: GSI 0-23 are the I/O APIC's pins. Written from KVM's API
+ * documentation (Documentation/virt/kvm/api.rst, Linux 6.1).
+ */
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "slat_kvm_irq.h"
+
+#define SLAT_MAX_ROUTES	    4096 /* KVM_MAX_IRQ_ROUTES on x86 */
+#define SLAT_SPLIT_MAX_PINS 24	 /* MAX_NR_RESERVED_IOAPIC_PINS */
+
+/* One KVM_SET_GSI_ROUTING table, replaced whole (RCU: KVM_IRQ_LINE reads it). */
+struct slat_routes {
+	struct rcu_head rcu;
+	u32 n;
+	struct kvm_irq_routing_entry e[];
+};
+
+/*
+ * An MSI as the local APICs decode it (address 0xfeeXXXXX: destination bits
+ * 19:12, logical bit 2; data: vector, delivery mode, trigger). How many LAPICs
+ * took it, or -EINVAL for an address that is not the APICs' window.
+ */
+int slat_msi_deliver(struct slat_vm *vm, u32 addr_lo, u32 addr_hi, u32 data)
+{
+	u32 mode = data >> 8 & 7;
+
+	if (addr_hi || (addr_lo >> 20) != 0xfee)
+		return -EINVAL; /* no x2APIC destinations */
+	if (!slat_dm_emulated(mode)) {
+		pr_info_once("slat: MSI delivery mode %u (SMI, ExtINT) not emulated\n", mode);
+		return 0;
+	}
+	return slat_irq_deliver(vm, addr_lo >> 12 & 0xff, addr_lo & 4, mode, data & 0xff,
+				data & (1u << 15));
+}
+
+/* KVM's checks of one entry (virt/kvm/irqchip.c, arch/x86/kvm/irq_comm.c). */
+static int route_ok(const struct slat_irqchip *c, const struct kvm_irq_routing_entry *e)
+{
+	if (e->gsi >= SLAT_MAX_ROUTES || e->flags)
+		return -EINVAL;
+	switch (e->type) {
+	case KVM_IRQ_ROUTING_IRQCHIP:
+		if (c->split) /* the VMM's I/O APIC and PIC: no in-kernel pins */
+			return -EINVAL;
+		if (e->u.irqchip.irqchip == KVM_IRQCHIP_IOAPIC)
+			return e->u.irqchip.pin < SLAT_IOAPIC_PINS ? 0 : -EINVAL;
+		return -EINVAL; /* the 8259s: the module has none */
+	case KVM_IRQ_ROUTING_MSI:
+		return 0; /* KVM decodes any address; KVM_IRQ_LINE refuses others */
+	default:
+		return -EINVAL; /* S390 adapters, Hyper-V SINT, Xen event channels */
+	}
+}
+
+long slat_route_set(struct slat_irqchip *c, struct kvm_irq_routing __user *up)
+{
+	struct slat_routes *t, *old;
+	u32 n, i, flags;
+	int rc = 0;
+
+	if (!c)
+		return -EINVAL; /* KVM: no irqchip, no routing */
+	if (get_user(n, &up->nr) || get_user(flags, &up->flags))
+		return -EFAULT;
+	if (n > SLAT_MAX_ROUTES || flags)
+		return -EINVAL;
+	t = kvzalloc(struct_size(t, e, n), GFP_KERNEL_ACCOUNT);
+	if (!t)
+		return -ENOMEM;
+	t->n = n;
+	if (n && copy_from_user(t->e, up->entries, n * sizeof(t->e[0])))
+		rc = -EFAULT;
+	for (i = 0; !rc && i < n; i++)
+		rc = route_ok(c, &t->e[i]);
+	if (rc) {
+		kvfree(t);
+		return rc;
+	}
+	spin_lock(&c->route_lock);
+	old = rcu_dereference_protected(c->routes, lockdep_is_held(&c->route_lock));
+	rcu_assign_pointer(c->routes, t);
+	spin_unlock(&c->route_lock);
+	if (old) {
+		synchronize_rcu();
+		kvfree(old);
+	}
+	return 0;
+}
+
+void slat_route_free(struct slat_irqchip *c)
+{
+	kvfree(rcu_dereference_protected(c->routes, true));
+}
+
+/* One route of `gsi` to `level`: the number of LAPICs reached, or -errno. */
+static int route_fire(struct slat_irqchip *c, const struct kvm_irq_routing_entry *e, bool level)
+{
+	if (e->type == KVM_IRQ_ROUTING_MSI)
+		return level ? slat_msi_deliver(c->vm, e->u.msi.address_lo, e->u.msi.address_hi,
+						e->u.msi.data)
+			     : 0; /* an MSI has no falling edge */
+	return slat_ioapic_set_line(c, e->u.irqchip.pin, level) ?: 1; /* route_ok: IOAPIC */
+}
+
+/*
+ * KVM_IRQ_LINE(_STATUS): every route of `gsi`; KVM's status is the last
+ * route's answer (LAPICs reached, -1 none). A GSI without a route does
+ * nothing (status -1). Without a table, the default routing: pins 0-23 of
+ * the in-kernel I/O APIC (KVM's also routes 0-15 to its 8259s).
+ */
+int slat_route_irq_line(struct slat_irqchip *c, u32 gsi, bool level, int *status)
+{
+	struct slat_routes *t;
+	int rc = 0, st = -1;
+	u32 i;
+
+	rcu_read_lock();
+	t = rcu_dereference(c->routes);
+	if (t) {
+		for (i = 0; i < t->n && rc >= 0; i++)
+			if (t->e[i].gsi == gsi) {
+				rc = route_fire(c, &t->e[i], level);
+				st = rc >= 0 ? (rc ? rc : -1) : st;
+			}
+	}
+	rcu_read_unlock();
+	if (t)
+		goto out;
+	if (c->split)
+		goto out; /* an empty table until the VMM sets one */
+	if (gsi >= SLAT_IOAPIC_PINS)
+		return -EINVAL; /* docs: KVM ignores it; the module's checkers want the error */
+	rc = slat_ioapic_set_line(c, gsi, level);
+	st = 1;
+out:
+	if (rc < 0)
+		return rc;
+	*status = st;
+	return 0;
+}
+
+/*
+ * KVM_ENABLE_CAP(KVM_CAP_SPLIT_IRQCHIP): local APICs in the module, args[0]
+ * I/O APIC pins (at most 24) in the VMM, whose level-triggered vectors end
+ * with KVM_EXIT_IOAPIC_EOI. KVM's refusals: too many pins -EINVAL, an
+ * irqchip or a vCPU already -EEXIST.
+ */
+long slat_route_enable_split(struct slat_vm *vm, u64 pins)
+{
+	struct slat_irqchip *c;
+	long rc = 0;
+
+	if (pins > SLAT_SPLIT_MAX_PINS)
+		return -EINVAL;
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	slat_ioapic_init(&c->ioapic);
+	spin_lock_init(&c->route_lock);
+	c->vm = vm;
+	c->split = true;
+	c->split_pins = pins;
+	mutex_lock(&vm->lock);
+	if (vm->irqchip)
+		rc = -EEXIST;
+	else if (!xa_empty(&vm->vcpus))
+		rc = -EEXIST;
+	else
+		WRITE_ONCE(vm->irqchip, c);
+	mutex_unlock(&vm->lock);
+	if (rc)
+		kfree(c);
+	return rc;
+}

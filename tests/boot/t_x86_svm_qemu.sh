@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Debian's own QEMU on Slat's /dev/kvm, AMD SVM (issue 34; QEMU -cpu max, 2
+# CPUs, 2 GiB, OVMF + slat.efi): the primary's Linux loads slat.ko and runs
+# Debian 12's unmodified qemu-system-x86_64 7.2 (tools/qemu-guest.sh) with
+# -accel kvm -cpu host -M q35,kernel-irqchip=split -smp 2 on the VM kernel
+# and initramfs of /vm/ (tools/vmm-initrd.sh) and a virtio-blk-pci disk
+# (tests/guest/qemu_slat.sh). EMU_QEMU_MACHINE picks another -M value.
+. "$(dirname "$0")/lib.sh"
+g="$BOOT_TOP/build/guest/x86_64"
+make -s -C "$BOOT_TOP" guest-x86_64 >"$BOOT_DIR/guest.out" 2>&1 || {
+	cat "$BOOT_DIR/guest.out" >&2
+	echo "boot: building the x86_64 guest failed" >&2
+	exit 1
+}
+bash "$BOOT_TOP/tools/qemu-guest.sh" x86_64 || exit 1
+machine=${EMU_QEMU_MACHINE:-q35,kernel-irqchip=split}
+cfg="$BOOT_DIR/slat.cfg"
+{
+	echo '# written by tests/boot/t_x86_svm_qemu.sh'
+	echo 'loader  = \slat\vmlinuz'
+	echo 'initrd  = \slat\initrd.img'
+	echo "cmdline = console=ttyS0 panic=-1 quiet slat.test=qemu_slat slat.qemu_machine=$machine"
+} >"$cfg"
+EMU_ESP_CYL=200 # the kernel and the initramfs with QEMU need a 100 MiB ESP
+boot_esp x86_64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd-qemu.img=slat/initrd.img"
+BOOT_TIMEOUT=${BOOT_TIMEOUT:-1500}
+EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_x86 max
+expect_in_order '^SLAT-GUEST: qemu_slat on x86_64' \
+	'^SLAT-GUEST: QEMU emulator version 7\.2' \
+	'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
+	'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+	'^SLAT-GUEST: qemu: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+' \
+	'^SLAT-GUEST: qemu exit 0 after' \
+	'^SLAT-GUEST: disk checksum matches the image.s' \
+	'^SLAT-GUEST: the VM.s write is in the image' \
+	'^SLAT-GUEST: MARKER qemu_slat-done' \
+	'^slat: secondary VMs: 1 created, 1 destroyed, 0 alive' \
+	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' \
+	'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'insmod .* failed' 'VMM-GUEST: no disk'
+expect_exit
+boot_done
