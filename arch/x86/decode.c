@@ -265,6 +265,8 @@ static bool decode_0f(struct fetch *f, struct x86_insn *in, unsigned addr_size)
 	case 0x01: // group 7: register forms (XSETBV, VMMCALL, MWAIT, ...) and memory forms
 	case 0xb0:
 	case 0xb1: // CMPXCHG r/m, r (a write to a page Slat tracks)
+	case 0xb6:
+	case 0xb7: // MOVZX r, r/m8 / r/m16 (a secondary's MMIO read)
 		if (!next(f, &in->modrm))
 			return false;
 		in->has_modrm = true;
@@ -366,6 +368,7 @@ bool x86_decode(struct vcpu *v, struct x86_insn *in)
 	}
 	if (!ok)
 		return false;
+	in->rex = rex != 0;
 	in->reg = (uint8_t)(((in->modrm >> 3) & 7) | ((rex & 4) ? 8 : 0));
 	in->rm = (uint8_t)((in->modrm & 7) | ((rex & 1) ? 8 : 0));
 	in->len = (uint8_t)f.pos;

@@ -262,22 +262,33 @@ static enum x86_hv_step io_exit(struct vcpu *v, const struct x86_exit *e, struct
 }
 
 // The MOV forms decode.c knows: 88/89 (store reg), 8A/8B (load reg), C6/C7
-// (store imm), A0-A3 (AL/eAX <-> moffs). 8-bit AH..BH (no REX) are refused.
+// (store imm), A0-A3 (AL/eAX <-> moffs), and MOVZX 0F B6/B7 (a load of 1 or
+// 2 bytes zero-extended into the operand size, *dest). 8-bit AH..BH (byte
+// registers 4-7 without REX) are refused; with REX they are SPL..DIL, the
+// registers' low bytes (Linux's writeb(val, addr) can be MOV %DIL, (%RSI)).
 static bool mmio_decode(struct vcpu *v, const struct x86_insn *in, bool *store, unsigned *size,
-			unsigned *reg, uint64_t *val)
+			unsigned *reg, uint64_t *val, unsigned *dest)
 {
 	uint8_t op = in->opcode;
 	bool byte = op == 0x88 || op == 0x8a || op == 0xc6 || op == 0xa0 || op == 0xa2;
 
-	if (in->two_byte)
-		return false;
+	if (in->two_byte) {
+		if ((op != 0xb6 && op != 0xb7) || (in->modrm >> 6) == 3)
+			return false;
+		*size = op == 0xb6 ? 1 : 2;
+		*dest = in->op_size;
+		*reg = in->reg;
+		*store = false;
+		*val = 0;
+		return true;
+	}
 	*size = byte ? 1 : in->op_size;
 	switch (op) {
 	case 0x88:
 	case 0x89:
 	case 0x8a:
 	case 0x8b:
-		if ((in->modrm >> 6) == 3 || (byte && in->reg >= 4 && in->reg < 8))
+		if ((in->modrm >> 6) == 3 || (byte && !in->rex && in->reg >= 4 && in->reg < 8))
 			return false;
 		*reg = in->reg;
 		*store = op <= 0x89;
@@ -302,6 +313,7 @@ static bool mmio_decode(struct vcpu *v, const struct x86_insn *in, bool *store, 
 		return false;
 	}
 	*val &= size_mask(*size);
+	*dest = *size;
 	return true;
 }
 
@@ -309,10 +321,11 @@ static enum x86_hv_step mmio_exit(struct vcpu *v, const struct x86_exit *e, stru
 {
 	struct x86_insn in;
 	bool store = false;
-	unsigned size = 0, reg = 0;
+	unsigned size = 0, reg = 0, dest = 0;
 	uint64_t val = 0;
 
-	if (e->fetch || !x86_decode(v, &in) || !mmio_decode(v, &in, &store, &size, &reg, &val))
+	if (e->fetch || !x86_decode(v, &in) ||
+	    !mmio_decode(v, &in, &store, &size, &reg, &val, &dest))
 		return internal(run, e, e->gpa);
 	run->reason = HC_EXIT_MMIO;
 	run->u.mmio.gpa = e->gpa;
@@ -324,7 +337,8 @@ static enum x86_hv_step mmio_exit(struct vcpu *v, const struct x86_exit *e, stru
 	} else {
 		v->arch.hv.pending = X86_HV_PEND_MMIO_RD;
 		v->arch.hv.pend_reg = (uint8_t)reg;
-		v->arch.hv.pend_size = (uint8_t)size;
+		v->arch.hv.pend_size = (uint8_t)dest;
+		v->arch.hv.pend_load = (uint8_t)size;
 		v->arch.hv.pend_rip = v->arch.rip + in.len;
 	}
 	return X86_HV_RETURN;
@@ -476,8 +490,10 @@ void x86_hv_complete(struct vcpu *v, const struct hc_run *run)
 		put_reg(&v->arch.gpr[X86_RAX], run->u.io.data, h->pend_size);
 		v->arch.rip = h->pend_rip;
 		break;
-	case X86_HV_PEND_MMIO_RD:
-		put_reg(&v->arch.gpr[h->pend_reg & 15], run->u.mmio.data, h->pend_size);
+	case X86_HV_PEND_MMIO_RD: // MOVZX: the bytes loaded, zero-extended
+		put_reg(&v->arch.gpr[h->pend_reg & 15],
+			run->u.mmio.data & size_mask(h->pend_load ? h->pend_load : h->pend_size),
+			h->pend_size);
 		v->arch.rip = h->pend_rip;
 		break;
 	case X86_HV_PEND_HCALL:

@@ -410,6 +410,7 @@ struct x86_insn {
 	uint8_t reg;	 // ModRM.reg with REX.R
 	uint8_t rm;	 // ModRM.rm with REX.B (register forms)
 	uint8_t op_size; // 2, 4 or 8
+	bool rex;	 // a REX prefix: byte registers 4-7 are SPL BPL SIL DIL
 	uint64_t imm;	 // immediate, when the instruction has one
 	bool has_imm;
 	// The memory operand's effective address (32/64-bit addressing, no

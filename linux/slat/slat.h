@@ -111,6 +111,8 @@ int slat_slot_update(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
 int slat_slot_dirty(struct slat_vm *vm, u32 slot, u64 op, u64 first, u64 n, void __user *ubits);
 /* HC_EXIT_MEMFAULT on a lazy slot: 0 runs the vCPU again, or -errno. */
 int slat_slot_fault(struct slat_vm *vm, u32 slot, u32 index);
+/* Guest-physical memory through the VMM's mapping of the slots: 0 or -EFAULT. */
+int slat_slot_rw(struct slat_vm *vm, u64 gpa, void *buf, size_t len, bool write);
 void slat_slots_stop(struct slat_vm *vm);    /* before VM_DESTROY: notifiers off */
 void slat_slots_release(struct slat_vm *vm); /* after VM_DESTROY: unpin all */
 

@@ -137,6 +137,8 @@ bool slat_lapic_accepts_extint(struct slat_lapic *l);
 
 /* ---- GSI routing and the split irqchip (slat_kvm_route.c) ---- */
 int slat_msi_deliver(struct slat_vm *vm, u32 addr_lo, u32 addr_hi, u32 data);
+/* Module parameter irq_trace: one dmesg line for each of the first N events. */
+void slat_irq_trace(const char *what, u32 a, u32 b, u32 c, int r);
 long slat_route_set(struct slat_irqchip *c, struct kvm_irq_routing __user *up);
 void slat_route_free(struct slat_irqchip *c);
 int slat_route_irq_line(struct slat_irqchip *c, u32 gsi, bool level, int *status);

@@ -7,12 +7,26 @@
  * module emulates: GSI 0-23 are the I/O APIC's pins. Written from KVM's API
  * documentation (Documentation/virt/kvm/api.rst, Linux 6.1).
  */
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "slat_kvm_irq.h"
 
 #define SLAT_MAX_ROUTES	    4096 /* KVM_MAX_IRQ_ROUTES on x86 */
+
+/* Diagnostics: the first irq_trace interrupt messages of each kind logged. */
+static int irq_trace;
+module_param(irq_trace, int, 0644);
+MODULE_PARM_DESC(irq_trace, "log the first N MSIs, GSI lines and EOI exits (0: none)");
+
+void slat_irq_trace(const char *what, u32 a, u32 b, u32 c, int r)
+{
+	static atomic_t n = ATOMIC_INIT(0);
+
+	if (irq_trace > 0 && atomic_inc_return(&n) <= irq_trace)
+		pr_info("slat: irq %s 0x%x 0x%x 0x%x -> %d\n", what, a, b, c, r);
+}
 #define SLAT_SPLIT_MAX_PINS 24	 /* MAX_NR_RESERVED_IOAPIC_PINS */
 
 /* One KVM_SET_GSI_ROUTING table, replaced whole (RCU: KVM_IRQ_LINE reads it). */
@@ -23,22 +37,25 @@ struct slat_routes {
 };
 
 /*
- * An MSI as the local APICs decode it (address 0xfeeXXXXX: destination bits
- * 19:12, logical bit 2; data: vector, delivery mode, trigger). How many LAPICs
- * took it, or -EINVAL for an address that is not the APICs' window.
+ * An MSI as KVM decodes it (destination bits 19:12, logical bit 2; data:
+ * vector, delivery mode, trigger), whatever the address's upper bits: QEMU's
+ * APIC window passes its offset (0x2004 for 0xfee02004). How many LAPICs took
+ * it; -EINVAL for address_hi, which only x2APIC destinations use.
  */
 int slat_msi_deliver(struct slat_vm *vm, u32 addr_lo, u32 addr_hi, u32 data)
 {
 	u32 mode = data >> 8 & 7;
+	int r;
 
-	if (addr_hi || (addr_lo >> 20) != 0xfee)
+	if (addr_hi)
 		return -EINVAL; /* no x2APIC destinations */
 	if (!slat_dm_emulated(mode)) {
 		pr_info_once("slat: MSI delivery mode %u (SMI, ExtINT) not emulated\n", mode);
 		return 0;
 	}
-	return slat_irq_deliver(vm, addr_lo >> 12 & 0xff, addr_lo & 4, mode, data & 0xff,
-				data & (1u << 15));
+	r = slat_irq_deliver(vm, addr_lo >> 12 & 0xff, addr_lo & 4, mode, data & 0xff,
+			     data & (1u << 15));
+	return r;
 }
 
 /* KVM's checks of one entry (virt/kvm/irqchip.c, arch/x86/kvm/irq_comm.c). */
@@ -54,7 +71,7 @@ static int route_ok(const struct slat_irqchip *c, const struct kvm_irq_routing_e
 			return e->u.irqchip.pin < SLAT_IOAPIC_PINS ? 0 : -EINVAL;
 		return -EINVAL; /* the 8259s: the module has none */
 	case KVM_IRQ_ROUTING_MSI:
-		return 0; /* KVM decodes any address; KVM_IRQ_LINE refuses others */
+		return 0;
 	default:
 		return -EINVAL; /* S390 adapters, Hyper-V SINT, Xen event channels */
 	}
@@ -141,6 +158,8 @@ int slat_route_irq_line(struct slat_irqchip *c, u32 gsi, bool level, int *status
 	rc = slat_ioapic_set_line(c, gsi, level);
 	st = 1;
 out:
+	if (gsi >= 16) /* PCI INTx: the ISA lines (timer, serial) would fill the log */
+		slat_irq_trace("gsi", gsi, level, t ? t->n : 0, rc < 0 ? rc : st);
 	if (rc < 0)
 		return rc;
 	*status = st;

@@ -165,6 +165,7 @@ static long x86_irq_line(struct slat_vm *vm, void __user *up, bool status)
 static long x86_signal_msi(struct slat_vm *vm, void __user *up)
 {
 	struct kvm_msi m;
+	int r;
 
 	if (!READ_ONCE(vm->irqchip))
 		return -EINVAL; /* KVM's answer without an irqchip */
@@ -172,7 +173,9 @@ static long x86_signal_msi(struct slat_vm *vm, void __user *up)
 		return -EFAULT;
 	if (m.flags)
 		return -EINVAL; /* no device IDs */
-	return slat_msi_deliver(vm, m.address_lo, m.address_hi, m.data);
+	r = slat_msi_deliver(vm, m.address_lo, m.address_hi, m.data);
+	slat_irq_trace("signal-msi", m.address_lo, m.data, 0, r);
+	return r;
 }
 
 /* KVM_GET/SET_IRQCHIP: the I/O APIC (chip 2); there is no PIC (chips 0, 1). */
@@ -380,6 +383,10 @@ struct slat_kvm_x86 {
 	u64 kvmclock[4];
 	u64 mtrr_def, mtrr_fixed[11], mtrr_var[16];
 	u64 mcg_status, mcg_ctl, mc_bank[4 * 32];
+	/* A string IN (x86_string_io) the VMM is answering: where its data goes. */
+	bool str_in;
+	u64 str_gpa;
+	u32 str_bytes;
 };
 
 struct slat_lapic *slat_kvm_x86_lapic(struct slat_kvm_vcpu *v)
@@ -1259,14 +1266,18 @@ static void x86_offer_nmi(struct slat_kvm_vcpu *v, struct hc_run *hr)
 		hr->nmi = 1;
 }
 
+static int x86_string_in_done(struct slat_kvm_vcpu *v);
+
 /* Before each entry: the VMM's window request, or the LAPIC's vector; NMIs. */
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 {
 	struct kvm_run *kr = page_address(v->run);
 	struct hc_run *hr = page_address(v->vc->run);
 	struct slat_lapic *l = slat_kvm_x86_lapic(v);
-	int rc;
+	int rc = x86_string_in_done(v);
 
+	if (rc)
+		return rc;
 	if (!x86_irq_ok())
 		return 0;
 	x86_offer_nmi(v, hr);
@@ -1370,6 +1381,7 @@ static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struc
 			return SLAT_KVM_REENTER;
 		/* The EOI of a level-triggered vector, for the VMM's I/O APIC. */
 		WRITE_ONCE(l->eoi_exit, -1);
+		slat_irq_trace("eoi-exit", eoi, v->id, 0, 0);
 		kr->exit_reason = KVM_EXIT_IOAPIC_EOI;
 		kr->eoi.vector = eoi;
 		return SLAT_KVM_TO_VMM;
@@ -1385,11 +1397,146 @@ static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struc
 	return SLAT_KVM_GENERIC;
 }
 
+/*
+ * String I/O (INS, OUTS, with or without REP), which Slat leaves to the VMM
+ * as an internal exit at the instruction: emulated here for a guest without
+ * paging (a BIOS: SeaBIOS reads fw_cfg with REP INSB), where a linear
+ * address is the guest-physical one. Each exit carries what fits in the run
+ * page's data area (64 bytes) as KVM_EXIT_IO with that count; RDI/RSI and
+ * RCX move by it and RIP stays on a REP instruction until RCX is 0, so the
+ * instruction continues at the next entry. Data goes through the VMM's
+ * mapping of the slots. 0 (not this: the generic internal error), or as
+ * slat_kvm_arch_exit.
+ */
+#define SVM_EXIT_IOIO 0x7b
+#define VMX_EXIT_IO   30
+#define CR0_PE	      1ull
+#define CR0_PG	      (1ull << 31)
+#define RFLAGS_DF     (1ull << 10)
+
+static u64 masked_add(u64 old, s64 delta, u64 mask)
+{
+	return (old & ~mask) | ((old + delta) & mask);
+}
+
+static int x86_string_io(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
+{
+	struct slat_kvm_x86 *x = v->arch;
+	bool op32, ad32, repz = false, in;
+	const struct hc_x86_seg *seg = NULL;
+	struct hc_regs_x86 *r;
+	u8 insn[15], op = 0;
+	u32 len, size, n;
+	u64 mask, count, la;
+	s64 step;
+	int rc = 0;
+
+	if (hr->u.fail.hw_reason != SVM_EXIT_IOIO && hr->u.fail.hw_reason != VMX_EXIT_IO)
+		return SLAT_KVM_GENERIC;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	if (x86_regs(v, r, false) || (r->cr0 & CR0_PG) ||
+	    slat_slot_rw(v->vc->vm, r->cs.base + (r->rip & 0xffffffff), insn, sizeof(insn), false))
+		goto generic; /* paging: a linear address needs a walk the module lacks */
+	op32 = ad32 = (r->cr0 & CR0_PE) && (r->cs.attr >> 10 & 1);
+	for (len = 0; len < sizeof(insn); len++) {
+		op = insn[len];
+		if (op == 0x66)
+			op32 = !op32;
+		else if (op == 0x67)
+			ad32 = !ad32;
+		else if (op == 0xf3 || op == 0xf2)
+			repz = true;
+		else if (op == 0x26)
+			seg = &r->es;
+		else if (op == 0x2e)
+			seg = &r->cs;
+		else if (op == 0x36)
+			seg = &r->ss;
+		else if (op == 0x3e)
+			seg = &r->ds;
+		else if (op == 0x64)
+			seg = &r->fs;
+		else if (op == 0x65)
+			seg = &r->gs;
+		else
+			break;
+	}
+	if (len >= sizeof(insn) || op < 0x6c || op > 0x6f)
+		goto generic;
+	len++;
+	in = op <= 0x6d;
+	size = op & 1 ? (op32 ? 4 : 2) : 1;
+	mask = ad32 ? 0xffffffffull : 0xffffull;
+	count = repz ? r->gpr[1] & mask : 1; /* RCX */
+	if (!count) {
+		r->rip += len;
+		goto set;
+	}
+	/* Upward in blocks; one element at a time when DF counts down. */
+	n = (r->rflags & RFLAGS_DF) ? 1 : min_t(u64, count, (PAGE_SIZE - SLAT_KVM_PIO_OFFSET) / size);
+	step = (r->rflags & RFLAGS_DF) ? -(s64)size : (s64)n * size;
+	kr->exit_reason = KVM_EXIT_IO;
+	kr->io.direction = in ? KVM_EXIT_IO_IN : KVM_EXIT_IO_OUT;
+	kr->io.size = size;
+	kr->io.port = r->gpr[2] & 0xffff; /* DX */
+	kr->io.count = n;
+	kr->io.data_offset = SLAT_KVM_PIO_OFFSET;
+	if (in) {
+		la = r->es.base + (r->gpr[7] & mask); /* ES:eDI, no override */
+		x->str_in = true;
+		x->str_gpa = la & 0xffffffffull;
+		x->str_bytes = n * size;
+		r->gpr[7] = masked_add(r->gpr[7], step, mask);
+	} else {
+		la = (seg ? seg : &r->ds)->base + (r->gpr[6] & mask); /* DS:eSI */
+		if (slat_slot_rw(v->vc->vm, la & 0xffffffffull, (u8 *)kr + SLAT_KVM_PIO_OFFSET,
+				 n * size, false))
+			goto generic;
+		r->gpr[6] = masked_add(r->gpr[6], step, mask);
+	}
+	if (repz)
+		r->gpr[1] = masked_add(r->gpr[1], -(s64)n, mask);
+	if (!repz || !(r->gpr[1] & mask))
+		r->rip += len;
+	rc = SLAT_KVM_TO_VMM;
+set:
+	if (x86_regs(v, r, true)) {
+		x->str_in = false;
+		rc = SLAT_KVM_GENERIC;
+	}
+	kfree(r);
+	return rc ?: SLAT_KVM_REENTER;
+generic:
+	kfree(r);
+	return SLAT_KVM_GENERIC;
+}
+
+/* The VMM answered a string IN: its data into guest memory, before the next entry. */
+static int x86_string_in_done(struct slat_kvm_vcpu *v)
+{
+	struct slat_kvm_x86 *x = v->arch;
+	struct kvm_run *kr = page_address(v->run);
+
+	if (!x || !x->str_in)
+		return 0;
+	x->str_in = false;
+	return slat_slot_rw(v->vc->vm, x->str_gpa, (u8 *)kr + SLAT_KVM_PIO_OFFSET, x->str_bytes,
+			    true);
+}
+
 /* Every exit reports the guest's IF and whether KVM_INTERRUPT would be taken. */
 int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
 {
 	struct slat_lapic *l = slat_kvm_x86_lapic(v);
+	int rc;
 
+	if (hr->reason == HC_EXIT_INTERNAL) {
+		rc = x86_string_io(v, hr, kr);
+		if (rc != SLAT_KVM_GENERIC)
+			return rc;
+	}
 	if (!x86_irq_ok())
 		return SLAT_KVM_GENERIC;
 	kr->if_flag = hr->if_flag;

@@ -385,6 +385,45 @@ static int slot_fill(struct slat_mslot *ms, u32 index)
 	return slat_errno(st);
 }
 
+/*
+ * The VMM's copy of guest-physical [gpa, gpa + len), read or written through
+ * its mapping of the slots (the caller runs in the VMM's process, which
+ * shares those pages with the VM). -EFAULT where no slot has it, or for a
+ * write to a read-only slot.
+ */
+int slat_slot_rw(struct slat_vm *vm, u64 gpa, void *buf, size_t len, bool write)
+{
+	struct slat_mslot *ms;
+	unsigned long i;
+	int rc = 0;
+
+	mutex_lock(&vm->lock);
+	while (len && !rc) {
+		size_t n = 0;
+
+		rc = -EFAULT;
+		xa_for_each (&vm->slots, i, ms) {
+			u64 off = gpa - ms->gpa;
+			void __user *u;
+
+			if (gpa < ms->gpa || off >= ms->size)
+				continue;
+			if (write && (ms->flags & SLAT_SLOT_READONLY))
+				break;
+			n = min_t(u64, len, ms->size - off);
+			u = (void __user *)(unsigned long)(ms->uaddr + off);
+			rc = (write ? copy_to_user(u, buf, n) : copy_from_user(buf, u, n)) ? -EFAULT
+											   : 0;
+			break;
+		}
+		gpa += n;
+		buf = (u8 *)buf + n;
+		len -= n;
+	}
+	mutex_unlock(&vm->lock);
+	return rc;
+}
+
 int slat_slot_fault(struct slat_vm *vm, u32 slot, u32 index)
 {
 	struct slat_mslot *ms;

@@ -20,7 +20,7 @@ cfg="$BOOT_DIR/slat.cfg"
 	echo '# written by tests/boot/t_x86_svm_qemu.sh'
 	echo 'loader  = \slat\vmlinuz'
 	echo 'initrd  = \slat\initrd.img'
-	echo "cmdline = console=ttyS0 panic=-1 quiet slat.test=qemu_slat slat.qemu_machine=$machine"
+	echo "cmdline = console=ttyS0 panic=-1 quiet slat.test=qemu_slat slat.qemu_machine=$machine${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
 } >"$cfg"
 EMU_ESP_CYL=200 # the kernel and the initramfs with QEMU need a 100 MiB ESP
 boot_esp x86_64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd-qemu.img=slat/initrd.img"

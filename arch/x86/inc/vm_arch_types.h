@@ -57,6 +57,7 @@ struct x86_hv_vcpu {
 	bool caller_if;	   // SVM: the calling primary vCPU had RFLAGS.IF set (this RUN)
 	uint8_t pend_reg;  // MMIO read: destination register (enum x86_gpr)
 	uint8_t pend_size; // bytes
+	uint8_t pend_load; // MMIO read: bytes loaded (MOVZX: fewer than pend_size)
 	uint64_t pend_rip; // RIP after the instruction being completed
 };
 
