@@ -355,9 +355,9 @@ void x86_hv_fpu_init(uint64_t pa)
 // FSW, FTW, FOP, FIP, FDP, MXCSR, MXCSR_MASK, ST0-7, XMM0-15). A write keeps
 // MXCSR_MASK, the reserved tail and the XSAVE header, and refuses an MXCSR
 // with a bit outside the CPU's mask: FXRSTOR would fault on it in Slat.
-#define FX_IMAGE_BYTES	 416u
-#define FX_MASK_OFF	 28
-#define FX_MASK_DEFAULT	 0xffbfu // SDM: MXCSR_MASK 0 means this one
+#define FX_IMAGE_BYTES	416u
+#define FX_MASK_OFF	28
+#define FX_MASK_DEFAULT 0xffbfu // SDM: MXCSR_MASK 0 means this one
 int x86_hv_fpu_access(uint64_t fpu_pa, void *page, uint32_t write)
 {
 	uint8_t *area = (uint8_t *)(uintptr_t)fpu_pa;

@@ -89,7 +89,7 @@ struct slat_irqchip {
 	/* KVM_CAP_SPLIT_IRQCHIP: LAPICs only; the I/O APIC is the VMM's */
 	bool split;
 	u32 split_pins;
-	spinlock_t route_lock;		    /* writers of `routes` */
+	spinlock_t route_lock;		  /* writers of `routes` */
 	struct slat_routes __rcu *routes; /* KVM_SET_GSI_ROUTING's, NULL: the default */
 };
 

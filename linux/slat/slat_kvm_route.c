@@ -13,7 +13,7 @@
 
 #include "slat_kvm_irq.h"
 
-#define SLAT_MAX_ROUTES	    4096 /* KVM_MAX_IRQ_ROUTES on x86 */
+#define SLAT_MAX_ROUTES 4096 /* KVM_MAX_IRQ_ROUTES on x86 */
 
 /* Diagnostics: the first irq_trace interrupt messages of each kind logged. */
 static int irq_trace;
@@ -27,7 +27,7 @@ void slat_irq_trace(const char *what, u32 a, u32 b, u32 c, int r)
 	if (irq_trace > 0 && atomic_inc_return(&n) <= irq_trace)
 		pr_info("slat: irq %s 0x%x 0x%x 0x%x -> %d\n", what, a, b, c, r);
 }
-#define SLAT_SPLIT_MAX_PINS 24	 /* MAX_NR_RESERVED_IOAPIC_PINS */
+#define SLAT_SPLIT_MAX_PINS 24 /* MAX_NR_RESERVED_IOAPIC_PINS */
 
 /* One KVM_SET_GSI_ROUTING table, replaced whole (RCU: KVM_IRQ_LINE reads it). */
 struct slat_routes {

@@ -1335,10 +1335,9 @@ static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
 {
 	bool if_set = hr->if_flag;
 
-	if (wait_event_interruptible(l->wq, (if_set && (slat_lapic_pending(l) >= 0 ||
-							 x86_extint_ready(l))) ||
-						atomic_read(&l->nmis) > 0 ||
-						slat_lapic_start_event(l))) {
+	if (wait_event_interruptible(
+		l->wq, (if_set && (slat_lapic_pending(l) >= 0 || x86_extint_ready(l))) ||
+			   atomic_read(&l->nmis) > 0 || slat_lapic_start_event(l))) {
 		kr->exit_reason = KVM_EXIT_INTR;
 		return -EINTR;
 	}
@@ -1475,7 +1474,8 @@ static int x86_string_io(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_
 		goto set;
 	}
 	/* Upward in blocks; one element at a time when DF counts down. */
-	n = (r->rflags & RFLAGS_DF) ? 1 : min_t(u64, count, (PAGE_SIZE - SLAT_KVM_PIO_OFFSET) / size);
+	n = (r->rflags & RFLAGS_DF) ? 1
+				    : min_t(u64, count, (PAGE_SIZE - SLAT_KVM_PIO_OFFSET) / size);
 	step = (r->rflags & RFLAGS_DF) ? -(s64)size : (s64)n * size;
 	kr->exit_reason = KVM_EXIT_IO;
 	kr->io.direction = in ? KVM_EXIT_IO_IN : KVM_EXIT_IO_OUT;

@@ -289,8 +289,8 @@ int slat_slot_update(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
  * holds (a copy replaces its pin); *done of them Slat took. HC status of
  * the first failure.
  */
-static long slot_fill_copies(struct slat_mslot *ms, u32 index, struct page **pins,
-			     unsigned long n, unsigned long *done)
+static long slot_fill_copies(struct slat_mslot *ms, u32 index, struct page **pins, unsigned long n,
+			     unsigned long *done)
 {
 	unsigned long i;
 	struct page *c;
@@ -325,7 +325,8 @@ static long slot_fill_copies(struct slat_mslot *ms, u32 index, struct page **pin
 		if (!ms->copy_logged) {
 			ms->copy_logged = true;
 			pr_info("slat: slot %u page %lu: its frame is already in the VM; "
-				"read-only, so a copy\n", ms->slot, (unsigned long)index + i);
+				"read-only, so a copy\n",
+				ms->slot, (unsigned long)index + i);
 		}
 	}
 	return st;
