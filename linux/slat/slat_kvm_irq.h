@@ -142,6 +142,7 @@ void slat_irq_trace(const char *what, u32 a, u32 b, u32 c, int r);
 long slat_route_set(struct slat_irqchip *c, struct kvm_irq_routing __user *up);
 void slat_route_free(struct slat_irqchip *c);
 int slat_route_irq_line(struct slat_irqchip *c, u32 gsi, bool level, int *status);
+long slat_irqchip_install(struct slat_vm *vm, bool split, u32 pins, long busy);
 long slat_route_enable_split(struct slat_vm *vm, u64 pins);
 
 /* ---- I/O APIC (slat_kvm_ioapic.c) ---- */

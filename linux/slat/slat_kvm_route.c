@@ -174,28 +174,7 @@ out:
  */
 long slat_route_enable_split(struct slat_vm *vm, u64 pins)
 {
-	struct slat_irqchip *c;
-	long rc = 0;
-
 	if (pins > SLAT_SPLIT_MAX_PINS)
 		return -EINVAL;
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
-	if (!c)
-		return -ENOMEM;
-	slat_ioapic_init(&c->ioapic);
-	spin_lock_init(&c->route_lock);
-	c->vm = vm;
-	c->split = true;
-	c->split_pins = pins;
-	mutex_lock(&vm->lock);
-	if (vm->irqchip)
-		rc = -EEXIST;
-	else if (!xa_empty(&vm->vcpus))
-		rc = -EEXIST;
-	else
-		WRITE_ONCE(vm->irqchip, c);
-	mutex_unlock(&vm->lock);
-	if (rc)
-		kfree(c);
-	return rc;
+	return slat_irqchip_install(vm, true, (u32)pins, -EEXIST);
 }

@@ -107,31 +107,42 @@ int slat_kvm_arch_vm_type(unsigned long type, unsigned int *ipa_bits)
 	return type ? -EINVAL : 0; /* KVM_X86_DEFAULT_VM only */
 }
 
-/* KVM's rules: once, before any vCPU (-EEXIST, -EINVAL). */
-static long x86_create_irqchip(struct slat_vm *vm)
+/*
+ * The VM's irqchip (the I/O APIC in the module, or only its routes with
+ * `split`): once (-EEXIST), before any vCPU (`busy`: KVM answers -EINVAL to
+ * KVM_CREATE_IRQCHIP and -EEXIST to the split capability).
+ */
+long slat_irqchip_install(struct slat_vm *vm, bool split, u32 pins, long busy)
 {
-	struct slat_irqchip *c;
+	struct slat_irqchip *c = kzalloc(sizeof(*c), GFP_KERNEL);
 	long rc = 0;
 
-	if (!x86_irq_ok())
-		return -ENOTTY;
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
 	if (!c)
 		return -ENOMEM;
 	slat_ioapic_init(&c->ioapic);
 	spin_lock_init(&c->route_lock);
 	c->vm = vm;
+	c->split = split;
+	c->split_pins = pins;
 	mutex_lock(&vm->lock);
 	if (vm->irqchip)
 		rc = -EEXIST;
 	else if (!xa_empty(&vm->vcpus))
-		rc = -EINVAL;
+		rc = busy;
 	else
 		WRITE_ONCE(vm->irqchip, c);
 	mutex_unlock(&vm->lock);
 	if (rc)
 		kfree(c);
 	return rc;
+}
+
+/* KVM's rules: once, before any vCPU (-EEXIST, -EINVAL). */
+static long x86_create_irqchip(struct slat_vm *vm)
+{
+	if (!x86_irq_ok())
+		return -ENOTTY;
+	return slat_irqchip_install(vm, false, 0, -EINVAL);
 }
 
 /*
