@@ -8,7 +8,7 @@ expect_absent '^ARCHTEST-ABORT' 'X64 Exception Type' 'slat: .*fault on Slat memo
 expect_count 2 '^(warning: )?slat: (NPT|EPT) fault on an unmapped address at GPA 0x[0-9a-f]+ \(read at CPL 0'
 expect_count 2 'slat: .*fault on'
 expect_in_order '^ARCHTEST hv-cpuid-signature: Slat$' \
-	'^ARCHTEST hv-version: st 0 version 0x10008$' \
+	"^ARCHTEST hv-version: st 0 version $HC_VERSION_HEX\$" \
 	'^ARCHTEST hv-stats-boot: st 0 deposited-as-counted 1 held-beyond-own_nodes 0 free 0 used-by-vms 0 vms 0 balanced 1$' \
 	'^ARCHTEST hv-vm-create-empty-pool: -9$' \
 	'^ARCHTEST hv-deposit: 0$' \

@@ -28,6 +28,11 @@ BOOT_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 BOOT_NAME=$(basename "${0%.sh}")
 BOOT_DIR="$BOOT_TOP/build/test/boot/$BOOT_NAME"
+# The hypercall ABI version VERSION answers (HC_VERSION of core/hcall_abi.h,
+# the one place it is stated), as the tests print it: 0x10009 for 1.9.
+HC_VERSION_HEX=$(awk '/^#define HC_ABI_MAJOR/ { maj = $3 + 0 }
+	/^#define HC_ABI_MINOR/ { min = $3 + 0 } END { printf "0x%x", maj * 65536 + min }' \
+	"$BOOT_TOP/core/hcall_abi.h")
 BOOT_LOG="$BOOT_DIR/serial.log"
 BOOT_ESP=""
 BOOT_ARCH=""

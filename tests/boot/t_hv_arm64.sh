@@ -74,7 +74,7 @@ expect_in_order '^slat: firmware dropped to EL1 on cpu 0; vm primary running$' \
 	'^ARCHTEST-BEGIN' \
 	'^ARCHTEST uid-hvc: 74616c53 3158564d 2d6d7261 76736263$' \
 	'^ARCHTEST uid-smc: 74616c53 3158564d 2d6d7261 76736263$' \
-	'^ARCHTEST version: OK 0x10008$' \
+	"^ARCHTEST version: OK $HC_VERSION_HEX\$" \
 	'^ARCHTEST hvc-keeps-x7-x17: yes$' \
 	'^ARCHTEST unknown-vendor-fn: E_UNKNOWN$' \
 	'^ARCHTEST vm-create-before-deposit: E_NOMEM$' \
