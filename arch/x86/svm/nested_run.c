@@ -67,8 +67,9 @@ static bool vmcb12_state_ok(void *v12)
 	return true;
 }
 
-static bool vmcb12_control_ok(void *v12)
+static bool vmcb12_control_ok(struct svm_nested_cpu *n, void *v12)
 {
+	uint32_t misc1 = *vmcb32(v12, VMCB_INTERCEPT_MISC1);
 	uint64_t inj = *vmcb64(v12, VMCB_EVENTINJ);
 	unsigned type = EVENTINJ_TYPE(inj);
 
@@ -77,12 +78,15 @@ static bool vmcb12_control_ok(void *v12)
 	// Event types 1, 5, 6 and 7 are reserved; an exception cannot be vector 2.
 	if ((inj & EVENTINJ_VALID) && (type == 1 || type >= 5 || (type == 3 && (inj & 0xff) == 2)))
 		return false;
-	if ((*vmcb32(v12, VMCB_INTERCEPT_MISC1) & INT3_MSR) &&
-	    !l1_map_ok(*vmcb64(v12, VMCB_MSRPM_PA) & ~0xfffull, MSRPM_BYTES))
+	// The maps' addresses are read once, checked, and kept (vmcb12 is L1's:
+	// another of its CPUs may rewrite it at any time).
+	n->msrpm12 = misc1 & INT3_MSR ? *vmcb64(v12, VMCB_MSRPM_PA) & ~0xfffull : 0;
+	n->iopm12 = misc1 & INT3_IOIO ? *vmcb64(v12, VMCB_IOPM_PA) & ~0xfffull : 0;
+	if ((n->msrpm12 && !l1_map_ok(n->msrpm12, MSRPM_BYTES)) ||
+	    (n->iopm12 && !l1_map_ok(n->iopm12, IOPM_BYTES))) {
+		n->msrpm12 = n->iopm12 = 0;
 		return false;
-	if ((*vmcb32(v12, VMCB_INTERCEPT_MISC1) & INT3_IOIO) &&
-	    !l1_map_ok(*vmcb64(v12, VMCB_IOPM_PA) & ~0xfffull, IOPM_BYTES))
-		return false;
+	}
 	if ((*vmcb64(v12, VMCB_NP_ENABLE) & 1) && !x86_pat_ok(*vmcb64(v12, VMCB_G_PAT)))
 		return false;
 	return true;
@@ -97,8 +101,10 @@ static void vmexit_invalid(void *v12)
 }
 
 // ---- vmcb02 ------------------------------------------------------------------------
-static void merge_map(uint64_t dst, uint64_t l1, const uint64_t slat, unsigned bytes, bool use_l1)
+// dst = L1's map (0: none) OR Slat's.
+static void merge_map(uint64_t dst, uint64_t l1, const uint64_t slat, unsigned bytes)
 {
+	bool use_l1 = l1 != 0;
 	uint64_t *d = (uint64_t *)(uintptr_t)dst;
 	const uint64_t *a = (const uint64_t *)(uintptr_t)l1, *b = (const uint64_t *)(uintptr_t)slat;
 
@@ -124,10 +130,8 @@ static void build_vmcb02(struct svm_cpu *c, void *v12, bool np)
 	*vmcb32(v02, VMCB_INTERCEPT_EXC) = *vmcb32(v12, VMCB_INTERCEPT_EXC);
 	*vmcb32(v02, VMCB_INTERCEPT_MISC1) = misc1 | NESTED_MISC1;
 	*vmcb32(v02, VMCB_INTERCEPT_MISC2) = *vmcb32(v12, VMCB_INTERCEPT_MISC2) | NESTED_MISC2;
-	merge_map(c->nested.msrpm_pa, *vmcb64(v12, VMCB_MSRPM_PA) & ~0xfffull, svm_host.msrpm_pa,
-		  MSRPM_BYTES, misc1 & INT3_MSR);
-	merge_map(c->nested.iopm_pa, *vmcb64(v12, VMCB_IOPM_PA) & ~0xfffull, svm_host.iopm_pa,
-		  IOPM_BYTES, misc1 & INT3_IOIO);
+	merge_map(c->nested.msrpm_pa, c->nested.msrpm12, svm_host.msrpm_pa, MSRPM_BYTES);
+	merge_map(c->nested.iopm_pa, c->nested.iopm12, svm_host.iopm_pa, IOPM_BYTES);
 	*vmcb64(v02, VMCB_MSRPM_PA) = c->nested.msrpm_pa;
 	*vmcb64(v02, VMCB_IOPM_PA) = c->nested.iopm_pa;
 	*vmcb64(v02, VMCB_TSC_OFFSET) =
@@ -156,33 +160,32 @@ static bool bit_set(uint64_t map_pa, uint64_t bit)
 	return (((const uint8_t *)(uintptr_t)map_pa)[bit / 8] >> (bit % 8)) & 1;
 }
 
-static bool l1_wants_msr(void *v12, uint32_t msr, bool write)
+static bool l1_wants_msr(const struct svm_nested_cpu *n, uint32_t msr, bool write)
 {
 	static const uint32_t base[3] = {0, 0xc0000000u, 0xc0010000u};
 
-	if (!(*vmcb32(v12, VMCB_INTERCEPT_MISC1) & INT3_MSR))
+	if (!n->msrpm12)
 		return false;
 	for (unsigned i = 0; i < 3; i++)
 		if (msr - base[i] < 0x2000)
-			return bit_set(*vmcb64(v12, VMCB_MSRPM_PA) & ~0xfffull,
-				       i * 0x4000ull + (msr - base[i]) * 2 + write);
+			return bit_set(n->msrpm12, i * 0x4000ull + (msr - base[i]) * 2 + write);
 	return true; // outside the map: always intercepted
 }
 
-static bool l1_wants_io(void *v12, uint64_t info1)
+static bool l1_wants_io(const struct svm_nested_cpu *n, uint64_t info1)
 {
 	unsigned port = (unsigned)(info1 >> 16), size = (info1 >> IOIO_SIZE_SHIFT) & 7;
 
-	if (!(*vmcb32(v12, VMCB_INTERCEPT_MISC1) & INT3_IOIO))
+	if (!n->iopm12)
 		return false;
 	for (unsigned i = 0; i < (size ? size : 1) && i < 4; i++)
-		if (bit_set(*vmcb64(v12, VMCB_IOPM_PA) & ~0xfffull, port + i))
+		if (bit_set(n->iopm12, port + i))
 			return true;
 	return false;
 }
 
 // True when L1's intercepts cover this exit of L2.
-static bool l1_wants(void *v12, uint64_t code, uint64_t info1, struct vcpu *v)
+static bool l1_wants(const struct svm_cpu *c, void *v12, uint64_t code, uint64_t info1)
 {
 	if (code < 0x20)
 		return *vmcb32(v12, VMCB_INTERCEPT_CR) & (1u << code);
@@ -191,9 +194,9 @@ static bool l1_wants(void *v12, uint64_t code, uint64_t info1, struct vcpu *v)
 	if (code < 0x60)
 		return *vmcb32(v12, VMCB_INTERCEPT_EXC) & (1u << (code - 0x40));
 	if (code == SVM_EXIT_IOIO)
-		return l1_wants_io(v12, info1);
+		return l1_wants_io(&c->nested, info1);
 	if (code == SVM_EXIT_MSR)
-		return l1_wants_msr(v12, (uint32_t)v->arch.gpr[X86_RCX], info1 != 0);
+		return l1_wants_msr(&c->nested, (uint32_t)c->vcpu->arch.gpr[X86_RCX], info1 != 0);
 	if (code < 0x80)
 		return *vmcb32(v12, VMCB_INTERCEPT_MISC1) & (1u << (code - 0x60));
 	if (code < 0xa0)
@@ -241,7 +244,6 @@ static bool l2_exit_is_slats(struct svm_cpu *c, void *v12, bool np, struct l2_ex
 {
 	static struct log_once refused;
 	void *v02 = (void *)(uintptr_t)c->nested.vmcb02_pa;
-	struct vcpu *v = c->vcpu;
 	uint64_t err12;
 
 	switch (x->code) {
@@ -256,7 +258,7 @@ static bool l2_exit_is_slats(struct svm_cpu *c, void *v12, bool np, struct l2_ex
 			x->code = SVM_EXIT_SHUTDOWN;
 			return false;
 		}
-		if (svm_nested_npf(c, *vmcb64(v12, VMCB_N_CR3), x->info1, x->info2, &err12))
+		if (svm_nested_npf(c, c->nested.ncr3, x->info1, x->info2, &err12))
 			return true;
 		if (err12 == ~0ull)
 			x->code = SVM_EXIT_SHUTDOWN;
@@ -269,7 +271,7 @@ static bool l2_exit_is_slats(struct svm_cpu *c, void *v12, bool np, struct l2_ex
 	default:
 		break;
 	}
-	if (l1_wants(v12, x->code, x->info1, v))
+	if (l1_wants(c, v12, x->code, x->info1))
 		return false;
 	// Only Slat asked for it: L2 has no SVM (#UD) and no access to what
 	// Slat keeps from the primary (#GP).
@@ -287,7 +289,7 @@ static bool l2_exit_is_slats(struct svm_cpu *c, void *v12, bool np, struct l2_ex
 static void l2_entry_prepare(struct svm_cpu *c)
 {
 	void *v02 = (void *)(uintptr_t)c->nested.vmcb02_pa;
-	bool np = *vmcb64((void *)(uintptr_t)c->nested.vmcb12_pa, VMCB_NP_ENABLE) & 1;
+	bool np = c->nested.np;
 
 	*vmcb8(v02, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 	c->nested.flush = false;
@@ -320,7 +322,7 @@ bool svm_nested_exit(struct svm_cpu *c)
 
 	NESTED_COUNT(l2_exits);
 	*vmcb64(v02, VMCB_EVENTINJ) = 0;
-	if (!l2_exit_is_slats(c, v12, *vmcb64(v12, VMCB_NP_ENABLE) & 1, &x)) {
+	if (!l2_exit_is_slats(c, v12, c->nested.np, &x)) {
 		l2_leave(c, &x);
 		return false;
 	}
@@ -337,17 +339,17 @@ void svm_nested_vmrun(struct svm_cpu *c, uint64_t vmcb12_pa)
 	void *v12 = (void *)(uintptr_t)vmcb12_pa;
 	void *v01 = (void *)(uintptr_t)c->vmcb_pa;
 	bool np = *vmcb64(v12, VMCB_NP_ENABLE) & 1;
-	uint64_t root4;
+	uint64_t ncr3 = *vmcb64(v12, VMCB_N_CR3), root4;
 
 	NESTED_COUNT(vmruns);
 	svm_nested_before_write(vmcb12_pa);
 	c->nested.vmcb12_pa = vmcb12_pa;
 	c->nested.la57 = *vmcb64(v01, VMCB_CR4) & CR4_LA57;
-	if (!vmcb12_state_ok(v12) || !vmcb12_control_ok(v12)) {
+	if (!vmcb12_state_ok(v12) || !vmcb12_control_ok(&c->nested, v12)) {
 		vmexit_invalid(v12);
 		return;
 	}
-	if (np && svm_nested_npt12_root(c, *vmcb64(v12, VMCB_N_CR3), &root4)) {
+	if (np && svm_nested_npt12_root(c, ncr3, &root4)) {
 		if (!svm_nested_root(c, root4)) {
 			vmexit_invalid(v12); // no memory for a shadow root (logged)
 			return;
@@ -357,6 +359,8 @@ void svm_nested_vmrun(struct svm_cpu *c, uint64_t vmcb12_pa)
 	}
 	svm_vmcb_save_state(c);
 	build_vmcb02(c, v12, np);
+	c->nested.np = np;
+	c->nested.ncr3 = ncr3;
 	*vmcb64(v12, VMCB_EVENTINJ) = 0; // the CPU takes it at VMRUN
 	l2_entry_prepare(c);
 	// vmcb02's hidden state is L1's VMCB's (build_vmcb02): VMLOADed when

@@ -27,6 +27,10 @@ struct svm_nested_cpu {
 	bool in_l2;	    // L2 runs: the CPU's VMRUN enters vmcb02 (nested_run.c)
 	bool flush;	    // INVLPGA or a new root: flush L2's TLB at entry
 	bool la57;	    // L1 pages with five levels (its CR4.LA57 at VMRUN): so does NPT12
+	bool np;	    // vmcb12's NP_ENABLE at VMRUN (L1 may rewrite vmcb12 while L2 runs)
+	uint64_t ncr3;	    // vmcb12's N_CR3 at VMRUN (likewise: read once)
+	uint64_t msrpm12;   // L1's MSR map as checked at VMRUN, 0 when not intercepting:
+	uint64_t iopm12;    // never re-read from vmcb12 (L1 could point it at Slat)
 	uint64_t vmcb02_pa; // Slat's VMCB for L2 (Slat's region)
 	uint64_t msrpm_pa;  // vmcb02's MSR permission map: L1's OR Slat's
 	uint64_t iopm_pa;   // vmcb02's I/O permission map: L1's OR Slat's
