@@ -43,6 +43,8 @@ int slat_errno(long status);
 long slat_call(u32 fn, u64 a0, u64 a1, u64 a2, u64 a3, u64 a4, u64 a5, u64 r[3]);
 /* HV_STATS (vm 0) or VM_STATS of vm, `size` bytes copied to user memory. */
 long slat_stats_ioctl(u32 vm, void __user *up, size_t size);
+/* VM_STATS of `vm`: 0 or -errno (KVM_GET_STATS_FD). */
+int slat_vm_stats(u32 vm, struct hc_vm_stats *out);
 
 /* ---- deposit pool (slat_pool.c) ---- */
 int slat_pool_deposit_chunk(void);			    /* 0 or -errno */
@@ -117,11 +119,22 @@ void slat_slots_stop(struct slat_vm *vm);    /* before VM_DESTROY: notifiers off
 void slat_slots_release(struct slat_vm *vm); /* after VM_DESTROY: unpin all */
 
 /* ---- vCPUs (slat_vcpu.c) ---- */
+/*
+ * What VCPU_RUN did for one vCPU: written by the caller holding the vCPU's
+ * lock, read without it (KVM_GET_STATS_FD, slat_kvm_stats.c).
+ */
+struct slat_vcpu_stats {
+	u64 runs;      /* VCPU_RUN hypercalls */
+	u64 run_ns;    /* time inside them (the guest's and Slat's) */
+	u64 exits[16]; /* VCPU_RUN's results by enum hc_exit (0: a larger one) */
+};
+
 struct slat_vcpu {
 	struct slat_vm *vm;
 	u32 index;
 	struct page *run;  /* struct hc_run, shared with Slat */
 	struct mutex lock; /* one RUN / REGS call at a time */
+	struct slat_vcpu_stats stats;
 };
 
 int slat_vcpu_create_fd(struct slat_vm *vm, unsigned long index);

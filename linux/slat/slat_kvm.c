@@ -54,6 +54,7 @@ static long slat_kvm_check_extension(long cap)
 	 * (slat_slot.c): what QEMU requires of these two. */
 	case KVM_CAP_DESTROY_MEMORY_REGION_WORKS:
 	case KVM_CAP_JOIN_MEMORY_REGIONS_WORKS:
+	case KVM_CAP_BINARY_STATS_FD: /* Slat's figures (slat_kvm_stats.c) */
 		return 1;
 	case KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2:
 		/* Enable bit only: no KVM_DIRTY_LOG_INITIALLY_SET (KVM 6.1 has it). */
@@ -320,14 +321,19 @@ static long slat_kvm_run_loop(struct slat_kvm_vcpu *v)
 			rc = slat_vcpu_run_once(v->vc);
 		if (rc == 1)
 			continue;
-		if (rc == -EINTR)
+		if (rc == -EINTR) {
 			kr->exit_reason = KVM_EXIT_INTR;
+			WRITE_ONCE(v->stats.signal_exits, v->stats.signal_exits + 1);
+		}
 		if (rc)
 			return rc;
 		v->pending = 0;
 		rc = slat_kvm_translate(v, hr, kr);
+		if (rc == 0)
+			WRITE_ONCE(v->stats.to_vmm, v->stats.to_vmm + 1);
 		if (rc <= 0)
 			return rc;
+		WRITE_ONCE(v->stats.in_kernel, v->stats.in_kernel + 1);
 	}
 }
 
@@ -342,6 +348,8 @@ static long slat_kvm_vcpu_ioctl(struct file *f, unsigned int cmd, unsigned long 
 		return -EINTR;
 	if (cmd == KVM_RUN)
 		rc = arg ? -EINVAL : slat_kvm_run(v);
+	else if (cmd == KVM_GET_STATS_FD)
+		rc = slat_kvm_vcpu_stats_fd(f, v);
 	else
 		rc = slat_kvm_arch_vcpu_ioctl(v, cmd, (void __user *)arg);
 	mutex_unlock(&v->vc->lock);
@@ -439,6 +447,8 @@ static long slat_kvm_vm_ioctl(struct file *f, unsigned int cmd, unsigned long ar
 		return slat_kvm_clear_dirty_log(kvm, up);
 	case KVM_ENABLE_CAP:
 		return slat_kvm_enable_cap(kvm, up);
+	case KVM_GET_STATS_FD:
+		return slat_kvm_vm_stats_fd(f, kvm);
 	default:
 		rc = slat_kvm_arch_vm_ioctl(kvm, cmd, up);
 		/* KVM's VM fd answers an unknown ioctl with -ENOTTY too. */

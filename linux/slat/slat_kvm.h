@@ -45,7 +45,16 @@ struct slat_kvm_vcpu {
 	u64 spsr32[4]; /* arm64: KVM's AArch32 SPSRs (abt, und, irq, fiq), kept as set */
 	wait_queue_head_t psci_wq;
 	void *arch; /* x86: struct slat_kvm_x86 (slat_kvm_x86.c) */
+	struct {    /* KVM_RUN's figures (slat_kvm_stats.c), written under vc->lock */
+		u64 in_kernel;	  /* exits this module answered (and ran again) */
+		u64 to_vmm;	  /* KVM_RUN returned to the VMM with an exit */
+		u64 signal_exits; /* KVM_RUN returned -EINTR */
+	} stats;
 };
+
+/* KVM_GET_STATS_FD (slat_kvm_stats.c): a read-only fd holding `owner`. */
+int slat_kvm_vm_stats_fd(struct file *owner, struct slat_kvm_vm *kvm);
+int slat_kvm_vcpu_stats_fd(struct file *owner, struct slat_kvm_vcpu *v);
 
 /* ---- the architecture's part (slat_kvm_arm64.c, slat_kvm_x86.c) ---- */
 /* Whether Slat's ABI has what /dev/kvm needs here (else one dmesg line). */

@@ -107,6 +107,19 @@ long slat_stats_ioctl(u32 vm, void __user *up, size_t size)
 	return rc;
 }
 
+/* VM_STATS of `vm` into `out`: 0 or -errno. */
+int slat_vm_stats(u32 vm, struct hc_vm_stats *out)
+{
+	struct page *pg;
+	int rc = slat_errno(slat_page_call(HC_VM_STATS, vm, &pg));
+
+	if (!rc)
+		memcpy(out, page_address(pg), sizeof(*out));
+	if (pg)
+		__free_page(pg);
+	return rc;
+}
+
 static long slat_raw_call(void __user *up)
 {
 	struct slat_raw_call c;

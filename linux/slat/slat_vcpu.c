@@ -5,6 +5,7 @@
  */
 #include <linux/anon_inodes.h>
 #include <linux/fs.h>
+#include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/gfp.h>
 #include <linux/sched.h>
@@ -14,6 +15,27 @@
 #include <linux/module.h>
 
 #include "slat.h"
+
+static void stat_add(u64 *counter, u64 n)
+{
+	WRITE_ONCE(*counter, *counter + n); /* one writer: the vCPU's lock holder */
+}
+
+/* The hypercall, counted: calls, time in it, and its result by exit reason. */
+static long slat_vcpu_run_call(struct slat_vcpu *vc, const u64 a[6], u64 r[3])
+{
+	u64 t0 = ktime_get_ns();
+	long st;
+
+	slat_arch_fpu_begin();
+	st = slat_arch_hcall(HC_FN(HC_VCPU_RUN), a, r);
+	slat_arch_fpu_end();
+	stat_add(&vc->stats.runs, 1);
+	stat_add(&vc->stats.run_ns, ktime_get_ns() - t0);
+	if (st == HC_OK)
+		stat_add(&vc->stats.exits[r[0] < ARRAY_SIZE(vc->stats.exits) ? r[0] : 0], 1);
+	return st;
+}
 
 /*
  * One VCPU_RUN: 0 with an exit for the caller in the run page, 1 when Slat
@@ -31,9 +53,7 @@ long slat_vcpu_run_once(struct slat_vcpu *vc)
 	for (;;) {
 		if (signal_pending(current))
 			return -EINTR;
-		slat_arch_fpu_begin();
-		st = slat_arch_hcall(HC_FN(HC_VCPU_RUN), a, r);
-		slat_arch_fpu_end();
+		st = slat_vcpu_run_call(vc, a, r);
 		if (st == HC_E_NOMEM) {
 			atomic64_inc(&slat_nomem_retries);
 			if (slat_pool_deposit_chunk())

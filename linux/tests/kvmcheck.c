@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "kvmcheck.h"
 
@@ -62,6 +64,42 @@ int region(int vm, uint32_t slot, uint32_t flags, uint64_t gpa, uint64_t size, v
 	};
 
 	return ioctl(vm, KVM_SET_USER_MEMORY_REGION, &r);
+}
+
+// The figure `name` of a KVM_GET_STATS_FD file, read as a VMM reads it
+// (header, descriptors, then the one value with pread): false if absent.
+bool stat_value(int stats_fd, const char *name, uint64_t *val)
+{
+	struct kvm_stats_header h;
+	bool found = false;
+
+	if (pread(stats_fd, &h, sizeof(h), 0) != sizeof(h))
+		return false;
+	size_t dsz = sizeof(struct kvm_stats_desc) + h.name_size;
+	uint8_t *descs = malloc(dsz * h.num_desc);
+	if (!descs)
+		return false;
+	if (pread(stats_fd, descs, dsz * h.num_desc, h.desc_offset) == (ssize_t)(dsz * h.num_desc))
+		for (uint32_t i = 0; i < h.num_desc && !found; i++) {
+			struct kvm_stats_desc *d = (struct kvm_stats_desc *)(descs + i * dsz);
+			if (!strncmp(d->name, name, h.name_size))
+				found = pread(stats_fd, val, sizeof(*val),
+					      h.data_offset + d->offset) == sizeof(*val);
+		}
+	free(descs);
+	return found;
+}
+
+// The figures `names` (NULL-ended) of the VM or vCPU fd `fd` into `vals`.
+void stat_values(int fd, const char *const *names, uint64_t *vals)
+{
+	int sfd = ioctl(fd, KVM_GET_STATS_FD, 0);
+
+	for (unsigned i = 0; names[i]; i++)
+		if (sfd < 0 || !stat_value(sfd, names[i], &vals[i]))
+			vals[i] = ~0ull; // absent: every exact check on it fails
+	if (sfd >= 0)
+		close(sfd);
 }
 
 // The verdict line; the exit status.

@@ -35,6 +35,10 @@ long expect(const char *what, long ret, int err);
 void check(const char *what, bool ok, unsigned long long got, unsigned long long want);
 // KVM_SET_USER_MEMORY_REGION.
 int region(int vm, uint32_t slot, uint32_t flags, uint64_t gpa, uint64_t size, void *mem);
+// KVM_GET_STATS_FD: one figure by name (false: absent), or several (NULL-ended
+// names; an absent one reads as ~0).
+bool stat_value(int stats_fd, const char *name, uint64_t *val);
+void stat_values(int fd, const char *const *names, uint64_t *vals);
 // The verdict line; the exit status.
 int verdict(void);
 

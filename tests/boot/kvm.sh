@@ -42,6 +42,7 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: slat-kvm-check exit 0$' \
 		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: Testing creating 256 vCPUs, with IDs 0\.\.\.255\.$' \
 		'^SLAT-GUEST: kvm: kvm_create_max_vcpus exit 0$' \
+		'^SLAT-GUEST: kvm: kvm_binary_stats_test exit 0$' \
 		'^SLAT-GUEST: kvm: memslot_modification_stress_test: All vCPU threads joined$' \
 		'^SLAT-GUEST: kvm: memslot_modification_stress_test exit 0$' \
 		"${smrt[@]}" \

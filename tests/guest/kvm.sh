@@ -34,6 +34,8 @@ if [ -x /slat/slat-kvm-check ]; then
 	echo "SLAT-GUEST: slat-kvm-check exit $?"
 fi
 run kvm_create_max_vcpus
+# KVM_GET_STATS_FD's format on 4 VMs of 4 vCPUs (Slat's figures: slat_kvm_stats.c).
+run kvm_binary_stats_test
 case $(uname -m) in
 aarch64) mode="-m 5" ;; # P40V48_4K: the default VM type
 *) mode= ;;
