@@ -50,7 +50,7 @@ aarch64)
 x86_64)
 	karch=x86_64 cross=
 	# kvm_page_table_test is also an L1 workload for nested SVM (tests/guest/nested.sh)
-	tests+=(set_memory_region_test x86_64/xapic_ipi_test)
+	tests+=(set_memory_region_test x86_64/xapic_ipi_test x86_64/cpuid_test)
 	;;
 *)
 	echo "kvm-selftests.sh: unknown arch '$arch' (aarch64 or x86_64)" >&2

@@ -883,7 +883,17 @@ static void x86_clear_vmm_bits(struct hc_cpuid_entry *tab, u32 n)
 	__free_page(pg);
 }
 
-/* KVM_SET_CPUID2: Slat checks the table (-EINVAL for a feature it lacks). */
+/* The table is the one set last, entry for entry (KVM's check after KVM_RUN). */
+static bool x86_cpuid_same(const struct slat_kvm_x86 *x, const struct hc_cpuid_entry *tab, u32 n)
+{
+	return n == x->ncpuid && (!n || !memcmp(tab, x->cpuid, n * sizeof(*tab)));
+}
+
+/*
+ * KVM_SET_CPUID2: Slat checks the table (-EINVAL for a feature it lacks).
+ * Once the vCPU has run, only the same table again is accepted (-EINVAL
+ * otherwise), as KVM 6.1 answers: a guest's features do not change under it.
+ */
 static long x86_set_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up)
 {
 	struct slat_kvm_x86 *x = v->arch;
@@ -922,6 +932,10 @@ static long x86_set_cpuid2(struct slat_kvm_vcpu *v, struct kvm_cpuid2 __user *up
 		    .edx = e.edx};
 	}
 	x86_clear_vmm_bits(tab, n);
+	if (READ_ONCE(v->vc->stats.runs)) { /* the vCPU has run */
+		rc = x86_cpuid_same(x, tab, n) ? 0 : -EINVAL;
+		goto out;
+	}
 	memcpy(page_address(pg), tab, n * sizeof(*tab));
 	rc = slat_errno(
 	    slat_call(HC_VCPU_SET_CPUID, v->vc->vm->id, v->vc->index, slat_pa(pg), n, 0, 0, r));

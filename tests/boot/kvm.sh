@@ -34,7 +34,8 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: xapic_ipi_test: Halter vCPU thread reported its APIC ID: 0 ' \
 		'^SLAT-GUEST: kvm: xapic_ipi_test: Test successful after running for 5 seconds\.' \
 		'^SLAT-GUEST: kvm: xapic_ipi_test: Halting vCPU halted [1-9][0-9]* times, woke [1-9][0-9]* times, received [1-9][0-9]* IPIs\.' \
-		'^SLAT-GUEST: kvm: xapic_ipi_test exit 0$')
+		'^SLAT-GUEST: kvm: xapic_ipi_test exit 0$' \
+		'^SLAT-GUEST: kvm: cpuid_test exit 0$')
 	expect_in_order '^SLAT-GUEST: kvm on ' \
 		'^SLAT-GUEST: dmesg: slat: /dev/kvm ready \(KVM API 12, 256 vCPUs, 32764 slots per VM\)$' \
 		"${vgic[@]}" \

@@ -46,6 +46,8 @@ x86_64)
 	run set_memory_region_test
 	# IPIs from one vCPU to another halted in HLT, through the module's LAPICs.
 	run xapic_ipi_test -s 5
+	# The guest's CPUID is the table set; after KVM_RUN only the same table again.
+	run cpuid_test
 	;;
 esac
 # Every sub-test (map, unmap, unmap chunked, move active, move inactive, RW)
