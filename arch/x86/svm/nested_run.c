@@ -47,36 +47,38 @@ static bool l1_map_ok(uint64_t pa, uint64_t bytes)
 	return !(pa & 0xfff);
 }
 
-static bool vmcb12_state_ok(void *v12)
+// L2's state as VMRUN checks it, read from vmcb02 (the copy that runs):
+// vmcb12 is L1's memory, which another of its CPUs may change after a check.
+static bool vmcb02_state_ok(void *v02)
 {
-	uint64_t efer = *vmcb64(v12, VMCB_EFER), cr0 = *vmcb64(v12, VMCB_CR0);
-	uint64_t cr4 = *vmcb64(v12, VMCB_CR4), cr3 = *vmcb64(v12, VMCB_CR3);
-	uint16_t cs_attr = *vmcb16(v12, VMCB_CS + 2);
+	uint64_t efer = *vmcb64(v02, VMCB_EFER), cr0 = *vmcb64(v02, VMCB_CR0);
+	uint64_t cr4 = *vmcb64(v02, VMCB_CR4), cr3 = *vmcb64(v02, VMCB_CR3);
+	uint16_t cs_attr = *vmcb16(v02, VMCB_CS + 2);
+	uint64_t inj = *vmcb64(v02, VMCB_EVENTINJ);
+	unsigned type = EVENTINJ_TYPE(inj);
 	bool long_paging = (efer & EFER_LME) && (cr0 & CR0_PG);
 
-	if (!(efer & EFER_SVME) || (efer & ~EFER_KNOWN))
+	// Event types 1, 5, 6 and 7 are reserved; an exception cannot be vector 2.
+	if ((inj & EVENTINJ_VALID) && (type == 1 || type >= 5 || (type == 3 && (inj & 0xff) == 2)))
+		return false;
+	if (efer & ~EFER_KNOWN)
 		return false;
 	if ((!(cr0 & CR0_CD) && (cr0 & CR0_NW)) || (cr0 >> 32) || (cr4 >> 32))
 		return false;
-	if ((*vmcb64(v12, VMCB_DR6) >> 32) || (*vmcb64(v12, VMCB_DR7) >> 32))
+	if ((*vmcb64(v02, VMCB_DR6) >> 32) || (*vmcb64(v02, VMCB_DR7) >> 32))
 		return false;
 	if (long_paging && (!(cr4 & CR4_PAE) || !(cr0 & CR0_PE) || (cr3 & CR3_MBZ_LONG)))
 		return false;
 	if (long_paging && (cs_attr & SEG_ATTR_L) && (cs_attr & SEG_ATTR_D))
 		return false;
-	return true;
+	return x86_pat_ok(*vmcb64(v02, VMCB_G_PAT)); // L1's own when L2 uses its NPT
 }
 
 static bool vmcb12_control_ok(struct svm_nested_cpu *n, void *v12)
 {
 	uint32_t misc1 = *vmcb32(v12, VMCB_INTERCEPT_MISC1);
-	uint64_t inj = *vmcb64(v12, VMCB_EVENTINJ);
-	unsigned type = EVENTINJ_TYPE(inj);
 
 	if (!(*vmcb32(v12, VMCB_INTERCEPT_MISC2) & INT4_VMRUN) || !*vmcb32(v12, VMCB_ASID))
-		return false;
-	// Event types 1, 5, 6 and 7 are reserved; an exception cannot be vector 2.
-	if ((inj & EVENTINJ_VALID) && (type == 1 || type >= 5 || (type == 3 && (inj & 0xff) == 2)))
 		return false;
 	// The maps' addresses are read once, checked, and kept (vmcb12 is L1's:
 	// another of its CPUs may rewrite it at any time).
@@ -87,8 +89,6 @@ static bool vmcb12_control_ok(struct svm_nested_cpu *n, void *v12)
 		n->msrpm12 = n->iopm12 = 0;
 		return false;
 	}
-	if ((*vmcb64(v12, VMCB_NP_ENABLE) & 1) && !x86_pat_ok(*vmcb64(v12, VMCB_G_PAT)))
-		return false;
 	return true;
 }
 
@@ -345,7 +345,13 @@ void svm_nested_vmrun(struct svm_cpu *c, uint64_t vmcb12_pa)
 	svm_nested_before_write(vmcb12_pa);
 	c->nested.vmcb12_pa = vmcb12_pa;
 	c->nested.la57 = *vmcb64(v01, VMCB_CR4) & CR4_LA57;
-	if (!vmcb12_state_ok(v12) || !vmcb12_control_ok(&c->nested, v12)) {
+	if (!(*vmcb64(v12, VMCB_EFER) & EFER_SVME) || !vmcb12_control_ok(&c->nested, v12)) {
+		vmexit_invalid(v12);
+		return;
+	}
+	svm_vmcb_save_state(c);
+	build_vmcb02(c, v12, np);
+	if (!vmcb02_state_ok((void *)(uintptr_t)c->nested.vmcb02_pa)) {
 		vmexit_invalid(v12);
 		return;
 	}
@@ -357,8 +363,6 @@ void svm_nested_vmrun(struct svm_cpu *c, uint64_t vmcb12_pa)
 	} else if (np) {
 		svm_nested_root_drop(c); // nothing mapped: the first access faults
 	}
-	svm_vmcb_save_state(c);
-	build_vmcb02(c, v12, np);
 	c->nested.np = np;
 	c->nested.ncr3 = ncr3;
 	*vmcb64(v12, VMCB_EVENTINJ) = 0; // the CPU takes it at VMRUN
