@@ -21,7 +21,7 @@ import os
 import sys
 
 SCENARIOS = ["b1_slot_perf", "b2_mod_stress", "b3_root_load", "b4_teardown",
-             "b5_nested_churn", "b6_delete_vs_size", "live_secondary", "kvm_api",
+             "b5_nested_churn", "b6_delete_vs_size", "b7_dirty_harvest", "live_secondary", "kvm_api",
              "secondary_boot", "nested_live", "boot"]
 STATUSES = {"ok", "unavailable", "skipped", "failed"}
 
@@ -36,6 +36,7 @@ RESULT_KEYS = {
                     "cmos", "context_invalidations"],
     "b5_nested_churn": ["mode", "cycles", "per_cycle", "final_slot0_delete_ns"],
     "b6_delete_vs_size": ["mode", "vm_bytes", "delete"],
+    "b7_dirty_harvest": ["test", "slot_bytes"],
     "live_secondary": ["bench", "arch", "mode", "slots", "vm_kib", "run", "delete_us", "zapped",
                        "refaults", "destroy_us", "table_bytes", "zap_all"],
     "kvm_api": ["bench", "system", "test"],

@@ -36,6 +36,8 @@ SCENARIOS = [
     ("b4_teardown", "B4 teardown of 64 GiB at 4K and 2M: per-leaf vs no-CMO vs batched, floor"),
     ("b5_nested_churn", "B5 nested churn, recursive vs non-recursive orphan reclaim"),
     ("b6_delete_vs_size", "B6 slot delete cost vs VM size"),
+    ("b7_dirty_harvest", "B7 dirty-log harvest cost vs slot size and dirty fraction (get-and-clear "
+     "vs get + clear), and turning logging on over 4 KiB vs 2 MiB leaves"),
 ]
 # Engine functions each program calls: it is built and run only once they are
 # all defined in libslat.a; until then the scenario is "unavailable" (and says
@@ -51,6 +53,7 @@ REQUIRES = {
     "b5_nested_churn": ["sh_create", "sh_set_recursive", "shsim_create", "shsim_cycle",
                         "shsim_delete_slot0"],
     "b6_delete_vs_size": COMMON + ["s2_map"],
+    "b7_dirty_harvest": COMMON + ["s2_slot_dirty_get", "s2_slot_dirty_clear", "s2_slot_set_flags"],
 }
 LIVE = ("live_secondary", "Secondary VMs live in the emulator: one slot delete's latency and the "
         "vCPU's refaults vs VM size, slot-scoped vs zap-all; VM destroy time vs SLAT table "
