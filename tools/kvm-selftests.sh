@@ -41,7 +41,7 @@ timeout=${KVM_SELFTESTS_TIMEOUT:-300}
 # KVM's selftests use it; dirty_log_test needs a slot over 1 GiB (Slat's
 # limit, docs/kvm-api.md).
 tests=(kvm_create_max_vcpus kvm_binary_stats_test memslot_modification_stress_test
-	memslot_perf_test kvm_page_table_test dirty_log_perf_test)
+	memslot_perf_test kvm_page_table_test dirty_log_perf_test demand_paging_test)
 case "$arch" in
 aarch64)
 	karch=arm64 cross=aarch64-linux-gnu-

@@ -358,6 +358,14 @@ static int slot_fill(struct slat_mslot *ms, u32 index)
 	 */
 	if (got <= 0 && (ms->flags & SLAT_SLOT_READONLY))
 		got = pin_user_pages_fast(uaddr, n, FOLL_LONGTERM, pins);
+	/*
+	 * A long-term pin cannot wait for a page that user space supplies
+	 * (userfaultfd: Linux 6.1 pins FOLL_LONGTERM without letting the fault
+	 * retry, so it fails): such a page is pinned the way KVM takes it, one
+	 * pin that waits for the fault, held until the MMU notifier drops it.
+	 */
+	if (got <= 0)
+		got = pin_user_pages_unlocked(uaddr, 1, pins, FOLL_WRITE);
 	if (got <= 0)
 		return -EFAULT;
 	mutex_lock(&ms->lock);

@@ -57,6 +57,8 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$' \
 		"${dlp[@]}" \
+		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \
+		'^SLAT-GUEST: kvm: demand_paging_test exit 0$' \
 		"${psci[@]}" \
 		'^SLAT-GUEST: rmmod slat status 0$' \
 		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: 1\.\.0 # SKIP - /dev/kvm not available' \

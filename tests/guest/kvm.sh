@@ -79,6 +79,9 @@ run kvm_page_table_test -b 32M -v 2
 case $(uname -m) in
 x86_64) run dirty_log_perf_test -b 32M -v 1 -i 3 ;;
 esac
+# Guest memory supplied by user space on the vCPU's first touch (userfaultfd:
+# the test's handler thread copies each page in), two vCPUs.
+run demand_paging_test $mode -u MISSING -b 4M -v 2
 case $(uname -m) in
 aarch64) run psci_test ;; # CPU_ON into a vCPU that never ran, SYSTEM_SUSPEND
 esac
