@@ -45,9 +45,11 @@ $(OUT)/guest.bin: $(GSRC) $(L)/guest/job.h
 	llvm-objcopy -O binary $(KO)/guest.elf $@
 
 # slat-kvm-check: one program per architecture (the guests differ), over the
-# check helpers of kvmcheck.c; arm64's is one file per feature section over
-# kvmcheck_arm64.c (the guests' layout, the AArch64 encoder, vCPU helpers).
-KVMCHECK_HDR := $(addprefix $(L)/tests/,kvmcheck.h kvmcheck_arm64.h kvmcheck_vgic.h)
+# check helpers of kvmcheck.c; each is one file per feature section over its
+# architecture's shared part: kvmcheck_arm64.c (the guests' layout, the
+# AArch64 encoder, vCPU helpers) and kvmcheck_x86.c (the guests' layout,
+# vCPU and exit helpers).
+KVMCHECK_HDR := $(addprefix $(L)/tests/,kvmcheck.h kvmcheck_arm64.h kvmcheck_vgic.h kvmcheck_x86.h)
 ifeq ($(GARCH),aarch64)
 KVMCHECK_SRC := $(addprefix $(L)/tests/,slat-kvm-check.c kvmcheck.c kvmcheck_arm64.c \
                   kvmcheck_psci.c kvmcheck_readonly.c kvmcheck_vgic.c kvmcheck_vgic2.c)
@@ -55,7 +57,8 @@ $(OUT)/slat-kvm-check: $(KVMCHECK_SRC) $(KVMCHECK_HDR)
 	@mkdir -p $(OUT) $(KO)
 	$(UCC) $(UCFLAGS) -o $@ $(KVMCHECK_SRC)
 else
-KVMCHECK_SRC := $(addprefix $(L)/tests/,slat-kvm-check-x86.c kvmcheck.c)
+KVMCHECK_SRC := $(addprefix $(L)/tests/,slat-kvm-check-x86.c kvmcheck.c kvmcheck_x86.c \
+                  kvmcheck_x86_irq.c kvmcheck_x86_irqchip.c kvmcheck_x86_timer.c kvmcheck_x86_ap.c)
 $(OUT)/slat-kvm-check: $(KVMCHECK_SRC) $(KVMCHECK_HDR)
 	@mkdir -p $(OUT) $(KO)
 	$(UCC) $(UCFLAGS) -o $@ $(KVMCHECK_SRC)
