@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 // ---- formatter ----------------------------------------------------------
+// It emits the text in pieces through `out`.
+typedef void (*log_out_fn)(void *ctx, const char *text, size_t len);
 
 struct spec {
 	bool left; // '-': pad on the right
@@ -141,7 +143,7 @@ static size_t format_one(log_out_fn out, void *ctx, char conv, const struct spec
 	}
 }
 
-size_t log_vformat(log_out_fn out, void *ctx, const char *fmt, va_list ap)
+static size_t log_vformat(log_out_fn out, void *ctx, const char *fmt, va_list ap)
 {
 	size_t total = 0;
 	va_list args;
@@ -181,7 +183,7 @@ static void strbuf_out(void *ctx, const char *text, size_t len)
 		sb->buf[sb->used++] = text[i];
 }
 
-size_t log_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
+static size_t log_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
 	struct strbuf sb = {buf, size, 0};
 	size_t n = log_vformat(strbuf_out, &sb, fmt, ap);
@@ -295,7 +297,7 @@ static void log_vprintf_prefixed(const char *prefix, const char *fmt, va_list ap
 	log_unlock(taken);
 }
 
-void log_vprintf(enum log_level level, const char *fmt, va_list ap)
+void log_printf(enum log_level level, const char *fmt, ...)
 {
 	static const char *const prefixes[] = {
 	    [LOG_ERROR] = "error: ",
@@ -303,18 +305,12 @@ void log_vprintf(enum log_level level, const char *fmt, va_list ap)
 	    [LOG_INFO] = 0,
 	    [LOG_DEBUG] = 0,
 	};
+	va_list ap;
 
 	if (level > log_level_current || !log_sink_current.write)
 		return;
-	log_vprintf_prefixed((unsigned)level <= LOG_DEBUG ? prefixes[level] : 0, fmt, ap);
-}
-
-void log_printf(enum log_level level, const char *fmt, ...)
-{
-	va_list ap;
-
 	va_start(ap, fmt);
-	log_vprintf(level, fmt, ap);
+	log_vprintf_prefixed((unsigned)level <= LOG_DEBUG ? prefixes[level] : 0, fmt, ap);
 	va_end(ap);
 }
 

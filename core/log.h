@@ -54,8 +54,6 @@ enum log_level log_get_level(void);
 // Prints one message if `level` is enabled. Errors and warnings are prefixed
 // with "error: " / "warning: ". The text is written as given (add "\n").
 void log_printf(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void log_vprintf(enum log_level level, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
 
 // Waits until the sink has sent everything (no-op without a flush hook).
 void log_flush(void);
@@ -69,13 +67,6 @@ void log_flush(void);
 // length the full text would have, like snprintf.
 size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-size_t log_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
-
-// The formatter itself: emits the text in pieces through `out`.
-typedef void (*log_out_fn)(void *ctx, const char *text, size_t len);
-size_t log_vformat(log_out_fn out, void *ctx, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
 
 // A set of keys already reported, so that a message repeated by a guest
 // (an unknown exit code, a faulting page) is logged once per key: at most

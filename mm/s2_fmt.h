@@ -25,7 +25,6 @@ typedef uint64_t s2_pte_t;
 #define S2_LEVEL_BITS 9
 #define S2_PTES	      512u // entries per 4 KiB table page
 #define S2_MAX_LEVELS 5	   // EPT 5-level
-#define S2_MAX_CONCAT 16   // arm64: up to 16 concatenated start-level tables
 
 static inline unsigned s2_level_shift(unsigned level)
 {

@@ -185,7 +185,6 @@ int s2_walk_table(struct s2_walk *w, uint64_t table_pa, unsigned level, uint64_t
 void s2_walk_end(struct s2_walk *w);
 void s2_walk_flush(struct s2_walk *w);
 void s2_walk_note_inval(struct s2_walk *w, uint64_t addr, uint64_t size);
-void s2_walk_queue_free(struct s2_walk *w, uint64_t table_pa);
 bool s2_walk_remove_table_shared(struct s2_walk *w, const struct s2_walk_entry *e);
 
 // The mmu lock (mm_rwlock) plus the epoch read section on this CPU: every

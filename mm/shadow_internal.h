@@ -123,8 +123,6 @@ struct sh_mmu {
 	struct sh_stats st; // counters (computed fields filled by sh_stats)
 };
 
-#define SH_STAT(m, f, n) ((m)->st.f += (n))
-
 // Internal assertion: the engine's assert hook (tests record), else a trap.
 void sh_assert_fail(const char *expr, const char *file, int line);
 #define SH_ASSERT(c) ((c) ? (void)0 : sh_assert_fail(#c, __FILE__, __LINE__))

@@ -121,10 +121,8 @@ bool mm_rwlock_try_read_lock(struct mm_rwlock *l)
 
 void mm_rwlock_read_lock(struct mm_rwlock *l)
 {
-	if (read_try_once(l)) {
-		count(&l->read_acquired);
+	if (mm_rwlock_try_read_lock(l))
 		return;
-	}
 	__atomic_fetch_add(&l->readers_waiting, 1, RELAXED);
 	do
 		mm_sync_relax();
@@ -158,10 +156,8 @@ bool mm_rwlock_try_write_lock(struct mm_rwlock *l)
 
 void mm_rwlock_write_lock(struct mm_rwlock *l)
 {
-	if (write_try_once(l)) {
-		count(&l->write_acquired);
+	if (mm_rwlock_try_write_lock(l))
 		return;
-	}
 	// Announce first: from here on new readers hold back, so the reader
 	// count can only drain.
 	__atomic_fetch_add(&l->writers_waiting, 1, RELAXED);

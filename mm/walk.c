@@ -47,7 +47,7 @@ void s2_walk_note_inval(struct s2_walk *w, uint64_t addr, uint64_t size)
 // the old path reads "not present" until the invalidation.
 // The list ends with the format's frozen value (not 0), so that a racing CAS
 // that expects an empty entry fails on a queued table.
-void s2_walk_queue_free(struct s2_walk *w, uint64_t table_pa)
+static void s2_walk_queue_free(struct s2_walk *w, uint64_t table_pa)
 {
 	s2_pte_store(s2_table_ptr(table_pa), w->free_head ? w->free_head : w->vm->fmt->frozen);
 	w->free_head = table_pa;

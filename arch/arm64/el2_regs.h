@@ -40,7 +40,6 @@
 #define HCR_IMO	   (1ull << 4)
 #define HCR_FMO	   (1ull << 3)
 #define HCR_TSC	   (1ull << 19)
-#define HCR_TGE	   (1ull << 27)
 #define HCR_RW	   (1ull << 31)
 #define HCR_APK	   (1ull << 40)
 #define HCR_API	   (1ull << 41)
@@ -56,7 +55,6 @@
 
 // CNTHCTL_EL2 (E2H = 0)
 #define CNTHCTL_EL1PCTEN (1ull << 0)
-#define CNTHCTL_EL1PCEN	 (1ull << 1)
 
 // ICH_HCR_EL2 (GICv3): trap EL1's virtual CPU interface accesses
 #define SYSREG_ICH_HCR_EL2 "S3_4_C12_C11_0"
@@ -69,7 +67,6 @@
 
 // The rest of the GICv3 virtual CPU interface's EL2 registers.
 #define SYSREG_ICH_VTR_EL2  "S3_4_C12_C11_1"
-#define SYSREG_ICH_MISR_EL2 "S3_4_C12_C11_2"
 #define SYSREG_ICH_VMCR_EL2 "S3_4_C12_C11_7"
 #define ICH_VTR_LISTREGS(v) ((unsigned)((v)&0x1f) + 1)
 #define ICH_VTR_PRIBITS(v)  ((unsigned)(((v) >> 29) & 7) + 1)
@@ -107,11 +104,8 @@
 // ESR_ELx
 #define ESR_EC_SHIFT   26
 #define ESR_IL	       (1ull << 25)
-#define ESR_ISS_MASK   0x1ffffffull
 #define EC_UNKNOWN     0x00
 #define EC_WFX	       0x01
-#define EC_HVC32       0x12
-#define EC_SMC32       0x13
 #define EC_HVC64       0x16
 #define EC_SMC64       0x17
 #define EC_SYSREG      0x18

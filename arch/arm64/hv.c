@@ -128,16 +128,6 @@ int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
 	return arm64_s2_primary_unmap(pa, pages * 4096);
 }
 
-int arch_hv_primary_map(uint64_t pa, uint64_t pages)
-{
-	return arm64_s2_primary_map(pa, pages * 4096);
-}
-
-uint64_t arch_hv_primary_tables(void)
-{
-	return arm64_s2_primary_tables();
-}
-
 // ---- the primary's calls ---------------------------------------------------------------
 
 bool arm64_hv_uid_query(struct arm64_frame *f)

@@ -27,7 +27,6 @@
 #define GICH_HCR_EN   (1u << 0)
 #define GICH_HCR_NPIE (1u << 3)
 
-#define V2_LR_SRC_SHIFT	   10
 #define V2_LR_PINTID_SHIFT 10
 #define V2_LR_EOI	   (1u << 19)
 #define V2_LR_PRIO_SHIFT   23 // the top 5 bits of the 8-bit priority

@@ -98,16 +98,13 @@ bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, stru
 void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *invalidations);
 // The primary's stage-2 figures for the exit summary, from the engine's statistics.
 void arm64_s2_mm_counts(struct slat_mm_counts *out);
-// The primary's stage-2 over deposited pages (core/hv.h arch_hv_primary_*):
-// S2_E_* of the engine; unmap returns after the broadcast TLBI.
+// The primary's stage-2 over deposited pages (core/hv.h arch_hv_primary_*,
+// whose _map and _tables are s2.c's): S2_E_* of the engine; unmap returns
+// after the broadcast TLBI.
 int arm64_s2_primary_unmap(uint64_t pa, uint64_t size);
-int arm64_s2_primary_map(uint64_t pa, uint64_t size);
-uint64_t arm64_s2_primary_tables(void);
 
 // ---- mm_backend.c: TLB, cache maintenance and pages for mm/ -------------
 void arm64_mm_backend_init(struct region *r);
-void arm64_tlbi_vmalls12e1is(void);
-void arm64_tlbi_ipas2e1is(uint64_t ipa);
 void arm64_dcache_clean_inval_poc(uint64_t start, uint64_t len);
 
 // ---- hyp.c: resident state, per-CPU records, shutdown -------------------

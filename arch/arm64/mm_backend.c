@@ -22,22 +22,10 @@ void arm64_mm_backend_init(struct region *r)
 
 // Every stage-1 and stage-2 entry of the current VMID, on every CPU of the
 // inner-shareable domain.
-void arm64_tlbi_vmalls12e1is(void)
+static void arm64_tlbi_vmalls12e1is(void)
 {
 	dsb(ishst);
 	__asm__ volatile("tlbi vmalls12e1is" ::: "memory");
-	dsb(ish);
-	isb();
-}
-
-// Stage-2 entries for one IPA page of the current VMID. Stage-1 entries that
-// used it are removed separately (TLBI VMALLE1IS) as the architecture asks.
-void arm64_tlbi_ipas2e1is(uint64_t ipa)
-{
-	dsb(ishst);
-	__asm__ volatile("tlbi ipas2e1is, %0" ::"r"(ipa >> 12) : "memory");
-	dsb(ish);
-	__asm__ volatile("tlbi vmalle1is" ::: "memory");
 	dsb(ish);
 	isb();
 }

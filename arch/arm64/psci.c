@@ -12,14 +12,8 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-#define PSCI_VERSION	       0x84000000u
 #define PSCI_CPU_SUSPEND       0x01u
-#define PSCI_CPU_OFF	       0x84000002u
 #define PSCI_CPU_ON	       0x03u
-#define PSCI_AFFINITY_INFO     0x04u
-#define PSCI_MIGRATE	       0x05u
-#define PSCI_MIGRATE_INFO_TYPE 0x84000006u
-#define PSCI_MIGRATE_INFO_UP   0x07u
 #define PSCI_SYSTEM_OFF	       0x84000008u
 #define PSCI_SYSTEM_RESET      0x84000009u
 #define PSCI_FEATURES	       0x8400000au

@@ -13,6 +13,7 @@
 #include "arch/arm64/hyp.h"
 #include "arch/slat_counts.h"
 #include "core/config.h"
+#include "core/hv.h"
 #include "core/log.h"
 #include "mm/s2.h"
 
@@ -142,12 +143,13 @@ int arm64_s2_primary_unmap(uint64_t pa, uint64_t size)
 	return s2_vm ? s2_unmap(s2_vm, s2_root, pa, size) : S2_E_INVAL;
 }
 
-int arm64_s2_primary_map(uint64_t pa, uint64_t size)
+int arch_hv_primary_map(uint64_t pa, uint64_t pages)
 {
-	return s2_vm ? s2_map(s2_vm, s2_root, pa, size, pa, S2_PROT_RWX, S2_MT_WB) : S2_E_INVAL;
+	return s2_vm ? s2_map(s2_vm, s2_root, pa, pages * 4096, pa, S2_PROT_RWX, S2_MT_WB)
+		     : S2_E_INVAL;
 }
 
-uint64_t arm64_s2_primary_tables(void)
+uint64_t arch_hv_primary_tables(void)
 {
 	struct s2_stats st;
 

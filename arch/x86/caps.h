@@ -52,7 +52,6 @@ struct arch_caps {
 
 // IA32_FEATURE_CONTROL bits.
 #define FEATCTL_LOCKED		(1u << 0)
-#define FEATCTL_VMX_INSIDE_SMX	(1u << 1)
 #define FEATCTL_VMX_OUTSIDE_SMX (1u << 2)
 
 // Secondary processor-based VM-execution controls (allowed-1 half).

@@ -256,7 +256,6 @@ static inline void outb(uint16_t port, uint8_t v)
 #define MSR_FS_BASE	       0xc0000100
 #define MSR_GS_BASE	       0xc0000101
 #define MSR_KERNEL_GS_BASE     0xc0000102
-#define MSR_X2APIC_ICR	       0x830
 
 #define EFER_SCE      (1ull << 0)
 #define EFER_LME      (1ull << 8)
@@ -269,7 +268,6 @@ static inline void outb(uint16_t port, uint8_t v)
 #define EFER_AUTOIBRS (1ull << 21)
 
 #define CR0_PE	    (1ull << 0)
-#define CR0_NE	    (1ull << 5)
 #define CR0_PG	    (1ull << 31)
 #define CR4_PSE	    (1ull << 4)
 #define CR4_PAE	    (1ull << 5)

@@ -98,11 +98,16 @@ enum x86_action x86_handle_cpuid(struct vcpu *v)
 	uint32_t out[4];
 
 	x86_cpuid_policy(v, (uint32_t)v->arch.gpr[X86_RAX], (uint32_t)v->arch.gpr[X86_RCX], out);
+	x86_cpuid_answer(v, out);
+	return X86_CONTINUE;
+}
+
+void x86_cpuid_answer(struct vcpu *v, const uint32_t out[4])
+{
 	// CPUID zero-extends into the 64-bit registers.
 	v->arch.gpr[X86_RAX] = out[0];
 	v->arch.gpr[X86_RBX] = out[1];
 	v->arch.gpr[X86_RCX] = out[2];
 	v->arch.gpr[X86_RDX] = out[3];
 	x86_skip_insn(v);
-	return X86_CONTINUE;
 }

@@ -17,7 +17,6 @@ extern const struct s2_fmt s2_fmt_npt4; // 48-bit guest-physical, 4 levels
 #define EPT_W	     (1ull << 1)
 #define EPT_X	     (1ull << 2)
 #define EPT_MT_SHIFT 3 // memory type, leaves only: 0 UC, 1 WC, 6 WB
-#define EPT_IPAT     (1ull << 6)
 #define EPT_LARGE    (1ull << 7)
 #define EPT_A	     (1ull << 8)
 #define EPT_D	     (1ull << 9)
@@ -37,8 +36,6 @@ static inline uint64_t ept_eptp(uint64_t root_pa, unsigned levels, bool ad)
 #define NPT_A	     (1ull << 5)
 #define NPT_D	     (1ull << 6)
 #define NPT_PS	     (1ull << 7)
-#define NPT_PAT_4K   (1ull << 7)
-#define NPT_PAT_BIG  (1ull << 12)
 #define NPT_MMIO_TAG (1ull << 62)
 #define NPT_NX	     (1ull << 63)
 

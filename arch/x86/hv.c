@@ -407,19 +407,3 @@ void x86_hv_kick_primary(unsigned pcpu)
 	__atomic_store_n(&t->arch.kicks, 1, __ATOMIC_RELEASE);
 	x86_kick_nmi(t);
 }
-
-// ---- deposited pages out of the primary's SLAT (arch/x86/slat.c) -------------------
-int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
-{
-	return x86_slat_primary_unmap(pa, pages * 4096);
-}
-
-int arch_hv_primary_map(uint64_t pa, uint64_t pages)
-{
-	return x86_slat_primary_map(pa, pages * 4096);
-}
-
-uint64_t arch_hv_primary_tables(void)
-{
-	return x86_slat_primary_tables();
-}

@@ -80,24 +80,17 @@ void x86_hv_complete(struct vcpu *v, const struct hc_run *run);
 // The consistency checks of SET_REGS (hv_regs.c): true when VMRUN / VM entry
 // would accept the state (with EFER.SVME added by the back end).
 bool x86_hv_regs_ok(struct vcpu *v, const struct hc_regs_x86 *r);
-// The CPUID a secondary sees (hv_exit.c): the VMM's table (VCPU_SET_CPUID),
-// else the default: the primary's policy minus XSAVE and what Slat does not
-// emulate for a secondary (with the guest's CR4 for OSXSAVE / OSPKE).
-void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4]);
-void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 // The bound of a VMM's table: the default with CR4 = 0 (x86_cpuid_source).
 void x86_hv_supported(uint32_t leaf, uint32_t sub, uint32_t out[4]);
 // MSR value checks of both back ends (hv_exit.c): a canonical 48-bit address;
 // PAT entries of defined memory types only (not 2, 3 or above 7).
 bool x86_canonical(uint64_t a);
 bool x86_pat_ok(uint64_t pat);
-// A secondary's RDMSR / WRMSR inside a RUN (hv_exit.c): false when the MSR is
-// not kept or the value illegal (the guest gets #GP).
-bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
 // ABI 1.3's VCPU_MSRS for one MSR of a stopped vCPU (hv_exit.c): the same
 // MSRs (the TSC read only, EFER read only), on the state the next RUN loads.
 bool x86_hv_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
-// x86_hv_cpuid for a guest whose CR4 is `cr4` (SET_REGS checks a new state).
+// The CPUID a secondary sees (hv_exit.c: the VMM's table or Slat's default)
+// for a guest whose CR4 is `cr4` (SET_REGS checks a new state).
 void x86_hv_cpuid_cr4(struct vcpu *v, uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 
 // The extended state of one world in a page (hv.c): x87/SSE by FXSAVE, the

@@ -16,7 +16,10 @@
 #define CPUID1_ECX_TSC_DEADLINE (1u << 24)
 
 // ---- CPUID ----------------------------------------------------------------------
-void x86_hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4])
+// The CPUID a secondary sees: the VMM's table (VCPU_SET_CPUID), else this
+// default: the primary's policy minus XSAVE and what Slat does not emulate for
+// a secondary (with the guest's CR4 for OSXSAVE / OSPKE).
+static void hv_cpuid_default(uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
 	x86_cpuid_policy_cr4(cr4, leaf, sub, out);
 	if (leaf == X86_NESTED_STATS_LEAF)
@@ -64,15 +67,7 @@ void x86_hv_cpuid_cr4(struct vcpu *v, uint64_t cr4, uint32_t leaf, uint32_t sub,
 		x86_cpuid_lookup((const struct hc_cpuid_entry *)(uintptr_t)h->cpuid_pa, h->cpuid_n,
 				 leaf, sub, out);
 	else
-		x86_hv_cpuid_default(cr4, leaf, sub, out);
-}
-
-// Inside a RUN (the guest's CPUID): CR4 as the guest has it now.
-void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
-{
-	bool cr4_bits = !v->arch.hv.cpuid_n && (leaf == 1 || (leaf == 7 && sub == 0));
-
-	x86_hv_cpuid_cr4(v, cr4_bits ? v->arch.ops->read_cr(v, 4) : 0, leaf, sub, out);
+		hv_cpuid_default(cr4, leaf, sub, out);
 }
 
 // What a VMM may give a secondary: the default policy of a guest with CR4 = 0
@@ -83,21 +78,20 @@ void x86_hv_cpuid(struct vcpu *v, uint32_t leaf, uint32_t sub, uint32_t out[4])
 // LAPIC behind it, leaves it out.
 void x86_hv_supported(uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
-	x86_hv_cpuid_default(0, leaf, sub, out);
+	hv_cpuid_default(0, leaf, sub, out);
 	if (leaf == 1)
 		out[2] |= CPUID1_ECX_TSC_DEADLINE;
 }
 
+// Inside a RUN (the guest's CPUID): CR4 as the guest has it now.
 static enum x86_hv_step cpuid_exit(struct vcpu *v)
 {
+	uint32_t leaf = (uint32_t)v->arch.gpr[X86_RAX], sub = (uint32_t)v->arch.gpr[X86_RCX];
+	bool cr4_bits = !v->arch.hv.cpuid_n && (leaf == 1 || (leaf == 7 && sub == 0));
 	uint32_t out[4];
 
-	x86_hv_cpuid(v, (uint32_t)v->arch.gpr[X86_RAX], (uint32_t)v->arch.gpr[X86_RCX], out);
-	v->arch.gpr[X86_RAX] = out[0];
-	v->arch.gpr[X86_RBX] = out[1];
-	v->arch.gpr[X86_RCX] = out[2];
-	v->arch.gpr[X86_RDX] = out[3];
-	x86_skip_insn(v);
+	x86_hv_cpuid_cr4(v, cr4_bits ? v->arch.ops->read_cr(v, 4) : 0, leaf, sub, out);
+	x86_cpuid_answer(v, out);
 	return X86_HV_REENTER;
 }
 
@@ -146,7 +140,9 @@ static bool apic_base_msr(struct vcpu *v, bool write, uint64_t *val)
 // KVM answers it; writes are not offered.
 #define MSR_K8_INT_PENDING_MSG 0xc0010055u
 
-bool x86_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
+// A secondary's RDMSR / WRMSR inside a RUN: false when the MSR is not kept or
+// the value illegal (the guest gets #GP).
+static bool hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 {
 	if (msr == MSR_K8_INT_PENDING_MSG && !write) {
 		*val = 0;
@@ -214,7 +210,7 @@ static enum x86_hv_step msr_exit(struct vcpu *v, bool write, struct hc_run *run)
 
 	if (msr_for_vmm(v, msr))
 		return msr_vmm_exit(v, msr, write, val, run);
-	if (!x86_hv_msr(v, msr, write, &val)) {
+	if (!hv_msr(v, msr, write, &val)) {
 		x86_inject_gp0(v);
 		return X86_HV_REENTER;
 	}

@@ -195,8 +195,10 @@ void x86_slat_on_primary_unmap(void (*fn)(uint64_t pa, uint64_t size))
 	slat_unmap_hook = fn;
 }
 
-int x86_slat_primary_unmap(uint64_t pa, uint64_t size)
+int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
 {
+	uint64_t size = pages * 4096;
+
 	if (!slat_primary)
 		return S2_E_INVAL;
 	int r = s2_unmap(slat_primary->vm, slat_primary->root, pa, size);
@@ -209,25 +211,14 @@ int x86_slat_primary_unmap(uint64_t pa, uint64_t size)
 	return r;
 }
 
-static int primary_protect(uint64_t pa, uint64_t size, unsigned prot, bool locked)
+int x86_slat_primary_protect_locked(uint64_t pa, uint64_t size, unsigned prot)
 {
 	if (!slat_primary)
 		return S2_E_INVAL;
-	int r = locked ? s2_protect_locked(slat_primary->vm, slat_primary->root, pa, size, prot)
-		       : s2_protect(slat_primary->vm, slat_primary->root, pa, size, prot);
+	int r = s2_protect_locked(slat_primary->vm, slat_primary->root, pa, size, prot);
 	if (!r && (prot & S2_PROT_RWX) != S2_PROT_RWX)
 		slat_shootdown(); // rights taken away: no CPU may keep the old ones
 	return r;
-}
-
-int x86_slat_primary_protect(uint64_t pa, uint64_t size, unsigned prot)
-{
-	return primary_protect(pa, size, prot, false);
-}
-
-int x86_slat_primary_protect_locked(uint64_t pa, uint64_t size, unsigned prot)
-{
-	return primary_protect(pa, size, prot, true);
 }
 
 void x86_slat_primary_shootdown(void)
@@ -248,14 +239,15 @@ struct s2_root *x86_slat_primary_root(void)
 	return slat_primary ? slat_primary->root : NULL;
 }
 
-int x86_slat_primary_map(uint64_t pa, uint64_t size)
+int arch_hv_primary_map(uint64_t pa, uint64_t pages)
 {
 	if (!slat_primary)
 		return S2_E_INVAL;
-	return s2_map(slat_primary->vm, slat_primary->root, pa, size, pa, S2_PROT_RWX, S2_MT_WB);
+	return s2_map(slat_primary->vm, slat_primary->root, pa, pages * 4096, pa, S2_PROT_RWX,
+		      S2_MT_WB);
 }
 
-uint64_t x86_slat_primary_tables(void)
+uint64_t arch_hv_primary_tables(void)
 {
 	struct s2_stats st;
 

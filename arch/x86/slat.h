@@ -72,23 +72,20 @@ bool x86_slat_build(struct x86_slat *s, const struct slat_plan *plan,
 // teardown (s2_root_teardown).
 uint64_t x86_slat_teardown(struct x86_slat *s, struct s2_stats *work);
 
-// Deposited pages (core/hv.h arch_hv_primary_*) in the map x86_slat_build
-// made: S2_E_* of the engine. Unmap returns only when no other CPU can use a
-// stale translation: the engine's invalidation flags every CPU, then each CPU
-// in the primary's guest mode is kicked (NMI) and waited for (bounded; a CPU
-// that never answers is logged).
-int x86_slat_primary_unmap(uint64_t pa, uint64_t size);
-int x86_slat_primary_map(uint64_t pa, uint64_t size);
-// Called after every successful x86_slat_primary_unmap (nested SVM: shadow
+// Deposited pages: core/hv.h's arch_hv_primary_unmap, _map and _tables are
+// slat.c's, in the map x86_slat_build made: S2_E_* of the engine. Unmap
+// returns only when no other CPU can use a stale translation: the engine's
+// invalidation flags every CPU, then each CPU in the primary's guest mode is
+// kicked (NMI) and waited for (bounded; a CPU that never answers is logged).
+// Called after every successful arch_hv_primary_unmap (nested SVM: shadow
 // pages that map or shadow the range go too). One hook; NULL: none.
 void x86_slat_on_primary_unmap(void (*fn)(uint64_t pa, uint64_t size));
 // Permissions S2_PROT_* of the primary's pages [pa, pa + size) (large leaves
 // split as needed); with fewer than RWX, returns only once no CPU can use the
-// old rights (the same shootdown as unmap).
-int x86_slat_primary_protect(uint64_t pa, uint64_t size, unsigned prot);
-// The same, called with the primary VM's mmu lock held for write (the nested
-// shadow engine's write-tracking hooks). The shootdown waits only for CPUs in
-// guest mode, so a CPU spinning on the lock in host mode never blocks it.
+// old rights (the same shootdown as unmap). Called with the primary VM's mmu
+// lock held for write (the nested shadow engine's write-tracking hooks). The
+// shootdown waits only for CPUs in guest mode, so a CPU spinning on the lock
+// in host mode never blocks it.
 int x86_slat_primary_protect_locked(uint64_t pa, uint64_t size, unsigned prot);
 // Every CPU flushes the primary's translations (and nested ones) before it
 // runs a guest again; returns once each CPU in guest mode did.
@@ -96,7 +93,6 @@ void x86_slat_primary_shootdown(void);
 // The engine's records of the primary's map (NULL before x86_slat_build).
 struct s2_vm *x86_slat_primary_vm(void);
 struct s2_root *x86_slat_primary_root(void);
-uint64_t x86_slat_primary_tables(void);
 // The acknowledgement of both back ends: x86_slat_cpu_exit first thing on
 // every exit of the primary's vCPU `cpu`, x86_slat_cpu_enter last thing
 // before its entry; true: flush the primary's translations in this entry

@@ -209,6 +209,8 @@ void x86_cpuid_policy(struct vcpu *v, uint32_t leaf, uint32_t subleaf, uint32_t 
 // The same for a guest whose CR4 is `cr4` (OSXSAVE and OSPKE follow it).
 void x86_cpuid_policy_cr4(uint64_t cr4, uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
 enum x86_action x86_handle_cpuid(struct vcpu *v);
+// CPUID's answer `out` into EAX..EDX, the instruction skipped.
+void x86_cpuid_answer(struct vcpu *v, const uint32_t out[4]);
 
 // RDMSR / WRMSR (msr.c) for the MSRs the back end intercepts.
 enum x86_action x86_handle_rdmsr(struct vcpu *v);

@@ -32,7 +32,7 @@ static void nmi_step_begin(struct x86_nmi_state *n, void *vmcb)
 // The #DB of that step (its exit): the IRET ran. The RFLAGS are now the ones
 // the IRET loaded; DR6 gets back what the guest had unless the guest was
 // single-stepping itself, which then gets its #DB. `rip`: the guest's now.
-void svm_nmi_step_end(struct x86_nmi_state *n, void *vmcb, uint64_t rip)
+static void svm_nmi_step_end(struct x86_nmi_state *n, void *vmcb, uint64_t rip)
 {
 	n->stepping = false;
 	*vmcb32(vmcb, VMCB_INTERCEPT_EXC) &= ~(1u << 1);

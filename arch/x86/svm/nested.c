@@ -19,11 +19,6 @@
 struct svm_nested_stats svm_nested_stats;
 static bool nested_on;
 
-bool svm_nested_enabled(void)
-{
-	return nested_on;
-}
-
 bool svm_nested_init(struct region *r, const struct slat_plan *plan)
 {
 	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {

@@ -25,8 +25,7 @@ struct region;
 struct slat_plan;
 struct sh_page;
 
-#define NESTED_ASID	   3  // L2's (the primary has 1, secondaries 2)
-#define NESTED_L1_ASIDS	   16 // CPUID 0x8000000A EBX: what L1 may use
+#define NESTED_ASID	   3 // L2's (the primary has 1, secondaries 2)
 #define VMCB_VINTR_MASKING (1ull << 24)
 #define SVM_EXIT_ERR	   (~0ull) // VMEXIT_INVALID
 #define VMCB_SVM_PAGE	   4096ull
@@ -45,7 +44,6 @@ extern struct svm_nested_stats svm_nested_stats;
 // Boot (boot CPU, resident copy): the per-CPU pages and the shadow engine.
 // False: nested SVM stays off (SVM hidden from the primary, as before).
 bool svm_nested_init(struct region *r, const struct slat_plan *plan);
-bool svm_nested_enabled(void);
 // EFER as L1 sees it, and L1's EFER write (already checked by the policy).
 uint64_t svm_nested_efer_view(struct svm_cpu *c, uint64_t efer);
 void svm_nested_efer_write(struct svm_cpu *c, uint64_t efer);

@@ -38,7 +38,6 @@
 #define NPF_FINAL (1ull << 32) // the fault was on the final guest-physical address
 #define NPF_WALK  (1ull << 33) // ... on a table of the guest's own page walk
 #define PTE_ADDR  0x000ffffffffff000ull
-#define PTE_NX	  (1ull << 63)
 
 struct l1_slot {
 	struct s2_backing b; // first: the engine hands back &b

@@ -18,8 +18,6 @@
 #include "core/mem.h"
 #include "mm/shadow.h"
 
-#define INT3_IOIO_BIT	 27
-#define INT3_MSR_BIT	 28
 #define IOIO_SIZE_SHIFT	 4 // EXITINFO1 bits 6:4: 1, 2 or 4 bytes
 #define MSRPM_BYTES	 8192
 #define IOPM_BYTES	 12288

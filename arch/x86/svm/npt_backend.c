@@ -30,11 +30,6 @@ uint64_t svm_mm_page_alloc(void)
 	return page_pool_alloc(&mm_pool, 1, 4096);
 }
 
-void svm_mm_page_free(uint64_t pa)
-{
-	page_pool_free(&mm_pool, pa, 1);
-}
-
 static uint8_t flush_how(void)
 {
 	return (svm_host.features & SVM_FEAT_FLUSH_BY_ASID) ? TLB_CONTROL_FLUSH_ASID
@@ -46,7 +41,8 @@ void svm_mm_flush_here(void *vmcb)
 	*vmcb8(vmcb, VMCB_TLB_CONTROL) = flush_how();
 }
 
-void svm_mm_flush_all_cpus(void)
+// Every vCPU's next VMRUN flushes the primary's ASID.
+static void svm_mm_flush_all_cpus(void)
 {
 	uint8_t how = flush_how();
 

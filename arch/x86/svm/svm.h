@@ -59,7 +59,6 @@ struct svm_nested_cpu {
 #define VMCB_NP_ENABLE	     0x090
 #define VMCB_EVENTINJ	     0x0a8
 #define VMCB_N_CR3	     0x0b0
-#define VMCB_CLEAN	     0x0c0
 #define VMCB_NRIP	     0x0c8
 
 // ---- VMCB state save area (offsets from the VMCB's start) -----------------------
@@ -121,11 +120,9 @@ struct svm_nested_cpu {
 
 // Exit codes.
 #define SVM_EXIT_WRITE_CR0 0x010
-#define SVM_EXIT_EXC_BASE  0x040
 #define SVM_EXIT_EXC_DB	   0x041
 #define SVM_EXIT_INTR	   0x060
 #define SVM_EXIT_NMI	   0x061
-#define SVM_EXIT_INIT	   0x063
 #define SVM_EXIT_VINTR	   0x064
 #define SVM_EXIT_CPUID	   0x072
 #define SVM_EXIT_IRET	   0x074
@@ -253,9 +250,9 @@ void svm_vmsave(uint64_t vmcb_pa);	     // VMSAVE: the CPU's FS, GS, TR, ... int
 void svm_irq_window(struct vcpu *v);	     // x86_vm_ops.irq_window (exit.c)
 void svm_host_nmi(void);		     // the host NMI handler (svm_entry.S)
 // The guest's NMIs (exit.c), for the primary's vCPUs and secondaries alike:
-// before VMRUN, and at the #DB exit that ends a step over the guest's IRET.
+// before VMRUN (exit.c's svm_nmi_step_end: at the #DB exit that ends a step
+// over the guest's IRET).
 void svm_nmi_apply(struct x86_nmi_state *n, void *vmcb);
-void svm_nmi_step_end(struct x86_nmi_state *n, void *vmcb, uint64_t rip);
 
 // An NMI an exit intercepted stays pending while GIF is 0: the host takes it
 // here (its handler, svm_host_nmi, just returns).
@@ -361,9 +358,7 @@ void svm_host_exception(uint64_t *frame); // an exception in the host
 
 // ---- npt_backend.c: pages, TLB flushes and counters for the NPT ------------------------
 void svm_mm_init(struct region *r);
-uint64_t svm_mm_page_alloc(void); // one zeroed 4K page or 0
-void svm_mm_page_free(uint64_t pa);
-void svm_mm_flush_all_cpus(void);   // every vCPU's next VMRUN flushes the primary's ASID
+uint64_t svm_mm_page_alloc(void);   // one zeroed 4K page or 0
 void svm_mm_flush_here(void *vmcb); // this VMCB's next VMRUN flushes its ASID
 // The same for the mm/ engine (mm/s2_backend.h), once it is in slat.efi.
 struct x86_slat_ops;

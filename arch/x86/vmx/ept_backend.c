@@ -45,7 +45,8 @@ static void invept_here(void)
 		vmx_invept(INVEPT_ALL, 0);
 }
 
-void vmx_ept_invalidate(void)
+// INVEPT here, and on every other CPU at its next exit (vmx_ept_sync).
+static void vmx_ept_invalidate(void)
 {
 	if (__atomic_load_n(&mm_live, __ATOMIC_ACQUIRE)) {
 		for (unsigned i = 0; i < X86_MAX_CPUS; i++)

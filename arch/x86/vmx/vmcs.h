@@ -26,16 +26,12 @@
 #define VMCS_IO_BITMAP_A     0x2000
 #define VMCS_IO_BITMAP_B     0x2002
 #define VMCS_MSR_BITMAP	     0x2004
-#define VMCS_EXIT_MSR_STORE  0x2006
-#define VMCS_EXIT_MSR_LOAD   0x2008
-#define VMCS_ENTRY_MSR_LOAD  0x200a
 #define VMCS_EPT_POINTER     0x201a
 #define VMCS_GUEST_PHYS_ADDR 0x2400
 #define VMCS_LINK_POINTER    0x2800
 #define VMCS_GUEST_DEBUGCTL  0x2802
 #define VMCS_GUEST_PAT	     0x2804
 #define VMCS_GUEST_EFER	     0x2806
-#define VMCS_GUEST_PDPTE0    0x280a
 #define VMCS_HOST_PAT	     0x2c00
 #define VMCS_HOST_EFER	     0x2c02
 
@@ -56,11 +52,9 @@
 #define VMCS_INSN_ERROR		    0x4400
 #define VMCS_EXIT_REASON	    0x4402
 #define VMCS_EXIT_INTR_INFO	    0x4404
-#define VMCS_EXIT_INTR_ERROR	    0x4406
 #define VMCS_IDT_VECT_INFO	    0x4408
 #define VMCS_IDT_VECT_ERROR	    0x440a
 #define VMCS_EXIT_INSN_LEN	    0x440c
-#define VMCS_EXIT_INSN_INFO	    0x440e
 #define VMCS_GUEST_ES_LIMIT	    0x4800 // + 2 * segment index
 #define VMCS_GUEST_GDTR_LIMIT	    0x4810
 #define VMCS_GUEST_IDTR_LIMIT	    0x4812
@@ -76,7 +70,6 @@
 #define VMCS_CR0_SHADOW		0x6004
 #define VMCS_CR4_SHADOW		0x6006
 #define VMCS_EXIT_QUAL		0x6400
-#define VMCS_GUEST_LINEAR	0x640a
 #define VMCS_GUEST_CR0		0x6800
 #define VMCS_GUEST_CR3		0x6802
 #define VMCS_GUEST_CR4		0x6804
@@ -113,8 +106,6 @@ enum vmx_seg { VMX_ES, VMX_CS, VMX_SS, VMX_DS, VMX_FS, VMX_GS, VMX_LDTR, VMX_TR,
 #define PROC_INTR_WINDOW   (1u << 2)
 #define PROC_HLT_EXIT	   (1u << 7)
 #define PROC_MWAIT_EXIT	   (1u << 10)
-#define PROC_CR3_LOAD	   (1u << 15)
-#define PROC_CR3_STORE	   (1u << 16)
 #define PROC_NMI_WINDOW	   (1u << 22)
 #define PROC_IO_BITMAPS	   (1u << 25)
 #define PROC_MSR_BITMAPS   (1u << 28)
@@ -219,7 +210,6 @@ static inline bool vmwrite(uint64_t field, uint64_t v)
 // INVEPT / INVVPID types.
 #define INVEPT_SINGLE  1
 #define INVEPT_ALL     2
-#define INVVPID_ADDR   0
 #define INVVPID_SINGLE 1
 #define INVVPID_ALL    2
 

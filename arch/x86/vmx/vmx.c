@@ -50,11 +50,6 @@ static const struct x86_vm_ops vmx_vm_ops = {
     .irq_window = vmx_irq_window,
 };
 
-bool vmx_in_slat_region(uint64_t pa, uint64_t len)
-{
-	return region_overlaps(&vmx_plan.region, pa, len);
-}
-
 static uint32_t this_apic_id(void)
 {
 	return cpuid(1, 0).ebx >> 24;

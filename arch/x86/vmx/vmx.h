@@ -21,7 +21,6 @@
 #include "arch/x86/vcpu.h"
 #include "core/vm.h"
 
-#define VMX_MAX_CPUS	16
 #define VMX_STACK_PAGES 4 // 16 KiB host stack per CPU
 #define VMX_VPID	1 // one VM: one tag
 
@@ -125,8 +124,6 @@ void vmx_ept_teardown(uint64_t *pages_freed, uint64_t *invalidations);
 void vmx_ept_mm_counts(struct slat_mm_counts *out);
 void vmx_mm_init(struct region *r);
 void vmx_mm_set_live(uint64_t eptp);
-// INVEPT here, and on every other CPU at its next exit (vmx_ept_sync).
-void vmx_ept_invalidate(void);
 void vmx_ept_sync(unsigned cpu);
 
 // ---- vcpu.c: the vCPU operations of every vCPU, primary or secondary --------------
@@ -166,7 +163,6 @@ int64_t vmx_resident_cpu_start(void *unused, uint64_t rip, uint64_t rsp);
 extern struct vmx_config vmx_cfg;
 extern struct vmx_host vmx_host;
 extern struct slat_plan vmx_plan;
-bool vmx_in_slat_region(uint64_t pa, uint64_t len);
 
 // ---- hv.c: secondary VMs (arch/x86/hv.h) -------------------------------------------
 // Controls, the MSR bitmap and save areas, then hv_init with the plan's RAM.
