@@ -49,15 +49,6 @@ static uint64_t le64(const uint8_t *p)
 	return le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
-// The offset of the MADT's first GICC entry (0 when none).
-static uint32_t first_gicc(const uint8_t *t, uint32_t length)
-{
-	for (uint32_t off = 44; off + 2 <= length && t[off + 1] >= 2; off += t[off + 1])
-		if (t[off] == 0xb)
-			return off;
-	return 0;
-}
-
 // MADT (ACPI 6.5, 5.2.12): GICD entry (type 0xC) base at 8; GICR entry
 // (type 0xE) base at 4, length at 12; GICC entry (type 0xB) GICV at 40, GICH
 // at 48 and the VGIC maintenance interrupt at 56 (the first CPU's: every CPU
@@ -72,13 +63,16 @@ void arm64_hv_tick_init(const void *rsdp)
 		return;
 	}
 	const uint8_t *t = (const uint8_t *)madt;
+	bool gicc_seen = false; // only the first GICC entry counts
 	for (uint32_t off = 44; off + 2 <= madt->length;) {
 		uint8_t type = t[off], len = t[off + 1];
 		if (len < 2 || off + len > madt->length)
 			break;
 		if (type == 0xc && len >= 24)
 			tick_gicd = le64(t + off + 8);
-		if (type == 0xb && len >= 60 && off == first_gicc(t, madt->length)) {
+		bool first_gicc = type == 0xb && !gicc_seen;
+		gicc_seen |= type == 0xb;
+		if (first_gicc && len >= 60) {
 			uint32_t m = le32(t + off + 56);
 			if (m >= 16 && m < 32)
 				tick_maint_intid = m;
