@@ -122,12 +122,6 @@ bool arch_hv_flush_vm(struct vm *vm)
 	return true;
 }
 
-// The primary's own stage-2 over deposited pages (s2.c).
-int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
-{
-	return arm64_s2_primary_unmap(pa, pages * 4096);
-}
-
 // ---- the primary's calls ---------------------------------------------------------------
 
 bool arm64_hv_uid_query(struct arm64_frame *f)

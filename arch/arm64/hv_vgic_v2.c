@@ -16,6 +16,7 @@
 #include "arch/arm64/el2_regs.h"
 #include "arch/arm64/hv_vcpu.h"
 #include "arch/arm64/hyp.h"
+#include "core/hv.h"
 #include "core/log.h"
 
 #define GICH_HCR   0x000
@@ -54,7 +55,7 @@ void arm64_vgic_v2_init(void)
 
 	if (!arm64_hv_gicv2_frames(&h, &v))
 		return;
-	if (arm64_s2_primary_unmap(h, 4096) || arm64_s2_primary_unmap(v, 2 * 4096)) {
+	if (arch_hv_primary_unmap(h, 1) || arch_hv_primary_unmap(v, 2)) {
 		log_err("arm64: GICH 0x%llx / GICV 0x%llx stay the primary's: no virtual GICv2\n",
 			(unsigned long long)h, (unsigned long long)v);
 		return;

@@ -98,10 +98,8 @@ bool arm64_s2_build_primary(struct region *r, const struct slat_plan *plan, stru
 void arm64_s2_teardown(struct arm64_s2 *s2, uint64_t *pages_freed, uint64_t *invalidations);
 // The primary's stage-2 figures for the exit summary, from the engine's statistics.
 void arm64_s2_mm_counts(struct slat_mm_counts *out);
-// The primary's stage-2 over deposited pages (core/hv.h arch_hv_primary_*,
-// whose _map and _tables are s2.c's): S2_E_* of the engine; unmap returns
-// after the broadcast TLBI.
-int arm64_s2_primary_unmap(uint64_t pa, uint64_t size);
+// The primary's stage-2 over deposited pages: core/hv.h's arch_hv_primary_*
+// are s2.c's (S2_E_* of the engine; unmap returns after the broadcast TLBI).
 
 // ---- mm_backend.c: TLB, cache maintenance and pages for mm/ -------------
 void arm64_mm_backend_init(struct region *r);

@@ -138,9 +138,9 @@ void arm64_s2_mm_counts(struct slat_mm_counts *out)
 // the build used, all-or-nothing, and ends with the back end's broadcast
 // TLBI VMALLS12E1IS + DSB ISH of the current VMID, the primary's (these run
 // in the primary's HVC, VTTBR_EL2 on its stage-2).
-int arm64_s2_primary_unmap(uint64_t pa, uint64_t size)
+int arch_hv_primary_unmap(uint64_t pa, uint64_t pages)
 {
-	return s2_vm ? s2_unmap(s2_vm, s2_root, pa, size) : S2_E_INVAL;
+	return s2_vm ? s2_unmap(s2_vm, s2_root, pa, pages * 4096) : S2_E_INVAL;
 }
 
 int arch_hv_primary_map(uint64_t pa, uint64_t pages)

@@ -46,6 +46,8 @@ bool x86_guest_cr_ok(struct vcpu *v, unsigned n, uint64_t val)
 		return x86_cr3_ok(&st, &caps, val);
 	case 4:
 		return x86_cr4_ok(&st, &caps, val);
+	case X86_GUEST_EFER:
+		return x86_efer_ok(&st, &caps, val);
 	default:
 		return true;
 	}

@@ -232,11 +232,6 @@ static enum x86_hv_step internal(struct hc_run *run, const struct x86_exit *e, u
 	return X86_HV_RETURN;
 }
 
-static uint64_t size_mask(unsigned size)
-{
-	return size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
-}
-
 static enum x86_hv_step io_exit(struct vcpu *v, const struct x86_exit *e, struct hc_run *run)
 {
 	if (e->io.string || !e->next_rip)
@@ -246,7 +241,7 @@ static enum x86_hv_step io_exit(struct vcpu *v, const struct x86_exit *e, struct
 	run->u.io.size = e->io.size;
 	run->u.io.is_out = !e->io.in;
 	run->u.io.count = 1;
-	run->u.io.data = e->io.in ? 0 : v->arch.gpr[X86_RAX] & size_mask(e->io.size);
+	run->u.io.data = e->io.in ? 0 : v->arch.gpr[X86_RAX] & x86_size_mask(e->io.size);
 	if (e->io.in) {
 		v->arch.hv.pending = X86_HV_PEND_IN;
 		v->arch.hv.pend_size = e->io.size;
@@ -308,7 +303,7 @@ static bool mmio_decode(struct vcpu *v, const struct x86_insn *in, bool *store, 
 	default:
 		return false;
 	}
-	*val &= size_mask(*size);
+	*val &= x86_size_mask(*size);
 	*dest = *size;
 	return true;
 }
@@ -467,29 +462,20 @@ enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x
 }
 
 // ---- completion on the next RUN -------------------------------------------------
-// A register write of `size` bytes as MOV / IN do it: 8 and 16 bits merge,
-// 32 bits zero-extend, 64 bits replace.
-static void put_reg(uint64_t *r, uint64_t val, unsigned size)
-{
-	if (size >= 4)
-		*r = val & size_mask(size);
-	else
-		*r = (*r & ~size_mask(size)) | (val & size_mask(size));
-}
-
 void x86_hv_complete(struct vcpu *v, const struct hc_run *run)
 {
 	struct x86_hv_vcpu *h = &v->arch.hv;
 
 	switch (h->pending) {
 	case X86_HV_PEND_IN:
-		put_reg(&v->arch.gpr[X86_RAX], run->u.io.data, h->pend_size);
+		x86_put_reg(&v->arch.gpr[X86_RAX], run->u.io.data, h->pend_size);
 		v->arch.rip = h->pend_rip;
 		break;
 	case X86_HV_PEND_MMIO_RD: // MOVZX: the bytes loaded, zero-extended
-		put_reg(&v->arch.gpr[h->pend_reg & 15],
-			run->u.mmio.data & size_mask(h->pend_load ? h->pend_load : h->pend_size),
-			h->pend_size);
+		x86_put_reg(&v->arch.gpr[h->pend_reg & 15],
+			    run->u.mmio.data &
+				x86_size_mask(h->pend_load ? h->pend_load : h->pend_size),
+			    h->pend_size);
 		v->arch.rip = h->pend_rip;
 		break;
 	case X86_HV_PEND_HCALL:

@@ -5,21 +5,10 @@
 #include "arch/x86/vcpu.h"
 #include "mm/shadow.h"
 
-static uint64_t size_mask(unsigned size)
-{
-	return size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
-}
-
-// A register written with a `size`-byte result (32-bit results zero-extend).
-static void set_reg(uint64_t *r, unsigned size, uint64_t val)
-{
-	*r = size >= 4 ? val & size_mask(size) : (*r & ~size_mask(size)) | (val & size_mask(size));
-}
-
 // RFLAGS after CMP of `a` with `b` (a - b), `size` bytes.
 static uint64_t cmp_flags(uint64_t rflags, uint64_t a, uint64_t b, unsigned size)
 {
-	uint64_t m = size_mask(size), d = (a - b) & m, sign = 1ull << (8 * size - 1);
+	uint64_t m = x86_size_mask(size), d = (a - b) & m, sign = 1ull << (8 * size - 1);
 	uint64_t f = rflags & ~0x8d5ull; // CF PF AF ZF SF OF
 
 	f |= (a & m) < (b & m) ? 1 : 0;			    // CF
@@ -51,18 +40,18 @@ bool x86_l1_write_emulate(struct vcpu *v, struct sh_mmu *sh, uint64_t gpa, uint6
 		val = in.imm;
 	else if (in.two_byte && in.opcode == 0xb1) {
 		val = v->arch.gpr[in.reg];
-		expect = v->arch.gpr[X86_RAX] & size_mask(size);
+		expect = v->arch.gpr[X86_RAX] & x86_size_mask(size);
 		cmp = &expect;
 	} else
 		return false;
-	if (sh_emulate_update(sh, 0, gpa, size, cmp, val & size_mask(size), &old))
+	if (sh_emulate_update(sh, 0, gpa, size, cmp, val & x86_size_mask(size), &old))
 		return false;
 	if (!in.two_byte && in.opcode == 0x87)
-		set_reg(&v->arch.gpr[in.reg], size, old);
+		x86_put_reg(&v->arch.gpr[in.reg], old, size);
 	if (cmp) {
 		*rflags = cmp_flags(*rflags, expect, old, size);
 		if (old != expect)
-			set_reg(&v->arch.gpr[X86_RAX], size, old);
+			x86_put_reg(&v->arch.gpr[X86_RAX], old, size);
 	}
 	unsigned len = v->arch.ops->insn_len(v);
 	v->arch.rip += len ? len : in.len;

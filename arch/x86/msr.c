@@ -21,7 +21,6 @@
 //   IA32_VMX_* (0x480-0x493, Intel)   #GP: VMX is hidden
 #include "arch/x86/caps.h"
 #include "arch/x86/cpu.h"
-#include "arch/x86/cr_check.h"
 #include "arch/x86/vcpu.h"
 #include "core/log.h"
 
@@ -85,18 +84,13 @@ enum x86_action x86_handle_wrmsr(struct vcpu *v)
 	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
 
 	switch (msr) {
-	case MSR_EFER: {
+	case MSR_EFER:
 		// Bits the guest's CPUID does not enumerate (SVME included: SVM
 		// is not offered), LME changed with paging on: #GP(0).
-		struct x86_cr_state st;
-		struct x86_cr_caps caps;
-		x86_guest_cr_state(v, &st);
-		x86_guest_cr_caps(v, &caps);
-		if (!x86_efer_ok(&st, &caps, val))
+		if (!x86_guest_cr_ok(v, X86_GUEST_EFER, val))
 			return x86_inject_gp0(v);
 		v->arch.ops->write_efer(v, val);
 		break;
-	}
 	case MSR_VM_CR:
 		if (x86_nested_svm && val)
 			return x86_inject_gp0(v); // nested SVM: no bit of VM_CR is emulated

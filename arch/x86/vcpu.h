@@ -378,7 +378,9 @@ struct x86_cr_caps;
 // (after Slat's policy) enumerates.
 void x86_guest_cr_state(struct vcpu *v, struct x86_cr_state *out);
 void x86_guest_cr_caps(struct vcpu *v, struct x86_cr_caps *out);
-// True when loading `val` into CR`n` (0, 3, 4) is legal for the guest now.
+// True when loading `val` into CR`n` (0, 3, 4) or EFER (X86_GUEST_EFER) is
+// legal for the guest now.
+#define X86_GUEST_EFER 0x80
 bool x86_guest_cr_ok(struct vcpu *v, unsigned n, uint64_t val);
 // An intercepted CR0 write (SVM, no decode assists): decodes MOV CR0, CLTS or
 // LMSW at RIP, checks the value like the CPU (#GP(0)), else `apply` loads it
@@ -401,6 +403,21 @@ bool x86_guest_read_phys(uint64_t gpa, void *buf, unsigned len);
 // Reads `len` bytes at guest-linear `la` through the guest's paging (CR0.PG,
 // CR4.PAE/LA57, EFER.LMA); false on a missing translation.
 bool x86_guest_read_linear(struct vcpu *v, uint64_t la, void *buf, unsigned len);
+
+// The low `size` bytes of a value (8 or more: all of it).
+static inline uint64_t x86_size_mask(unsigned size)
+{
+	return size >= 8 ? ~0ull : (1ull << (size * 8)) - 1;
+}
+
+// A register write of `size` bytes as MOV / IN do it: 8 and 16 bits merge,
+// 32 bits zero-extend, 64 bits replace.
+static inline void x86_put_reg(uint64_t *r, uint64_t val, unsigned size)
+{
+	uint64_t m = x86_size_mask(size);
+
+	*r = size >= 4 ? val & m : (*r & ~m) | (val & m);
+}
 
 // One decoded instruction (the subset Slat emulates or skips).
 struct x86_insn {
