@@ -3,6 +3,7 @@
 // ACPI table lookups (ACPI 6.5: RSDP 5.2.5, XSDT 5.2.8, SPCR per Microsoft's
 // Serial Port Console Redirection table specification).
 #include "boot/acpi.h"
+#include "core/mem.h"
 
 #include <stdbool.h>
 
@@ -62,9 +63,9 @@ const struct acpi_sdt_header *acpi_find_table(const void *rsdp, const char *sig)
 	size_t n = (xsdt->length - sizeof(*xsdt)) / 8;
 	const uint8_t *entries = (const uint8_t *)(xsdt + 1);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t addr;
-		__builtin_memcpy(&addr, entries + 8 * i, 8); // entries are unaligned
-		const struct acpi_sdt_header *t = (const void *)(uintptr_t)addr;
+		// Entries are unaligned.
+		const struct acpi_sdt_header *t =
+		    (const void *)(uintptr_t)load_le64(entries + 8 * i);
 		if (t && same4(t->signature, sig) && t->length >= sizeof(*t) &&
 		    sum_is_zero(t, t->length))
 			return t;
@@ -92,8 +93,7 @@ bool acpi_spcr_uart(const void *rsdp, struct fw_uart *uart)
 	if (!spcr || spcr->length < SPCR_MIN_LEN)
 		return false;
 	const uint8_t *t = (const uint8_t *)spcr;
-	uint64_t base;
-	__builtin_memcpy(&base, t + SPCR_GAS_ADDRESS, 8);
+	uint64_t base = load_le64(t + SPCR_GAS_ADDRESS);
 	enum fw_uart_kind kind;
 	switch (t[SPCR_IFACE]) {
 	case SPCR_16550:

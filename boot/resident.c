@@ -39,31 +39,18 @@ EFI_STATUS resident_alloc_region(EFI_BOOT_SERVICES *bs, uint64_t size, struct re
 	return EFI_SUCCESS;
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return v;
-}
-
 // Applies every DIR64 relocation of the copy at `copy` (size `size`) by `delta`.
 static bool relocate(uint8_t *copy, uint64_t size, uint32_t rva, uint32_t len, uint64_t delta)
 {
 	if (rva > size || len > size - rva)
 		return false;
 	for (uint32_t off = 0; off + 8 <= len;) {
-		uint32_t page = rd32(copy + rva + off), bsize = rd32(copy + rva + off + 4);
+		uint32_t page = load_le32(copy + rva + off),
+			 bsize = load_le32(copy + rva + off + 4);
 		if (bsize < 8 || bsize > len - off)
 			return false;
 		for (uint32_t i = 8; i + 2 <= bsize; i += 2) {
-			uint16_t e = rd16(copy + rva + off + i);
+			uint16_t e = load_le16(copy + rva + off + i);
 			uint64_t at = (uint64_t)page + (e & 0xfff);
 			if ((e >> 12) == REL_ABSOLUTE)
 				continue;
@@ -85,16 +72,16 @@ EFI_STATUS image_layout(uint64_t image_base, struct image_layout *out)
 
 	if (img[0] != 'M' || img[1] != 'Z')
 		goto bad;
-	uint32_t pe = rd32(img + 0x3c);
+	uint32_t pe = load_le32(img + 0x3c);
 	if (pe > 0x1000 || memcmp(img + pe, "PE\0\0", 4) != 0)
 		goto bad;
 	const uint8_t *opt = img + pe + 24;
-	if (rd16(opt) != PE_OPT_MAGIC_PE32P || rd32(opt + 108) <= PE_DIR_BASERELOC)
+	if (load_le16(opt) != PE_OPT_MAGIC_PE32P || load_le32(opt + 108) <= PE_DIR_BASERELOC)
 		goto bad;
-	out->size = rd32(opt + 56);
-	out->section_align = rd32(opt + 32);
-	out->reloc_rva = rd32(opt + 112 + 8 * PE_DIR_BASERELOC);
-	out->reloc_len = rd32(opt + 112 + 8 * PE_DIR_BASERELOC + 4);
+	out->size = load_le32(opt + 56);
+	out->section_align = load_le32(opt + 32);
+	out->reloc_rva = load_le32(opt + 112 + 8 * PE_DIR_BASERELOC);
+	out->reloc_len = load_le32(opt + 112 + 8 * PE_DIR_BASERELOC + 4);
 	return EFI_SUCCESS;
 bad:
 	log_err("slat: the loaded image at 0x%llx is not a PE32+ image\n",

@@ -18,6 +18,7 @@
 #include "arch/arm64/hyp.h"
 #include "boot/acpi.h"
 #include "core/log.h"
+#include "core/mem.h"
 
 #define PPI_HYP_TIMER	 26
 #define PPI_VIRT_TIMER	 27
@@ -39,16 +40,6 @@ static uint64_t tick_gich, tick_gicv; // GICv2 virtualization frames (0: none)
 static unsigned tick_maint_intid = PPI_MAINT_DEFAULT;
 static uint64_t tick_ppi_base[ARM64_MAX_CPUS]; // per CPU: the frame holding PPI registers
 
-static uint32_t le32(const uint8_t *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
 // MADT (ACPI 6.5, 5.2.12): GICD entry (type 0xC) base at 8; GICR entry
 // (type 0xE) base at 4, length at 12; GICC entry (type 0xB) GICV at 40, GICH
 // at 48 and the VGIC maintenance interrupt at 56 (the first CPU's: every CPU
@@ -69,19 +60,19 @@ void arm64_hv_tick_init(const void *rsdp)
 		if (len < 2 || off + len > madt->length)
 			break;
 		if (type == 0xc && len >= 24)
-			tick_gicd = le64(t + off + 8);
+			tick_gicd = load_le64(t + off + 8);
 		bool first_gicc = type == 0xb && !gicc_seen;
 		gicc_seen |= type == 0xb;
 		if (first_gicc && len >= 60) {
-			uint32_t m = le32(t + off + 56);
+			uint32_t m = load_le32(t + off + 56);
 			if (m >= 16 && m < 32)
 				tick_maint_intid = m;
-			tick_gicv = le64(t + off + 40);
-			tick_gich = le64(t + off + 48);
+			tick_gicv = load_le64(t + off + 40);
+			tick_gich = load_le64(t + off + 48);
 		}
 		if (type == 0xe && len >= 16 && !tick_gicr) {
-			tick_gicr = le64(t + off + 4);
-			tick_gicr_len = le32(t + off + 12);
+			tick_gicr = load_le64(t + off + 4);
+			tick_gicr_len = load_le32(t + off + 12);
 		}
 		off += len;
 	}

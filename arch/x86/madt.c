@@ -60,9 +60,8 @@ static void sdt_header(uint8_t *t, const char *sig, uint32_t len, uint8_t rev)
 
 static void sdt_checksum(uint8_t *t)
 {
-	uint32_t len;
+	uint32_t len = load_le32(t + 4);
 
-	memcpy(&len, t + 4, 4);
 	t[9] = 0;
 	t[9] = (uint8_t)(0x100 - sum8(t, len));
 }
@@ -146,12 +145,10 @@ static void build_fadt(uint8_t *fadt, uint8_t *dsdt, uint8_t *facs, uint16_t pmb
 static unsigned old_entries(const void *rsdp, uint64_t *out)
 {
 	const uint8_t *r = rsdp;
-	uint64_t xa;
 
 	if (!r || memcmp(r, "RSD PTR ", 8) != 0 || r[15] < 2)
 		return 0;
-	memcpy(&xa, r + 24, 8);
-	const struct acpi_sdt_header *xsdt = (const void *)(uintptr_t)xa;
+	const struct acpi_sdt_header *xsdt = (const void *)(uintptr_t)load_le64(r + 24);
 	if (!xsdt || memcmp(xsdt->signature, "XSDT", 4) != 0 || xsdt->length < SDT_HDR)
 		return 0;
 	unsigned n = (unsigned)((xsdt->length - SDT_HDR) / 8);

@@ -22,20 +22,6 @@
 #define FADT_RESET_REG_SUP (1u << 10)
 #define GAS_SYSTEM_IO	   1
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
 // SLP_TYPa of \_S5_: NameOp "_S5_" PackageOp PkgLength NumElements, then
 // the first element as BytePrefix n, Zero or One.
 static bool dsdt_s5(const uint8_t *dsdt, uint32_t len, uint8_t *slp_typ)
@@ -81,10 +67,10 @@ static unsigned dsdt_hide_s3(uint8_t *dsdt, uint32_t len)
 
 static uint64_t fadt_dsdt(const uint8_t *f, uint32_t len)
 {
-	uint64_t dsdt = rd32(f + FADT_DSDT);
+	uint64_t dsdt = load_le32(f + FADT_DSDT);
 
-	if (len >= FADT_X_DSDT + 8 && rd64(f + FADT_X_DSDT))
-		dsdt = rd64(f + FADT_X_DSDT);
+	if (len >= FADT_X_DSDT + 8 && load_le64(f + FADT_X_DSDT))
+		dsdt = load_le64(f + FADT_X_DSDT);
 	return dsdt;
 }
 
@@ -109,13 +95,13 @@ void x86_power_from_acpi(const void *rsdp, struct x86_power_ports *p)
 	if (!h || h->length < FADT_PM1B_CNT + 4)
 		return;
 	const uint8_t *f = (const uint8_t *)h;
-	p->pm1a_cnt = (uint16_t)rd32(f + FADT_PM1A_CNT);
-	p->pm1b_cnt = (uint16_t)rd32(f + FADT_PM1B_CNT);
+	p->pm1a_cnt = (uint16_t)load_le32(f + FADT_PM1A_CNT);
+	p->pm1b_cnt = (uint16_t)load_le32(f + FADT_PM1B_CNT);
 	if (h->length >= FADT_PM_TMR + 4)
-		p->pm_tmr = (uint16_t)rd32(f + FADT_PM_TMR);
-	if (h->length >= FADT_RESET_REG + 12 && (rd32(f + FADT_FLAGS) & FADT_RESET_REG_SUP) &&
+		p->pm_tmr = (uint16_t)load_le32(f + FADT_PM_TMR);
+	if (h->length >= FADT_RESET_REG + 12 && (load_le32(f + FADT_FLAGS) & FADT_RESET_REG_SUP) &&
 	    f[FADT_RESET_REG] == GAS_SYSTEM_IO)
-		p->reset_port = (uint16_t)rd64(f + FADT_RESET_REG + 4);
+		p->reset_port = (uint16_t)load_le64(f + FADT_RESET_REG + 4);
 	uint64_t dsdt = fadt_dsdt(f, h->length);
 	if (dsdt) {
 		const struct acpi_sdt_header *d = (const void *)(uintptr_t)dsdt;
