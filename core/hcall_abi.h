@@ -47,7 +47,11 @@
 //      KVM completes an MMIO exit at the next KVM_RUN whatever registers the
 //      VMM wrote in between. x86 x87/SSE state of a stopped vCPU (VCPU_FPU):
 //      KVM's KVM_GET/SET_FPU.
-#define HC_ABI_MINOR 9u
+// 1.10: lazy slots (ADD_EMPTY) up to HC_SLOT_LAZY_MAX_PAGES (64 GiB, the
+//      largest slot that can log); a pinned ADD stays at
+//      HC_SLOT_PINNED_MAX_PAGES (1 GiB, one directory of list pages). FILL,
+//      DROP and the DIRTY calls take page indexes up to the lazy limit.
+#define HC_ABI_MINOR 10u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -71,7 +75,11 @@
 #define HC_MAX_VCPUS	   1024u  // vCPU index < HC_MAX_VCPUS
 #define HC_MAX_SLOTS	   32764u // slot index < HC_MAX_SLOTS (KVM_CAP_NR_MEMSLOTS)
 #define HC_LIST_MAX	   512u	  // frame numbers in one list page
-#define HC_SLOT_MAX_PAGES  (HC_LIST_MAX * HC_LIST_MAX) // 1 GiB per slot
+// Pages in one slot: a pinned ADD passes its frames in one directory page of
+// list pages (1 GiB); a lazy slot (ADD_EMPTY) may be as large as the largest
+// slot that can log (mm/s2.h S2_DIRTY_MAX_PAGES, 64 GiB). Before 1.10 both were 1 GiB.
+#define HC_SLOT_PINNED_MAX_PAGES (HC_LIST_MAX * HC_LIST_MAX) // 1 GiB
+#define HC_SLOT_LAZY_MAX_PAGES	 (1u << 24)		     // 64 GiB
 #define HC_DEPOSIT_MAX	   65536u		       // pages in one DEPOSIT (256 MiB)
 #define HC_VM_MAX	   ((1u << 30) - 1)	       // VM ids 1..HC_VM_MAX
 #define HC_VM_FLAG_DONATE  1u // the VM's slots are donated (refused: HC_E_INVAL)

@@ -92,14 +92,16 @@ static int hc_count(uint64_t base, uint64_t count, uint64_t max)
 }
 
 // Pages [first, first + count) of a slot: 1..max of them, inside the largest
-// slot (the slot's own size is checked by the handler).
+// slot, a lazy one (the slot's own size is checked by the handler).
 static int hc_pages_in_slot(uint64_t first, uint64_t count, uint64_t max)
 {
 	if (count == 0)
 		return HC_E_INVAL;
 	if (count > max)
 		return HC_E_TOO_MANY;
-	return first < HC_SLOT_MAX_PAGES && count <= HC_SLOT_MAX_PAGES - first ? HC_OK : HC_E_RANGE;
+	return first < HC_SLOT_LAZY_MAX_PAGES && count <= HC_SLOT_LAZY_MAX_PAGES - first
+		   ? HC_OK
+		   : HC_E_RANGE;
 }
 
 static int hc_slot_set(const uint64_t *a, struct hc_call *c)
@@ -125,7 +127,7 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 	case HC_SLOT_ADD:
 		if ((rc = hc_arg_page(a[3])) || (rc = hc_arg_page(a[4])))
 			return rc;
-		return hc_count(a[3], a[5], HC_SLOT_MAX_PAGES);
+		return hc_count(a[3], a[5], HC_SLOT_PINNED_MAX_PAGES);
 	case HC_SLOT_MOVE:
 		if (a[4] || a[5])
 			return HC_E_INVAL;
@@ -135,7 +137,7 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 			return HC_E_INVAL;
 		if ((rc = hc_arg_page(a[3])))
 			return rc;
-		return hc_count(a[3], a[5], HC_SLOT_MAX_PAGES);
+		return hc_count(a[3], a[5], HC_SLOT_LAZY_MAX_PAGES);
 	case HC_SLOT_FILL:
 		if ((rc = hc_arg_page(a[4])))
 			return rc;
@@ -143,7 +145,7 @@ static int hc_slot_set(const uint64_t *a, struct hc_call *c)
 	case HC_SLOT_DROP:
 		if (a[4])
 			return HC_E_INVAL;
-		return hc_pages_in_slot(a[3], a[5], HC_SLOT_MAX_PAGES);
+		return hc_pages_in_slot(a[3], a[5], HC_SLOT_LAZY_MAX_PAGES);
 	case HC_SLOT_LOG:
 		return a[3] > 1 || a[4] || a[5] ? HC_E_INVAL : HC_OK;
 	case HC_SLOT_DIRTY_GET:

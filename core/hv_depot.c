@@ -35,6 +35,14 @@ uint64_t hv_depot_alloc(struct hv_depot *d)
 	return pa;
 }
 
+uint64_t hv_depot_nfree(struct hv_depot *d)
+{
+	mm_spin_lock(&d->lock);
+	uint64_t n = d->nfree;
+	mm_spin_unlock(&d->lock);
+	return n;
+}
+
 void hv_depot_free(struct hv_depot *d, uint64_t pa)
 {
 	mm_spin_lock(&d->lock);

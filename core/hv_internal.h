@@ -30,6 +30,8 @@ struct hv_depot {
 void hv_depot_init(struct hv_depot *d);
 uint64_t hv_depot_alloc(struct hv_depot *d); // a zeroed page, 0 when empty
 void hv_depot_free(struct hv_depot *d, uint64_t pa);
+// Free pages now (a hint: others may take some before the caller does).
+uint64_t hv_depot_nfree(struct hv_depot *d);
 // Puts [pa, pa + n pages) on the free list (the caller claimed them).
 void hv_depot_add(struct hv_depot *d, uint64_t pa, uint64_t n);
 // Takes back from the free list every page of [pa, pa + n pages) that is on
@@ -41,14 +43,15 @@ uint64_t hv_depot_remove_range(struct hv_depot *d, uint64_t pa, uint64_t n);
 // (core/vm.h: struct vm / struct vcpu, with their `hv` and `arch` parts).
 //
 // One memslot: its frame list (the engine's s2_backing) and place. Frame
-// numbers live inline (<= HV_SLOT_INLINE), in one list page (<= 512) or in a
-// directory page of list pages, all deposited pages copied from the primary's.
+// numbers live inline (<= HV_SLOT_INLINE), in one list page (<= 512), in a
+// directory page of list pages (<= 512^2) or in a directory of directories
+// (a lazy slot, <= HC_SLOT_LAZY_MAX_PAGES), all deposited pages.
 struct hv_slot {
 	struct s2_backing b; // first: the engine hands it back to the callbacks
 	uint64_t gpa;
-	uint32_t pages;	  // <= HC_SLOT_MAX_PAGES
+	uint32_t pages;	  // <= HC_SLOT_LAZY_MAX_PAGES
 	uint32_t present; // pages with a frame (ADD: all; ADD_EMPTY: none; FILL/DROP change it)
-	uint64_t list;	  // list page or directory page (pages > HV_SLOT_INLINE)
+	uint64_t list;	  // the list tree's top page (pages > HV_SLOT_INLINE)
 	uint64_t inl[HV_SLOT_INLINE];
 	uint32_t id;
 	uint32_t used; // 1 while the record holds a slot
@@ -58,7 +61,8 @@ struct hv_slot {
 // (faults see the page absent; only DROP itself ever sees the mark).
 #define HV_PFN_ABSENT	(~0ull)
 #define HV_PFN_DROPPING (1ull << 63)
-_Static_assert(HC_SLOT_MAX_PAGES <= UINT32_MAX, "a slot's page count fits its record");
+_Static_assert(HC_SLOT_LAZY_MAX_PAGES <= UINT32_MAX && HC_SLOT_PINNED_MAX_PAGES <= UINT32_MAX,
+	       "a slot's page count fits its record");
 
 // ---- the layer's state (core/hv.c) ----------------------------------------------------
 struct hv_pcpu {

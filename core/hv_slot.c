@@ -21,20 +21,45 @@ _Static_assert(HV_SLOTS_PER_PAGE >= 32, "slot records are packed");
 _Static_assert(HV_SLOT_INLINE * sizeof(uint64_t) <= 64, "inline frames stay small");
 
 // ---- frame lists --------------------------------------------------------------------
-static uint64_t *leaf_of(const struct hv_slot *s, uint64_t i)
+// A slot's frame numbers: inline in the record (<= HV_SLOT_INLINE pages), or
+// a tree of deposited pages, `levels` deep: level 1 pages hold 512 frame
+// numbers (list pages), higher ones the addresses of 512 pages one level
+// down (directories). One list page: <= 512 pages; a directory of lists:
+// <= 512^2 (1 GiB, the most a pinned ADD passes); a directory of
+// directories: up to HC_SLOT_LAZY_MAX_PAGES. The tree is built whole at ADD
+// (8 bytes per page, as KVM's per-page arrays) and never changes shape until
+// the slot is deleted, so the fault path walks it without a lock.
+#define HV_LIST_SHIFT	   9u
+#define HV_LIST_MAX_LEVELS 3u
+
+_Static_assert(HC_SLOT_LAZY_MAX_PAGES <= 1ull << (HV_LIST_SHIFT * HV_LIST_MAX_LEVELS),
+	       "three levels of list pages hold the largest slot");
+_Static_assert(HC_SLOT_PINNED_MAX_PAGES == 1ull << (HV_LIST_SHIFT * 2),
+	       "a pinned ADD's directory of list pages is two levels");
+_Static_assert(HC_SLOT_LAZY_MAX_PAGES == S2_DIRTY_MAX_PAGES, "a lazy slot of any size can log");
+
+static unsigned list_levels(uint64_t pages)
 {
-	if (s->pages <= HV_SLOT_INLINE)
-		return (uint64_t *)s->inl;
-	if (s->pages <= HV_LIST_PER_PAGE)
-		return (uint64_t *)(uintptr_t)s->list;
-	return (uint64_t *)(uintptr_t)((uint64_t *)(uintptr_t)s->list)[i / HV_LIST_PER_PAGE];
+	if (pages <= HV_SLOT_INLINE)
+		return 0;
+	unsigned lv = 1;
+	while (pages > 1ull << (HV_LIST_SHIFT * lv))
+		lv++;
+	return lv;
 }
 
-static uint64_t pfn_at(const struct hv_slot *s, uint64_t i)
+static uint64_t *leaf_of(const struct hv_slot *s, uint64_t i)
 {
-	return __atomic_load_n(
-	    &leaf_of(s, i)[s->pages <= HV_SLOT_INLINE ? i : i % HV_LIST_PER_PAGE],
-	    __ATOMIC_ACQUIRE);
+	unsigned lv = list_levels(s->pages);
+
+	if (!lv)
+		return (uint64_t *)s->inl;
+	uint64_t pa = s->list;
+	for (; lv > 1; lv--) { // a directory: its entry for the span holding page i
+		const uint64_t *dir = (const uint64_t *)(uintptr_t)pa;
+		pa = dir[(i >> (HV_LIST_SHIFT * (lv - 1))) % HV_LIST_PER_PAGE];
+	}
+	return (uint64_t *)(uintptr_t)pa;
 }
 
 // The fault path reads a page's frame while FILL and DROP may change it:
@@ -43,6 +68,11 @@ static uint64_t pfn_at(const struct hv_slot *s, uint64_t i)
 static uint64_t *pfn_slot(const struct hv_slot *s, uint64_t i)
 {
 	return &leaf_of(s, i)[s->pages <= HV_SLOT_INLINE ? i : i % HV_LIST_PER_PAGE];
+}
+
+static uint64_t pfn_at(const struct hv_slot *s, uint64_t i)
+{
+	return __atomic_load_n(pfn_slot(s, i), __ATOMIC_ACQUIRE);
 }
 
 static void pfn_set(const struct hv_slot *s, uint64_t i, uint64_t pfn)
@@ -70,49 +100,76 @@ static bool slot_contiguous(const struct s2_backing *b, uint64_t i, uint64_t n)
 	return true;
 }
 
-static uint64_t leaves_of(uint64_t pages)
+// Deposited pages the list tree of a slot of `pages` pages takes.
+static uint64_t list_pages(uint64_t pages)
 {
-	return pages <= HV_SLOT_INLINE ? 0 : (pages + HV_LIST_PER_PAGE - 1) / HV_LIST_PER_PAGE;
+	uint64_t total = 0;
+
+	for (unsigned lv = list_levels(pages); lv > 0; lv--) {
+		pages = (pages + HV_LIST_PER_PAGE - 1) / HV_LIST_PER_PAGE;
+		total += pages;
+	}
+	return total;
+}
+
+// Frees the table `pa` at `level` and everything under it (a directory's
+// unused entries are 0: its page was zeroed).
+static void table_free(struct vm *vm, uint64_t pa, unsigned level)
+{
+	const uint64_t *t = (const uint64_t *)(uintptr_t)pa;
+
+	for (unsigned i = 0; level > 1 && i < HV_LIST_PER_PAGE; i++)
+		if (t[i])
+			table_free(vm, t[i], level - 1);
+	hv_page_free(vm, pa);
+}
+
+// A table at `level` for `pages` pages, with everything under it; 0 when the
+// deposit ran out (then nothing is kept).
+static uint64_t table_alloc(struct vm *vm, unsigned level, uint64_t pages)
+{
+	uint64_t pa = hv_page_alloc(vm), span = 1ull << (HV_LIST_SHIFT * (level - 1));
+
+	if (!pa || level == 1)
+		return pa;
+	uint64_t *t = (uint64_t *)(uintptr_t)pa;
+	for (uint64_t i = 0; i * span < pages; i++) {
+		uint64_t left = pages - i * span;
+		if (!(t[i] = table_alloc(vm, level - 1, left < span ? left : span))) {
+			table_free(vm, pa, level);
+			return 0;
+		}
+	}
+	return pa;
 }
 
 // Frees the slot's list pages (not the record).
 static void list_free(struct vm *vm, struct hv_slot *s)
 {
-	uint64_t n = leaves_of(s->pages);
-
-	if (!s->list)
-		return;
-	if (n > 1)
-		for (uint64_t i = 0; i < n; i++)
-			if (((uint64_t *)(uintptr_t)s->list)[i])
-				hv_page_free(vm, ((uint64_t *)(uintptr_t)s->list)[i]);
 	if (s->list)
-		hv_page_free(vm, s->list);
+		table_free(vm, s->list, list_levels(s->pages));
 	s->list = 0;
 }
 
+// The whole tree or nothing. A deposit too small for it is refused before
+// anything is taken: the primary deposits a chunk at a time and asks again,
+// and a 64 GiB slot's 32833 pages would otherwise be taken and zeroed on
+// every try.
 static int list_alloc(struct vm *vm, struct hv_slot *s)
 {
-	uint64_t n = leaves_of(s->pages);
+	unsigned lv = list_levels(s->pages);
 
-	if (!n)
+	if (!lv)
 		return HC_OK;
-	s->list = hv_page_alloc(vm);
-	if (!s->list)
+	if (hv_depot_nfree(&hv.depot) < list_pages(s->pages))
 		return HC_E_NOMEM;
-	for (uint64_t i = 0; n > 1 && i < n; i++) {
-		uint64_t pa = hv_page_alloc(vm);
-		if (!pa) {
-			list_free(vm, s);
-			return HC_E_NOMEM;
-		}
-		((uint64_t *)(uintptr_t)s->list)[i] = pa;
-	}
-	return HC_OK;
+	s->list = table_alloc(vm, lv, s->pages);
+	return s->list ? HC_OK : HC_E_NOMEM;
 }
 
 // Copies the primary's frame numbers (a list page, or a directory of list
-// pages for more than 512) into the slot's own list. *bad: the list index of
+// pages for more than 512; hc_decode keeps a pinned ADD within
+// HC_SLOT_PINNED_MAX_PAGES, two levels) into the slot's own list. *bad: the list index of
 // a refused frame, or the directory index of a refused list page.
 // A frame the VM may take: the primary's, with the precise refusal otherwise.
 static int frame_free_for(uint32_t vm_id, uint64_t pfn)

@@ -125,6 +125,19 @@ static int host_primary_op(uint64_t pa, uint64_t pages, int unmap)
 		host_hv_primary_fail--;
 		return S2_E_NOMEM;
 	}
+	// A range that continues the last one (either way) in the same state
+	// extends it: the record stays small when a test withdraws tens of
+	// thousands of pages one descending run at a time.
+	struct host_hv_range *last = host_hv_nranges ? &host_hv_ranges[host_hv_nranges - 1] : NULL;
+	if (last && last->unmap == unmap && last->pa + last->pages * 4096 == pa) {
+		last->pages += pages;
+		return S2_OK;
+	}
+	if (last && last->unmap == unmap && pa + pages * 4096 == last->pa) {
+		last->pa = pa;
+		last->pages += pages;
+		return S2_OK;
+	}
 	if (host_hv_nranges < HOST_HV_RANGES)
 		host_hv_ranges[host_hv_nranges++] = (struct host_hv_range){pa, pages, unmap};
 	return S2_OK;
@@ -147,12 +160,10 @@ uint64_t arch_hv_primary_tables(void)
 
 int host_hv_primary_unmapped(uint64_t pa)
 {
-	int state = 0;
-
-	for (unsigned i = 0; i < host_hv_nranges; i++) {
+	for (unsigned i = host_hv_nranges; i-- > 0;) { // the last record of pa decides
 		const struct host_hv_range *r = &host_hv_ranges[i];
 		if (pa >= r->pa && pa < r->pa + r->pages * 4096)
-			state = r->unmap;
+			return r->unmap;
 	}
-	return state;
+	return 0;
 }

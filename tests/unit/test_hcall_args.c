@@ -162,9 +162,13 @@ static void test_slot_set(void **state)
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5008, 1), &c), HC_E_ALIGN);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, 0), &c), HC_E_INVAL);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, 513), &c), HC_OK); // directory
-	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, HC_SLOT_MAX_PAGES), &c), HC_OK);
-	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, HC_SLOT_MAX_PAGES + 1), &c),
-			 HC_E_TOO_MANY);
+	// A pinned ADD: at most one directory of list pages (1 GiB), also in 1.10.
+	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, HC_SLOT_PINNED_MAX_PAGES), &c),
+			 HC_OK);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 1, 0, 0, 0x5000, HC_SLOT_PINNED_MAX_PAGES + 1), &c),
+	    HC_E_TOO_MANY);
+	assert_int_equal(HC_SLOT_PINNED_MAX_PAGES, 262144);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, GPA_END - 4096, 0x5000, 2), &c), HC_E_RANGE);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 1, 0, GPA_END - 4096, 0x5000, 1), &c), HC_OK);
 	// op 1 was the draft's APPEND: refused like any unknown op
@@ -187,8 +191,17 @@ static void test_slot_set(void **state)
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0x100800, 0, 1), &c),
 			 HC_E_ALIGN);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0, 0, 0), &c), HC_E_INVAL);
+	// 1.10: a lazy slot up to 64 GiB; 1 GiB + 3 pages (dirty_log_test's) is fine.
+	assert_int_equal(HC_SLOT_LAZY_MAX_PAGES, 1u << 24);
 	assert_int_equal(
-	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0, 0, HC_SLOT_MAX_PAGES + 1), &c),
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0, 0, HC_SLOT_PINNED_MAX_PAGES + 3), &c),
+	    HC_OK);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0, 0, HC_SLOT_LAZY_MAX_PAGES), &c),
+	    HC_OK);
+	assert_int_equal(c.count, HC_SLOT_LAZY_MAX_PAGES);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, 0, 0, HC_SLOT_LAZY_MAX_PAGES + 1), &c),
 	    HC_E_TOO_MANY);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_ADD_EMPTY, GPA_END - 4096, 0, 2), &c),
 			 HC_E_RANGE);
@@ -201,15 +214,37 @@ static void test_slot_set(void **state)
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, 7, 0x5000, 0), &c), HC_E_INVAL);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, 7, 0x5004, 1), &c), HC_E_ALIGN);
 	assert_int_equal(
-	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_MAX_PAGES - 1, 0x5000, 1), &c), HC_OK);
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_PINNED_MAX_PAGES + 2, 0x5000, 1), &c),
+	    HC_OK); // beyond 1 GiB: a lazy slot's page
 	assert_int_equal(
-	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_MAX_PAGES - 1, 0x5000, 2), &c),
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_LAZY_MAX_PAGES - 1, 0x5000, 1), &c),
+	    HC_OK);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_LAZY_MAX_PAGES - 1, 0x5000, 2), &c),
+	    HC_E_RANGE);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_FILL, HC_SLOT_LAZY_MAX_PAGES, 0x5000, 1), &c),
 	    HC_E_RANGE);
 	// DROP: first index and count, nothing else.
-	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 0, 0, HC_SLOT_MAX_PAGES), &c),
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 0, 0, HC_SLOT_LAZY_MAX_PAGES), &c), HC_OK);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 1, 0, HC_SLOT_LAZY_MAX_PAGES), &c),
+	    HC_E_RANGE);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, HC_SLOT_LAZY_MAX_PAGES - 1, 0, 1), &c), HC_OK);
+	// The DIRTY calls: a range inside the largest (lazy) slot.
+	assert_int_equal(dec(HC_ABI_X86,
+			     R(s, 1, 3, HC_SLOT_DIRTY_GET, HC_SLOT_LAZY_MAX_PAGES - 64, 0x5000, 64),
+			     &c),
 			 HC_OK);
-	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 1, 0, HC_SLOT_MAX_PAGES), &c),
-			 HC_E_RANGE);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DIRTY_TAKE, HC_SLOT_LAZY_MAX_PAGES - 64, 0x5000, 65),
+		&c),
+	    HC_E_RANGE);
+	assert_int_equal(
+	    dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DIRTY_CLEAR, HC_SLOT_LAZY_MAX_PAGES, 0x5000, 1), &c),
+	    HC_E_RANGE);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 0, 0x5000, 1), &c), HC_E_INVAL);
 	assert_int_equal(dec(HC_ABI_X86, R(s, 1, 3, HC_SLOT_DROP, 0, 0, 0), &c), HC_E_INVAL);
 }
@@ -334,7 +369,10 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 		assert_true(c->slot == a[1] && c->op == a[2] && c->op < HC_SLOT_OP_COUNT);
 		assert_true(c->op != 1);
 		if (c->op == HC_SLOT_ADD)
-			assert_true(page_pa && c->count >= 1 && c->count <= HC_SLOT_MAX_PAGES);
+			assert_true(page_pa && c->count >= 1 &&
+				    c->count <= HC_SLOT_PINNED_MAX_PAGES);
+		if (c->op == HC_SLOT_ADD_EMPTY)
+			assert_true(c->count >= 1 && c->count <= HC_SLOT_LAZY_MAX_PAGES);
 		if (c->op == HC_SLOT_ADD)
 			assert_true(!(c->gpa & 4095) && c->gpa + c->count * 4096 <= GPA_END);
 		if (c->op == HC_SLOT_MOVE)

@@ -18,10 +18,13 @@
 #include "arch/host/hv_host.h"
 #include "core/hv_internal.h"
 
-#define RAM_SIZE  (32ull << 20)
+#define RAM_SMALL (32ull << 20)
+#define RAM_BIG	  (192ull << 20) // a 64 GiB lazy slot's 32833 list pages fit
 #define SLAT_SIZE (1ull << 20)
 #define PG	  4096ull
 
+static uint64_t ram_size = RAM_SMALL; // the primary's RAM in this test
+#define RAM_SIZE ram_size
 static uint8_t *ram, *slat_mem;
 static uint64_t ram_pa, next_free;			// a bump allocator over the primary's RAM
 static uint64_t hv_stats_page, vm_stats_page, run_page; // primary pages, per test
@@ -64,8 +67,9 @@ static struct hc_vm_stats vm_stats_now(uint64_t vm)
 	return *(struct hc_vm_stats *)(uintptr_t)vm_stats_page;
 }
 
-static int setup(void **state)
+static int setup_ram(uint64_t size)
 {
+	ram_size = size;
 	ram = aligned_alloc(2 << 20, RAM_SIZE);
 	assert_non_null(ram);
 	slat_mem = ram + RAM_SIZE - SLAT_SIZE;
@@ -80,6 +84,16 @@ static int setup(void **state)
 	host_hv_primary_fail = 0;
 	assert_int_equal(hv_init(&b), 0);
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_ram(RAM_SMALL);
+}
+
+static int setup_big(void **state)
+{
+	return setup_ram(RAM_BIG);
 }
 
 // Withdraws everything and checks the pool is empty and every page came back.
@@ -600,6 +614,125 @@ static void test_dirty_log_slot(void **state)
 	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
 }
 
+// Lazy slots above 1 GiB (1.10): the frame list is a directory of
+// directories. A slot of `n` pages at `gpa` logging dirty pages: its pages
+// 262144 and above (past what two list levels hold) are filled, mapped by a
+// fault, reported dirty, dropped and given back; the list's deposited pages
+// are exactly `list` (taken all at ADD, all back at DELETE); an ADD the pool
+// cannot hold is refused before it takes anything.
+static void big_lazy_slot(uint64_t n, uint64_t gpa, uint64_t list)
+{
+	deposit(64);
+	uint64_t vm = vm_new(1), got, mem = next_free;
+	next_free += 4 * PG;
+	uint64_t page = prim_page(), back = prim_page();
+	uint64_t *bits = (uint64_t *)(uintptr_t)page;
+	const uint64_t hi = HC_SLOT_PINNED_MAX_PAGES; // the first page a 2-level list lacks
+	const uint64_t last = n - 1;
+
+	assert_int_equal(C(HC_VCPU_CREATE, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	// A one-page slot first: the VM's slot tables exist, so the big one's
+	// ADD takes list pages only (and the engine's bitmap directory).
+	assert_int_equal(C(HC_SLOT_SET, vm, 2, HC_SLOT_ADD_EMPTY, 0, 0, 1, NULL), HC_OK);
+	assert_int_equal(C(HC_WITHDRAW, back, HC_LIST_MAX, 0, 0, 0, 0, &got), HC_OK);
+	uint64_t meta0 = vm_stats_now(vm).meta_pages;
+	// The pool is empty: refused, nothing taken or changed.
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD_EMPTY | HC_SLOT_F_DIRTY_LOG, gpa, 0, n, NULL),
+	    HC_E_NOMEM);
+	assert_int_equal(vm_stats_now(vm).meta_pages, meta0);
+	assert_int_equal(vm_stats_now(vm).slots, 1);
+	// One page short of the list (the ownership table takes some of a
+	// deposit's pages for its own nodes): still refused, nothing kept.
+	for (uint64_t f = 0; f < list - 1; f = hv_stats_now().free)
+		deposit(list - 1 - f);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD_EMPTY | HC_SLOT_F_DIRTY_LOG, gpa, 0, n, NULL),
+	    HC_E_NOMEM);
+	assert_int_equal(vm_stats_now(vm).meta_pages, meta0);
+	assert_int_equal(hv_stats_now().free, list - 1);
+	const uint64_t bitmap = 1 + (n + 32767) / 32768; // the engine's: a directory and
+							 // a page per 32768 pages
+	deposit(64 + bitmap);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD_EMPTY | HC_SLOT_F_DIRTY_LOG, gpa, 0, n, NULL), HC_OK);
+	uint64_t meta1 = vm_stats_now(vm).meta_pages;
+	assert_int_equal(meta1 - meta0, list + bitmap);
+	// FILL pages hi and last (never a 2-level list's); the page between them
+	// stays absent.
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_FILL, hi, frames(mem, 1, 1), 1, &got),
+			 HC_OK);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_FILL, last, frames(mem + PG, 1, 1), 1, &got),
+			 HC_OK);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 1, HC_SLOT_FILL, n, frames(mem + 2 * PG, 1, 1), 1, &got),
+	    HC_E_RANGE);
+	assert_int_equal(owner(mem + 2 * PG, NULL), OWN_PRIMARY);
+	assert_int_equal(vm_stats_now(vm).slot_pages, 2);
+	const uint64_t w[] = {gpa + hi * PG + 8, gpa + last * PG + 0x10};
+	assert_int_equal(run_touch(vm, 0, w, 2), HC_EXIT_HALT);
+	assert_int_equal(xlate(vm, w[0]).hpa, mem + 8);
+	assert_int_equal(xlate(vm, w[1]).hpa, mem + PG + 0x10);
+	const uint64_t t[] = {gpa + (hi + 1) * PG};
+	assert_int_equal(run_touch(vm, 0, t, 1), HC_EXIT_MEMFAULT);
+	assert_int_equal(((struct hc_run *)(uintptr_t)run_page)->u.memfault.index, hi + 1);
+	assert_int_equal(((struct hc_run *)(uintptr_t)run_page)->u.memfault.slot, 1);
+	// The log: pages hi and last, each from its 64-page group (the same
+	// group when the slot ends within 64 pages of hi).
+	uint64_t g = last & ~63ull, hn = n - hi < 64 ? n - hi : 64;
+	uint64_t hi_bits = 1 | (last - hi < 64 ? 1ull << (last - hi) : 0);
+	uint64_t g_bits = 1ull << (last - g) | (g == hi ? 1 : 0);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, hi, page, hn, NULL), HC_OK);
+	assert_int_equal(bits[0], hi_bits);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_TAKE, g, page, n - g, NULL), HC_OK);
+	assert_int_equal(bits[0], g_bits);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_TAKE, hi, page, hn, NULL), HC_OK);
+	assert_int_equal(bits[0], g == hi ? 0 : 1);
+	assert_false(xlate(vm, w[0]).prot & S2_PROT_W);
+	assert_false(xlate(vm, w[1]).prot & S2_PROT_W);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, g, page, n - g, NULL), HC_OK);
+	assert_int_equal(bits[0], 0);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DIRTY_GET, hi, page, hn, NULL), HC_OK);
+	assert_int_equal(bits[0], 0);
+	// DROP of pages hi..last: both frames back, their leaves zapped.
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DROP, hi, 0, n - hi, &got), HC_OK);
+	assert_int_equal(got, 2);
+	assert_int_equal(owner(mem, NULL), OWN_PRIMARY);
+	assert_int_equal(owner(mem + PG, NULL), OWN_PRIMARY);
+	assert_false(xlate(vm, w[1]).mapped);
+	assert_int_equal(vm_stats_now(vm).slot_pages, 0);
+	// DELETE: every list page back (the engine keeps its table pages).
+	uint64_t tables = vm_stats_now(vm).meta_pages - meta1;
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_DELETE, 0, 0, 0, NULL), HC_OK);
+	assert_int_equal(vm_stats_now(vm).meta_pages, meta0 + tables);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
+// dirty_log_test's slot: 1 GiB and 3 pages, 513 list pages, 2 directories
+// and the directory over them.
+static void test_lazy_slot_over_1g(void **state)
+{
+	big_lazy_slot(HC_SLOT_PINNED_MAX_PAGES + 3, 1ull << 32, 513 + 2 + 1);
+}
+
+// The largest lazy slot, 64 GiB: 32768 list pages, 64 directories, 1 top
+// page. One page more is refused, whatever the pool holds.
+static void test_lazy_slot_max(void **state)
+{
+	uint64_t n = HC_SLOT_LAZY_MAX_PAGES;
+
+	deposit(64);
+	uint64_t vm = vm_new(1);
+	assert_int_equal(C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD_EMPTY, 0, 0, n + 1, NULL),
+			 HC_E_TOO_MANY);
+	assert_int_equal(
+	    C(HC_SLOT_SET, vm, 1, HC_SLOT_ADD, 0, prim_page(), HC_SLOT_PINNED_MAX_PAGES + 1, NULL),
+	    HC_E_TOO_MANY);
+	assert_int_equal(vm_stats_now(vm).slots, 0);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+	big_lazy_slot(n, 1ull << 36, 32768 + 64 + 1);
+}
+
 static void test_lazy_slot_nomem(void **state)
 {
 	deposit(16);
@@ -988,6 +1121,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_readonly_slot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dirty_log_slot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lazy_slot_nomem, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lazy_slot_over_1g, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lazy_slot_max, setup_big, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
