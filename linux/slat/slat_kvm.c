@@ -85,6 +85,12 @@ bool slat_kvm_dirty_ok(void)
 	return (slat_hv_version & 0xffff) >= 9; /* ABI 1.9: dirty logging */
 }
 
+/* The largest region: a lazy slot; a Slat older than ABI 1.10 takes 1 GiB. */
+static u64 slat_kvm_slot_max_pages(void)
+{
+	return (slat_hv_version & 0xffff) >= 10 ? HC_SLOT_LAZY_MAX_PAGES : HC_SLOT_PINNED_MAX_PAGES;
+}
+
 /* KVM's checks on kvm_userspace_memory_region (virt/kvm/kvm_main.c). */
 static int slat_kvm_region_check(struct slat_kvm_vm *kvm,
 				 const struct kvm_userspace_memory_region *m)
@@ -104,8 +110,9 @@ static int slat_kvm_region_check(struct slat_kvm_vm *kvm,
 	if (m->memory_size &&
 	    !access_ok((void __user *)(unsigned long)m->userspace_addr, m->memory_size))
 		return -EINVAL;
-	if (m->memory_size > (u64)HC_SLOT_MAX_PAGES << PAGE_SHIFT)
-		return -E2BIG; /* Slat's slot limit (1 GiB); KVM has none */
+	/* Slat's lazy-slot limit (64 GiB, ABI 1.10; 1 GiB before); KVM has none. */
+	if (m->memory_size > (u64)slat_kvm_slot_max_pages() << PAGE_SHIFT)
+		return -E2BIG;
 	/* arm64: a slot beyond the VM type's IPA size is -EFAULT, as in KVM. */
 	if (kvm->vm->gpa_limit && m->guest_phys_addr + m->memory_size > kvm->vm->gpa_limit)
 		return -EFAULT;
@@ -288,12 +295,60 @@ static int slat_kvm_translate(struct slat_kvm_vcpu *v, struct hc_run *hr, struct
 
 static long slat_kvm_run_loop(struct slat_kvm_vcpu *v);
 
+/*
+ * KVM_SET_SIGNAL_MASK's mask holds for the thread while it is in KVM_RUN, as
+ * in KVM: the mask it had is kept in real_blocked (what KVM uses too) and put
+ * back on the way out, so a signal the mask let in while the vCPU ran ends
+ * KVM_RUN with -EINTR and stays pending, blocked again, for the VMM (e.g.
+ * dirty_log_test's kick, taken with sigwait).
+ */
+static void slat_kvm_sigmask_enter(struct slat_kvm_vcpu *v)
+{
+	if (v->sigset_active)
+		sigprocmask(SIG_SETMASK, &v->sigset, &current->real_blocked);
+}
+
+static void slat_kvm_sigmask_leave(struct slat_kvm_vcpu *v)
+{
+	if (!v->sigset_active)
+		return;
+	sigprocmask(SIG_SETMASK, &current->real_blocked, NULL);
+	sigemptyset(&current->real_blocked);
+}
+
 static long slat_kvm_run(struct slat_kvm_vcpu *v)
 {
-	long rc = slat_kvm_run_loop(v);
+	long rc;
 
+	slat_kvm_sigmask_enter(v);
+	rc = slat_kvm_run_loop(v);
+	slat_kvm_sigmask_leave(v);
 	slat_kvm_arch_vcpu_done(v);
 	return rc;
+}
+
+/* KVM_SET_SIGNAL_MASK: a struct kvm_signal_mask of 8 bytes of mask, or NULL (none). */
+static long slat_kvm_set_sigmask(struct slat_kvm_vcpu *v, void __user *up)
+{
+	struct kvm_signal_mask __user *um = up;
+	struct kvm_signal_mask km;
+	sigset_t set;
+
+	if (!up) {
+		v->sigset_active = false;
+		return 0;
+	}
+	if (copy_from_user(&km, um, sizeof(km)))
+		return -EFAULT;
+	if (km.len != sizeof(set))
+		return -EINVAL;
+	if (copy_from_user(&set, um->sigset, sizeof(set)))
+		return -EFAULT;
+	/* SIGKILL and SIGSTOP cannot be blocked. */
+	sigdelsetmask(&set, sigmask(SIGKILL) | sigmask(SIGSTOP));
+	v->sigset = set;
+	v->sigset_active = true;
+	return 0;
 }
 
 static long slat_kvm_run_loop(struct slat_kvm_vcpu *v)
@@ -350,6 +405,8 @@ static long slat_kvm_vcpu_ioctl(struct file *f, unsigned int cmd, unsigned long 
 		rc = arg ? -EINVAL : slat_kvm_run(v);
 	else if (cmd == KVM_GET_STATS_FD)
 		rc = slat_kvm_vcpu_stats_fd(f, v);
+	else if (cmd == KVM_SET_SIGNAL_MASK)
+		rc = slat_kvm_set_sigmask(v, (void __user *)arg);
 	else
 		rc = slat_kvm_arch_vcpu_ioctl(v, cmd, (void __user *)arg);
 	mutex_unlock(&v->vc->lock);

@@ -9,6 +9,7 @@
 #define SLAT_KVM_H
 
 #include <linux/kvm.h>
+#include <linux/signal.h>
 #include <linux/wait.h>
 
 #include "slat.h"
@@ -50,6 +51,9 @@ struct slat_kvm_vcpu {
 		u64 to_vmm;	  /* KVM_RUN returned to the VMM with an exit */
 		u64 signal_exits; /* KVM_RUN returned -EINTR */
 	} stats;
+	/* KVM_SET_SIGNAL_MASK: the thread's signal mask while in KVM_RUN */
+	bool sigset_active;
+	sigset_t sigset;
 };
 
 /* KVM_GET_STATS_FD (slat_kvm_stats.c): a read-only fd holding `owner`. */

@@ -174,20 +174,31 @@ static int slot_add_eager(struct slat_mslot *ms)
 	return slat_errno(slot_call_list(ms, HC_SLOT_ADD, ms->gpa, ms->pages, ms->npages));
 }
 
+/*
+ * Slot pages one slat_call's deposits (64 MiB at most) cover: Slat keeps a
+ * lazy slot's frame list in pool pages, 8 bytes a slot page, all taken at
+ * ADD_EMPTY (ABI 1.10: up to 64 GiB, 128 MiB of list).
+ */
+#define SLOT_PAGES_PER_CALL (1ull << 23) /* 32 GiB of slot */
+
 /* A lazy slot: the notifier on the VMM's range, then ADD_EMPTY. */
 static int slot_add_lazy(struct slat_mslot *ms)
 {
 	u64 op = HC_SLOT_ADD_EMPTY | (ms->flags & SLAT_SLOT_READONLY ? HC_SLOT_F_READONLY : 0) |
 		 (ms->flags & SLAT_SLOT_DIRTY ? HC_SLOT_F_DIRTY_LOG : 0);
-	u64 r[3];
+	u64 r[3], round;
+	long st;
 	int rc;
 
 	rc = mmu_interval_notifier_insert(&ms->mn, current->mm, ms->uaddr, ms->size, &slot_mn_ops);
 	ms->mn_live = !rc;
 	if (rc)
 		return rc;
-	return slat_errno(
-	    slat_call(HC_SLOT_SET, ms->vm->id, ms->slot, op, ms->gpa, 0, ms->npages, r));
+	for (round = 0;; round++) {
+		st = slat_call(HC_SLOT_SET, ms->vm->id, ms->slot, op, ms->gpa, 0, ms->npages, r);
+		if (st != HC_E_NOMEM || round >= ms->npages / SLOT_PAGES_PER_CALL)
+			return slat_errno(st);
+	}
 }
 
 static int slot_add(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr, unsigned int flags)

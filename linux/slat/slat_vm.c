@@ -79,7 +79,7 @@ static int slat_vm_set_slot(struct slat_vm *vm, const struct slat_slot *s)
 		return -EINVAL;
 	if ((s->guest_phys_addr | s->memory_size | s->userspace_addr) & mask)
 		return -EINVAL;
-	if (s->memory_size > HC_SLOT_MAX_PAGES * SLAT_PAGE_BYTES)
+	if (s->memory_size > HC_SLOT_PINNED_MAX_PAGES * SLAT_PAGE_BYTES) /* an eager ADD */
 		return -E2BIG;
 	if (s->guest_phys_addr + s->memory_size < s->guest_phys_addr ||
 	    s->userspace_addr + s->memory_size < s->userspace_addr)
