@@ -6,6 +6,7 @@
 # build/guest/ARCH/kvm-selftests/:
 #
 #   kvm_create_max_vcpus  memslot_modification_stress_test  memslot_perf_test
+#   kvm_page_table_test  dirty_log_perf_test  dirty_log_test
 #   set_memory_region_test, x86_64/xapic_ipi_test (x86_64 only)
 #   aarch64/psci_test (aarch64 only)
 #
@@ -26,6 +27,12 @@
 # under a software-emulated CPU: the unpacked copy is patched (never the
 # repository) to KVM_SELFTESTS_TIMEOUT seconds (default 300); the script logs
 # each change, and the original is kept as FILE.orig.
+#
+# Debian's 6.1 dirty_log_test.c uses TEST_ASSERT_EQ (a stable backport)
+# which its test_util.h does not define: the build would fail. The unpacked
+# copy gets a definition right after its includes, only when none exists
+# (#ifndef): TEST_ASSERT of the equality, the same check; nothing else of the
+# test changes.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,11 +44,12 @@ out="$top/build/guest/$arch/kvm-selftests"
 pkg=linux-source-6.1
 timeout=${KVM_SELFTESTS_TIMEOUT:-300}
 
-# kvm_page_table_test and dirty_log_perf_test: dirty logging (ABI 1.9) as
-# KVM's selftests use it; dirty_log_test needs a slot over 1 GiB (Slat's
-# limit, docs/kvm-api.md).
+# kvm_page_table_test, dirty_log_perf_test and dirty_log_test: dirty logging
+# (ABI 1.9) as KVM's selftests use it; dirty_log_test's slot is 1 GiB and 3
+# pages (lazy slots over 1 GiB: ABI 1.10).
 tests=(kvm_create_max_vcpus kvm_binary_stats_test memslot_modification_stress_test
-	memslot_perf_test kvm_page_table_test dirty_log_perf_test demand_paging_test)
+	memslot_perf_test kvm_page_table_test dirty_log_perf_test dirty_log_test
+	demand_paging_test)
 case "$arch" in
 aarch64)
 	karch=arm64 cross=aarch64-linux-gnu-
@@ -139,16 +147,37 @@ patch_one() {
 	log "patched $1: '$from' -> '$to'"
 }
 
-# The fixed vCPU timeouts (see the header), applied to pristine copies so
-# that changing KVM_SELFTESTS_TIMEOUT re-patches without unpacking again.
+# TEST_ASSERT_EQ for dirty_log_test.c (see the header): a guarded definition
+# after its last include line.
+patch_assert_eq() {
+	local f="$src/tools/testing/selftests/kvm/dirty_log_test.c" at='#include "processor.h"' def
+	[ "$(grep -cxF -- "$at" "$f" || true)" = 1 ] || {
+		echo "kvm-selftests.sh: dirty_log_test.c: expected one '$at'; the 6.1 source changed" >&2
+		exit 1
+	}
+	def=$(
+		cat <<'EOF'
+#ifndef TEST_ASSERT_EQ /* tools/kvm-selftests.sh: the test_util.h of 6.1 lacks it */
+#define TEST_ASSERT_EQ(a, b) TEST_ASSERT((a) == (b), "%s == %s failed", #a, #b)
+#endif
+EOF
+	)
+	awk -v at="$at" -v def="$def" '{ print } $0 == at { print def }' "$f" >"$f.new"
+	mv "$f.new" "$f"
+	log "patched dirty_log_test.c: TEST_ASSERT_EQ defined where test_util.h lacks it"
+}
+
+# The fixed vCPU timeouts (see the header) and TEST_ASSERT_EQ, applied to
+# pristine copies so that changing KVM_SELFTESTS_TIMEOUT re-patches without
+# unpacking again.
 patch_timeouts() {
-	local stamp="$src/.slat-patch" want="timeout=$timeout" f
+	local stamp="$src/.slat-patch" want="timeout=$timeout assert_eq" f
 	[ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && return 0
 	[[ "$timeout" =~ ^[1-9][0-9]*$ ]] || {
 		echo "kvm-selftests.sh: KVM_SELFTESTS_TIMEOUT must be a number of seconds" >&2
 		exit 2
 	}
-	for f in memslot_perf_test.c set_memory_region_test.c; do
+	for f in memslot_perf_test.c set_memory_region_test.c dirty_log_test.c; do
 		f="$src/tools/testing/selftests/kvm/$f"
 		if [ -f "$f.orig" ]; then cp -p "$f.orig" "$f"; else cp -p "$f" "$f.orig"; fi
 	done
@@ -158,6 +187,7 @@ patch_timeouts() {
 	# wait_for_vcpu(): sem_timedwait() for the guest's first GUEST_SYNC.
 	patch_one memslot_perf_test.c 'ts.tv_sec += 2;' "ts.tv_sec += $timeout;"
 	patch_one set_memory_region_test.c 'ts.tv_sec += 2;' "ts.tv_sec += $timeout;"
+	patch_assert_eq
 	echo "$want" >"$stamp"
 }
 

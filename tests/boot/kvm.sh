@@ -8,15 +8,28 @@
 #                          the capability-missing runs skip or fail cleanly
 #                          (ARCH aarch64: psci_test and slat-kvm-check's
 #                          GICv3 guests too; x86_64: set_memory_region_test
-#                          and xapic_ipi_test too)
+#                          and xapic_ipi_test too); dirty_log_test's
+#                          dirty-log and clear-log modes on both
 
 kvm_expect_pass() {
-	local t psci=() smrt=() vgic=() dlp=()
+	local t psci=() smrt=() vgic=() dlp=() dlt=()
 	# x86: dirty_log_perf_test's harvests (get, then clear with manual protection).
 	[ "$1" = x86_64 ] && dlp=('^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 get dirty log time' \
 		'^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 clear dirty log time' \
 		'^SLAT-GUEST: kvm: dirty_log_perf_test: Disabling dirty logging time' \
 		'^SLAT-GUEST: kvm: dirty_log_perf_test exit 0$')
+	# dirty_log_test (its slot is 1 GiB + 3 pages: ABI 1.10): the two bitmap
+	# log modes check the log against the guest's writes (some pages found
+	# dirty), the dirty ring skips (KVM_CAP_DIRTY_LOG_RING = 0).
+	local bits='dirty \([1-9][0-9]*\), clear \([0-9]+\), track_next \([0-9]+\)$'
+	dlt=('^SLAT-GUEST: kvm: running dirty_log_test ' \
+		"^SLAT-GUEST: kvm: dirty_log_test: Testing Log Mode 'dirty-log'\$" \
+		"^SLAT-GUEST: kvm: dirty_log_test: Total bits checked: $bits" \
+		"^SLAT-GUEST: kvm: dirty_log_test: Testing Log Mode 'clear-log'\$" \
+		"^SLAT-GUEST: kvm: dirty_log_test: Total bits checked: $bits" \
+		"^SLAT-GUEST: kvm: dirty_log_test: Testing Log Mode 'dirty-ring'\$" \
+		"^SLAT-GUEST: kvm: dirty_log_test: Log mode 'dirty-ring' not supported, skipping test\$" \
+		'^SLAT-GUEST: kvm: dirty_log_test exit 0$')
 	# arm64: PSCI in the module (CPU_ON, SYSTEM_SUSPEND) by psci_test's verdict.
 	[ "$1" = aarch64 ] && psci=('^SLAT-GUEST: kvm: running psci_test' \
 		'^SLAT-GUEST: kvm: psci_test exit 0$')
@@ -57,6 +70,7 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$' \
 		"${dlp[@]}" \
+		"${dlt[@]}" \
 		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \
 		'^SLAT-GUEST: kvm: demand_paging_test exit 0$' \
 		"${psci[@]}" \
