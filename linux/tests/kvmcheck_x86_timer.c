@@ -46,6 +46,9 @@ size_t put_deadline(uint8_t *c, uint32_t code_at)
 	size_t n = 0;
 	uint32_t ticks = DEADLINE_TICKS;
 
+	// IF clear while the deadline is armed (the MSI's IRET set it): the timer
+	// must be taken at the HLT after STI however long the exits below take.
+	n += put(c + n, (const uint8_t[]){0xfa}, 1);		 // cli
 	n += put_store(c + n, 0xfee00320, 2u << 17 | TIMER_VEC); // LVT timer: TSC-deadline
 	n += put(c + n, read_lvtt, sizeof(read_lvtt));
 	n += put_store(c + n, 0xfee00380, 1000); // TMICT: ignored in this mode
