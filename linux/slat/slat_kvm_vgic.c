@@ -304,6 +304,8 @@ int slat_vgic_ready(struct slat_kvm_vcpu *v)
 			return rc;
 	} else if (c->dist_base == VGIC_ADDR_UNSET || c->redist_base == VGIC_ADDR_UNSET) {
 		return -ENXIO;
+	} else if (c->redist_count && v->id >= c->redist_count) {
+		return -ENXIO; /* this vCPU has no redistributor in the region (KVM: -ENXIO) */
 	}
 	xa_lock(xa);
 	WRITE_ONCE(c->ready, true);
@@ -631,7 +633,9 @@ static bool vgic_mmio(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct hc
 	} else if (gpa >= c->redist_base) {
 		idx = (gpa - c->redist_base) / VGIC_REDIST_SIZE;
 		xa_lock(&vm->kvcpus);
-		t = idx < U32_MAX ? xa_load(&vm->kvcpus, idx) : NULL;
+		t = idx < U32_MAX && (!c->redist_count || idx < c->redist_count)
+			? xa_load(&vm->kvcpus, idx)
+			: NULL;
 		if (!t) {
 			xa_unlock(&vm->kvcpus);
 			return false; /* past the last redistributor: the VMM's */
@@ -767,10 +771,49 @@ int slat_vgic_exit(struct slat_kvm_vcpu *v, struct hc_run *hr)
 
 /* ---- the device ---- */
 
+/* KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION's value (api.rst): count, base, flags, index. */
+#define RDIST_INDEX(v) ((v)&0xfffull)
+#define RDIST_FLAGS(v) (((v) >> 12) & 0xfull)
+#define RDIST_BASE(v)  ((v)&GENMASK_ULL(51, 16))
+#define RDIST_COUNT(v) ((v) >> 52)
+
+/*
+ * A redistributor region: its frames from `base`, one per vCPU in id order,
+ * as the legacy REDIST attribute lays them out but `count` of them. Slat
+ * keeps one region: index 0 (KVM takes further ones at the next index; a
+ * second region is refused with -EINVAL, the answer KVM gives an index out
+ * of turn). Mixing it with the legacy attribute is -EINVAL, as in KVM.
+ */
+static long vgic_redist_region(struct slat_irqchip *c, u64 __user *up, bool set)
+{
+	u64 a;
+
+	if (get_user(a, up))
+		return -EFAULT;
+	if (!set) {
+		if (RDIST_INDEX(a) || !c->redist_count)
+			return -ENOENT;
+		return put_user(c->redist_base | (u64)c->redist_count << 52, up);
+	}
+	if (c->mapped)
+		return -EBUSY;
+	if (!RDIST_COUNT(a) || RDIST_FLAGS(a))
+		return -EINVAL;
+	if (c->redist_base != VGIC_ADDR_UNSET)
+		return -EINVAL; /* a second region, or after the legacy attribute */
+	if (RDIST_INDEX(a))
+		return -EINVAL; /* the first region is index 0 */
+	c->redist_base = RDIST_BASE(a);
+	c->redist_count = RDIST_COUNT(a);
+	return 0;
+}
+
 static long vgic_set_addr(struct slat_irqchip *c, u64 attr, u64 __user *up, bool set)
 {
 	u64 *slot, a;
 
+	if (attr == KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION)
+		return vgic_redist_region(c, up, set);
 	if (attr == KVM_VGIC_V3_ADDR_TYPE_DIST)
 		slot = &c->dist_base;
 	else if (attr == KVM_VGIC_V3_ADDR_TYPE_REDIST)
@@ -785,6 +828,8 @@ static long vgic_set_addr(struct slat_irqchip *c, u64 attr, u64 __user *up, bool
 		return -EBUSY; /* KVM: fixed once a vCPU has run (after CTRL_INIT still free) */
 	if (a & (SZ_64K - 1))
 		return -EINVAL;
+	if (slot == &c->redist_base && c->redist_count)
+		return -EINVAL; /* a region was given: KVM refuses the legacy form */
 	if (*slot != VGIC_ADDR_UNSET)
 		return -EEXIST;
 	*slot = a;
@@ -804,7 +849,8 @@ static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_at
 			return slat_vgic_v2_addr(vm, c, a, cmd);
 		if (has)
 			return a->attr == KVM_VGIC_V3_ADDR_TYPE_DIST ||
-				       a->attr == KVM_VGIC_V3_ADDR_TYPE_REDIST
+				       a->attr == KVM_VGIC_V3_ADDR_TYPE_REDIST ||
+				       a->attr == KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION
 				   ? 0
 				   : -ENXIO;
 		return vgic_set_addr(c, a->attr, u64_to_user_ptr(a->addr), set);

@@ -42,6 +42,7 @@
 /* The VM's distributor (slat_vm.irqchip on arm64); one allocation. */
 struct slat_irqchip {
 	u64 dist_base, redist_base; /* VGIC_ADDR_UNSET until the VMM sets them */
+	u32 redist_count; /* REDIST_REGION's frames, 0 with the legacy REDIST: one per vCPU */
 	u64 cpu_base;		    /* GICv2: the guest's CPU interface (GICC), or unset */
 	u32 nr_irqs;		    /* INTIDs below this exist (SPIs from 32) */
 	bool v2;		    /* KVM_DEV_TYPE_ARM_VGIC_V2 (no redistributors) */

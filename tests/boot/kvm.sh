@@ -13,8 +13,8 @@
 
 kvm_expect_pass() {
 	local t psci=() smrt=() vgic=() dlp=() dlt=()
-	# x86: dirty_log_perf_test's harvests (get, then clear with manual protection).
-	[ "$1" = x86_64 ] && dlp=('^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 get dirty log time' \
+	# dirty_log_perf_test's harvests (get, then clear with manual protection).
+	dlp=('^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 get dirty log time' \
 		'^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 clear dirty log time' \
 		'^SLAT-GUEST: kvm: dirty_log_perf_test: Disabling dirty logging time' \
 		'^SLAT-GUEST: kvm: dirty_log_perf_test exit 0$')

@@ -76,11 +76,9 @@ run memslot_perf_test -s -1 -l 1 -r 1 -f 4 -e 4
 # Dirty logging (ABI 1.9): kvm_page_table_test turns KVM_MEM_LOG_DIRTY_PAGES
 # on and off under running vCPUs; dirty_log_perf_test harvests with
 # KVM_GET_DIRTY_LOG and KVM_CLEAR_DIRTY_LOG (manual protection), one vCPU
-# (arm64: it wants a vGIC device attribute slat.ko lacks, docs/kvm-api.md).
+# (arm64: with the in-kernel GICv3 set up through a redistributor region).
 run kvm_page_table_test -b 32M -v 2
-case $(uname -m) in
-x86_64) run dirty_log_perf_test -b 32M -v 1 -i 3 ;;
-esac
+run dirty_log_perf_test $mode -b 32M -v 1 -i 3
 # dirty_log_test: its slot is 1 GiB and 3 pages (lazy slots over 1 GiB, ABI
 # 1.10). Every log mode the kernel offers: dirty-log (KVM_GET_DIRTY_LOG) and
 # clear-log (KVM_CLEAR_DIRTY_LOG, manual protection) verify every page the
