@@ -168,7 +168,8 @@ class Checker:
                     self.err(f"{where} results[{i}]", "all mode: exactly one zap-all per delete")
         elif name == "kvm_api":
             want = {"map", "unmap", "unmap chunked", "move active area", "move inactive area",
-                    "RW", "memslot_modification_stress"}
+                    "RW", "memslot_modification_stress", "dirty_log_perf get per iteration",
+                    "dirty_log_perf clear per iteration"}
             # Per architecture: both systems, every test (rows before x86 have no arch).
             for arch in sorted({r.get("arch", "aarch64") for r in res}):
                 rows = [r for r in res if r.get("arch", "aarch64") == arch]

@@ -78,4 +78,25 @@ for r in $(seq 1 "$runs"); do
 	[ "$rc" -ne 0 ] && tail -5 /tmp/mod | sed 's/^/SLAT-GUEST: stress: /'
 	echo "SLAT-BENCH {\"bench\":\"kvm_api\",\"arch\":\"$arch\",\"system\":\"$system\",\"test\":\"memslot_modification_stress\",\"run\":$r,\"wall_s\":$(echo "$t1 $t0" | awk '{printf "%.2f", $1 - $2}'),\"exit\":$rc}"
 done
+# dirty_log_perf_test (dirty logging, issue 36): its own phase times, 2 vCPUs
+# of 64 MiB, 5 iterations: populate, enable logging, dirty memory per
+# iteration (the vCPUs' write faults), get and clear per iteration (the
+# harvest: KVM_GET_DIRTY_LOG, then KVM_CLEAR_DIRTY_LOG), disable logging.
+for r in $(seq 1 "$runs"); do
+	# shellcheck disable=SC2086
+	/kvm/dirty_log_perf_test $mode -b 64M -v 2 -i 5 >/tmp/dlp 2>&1
+	rc=$?
+	[ "$rc" -ne 0 ] && tail -5 /tmp/dlp | sed 's/^/SLAT-GUEST: dirty_log_perf: /'
+	awk -v a="$arch" -v sys="$system" -v r="$r" -v rc="$rc" '
+	function emit(t, v) {
+		printf "SLAT-BENCH {\"bench\":\"kvm_api\",\"arch\":\"%s\",\"system\":\"%s\",\"test\":\"dirty_log_perf %s\",\"run\":%d,\"value_s\":%s,\"exit\":%d}\n", a, sys, t, r, v, rc
+	}
+	function secs(w) { sub(/s\.?$/, "", w); return w + 0 }
+	/^Populate memory time:/ { emit("populate", secs($NF)) }
+	/^Enabling dirty logging time:/ { emit("enable", secs($NF)) }
+	/^Disabling dirty logging time:/ { emit("disable", secs($NF)) }
+	/^Iteration [0-9]+ dirty memory time:/ { dirty += secs($NF); n++ }
+	/^(Get|Clear) dirty log over/ { match($0, /Avg [0-9.]+s/); emit(tolower($1) " per iteration", secs(substr($0, RSTART + 4, RLENGTH - 4))) }
+	END { if (n) emit("dirty memory per iteration", dirty / n) }' /tmp/dlp
+done
 echo "SLAT-GUEST: bench done"
