@@ -547,6 +547,30 @@ static u64 x86_apic_base(struct slat_kvm_vcpu *v)
 	return APIC_BASE_RESET | (v->id == 0 ? APIC_BASE_BSP : 0);
 }
 
+#define LAPIC_TPR 0x80
+
+/*
+ * CR8 is the local APIC's TPR bits 7:4 (SDM 10.8.6.1): KVM's KVM_GET_SREGS,
+ * KVM_SET_SREGS and run->cr8 go through the in-kernel LAPIC. Without one the
+ * module keeps no TPR: CR8 reads 0.
+ */
+static u64 x86_cr8(struct slat_kvm_vcpu *v)
+{
+	struct slat_lapic *l = slat_kvm_x86_lapic(v);
+	u32 tpr = 0;
+
+	if (l)
+		slat_lapic_mmio(l, LAPIC_TPR, false, &tpr);
+	return (tpr >> 4) & 0xf;
+}
+
+static void x86_set_cr8(struct slat_kvm_vcpu *v, u64 cr8)
+{
+	u32 tpr = (cr8 & 0xf) << 4;
+
+	slat_lapic_mmio(slat_kvm_x86_lapic(v), LAPIC_TPR, true, &tpr);
+}
+
 static void sregs_to_kvm(struct slat_kvm_vcpu *v, const struct hc_regs_x86 *r, struct kvm_sregs *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -567,23 +591,30 @@ static void sregs_to_kvm(struct slat_kvm_vcpu *v, const struct hc_regs_x86 *r, s
 	s->cr3 = r->cr3;
 	s->cr4 = r->cr4;
 	s->efer = r->efer;
+	s->cr8 = x86_cr8(v);
 	s->apic_base = x86_apic_base(v);
 }
 
 /*
- * What Slat cannot hold is refused rather than dropped: a TPR (CR8), an
- * APIC base other than the reset one and a pending interrupt all need the
- * local APIC Slat does not have yet.
+ * What Slat cannot hold is refused rather than dropped, with a line in the
+ * log: a TPR (CR8) without the in-kernel LAPIC, an APIC base other than the
+ * reset one, a pending interrupt. The CR8 of a vCPU with a LAPIC is its TPR
+ * (written by the caller once the rest is accepted).
  */
 static int sregs_from_kvm(struct slat_kvm_vcpu *v, const struct kvm_sregs *s, struct hc_regs_x86 *r)
 {
 	unsigned int i;
 
-	if (s->cr8 || s->apic_base != x86_apic_base(v))
+	if ((s->cr8 && !slat_kvm_x86_lapic(v)) || s->apic_base != x86_apic_base(v)) {
+		pr_info_ratelimited("slat: KVM_SET_SREGS: CR8 0x%llx, APIC base 0x%llx refused\n",
+				    s->cr8, s->apic_base);
 		return -EINVAL;
+	}
 	for (i = 0; i < ARRAY_SIZE(s->interrupt_bitmap); i++)
-		if (s->interrupt_bitmap[i])
+		if (s->interrupt_bitmap[i]) {
+			pr_info_ratelimited("slat: KVM_SET_SREGS: a pending interrupt refused\n");
 			return -EINVAL;
+		}
 	seg_from_kvm(&s->cs, &r->cs);
 	seg_from_kvm(&s->ds, &r->ds);
 	seg_from_kvm(&s->es, &r->es);
@@ -618,6 +649,12 @@ static long x86_get_set_sregs(struct slat_kvm_vcpu *v, void __user *up, bool set
 		rc = sregs_from_kvm(v, s, r);
 		if (!rc)
 			rc = x86_regs(v, r, true); /* Slat's VMRUN checks: -EINVAL */
+		if (!rc && slat_kvm_x86_lapic(v))
+			x86_set_cr8(v, s->cr8);
+		else if (rc == -EINVAL)
+			pr_info_ratelimited("slat: KVM_SET_SREGS refused: CR0 0x%llx CR4 0x%llx "
+					    "EFER 0x%llx CS 0x%x attr 0x%x\n",
+					    s->cr0, s->cr4, s->efer, s->cs.selector, r->cs.attr);
 	} else if (!rc) {
 		sregs_to_kvm(v, r, s);
 		rc = copy_to_user(up, s, sizeof(*s)) ? -EFAULT : 0;
@@ -1551,12 +1588,21 @@ static int x86_string_in_done(struct slat_kvm_vcpu *v)
 			    true);
 }
 
-/* Every exit reports the guest's IF and whether KVM_INTERRUPT would be taken. */
+/*
+ * Every exit reports the guest's IF and whether KVM_INTERRUPT would be taken,
+ * and, as KVM's post_kvm_run_save, IA32_APIC_BASE: QEMU copies run->apic_base
+ * into its APIC's state after each KVM_RUN and puts it back with
+ * KVM_SET_MSRS on a migration's destination (kvm_put_apicbase asserts
+ * success), so it must be the value KVM_GET_SREGS and the MSR read give;
+ * and CR8, the LAPIC's TPR, which QEMU puts back with KVM_SET_SREGS.
+ */
 int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr)
 {
 	struct slat_lapic *l = slat_kvm_x86_lapic(v);
 	int rc;
 
+	kr->apic_base = x86_apic_base(v);
+	kr->cr8 = x86_cr8(v);
 	if (hr->reason == HC_EXIT_INTERNAL) {
 		rc = x86_string_io(v, hr, kr);
 		if (rc != SLAT_KVM_GENERIC)
