@@ -16,7 +16,10 @@
 #                          timer interrupts across a 1 s sleep (x86: the
 #                          local APIC's, "LOC:"; arm64: "arch_timer"), checks
 #                          /dev/vda when slat-vmm gave it a disk (size,
-#                          SHA-256, a write the VMM's host reads back), runs
+#                          SHA-256, a write the VMM's host reads back),
+#                          keeps rewriting buffers in its RAM and checking
+#                          their SHA-256 with vmm.migrate (a migration's
+#                          proof: tests/guest/qemu_migrate.sh), runs
 #                          a shell on the console with vmm.shell (on
 #                          /dev/hvc0, slat-vmm's virtio console, with
 #                          vmm.console=hvc0 too), and powers the VM off
@@ -134,6 +137,39 @@ if [ -e /sys/block/vda ]; then
 	echo "VMM-GUEST: disk wrote $tag at sector 8, status $?"
 else
 	echo "VMM-GUEST: no disk"
+fi
+# vmm.migrate (tests/guest/qemu_migrate.sh): the VM keeps writing its RAM
+# while its VMM migrates it. Four 512 KiB buffers in a tmpfs, each with the
+# SHA-256 it was written with beside it; every round checks all four, then
+# rewrites one from /dev/urandom, and prints one line. A page the migration
+# lost (a write the dirty log did not report) shows as a mismatch on the
+# VM's other side. "stop" typed on the console ends the loop.
+if grep -q 'vmm\.migrate' /proc/cmdline; then
+	mkdir -p /mig
+	mount -t tmpfs -o size=8m tmpfs /mig
+	r=0 bad=0
+	while :; do
+		fails=
+		for k in 0 1 2 3; do
+			[ -f /mig/buf$k ] || continue
+			[ "$(sha256sum </mig/buf$k | cut -d' ' -f1)" = "$(cat /mig/sum$k)" ] ||
+				fails="$fails buf$k"
+		done
+		k=$((r % 4))
+		dd if=/dev/urandom of=/mig/buf$k bs=64k count=8 2>/dev/null
+		sha256sum </mig/buf$k | cut -d' ' -f1 >/mig/sum$k
+		if [ -n "$fails" ]; then
+			bad=$((bad + 1))
+			echo "VMM-GUEST: migrate round $r checksum MISMATCH in$fails"
+		else
+			echo "VMM-GUEST: migrate round $r ok, buf$k rewritten"
+		fi
+		r=$((r + 1))
+		if read -t 0.2 cmd && [ "$cmd" = stop ]; then
+			break
+		fi
+	done
+	echo "VMM-GUEST: migrate stopped after $r rounds, $bad with a mismatch"
 fi
 # The shell: on the console (the UART: slat-vmm's stdin), or with
 # vmm.console=hvc0 on the virtio console's /dev/hvc0 (then slat-vmm's stdin

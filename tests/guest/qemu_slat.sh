@@ -12,39 +12,19 @@
 # This side compares the disk's checksum (the first boot's) and reads back
 # the line the VM wrote last.
 echo "SLAT-GUEST: qemu_slat on $(uname -m), kernel $(uname -r)"
-q=/usr/bin/qemu-system-$(uname -m)
-# slat.qemu_trace=PATTERN on the command line: QEMU trace events (-trace), e.g. kvm_*
-QEMU_TRACE=$(sed -n "s/.*slat.qemu_trace=\([^ ]*\).*/\1/p" /proc/cmdline)
+. /tests/qemu_lib.sh
 echo "SLAT-GUEST: $($q --version | head -1)"
-trace=$(sed -n 's/.*slat\.irq_trace=\([0-9]*\).*/\1/p' /proc/cmdline)
-if ! insmod /lib/modules/slat.ko ${trace:+irq_trace=$trace} 2>/tmp/insmod.err; then
-	echo "SLAT-GUEST: slat.ko refused to load: $(cat /tmp/insmod.err)"
-	echo "SLAT-GUEST: MARKER qemu_slat-refused"
-	exit 1
-fi
-dmesg | grep 'slat:' | sed 's/^\[[^]]*\] /SLAT-GUEST: dmesg: /'
+load_slat_ko qemu_slat || exit 1
 disk=/tmp/disk1.img
 dd if=/dev/urandom of=$disk bs=1M count=4 2>/dev/null
 want=$(sha256sum $disk | cut -d' ' -f1)
 # x86: the machine and irqchip from slat.qemu_machine= (default q35 with the
 # split irqchip: the LAPICs in slat.ko, the PIC, PIT and I/O APIC in QEMU),
 # no VGA, no shell (the VM powers off by itself, stdin /dev/null).
-qto=$(sed -n 's/.*slat\.qemu_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
-qm=$(sed -n 's/.*slat\.qemu_machine=\([^ ]*\).*/\1/p' /proc/cmdline)
 case "$(uname -m)" in
 aarch64) machine="-M virt,gic-version=3,its=off -cpu host" con=ttyAMA0 shell=vmm.shell ;;
 *) machine="-M ${qm:-q35,kernel-irqchip=split} -cpu host -vga none -no-reboot" con=ttyS0 shell= ;;
 esac
-# wait_for PATTERN N: N lines of the VM's console match (gives up when QEMU
-# has ended or after 10 minutes).
-wait_for() {
-	n=0
-	until [ "$(grep -c "$1" /tmp/qemu.out 2>/dev/null)" -ge "$2" ]; do
-		[ -e /tmp/qemu.done ] || [ $n -ge 6000 ] && return 1
-		sleep 0.1
-		n=$((n + 1))
-	done
-}
 # QEMU's stdin (-nographic: the serial console and, after Ctrl-A c, the
 # monitor): a command typed at the VM's shell, the monitor's info registers
 # and system_reset,
@@ -81,8 +61,7 @@ start=$(cut -d' ' -f1 /proc/uptime)
 } | tee /tmp/qemu.out | sed "s/^/SLAT-GUEST: qemu: /"
 touch /tmp/qemu.done
 wait
-end=$(cut -d' ' -f1 /proc/uptime)
-echo "SLAT-GUEST: qemu exit $(cat /tmp/qemu.rc) after $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s"
+echo "SLAT-GUEST: qemu exit $(cat /tmp/qemu.rc) after $(elapsed "$start") s"
 got=$(sed -n 's/.*VMM-GUEST: disk vda [0-9]* sectors sha256 \([0-9a-f]*\).*/\1/p' /tmp/qemu.out | head -1)
 if [ -n "$got" ] && [ "$got" = "$want" ]; then
 	echo "SLAT-GUEST: disk checksum matches the image's"
