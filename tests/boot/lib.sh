@@ -151,7 +151,10 @@ boot_bochs() {
 		emu_bochs batch "$BOOT_LOG" "$BOOT_ESP" "$model" "$@"
 }
 
-# The serial log without carriage returns and terminal escape sequences.
+# The serial log without carriage returns and terminal escape sequences. The
+# expect_* greps read it as text (-a) whatever bytes it holds: a crashed
+# guest's console can print NULs, and grep would then answer "binary file
+# matches" on stderr instead of the line, so that expect_absent passed.
 _boot_text() {
 	tr -d '\r' <"$BOOT_LOG" | sed 's/\x1b\[[0-9;=?]*[A-Za-z]//g'
 }
@@ -161,7 +164,7 @@ expect() {
 	local re
 	for re in "$@"; do
 		BOOT_CHECKS=$((BOOT_CHECKS + 1))
-		_boot_text | grep -Eq -- "$re" || _boot_fail "expected a line matching /$re/"
+		_boot_text | grep -aEq -- "$re" || _boot_fail "expected a line matching /$re/"
 	done
 }
 
@@ -170,7 +173,7 @@ expect_literal() {
 	local s
 	for s in "$@"; do
 		BOOT_CHECKS=$((BOOT_CHECKS + 1))
-		_boot_text | grep -Fq -- "$s" || _boot_fail "expected a line containing '$s'"
+		_boot_text | grep -aFq -- "$s" || _boot_fail "expected a line containing '$s'"
 	done
 }
 
@@ -196,7 +199,7 @@ expect_absent() {
 	local re hit
 	for re in "$@"; do
 		BOOT_CHECKS=$((BOOT_CHECKS + 1))
-		hit=$(_boot_text | grep -Em1 -- "$re")
+		hit=$(_boot_text | grep -aEm1 -- "$re")
 		[ -z "$hit" ] || _boot_fail "unexpected line matching /$re/: $hit"
 	done
 }
@@ -205,7 +208,7 @@ expect_absent() {
 expect_count() {
 	BOOT_CHECKS=$((BOOT_CHECKS + 1))
 	local n
-	n=$(_boot_text | grep -Ec -- "$2")
+	n=$(_boot_text | grep -aEc -- "$2")
 	[ "$n" -eq "$1" ] || _boot_fail "expected $1 line(s) matching /$2/, found $n"
 }
 

@@ -29,7 +29,8 @@ load_slat_ko() {
 
 # wait_for PATTERN N [OUT [STOP...]]: N lines of OUT (a VM's console, by
 # default /tmp/qemu.out) match PATTERN; gives up (status 1) once a STOP file
-# exists (default /tmp/qemu.done: QEMU has ended) or after 10 minutes.
+# exists (default /tmp/qemu.done: QEMU has ended) or after $wait_ticks tenths
+# of a second (default 6000: 10 minutes).
 wait_for() {
 	pat=$1 want=$2 out=/tmp/qemu.out
 	shift 2
@@ -41,7 +42,7 @@ wait_for() {
 	n=0
 	until [ "$(grep -c "$pat" "$out" 2>/dev/null)" -ge "$want" ]; do
 		for f in "$@"; do [ ! -e "$f" ] || return 1; done
-		[ $n -lt 6000 ] || return 1
+		[ $n -lt "${wait_ticks:-6000}" ] || return 1
 		sleep 0.1
 		n=$((n + 1))
 	done

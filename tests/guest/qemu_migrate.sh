@@ -65,10 +65,14 @@ drive_a() {
 	printf 'quit\n'
 }
 
-# B's console: three rounds after the move, "stop"; the VM powers off. If the
-# migration failed, B's monitor is told to quit.
+# B's console: once A has ended, three rounds within 5 minutes, then "stop";
+# the VM powers off. If the migration failed or B's VM did not go on (a lost
+# page can crash or hang it), B's monitor is told to quit.
 drive_b() {
-	if wait_for 'VMM-GUEST: migrate round' 3 /tmp/b.out /tmp/b.done /tmp/mig.failed; then
+	until [ -e /tmp/a.done ] || [ -e /tmp/b.done ]; do sleep 0.5; done
+	wait_ticks=3000
+	if [ ! -e /tmp/mig.failed ] &&
+		wait_for 'VMM-GUEST: migrate round' 3 /tmp/b.out /tmp/b.done; then
 		printf 'stop\n'
 	else
 		printf '\001c'
