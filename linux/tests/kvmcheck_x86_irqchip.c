@@ -191,6 +191,22 @@ static void check_ioapic_state(int vm)
 	expect("KVM_SET_IRQCHIP: back", ioctl(vm, KVM_SET_IRQCHIP, &chip), 0);
 }
 
+// With an in-kernel LAPIC, SREGS' CR8 is the TPR's bits 7:4 both ways (QEMU
+// puts it back so on a migration's destination); s is left with CR8 0.
+static void check_cr8_tpr(int vcpu, struct kvm_sregs *s)
+{
+	struct kvm_lapic_state ls;
+	struct kvm_sregs back;
+
+	s->cr8 = 5;
+	expect("irqchip vCPU: SREGS with CR8 5", ioctl(vcpu, KVM_SET_SREGS, s), 0);
+	expect("KVM_GET_LAPIC after CR8 5", ioctl(vcpu, KVM_GET_LAPIC, &ls), 0);
+	expect("KVM_GET_SREGS after CR8 5", ioctl(vcpu, KVM_GET_SREGS, &back), 0);
+	uint32_t tpr = *(uint32_t *)(ls.regs + 0x80);
+	check("CR8 5 is TPR 0x50 and reads back 5", tpr == 0x50 && back.cr8 == 5, tpr, 0x50);
+	s->cr8 = 0;
+}
+
 void check_irqchip(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup)
 {
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0), late = ioctl(kvm, KVM_CREATE_VM, 0);
@@ -228,6 +244,7 @@ void check_irqchip(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup)
 	check_ioapic_state(vm);
 	set_deadline_cpuid(kvm, vcpu, sup);
 	s->idt.limit = 16 * (SPIN_VEC + 1) - 1;
+	check_cr8_tpr(vcpu, s);
 	struct kvm_regs r = {.rip = CODE2, .rflags = 0x2, .rsp = STACK_TOP};
 	expect("irqchip vCPU: SREGS", ioctl(vcpu, KVM_SET_SREGS, s), 0);
 	expect("irqchip vCPU: REGS", ioctl(vcpu, KVM_SET_REGS, &r), 0);
@@ -240,6 +257,9 @@ void check_irqchip(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup)
 	bool ap_ok = ap.run && ap_start(&ap);
 	check("vCPU 1 and its thread", ap_ok, 0, 1);
 	run_irqchip_guest(vm, vcpu, run);
+	// KVM fills it at every exit; QEMU migrates what it reads there.
+	check("run->apic_base after exits: 0xfee00900 (enabled, BSP)", run->apic_base == 0xfee00900,
+	      run->apic_base, 0xfee00900);
 	if (ap_ok) {
 		expect_out(vcpu, run, 0x58, "INIT and STARTUP sent: OUT 0x58");
 		check_ap_started(&ap);
