@@ -33,6 +33,10 @@ BOOT_DIR="$BOOT_TOP/build/test/boot/$BOOT_NAME"
 HC_VERSION_HEX=$(awk '/^#define HC_ABI_MAJOR/ { maj = $3 + 0 }
 	/^#define HC_ABI_MINOR/ { min = $3 + 0 } END { printf "0x%x", maj * 65536 + min }' \
 	"$BOOT_TOP/core/hcall_abi.h")
+# The same as slat.ko prints it ("Slat ABI 1.10"), as a regex: 1\.10.
+HC_VERSION_RE=$(awk '/^#define HC_ABI_MAJOR/ { maj = $3 + 0 }
+	/^#define HC_ABI_MINOR/ { min = $3 + 0 } END { printf "%d\\.%d", maj, min }' \
+	"$BOOT_TOP/core/hcall_abi.h")
 BOOT_LOG="$BOOT_DIR/serial.log"
 BOOT_ESP=""
 BOOT_ARCH=""

@@ -32,7 +32,7 @@ BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
 EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_arm64 cortex-a72
 vmm_arch aarch64
 expect_in_order '^SLAT-GUEST: vmm_slat on aarch64' \
-	'^SLAT-GUEST: dmesg: slat: Slat ABI 1\.[6-9]' \
+	"^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE," \
 	'^SLAT-GUEST: vm1: slat-vmm: disk /tmp/disk1\.img: 8192 sectors \(4096 KiB\), virtio-mmio at 0xa000000, SPI INTID 48$' \
 	'^SLAT-GUEST: vm1: slat-vmm: [^ ]+ \(arm64 Image\), 256 MiB, 2 vCPUs' \
 	'^SLAT-GUEST: vm1: slat-vmm: device tree [0-9]+ bytes at 0x' \

@@ -24,7 +24,7 @@ vmm_arch aarch64
 expect_in_order '^arm64: GICv2 virtual CPU interface: GICH 0x8030000, GICV 0x8040000 \(taken from the primary\), 4 list registers$' \
 	'^SLAT-GUEST: MARKER primary-done' \
 	'^SLAT-GUEST: vmm_gicv2 on aarch64' \
-	'^SLAT-GUEST: dmesg: slat: Slat ABI 1\.([7-9]|[1-9][0-9])' \
+	"^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE," \
 	'^SLAT-GUEST: vm1: slat-vmm: GICv2' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
 	'^SLAT-GUEST: vm1: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \

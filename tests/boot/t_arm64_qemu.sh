@@ -36,7 +36,7 @@ BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
 EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_arm64 cortex-a72
 expect_in_order '^SLAT-GUEST: qemu_slat on aarch64' \
 	'^SLAT-GUEST: QEMU emulator version 7\.2\.' \
-	'^SLAT-GUEST: dmesg: slat: Slat ABI 1\.(9|[1-9][0-9])' \
+	"^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE," \
 	'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
 	'^SLAT-GUEST: qemu: .*psci: PSCIv1\.0 detected in firmware' \
 	'^SLAT-GUEST: qemu: .*GICv3: CPU0: found redistributor 0 region 0:0x0*80a0000$' \
