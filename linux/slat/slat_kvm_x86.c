@@ -596,23 +596,24 @@ static void sregs_to_kvm(struct slat_kvm_vcpu *v, const struct hc_regs_x86 *r, s
 }
 
 /*
- * What Slat cannot hold is refused rather than dropped, with a line in the
- * log: a TPR (CR8) without the in-kernel LAPIC, an APIC base other than the
- * reset one, a pending interrupt. The CR8 of a vCPU with a LAPIC is its TPR
- * (written by the caller once the rest is accepted).
+ * What Slat cannot hold is refused rather than dropped, with a debug line
+ * (dynamic debug: a VMM's bad arguments must not fill the kernel log, and
+ * KVM logs none): a TPR (CR8) without the in-kernel LAPIC, an APIC base
+ * other than the reset one, a pending interrupt. The CR8 of a vCPU with a
+ * LAPIC is its TPR (written by the caller once the rest is accepted).
  */
 static int sregs_from_kvm(struct slat_kvm_vcpu *v, const struct kvm_sregs *s, struct hc_regs_x86 *r)
 {
 	unsigned int i;
 
 	if ((s->cr8 && !slat_kvm_x86_lapic(v)) || s->apic_base != x86_apic_base(v)) {
-		pr_info_ratelimited("slat: KVM_SET_SREGS: CR8 0x%llx, APIC base 0x%llx refused\n",
-				    s->cr8, s->apic_base);
+		pr_debug("slat: KVM_SET_SREGS: CR8 0x%llx, APIC base 0x%llx refused\n", s->cr8,
+			 s->apic_base);
 		return -EINVAL;
 	}
 	for (i = 0; i < ARRAY_SIZE(s->interrupt_bitmap); i++)
 		if (s->interrupt_bitmap[i]) {
-			pr_info_ratelimited("slat: KVM_SET_SREGS: a pending interrupt refused\n");
+			pr_debug("slat: KVM_SET_SREGS: a pending interrupt refused\n");
 			return -EINVAL;
 		}
 	seg_from_kvm(&s->cs, &r->cs);
@@ -652,9 +653,9 @@ static long x86_get_set_sregs(struct slat_kvm_vcpu *v, void __user *up, bool set
 		if (!rc && slat_kvm_x86_lapic(v))
 			x86_set_cr8(v, s->cr8);
 		else if (rc == -EINVAL)
-			pr_info_ratelimited("slat: KVM_SET_SREGS refused: CR0 0x%llx CR4 0x%llx "
-					    "EFER 0x%llx CS 0x%x attr 0x%x\n",
-					    s->cr0, s->cr4, s->efer, s->cs.selector, r->cs.attr);
+			pr_debug("slat: KVM_SET_SREGS refused: CR0 0x%llx CR4 0x%llx "
+				 "EFER 0x%llx CS 0x%x attr 0x%x\n",
+				 s->cr0, s->cr4, s->efer, s->cs.selector, r->cs.attr);
 	} else if (!rc) {
 		sregs_to_kvm(v, r, s);
 		rc = copy_to_user(up, s, sizeof(*s)) ? -EFAULT : 0;
