@@ -7,25 +7,9 @@
 # and initramfs of /vm/ (tools/vmm-initrd.sh) and a virtio-blk-pci disk
 # (tests/guest/qemu_slat.sh). EMU_QEMU_MACHINE picks another -M value.
 . "$(dirname "$0")/lib.sh"
-g="$BOOT_TOP/build/guest/x86_64"
-make -s -C "$BOOT_TOP" guest-x86_64 >"$BOOT_DIR/guest.out" 2>&1 || {
-	cat "$BOOT_DIR/guest.out" >&2
-	echo "boot: building the x86_64 guest failed" >&2
-	exit 1
-}
-bash "$BOOT_TOP/tools/qemu-guest.sh" x86_64 || exit 1
+. "$(dirname "$0")/qemu_vmm.sh"
 machine=${EMU_QEMU_MACHINE:-q35,kernel-irqchip=split}
-cfg="$BOOT_DIR/slat.cfg"
-{
-	echo '# written by tests/boot/t_x86_svm_qemu.sh'
-	echo 'loader  = \slat\vmlinuz'
-	echo 'initrd  = \slat\initrd.img'
-	echo "cmdline = console=ttyS0 panic=-1 quiet slat.test=qemu_slat slat.qemu_machine=$machine${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
-} >"$cfg"
-EMU_ESP_CYL=200 # the kernel and the initramfs with QEMU need a 100 MiB ESP
-boot_esp x86_64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd-qemu.img=slat/initrd.img"
-BOOT_TIMEOUT=${BOOT_TIMEOUT:-1500}
-EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_x86 max
+qemu_vmm_boot_x86 "console=ttyS0 panic=-1 quiet slat.test=qemu_slat slat.qemu_machine=$machine${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
 expect_in_order '^SLAT-GUEST: qemu_slat on x86_64' \
 	'^SLAT-GUEST: QEMU emulator version 7\.2' \
 	'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
