@@ -24,5 +24,21 @@ else
 	echo "SLAT-GUEST: interactive shell; 'exit' or Ctrl-D powers the machine off"
 	setsid cttyhack sh -l
 fi
+# Let the serial console send what the test printed last: a write() to the
+# console returns once the tty has the bytes, and poweroff -f would drop what
+# the UART driver still holds (a test's last lines and marker). The drivers'
+# transmit counters (/proc/tty/driver/*) stop moving when it is sent; the wait
+# is bounded in guest time (at most 100 polls of 50 ms).
+drain_console() {
+	last= i=0
+	while [ $i -lt 100 ]; do
+		now=$(cat /proc/tty/driver/* 2>/dev/null | grep -o 'tx:[0-9]*' | tr '\n' ' ')
+		[ -n "$last" ] && [ "$now" = "$last" ] && return
+		last=$now
+		i=$((i + 1))
+		sleep 0.05
+	done
+}
 sync
+drain_console
 poweroff -f
