@@ -6,6 +6,8 @@
 #   make            build build/aarch64/slat.efi and build/x86_64/slat.efi
 #   make run        boot Slat under emulation (ARCH=aarch64 | x86_64, CPU=amd | intel;
 #                   ACCEL=kvm: nested under the host's KVM, see mk/boot.mk)
+#   make image      build/ARCH/slat.img: a GPT disk image for a USB stick (mk/image.mk;
+#                   SIGN=1: slat.efi signed for Secure Boot)
 #   make test       unit tests (ASan+UBSan, TSan) and emulator boot tests
 #   make unit       unit tests only;  make boot-test  boot tests only
 #   make test-slow  boot tests too slow for CI (tests/slow: VT-x KVM selftests in Bochs)
@@ -25,7 +27,7 @@ V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
 .DEFAULT_GOAL := all
-.PHONY: all deps run test test-slow unit boot-test bench fmt clean distclean
+.PHONY: all deps run image test test-slow unit boot-test bench fmt clean distclean
 
 # Stamp so that deps.sh runs once per checkout unless the script changes.
 DEPS_STAMP := $(BUILD)/deps/.stamp
@@ -38,6 +40,7 @@ include mk/efi.mk
 include mk/hosted.mk
 include mk/guest.mk
 include mk/boot.mk
+include mk/image.mk
 include mk/bench.mk
 include mk/archtest.mk
 

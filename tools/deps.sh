@@ -25,6 +25,8 @@ packages=(
 	ovmf qemu-efi-aarch64               # UEFI firmware images
 	bochs bochsbios vgabios             # the only VT-x emulator here
 	mtools dosfstools                   # FAT ESP images without mounting
+	gdisk fdisk                         # sgdisk: make image's GPT (USB stick); fdisk -l checks it
+	sbsigntool openssl                  # make image SIGN=1: Secure Boot signature
 	cpio gzip busybox-static            # guest initramfs
 	device-tree-compiler                # inspecting the arm64 DTB
 	ca-certificates                     # apt-get download over https mirrors

@@ -21,8 +21,12 @@
 #
 # As a library (after `source tools/emu.sh`):
 #   emu_esp IMG ARCH EFI [SRC=ESP_PATH ...]    FAT16 ESP image made with mtools
+#     (EMU_ESP_CYL: its size; EMU_ESP_HIDDEN=LBA: the FAT will start at LBA of a
+#     partitioned disk, tools/image.sh)
 #   emu_qemu_arm64 MODE LOG ESP CPU [QEMU ARGS...]
 #   emu_qemu_x86   MODE LOG ESP CPU [QEMU ARGS...]
+#     (ESP "": no ESP drive; the QEMU ARGS bring the disks, e.g. emu_usb_stick)
+#   emu_usb_stick IMG   prints QEMU arguments: IMG as a USB stick on xHCI
 #   emu_qemu_x86_kernel MODE LOG CPU KERNEL INITRD CMDLINE (no firmware, -kernel)
 #   emu_qemu_arm64_kernel MODE LOG CPU KERNEL INITRD CMDLINE (no firmware, at EL2)
 #   emu_bochs      MODE LOG ESP MODEL [BXRC LINES...]
@@ -68,8 +72,9 @@ emu_esp() {
 	mkdir -p "$(dirname "$img")"
 	rm -f "$img" "$img.lock" # a Bochs killed by a timeout leaves its lock behind
 	local sectors=$((EMU_ESP_CYL * EMU_ESP_HEADS * EMU_ESP_SPT))
-	mkfs.fat -F 16 -n SLATESP -g "$EMU_ESP_HEADS/$EMU_ESP_SPT" -C "$img" $((sectors / 2)) \
-		>/dev/null || emu_die "mkfs.fat failed for $img" || return
+	# EMU_ESP_HIDDEN=LBA: the FAT will sit in a partition at LBA (tools/image.sh)
+	mkfs.fat -F 16 -n SLATESP -g "$EMU_ESP_HEADS/$EMU_ESP_SPT" ${EMU_ESP_HIDDEN:+-h "$EMU_ESP_HIDDEN"} \
+		-C "$img" $((sectors / 2)) >/dev/null || emu_die "mkfs.fat failed for $img" || return
 	export MTOOLS_SKIP_CHECK=1
 	mmd -i "$img" ::/EFI ::/EFI/BOOT || return
 	mcopy -i "$img" "$efi" "::/EFI/BOOT/$boot_name" || return
@@ -93,6 +98,14 @@ emu_esp() {
 		fi
 		mcopy -o -i "$img" "$src" "::/$dst" || return
 	done
+}
+
+# emu_usb_stick IMG: the QEMU arguments that attach disk image IMG as a
+# removable USB mass-storage device on an xHCI controller, one per line (the
+# firmware finds it by itself: no boot order is given).
+emu_usb_stick() {
+	printf '%s\n' -drive "if=none,id=stick,format=raw,file=$1" -device qemu-xhci,id=xhci \
+		-device usb-storage,bus=xhci.0,drive=stick,removable=on
 }
 
 # _emu_cpu_flag FLAG: the host CPU's flags line has FLAG.
@@ -166,7 +179,7 @@ emu_qemu_arm64() {
 		-M "$EMU_ARM64_MACHINE" -cpu "$cpu" -m "$EMU_MEM_MB" \
 		-smp "${EMU_SMP:-1}" \
 		-bios "$EMU_QEMU_EFI_AARCH64" -boot menu=on,splash-time=0 \
-		-drive "file=$esp,format=raw,if=virtio" "$@"
+		${esp:+-drive "file=$esp,format=raw,if=virtio"} "$@"
 }
 
 # QEMU x86 TCG runs every vCPU on one thread (round robin), not one thread per
@@ -186,7 +199,7 @@ emu_qemu_x86() {
 	[ "$accel" = kvm ] && cpu=host
 	[ "$accel" = tcg ] && accel=$EMU_QEMU_X86_TCG
 	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m "$EMU_MEM_MB" \
-		-smp "${EMU_SMP:-1}" -bios "$EMU_OVMF" -drive "file=$esp,format=raw" \
+		-smp "${EMU_SMP:-1}" -bios "$EMU_OVMF" ${esp:+-drive "file=$esp,format=raw"} \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@"
 }
 

@@ -14,6 +14,8 @@
 #   expect_exit                                 # the emulator stopped by itself
 #   boot_done                                   # verdict; exit status 0 / 1
 #
+#   boot_qemu_usb aarch64 cortex-a72 IMG        # a disk image as a USB stick
+#
 # Before booting, a test may build its own ESP with extra files:
 #   boot_esp x86_64 path/to/slat.cfg=slat.cfg build/guest/x86_64/vmlinuz=EFI/slat/vmlinuz
 # (otherwise the boot_* helpers make one holding just slat.efi). The ESP,
@@ -144,6 +146,30 @@ boot_qemu_arm64_kernel() {
 	}
 	EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU aarch64 -cpu $1, the kernel without Slat" \
 		emu_qemu_arm64_kernel batch "$BOOT_LOG" "$1" "$g/vmlinuz" "${3:-$g/initrd.img}" "$2"
+}
+
+# boot_qemu_usb ARCH CPU IMAGE [QEMU ARGS...]: QEMU (aarch64 or x86_64) with
+# disk image IMAGE as a USB stick on xHCI and no other disk: the firmware
+# finds the stick and its removable-media loader by itself (make image).
+boot_qemu_usb() {
+	local arch=$1 cpu=$2 image=$3 stick
+	shift 3
+	mapfile -t stick < <(emu_usb_stick "$image")
+	BOOT_ARCH=$arch
+	case "$arch" in
+	aarch64)
+		EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU aarch64 -cpu $cpu, USB stick $image" \
+			emu_qemu_arm64 batch "$BOOT_LOG" "" "$cpu" "${stick[@]}" "$@"
+		;;
+	x86_64)
+		EMU_TIMEOUT=${BOOT_TIMEOUT:-180} _boot_run "QEMU x86_64 -cpu $cpu, USB stick $image" \
+			emu_qemu_x86 batch "$BOOT_LOG" "" "$cpu" "${stick[@]}" "$@"
+		;;
+	*)
+		echo "boot: unknown arch '$arch'" >&2
+		exit 1
+		;;
+	esac
 }
 
 # boot_bochs MODEL [BXRC LINES...]: Bochs with OVMF (the VT-x path).
