@@ -104,6 +104,62 @@ static EFI_STATUS set_load_options(EFI_BOOT_SERVICES *bs, EFI_HANDLE child, cons
 	return EFI_SUCCESS;
 }
 
+bool loader_secure_boot_on(EFI_SYSTEM_TABLE *st)
+{
+	EFI_GUID global = EFI_GLOBAL_VARIABLE;
+	UINT8 on = 0;
+	UINTN size = sizeof(on);
+	EFI_STATUS s = st->RuntimeServices->GetVariable(L"SecureBoot", &global, NULL, &size, &on);
+
+	return !EFI_ERROR(s) && size == sizeof(on) && on == 1;
+}
+
+// LoadImage's two refusals by the platform's policy (UEFI 2.10, 7.4):
+// EFI_ACCESS_DENIED, nothing loaded; EFI_SECURITY_VIOLATION, loaded but not
+// to be started (the caller unloads it). Under Secure Boot both mean the
+// image has no signature the firmware's db trusts (or one its dbx revokes).
+static bool refused_by_policy(EFI_STATUS s)
+{
+	return s == EFI_ACCESS_DENIED || s == EFI_SECURITY_VIOLATION;
+}
+
+// Logs why LoadImage of `loader` failed and unloads what it left loaded.
+static void report_load_failure(EFI_BOOT_SERVICES *bs, const char *loader, EFI_STATUS s,
+				EFI_HANDLE child)
+{
+	if (s == EFI_SECURITY_VIOLATION && child)
+		bs->UnloadImage(child);
+	if (refused_by_policy(s))
+		log_err(
+		    "slat: Secure Boot: the firmware refused %s (LoadImage 0x%llx: no signature "
+		    "it trusts); sign it with a key in the firmware's db (make image SIGN=1 "
+		    "SIGN_ALSO=slat/vmlinuz, docs/real-hardware.md)\n",
+		    loader, (unsigned long long)s);
+	else
+		log_err("slat: LoadImage %s failed (0x%llx)\n", loader, (unsigned long long)s);
+}
+
+EFI_STATUS loader_check(EFI_HANDLE parent, struct esp *esp, const char *loader)
+{
+	EFI_BOOT_SERVICES *bs = esp->bs;
+	EFI_HANDLE child = NULL;
+	EFI_DEVICE_PATH *dp = esp_file_device_path(esp, loader);
+	EFI_STATUS s;
+
+	if (!dp) {
+		log_err("slat: no device path for %s\n", loader);
+		return EFI_OUT_OF_RESOURCES;
+	}
+	s = bs->LoadImage(FALSE, parent, dp, NULL, 0, &child);
+	if (EFI_ERROR(s)) {
+		report_load_failure(bs, loader, s, child);
+		return s;
+	}
+	bs->UnloadImage(child);
+	log_info("slat: Secure Boot: the firmware accepts %s\n", loader);
+	return EFI_SUCCESS;
+}
+
 EFI_STATUS loader_start(EFI_HANDLE parent, struct esp *esp, const struct loader_request *req)
 {
 	EFI_BOOT_SERVICES *bs = esp->bs;
@@ -119,7 +175,7 @@ EFI_STATUS loader_start(EFI_HANDLE parent, struct esp *esp, const struct loader_
 		return s;
 	s = bs->LoadImage(FALSE, parent, dp, NULL, 0, &child);
 	if (EFI_ERROR(s)) {
-		log_err("slat: LoadImage %s failed (0x%llx)\n", req->loader, (unsigned long long)s);
+		report_load_failure(bs, req->loader, s, child);
 		return s;
 	}
 	// An empty cmdline means no load options at all, as when the boot

@@ -52,5 +52,13 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 		return boot_power_off(st, EFI_UNSUPPORTED);
 	}
 	log_info("slat: virtualization usable\n");
-	return boot_power_off(st, boot_primary(image, st, &fw));
+	bool hand_back = false;
+	EFI_STATUS s = boot_primary(image, st, &fw, &hand_back);
+	if (hand_back) {
+		// Nothing was taken: the boot manager goes on with its next option.
+		log_info("slat: nothing taken; returning 0x%llx to the firmware\n",
+			 (unsigned long long)s);
+		return s;
+	}
+	return boot_power_off(st, s);
 }

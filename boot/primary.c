@@ -217,7 +217,19 @@ static EFI_STATUS start_loader(void *arg)
 	return loader_start(boot_image, esp, &req);
 }
 
-EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_info *fw)
+// Under Secure Boot, whether the firmware will start the loader is asked
+// before Slat takes anything (one LoadImage more): a loader it refuses leaves
+// the machine to the firmware, untouched, instead of to a hypervisor with
+// nothing to run.
+static EFI_STATUS check_loader_trusted(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, struct esp *esp)
+{
+	if (!loader_secure_boot_on(st))
+		return EFI_SUCCESS;
+	return loader_check(image, esp, boot_cfg.loader);
+}
+
+EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_info *fw,
+			bool *hand_back)
 {
 	EFI_BOOT_SERVICES *bs = st->BootServices;
 	struct esp esp;
@@ -237,6 +249,10 @@ EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_
 		}
 		log_err("slat: loader %s not found on the ESP\n", boot_cfg.loader);
 		return EFI_NOT_FOUND;
+	}
+	if (EFI_ERROR((s = check_loader_trusted(image, st, &esp)))) {
+		*hand_back = true;
+		return s;
 	}
 	boot_image = image;
 	if (!boot_cfg.hypervisor) {

@@ -18,13 +18,21 @@
 //
 // With no slat.cfg and no default loader on the ESP there is nothing to boot:
 // Slat reports and returns EFI_SUCCESS without touching the machine.
+//
+// Under Secure Boot, before step 2, the firmware's LoadImage is asked whether
+// it accepts the loader (boot/loader.h, loader_check); when it refuses,
+// nothing is taken and *hand_back is set: the caller returns that status to
+// the firmware, whose boot manager goes on with its next boot option.
 #ifndef SLAT_BOOT_PRIMARY_H
 #define SLAT_BOOT_PRIMARY_H
+
+#include <stdbool.h>
 
 #include "boot/efi.h"
 #include "core/fw_info.h"
 
 // Returns only when there is nothing to boot or something failed (status).
-EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_info *fw);
+EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_info *fw,
+			bool *hand_back);
 
 #endif

@@ -171,14 +171,22 @@ _emu_qemu() {
 	_emu_exec "$mode" "$log" "${EMU_TIMEOUT:-180}" "$@" "${serial[@]}" -no-reboot -net none
 }
 
+# EMU_ARM64_FW_VARS=FILE: edk2 from the two flash devices instead of -bios:
+# EMU_ARM64_FW_CODE read-only, FILE (a writable copy of a variable store) for
+# its variables; the Secure Boot test's AAVMF_CODE/VARS.snakeoil.fd pair.
+EMU_ARM64_FW_CODE=${EMU_ARM64_FW_CODE:-/usr/share/AAVMF/AAVMF_CODE.fd}
+
 # emu_qemu_arm64 MODE LOG ESP CPU [QEMU ARGS...]
 emu_qemu_arm64() {
-	local mode=$1 log=$2 esp=$3 cpu=$4
+	local mode=$1 log=$2 esp=$3 cpu=$4 fw=(-bios "$EMU_QEMU_EFI_AARCH64")
 	shift 4
+	[ -n "${EMU_ARM64_FW_VARS:-}" ] &&
+		fw=(-drive "if=pflash,format=raw,unit=0,readonly=on,file=$EMU_ARM64_FW_CODE"
+			-drive "if=pflash,format=raw,unit=1,file=$EMU_ARM64_FW_VARS")
 	_emu_qemu "$mode" "$log" qemu-system-aarch64 -accel tcg \
 		-M "$EMU_ARM64_MACHINE" -cpu "$cpu" -m "$EMU_MEM_MB" \
 		-smp "${EMU_SMP:-1}" \
-		-bios "$EMU_QEMU_EFI_AARCH64" -boot menu=on,splash-time=0 \
+		"${fw[@]}" -boot menu=on,splash-time=0 \
 		${esp:+-drive "file=$esp,format=raw,if=virtio"} "$@"
 }
 
