@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Secure Boot on arm64 (Debian's AAVMF_CODE/VARS.snakeoil.fd: Secure Boot on,
 # the snakeoil test key in PK, KEK and db), each image from `make image` as a
-# USB stick (tests/boot/usb_image.sh), three boots:
+# USB stick (tests/boot/usb_image.sh), three boots (the first is also arm64's
+# USB-stick test: its partition table checked, the stick booted to the
+# guest's marker; x86's is t_x86_svm_usb_image):
 #   signed    make image SIGN=1 SIGN_ALSO=slat/vmlinuz: the firmware starts
 #             Slat, Slat's LoadImage of the kernel (the firmware verifies it)
 #             succeeds, the guest runs and Slat reports at power-off
@@ -68,6 +70,7 @@ refused='0x80000000000000(0f|1a)' # EFI_ACCESS_DENIED or EFI_SECURITY_VIOLATION
 
 # 1. Everything signed with a key in db: boots as without Secure Boot.
 usb_image_make aarch64 console=ttyAMA0 SIGN=1 SIGN_ALSO=slat/vmlinuz
+usb_image_check_table
 boot_secure signed
 usb_image_expect aarch64 console=ttyAMA0
 expect_literal 'EFI stub: UEFI Secure Boot is enabled.' 'slat: Secure Boot: the firmware accepts \slat\vmlinuz'
