@@ -2,15 +2,16 @@
 //
 // The SVM back end of secondary vCPUs (arch/x86/hv.h): one VMCB per vCPU
 // in a deposited page, entered from inside the primary's exit handler on the
-// host stack (svm_hv_run_once, hv_entry.S). Policy is arch/x86/hv_exit.c's;
-// the vCPU's state in its VMCB is hv_state.c's, its vCPU operations are every
-// SVM vCPU's (vcpu_ops.c). This file creates the VMCB, injects interrupts,
-// runs one entry and switches worlds:
+// host stack through the CPU's one VMRUN sequence (svm_vmrun, svm_entry.S;
+// run_secondary points the CPU's run fields at the secondary). Policy is
+// arch/x86/hv_exit.c's; the vCPU's state in its VMCB is hv_state.c's, its
+// vCPU operations are every SVM vCPU's (vcpu_ops.c). This file creates the
+// VMCB, injects interrupts, runs one entry and switches worlds:
 //
 //   begin: VMSAVE the primary's hidden state (FS, GS, TR, LDTR, the SYSCALL
 //          and SYSENTER MSRs) into its VMCB, save its extended state and load
 //          the secondary's (XSAVE, or FXSAVE without it);
-//   enter: VMLOAD / VMRUN / VMSAVE on the secondary's VMCB;
+//   enter: VMLOAD / VMRUN (svm_vmrun) / VMSAVE on the secondary's VMCB;
 //   end:   the reverse of begin; the primary's loop VMLOADs its state again
 //          (svm_cpu.vmload) before its next VMRUN.
 //
@@ -190,6 +191,26 @@ static bool op_nmi_ok(void)
 	return true; // NMIs are injected with EVENTINJ, the blocking kept in nmi.c
 }
 
+// One entry of v on this CPU (whose primary vCPU is in its hypercall exit):
+// the CPU's VMRUN sequence on v's VMCB and GPRs, its hidden state loaded
+// before and saved after (the primary's comes back at op_end); the CPU's run
+// fields are the primary's again on return.
+static void run_secondary(struct vcpu *v)
+{
+	struct svm_cpu *c = &svm_host.cpus[arch_hv_pcpu() % X86_MAX_CPUS];
+	uint64_t *gprs = c->gprs, vmcb_pa = c->run_vmcb_pa, sti = c->run_sti;
+
+	c->run_vmcb_pa = v->arch.hv.vmcb_pa;
+	c->gprs = v->arch.gpr;
+	c->run_sti = v->arch.hv.caller_if;
+	c->vmload = 1;
+	svm_vmrun(c);
+	svm_vmsave(v->arch.hv.vmcb_pa);
+	c->run_vmcb_pa = vmcb_pa;
+	c->gprs = gprs;
+	c->run_sti = sti;
+}
+
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
 {
 	void *vmcb = svm_vcpu_vmcb(v);
@@ -209,7 +230,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	*vmcb64(vmcb, VMCB_RSP) = v->arch.gpr[X86_RSP];
 	*vmcb64(vmcb, VMCB_RIP) = v->arch.rip;
 
-	svm_hv_run_once(v->arch.hv.vmcb_pa, v->arch.gpr, v->arch.hv.caller_if);
+	run_secondary(v);
 
 	struct svm_exit_fields f;
 	svm_exit_read(vmcb, &f, e);

@@ -190,7 +190,7 @@ static inline void svm_event_redeliver(void *vmcb, uint64_t intinfo)
 // svm_entry.S (offsets fixed there).
 struct svm_cpu {
 	uint64_t vmcb_pa;	 // 0: this CPU's VMCB (identity: also its address)
-	uint64_t *gprs;		 // 8: the guest's GPRs, vcpu->arch.gpr
+	uint64_t *gprs;		 // 8: the entered guest's GPRs, vcpu->arch.gpr
 	uint64_t host_stack_top; // 16
 	uint64_t host_cr3;	 // 24
 	uint64_t gdtr_base;	 // 32: Slat's GDT
@@ -202,9 +202,10 @@ struct svm_cpu {
 	// the guest's values (the host never changes them): no VMLOAD, and
 	// VMSAVE only when the host reads them (svm_vmcb_save_state).
 	uint64_t vmload;
-	// 64: the VMCB the next VMRUN enters (and VMLOADs): vmcb_pa, or the
-	// nested L2's vmcb02 while L2 runs (nested_run.c). 72: non-zero sets
-	// the host's IF for that VMRUN (L2 under V_INTR_MASKING, with L1's IF).
+	// 64: the VMCB the next VMRUN enters (and VMLOADs): vmcb_pa, the
+	// nested L2's vmcb02 while L2 runs (nested_run.c), or a secondary's
+	// VMCB for one entry (svm/hv.c). 72: non-zero sets the host's IF for
+	// that VMRUN (L2 and secondaries under V_INTR_MASKING).
 	uint64_t run_vmcb_pa;
 	uint64_t run_sti;
 	bool vmsaved;		  // this exit's VMSAVE done
@@ -216,6 +217,7 @@ struct svm_cpu {
 };
 
 // svm_entry.S's view of the first fields (its C_* offsets).
+_Static_assert(__builtin_offsetof(struct svm_cpu, gprs) == 8, "svm_entry.S C_GPRS");
 _Static_assert(__builtin_offsetof(struct svm_cpu, vmload) == 56, "svm_entry.S C_VMLOAD");
 _Static_assert(__builtin_offsetof(struct svm_cpu, run_vmcb_pa) == 64, "svm_entry.S C_RUN_VMCB");
 _Static_assert(__builtin_offsetof(struct svm_cpu, run_sti) == 72, "svm_entry.S C_RUN_STI");
@@ -282,10 +284,10 @@ void svm_run(struct svm_cpu *c);
 void svm_host_entry(struct svm_cpu *c);
 extern char svm_idt_stubs[]; // 32 exception entry stubs, 16 bytes apart
 
-// hv_entry.S: VMLOAD, VMRUN, VMSAVE on `vmcb_pa` with the guest's GPRs (but
-// RAX, RSP) from and back to gprs[]; host callee-saved registers preserved;
-// the host's IF set around VMRUN when `sti` (secondaries, nested L2).
-void svm_hv_run_once(uint64_t vmcb_pa, uint64_t *gprs, uint64_t sti);
+// The CPU's one VMRUN sequence (svm_entry.S): enters c->run_vmcb_pa with
+// c->gprs, VMLOAD first when c->vmload, the host's IF set when c->run_sti;
+// returns after the #VMEXIT. svm_run loops on it; secondaries call it.
+void svm_vmrun(struct svm_cpu *c);
 
 // ---- exit_decode.c ----------------------------------------------------------------------
 // The VMCB fields that say why the guest exited.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// SVM host entry: deprivileging the calling CPU (svm_launch), the
-// VMLOAD/VMRUN/VMSAVE loop (svm_run) and the host's exception stubs.
+// SVM host entry: deprivileging the calling CPU (svm_launch), the one VMRUN
+// sequence (svm_vmrun), the primary's loop around it (svm_run) and the host's
+// exception stubs.
 // Microsoft x64 calling convention (slat.efi is a PE image): first argument
 // in RCX; RBX, RBP, RDI, RSI, R12-R15 are callee-saved.
 
@@ -81,31 +82,40 @@ svm_launch:
 	HOST_CALLEE_SAVED_POP
 	ret
 
-// svm_run(struct svm_cpu *c): never returns; entered in the resident copy. The guest's GPRs other than
-// RAX and RSP (which VMRUN takes from the VMCB) live in c->gprs[] (vcpu->arch.gpr).
-// The VMCB is c->run_vmcb_pa: the primary vCPU's, or a nested L2's (the same
-// loop and exit entry for both). VMLOAD/VMSAVE move the state VMRUN does not
-// (FS, GS, TR, LDTR, the SYSCALL/SYSENTER MSRs, KernelGSBase); the host never
-// uses those, so the CPU keeps the guest's values across an exit: VMLOAD only
-// when the host rewrote them in the VMCB (c->vmload), VMSAVE only when it
-// reads them (svm_vmcb_save_state). Each costs dozens of memory accesses per
-// exit. With c->run_sti the VMRUN runs with the host's IF set (physical
-// interrupts under V_INTR_MASKING exit the guest); the NOP ends STI's shadow
-// in the host, as in hv_entry.S.
-	.globl	svm_run
-svm_run:
-	mov	C_STACK_TOP(%rcx), %rsp
-	sub	$16, %rsp
-	mov	%rcx, (%rsp)
-.Lloop:
-	mov	(%rsp), %rax
-	cmpq	$0, C_VMLOAD(%rax)
+// svm_vmrun(struct svm_cpu *c): the CPU's one VMRUN sequence, for every kind
+// of guest: the primary's vCPU (svm_run's loop), a nested L2 (the same loop
+// with c->run_vmcb_pa on vmcb02) and a secondary (svm/hv.c, inside the
+// primary's exit). The kind is data: c->run_vmcb_pa is the VMCB entered (and
+// VMLOADed), c->gprs the guest's GPRs other than RAX and RSP (which VMRUN
+// takes from the VMCB), c->run_sti the host's IF for the VMRUN. Returns after
+// the #VMEXIT with the guest's GPRs stored back; the host's callee-saved
+// registers are preserved (Microsoft x64 ABI), the rest clobbered.
+//
+// VMLOAD/VMSAVE move the state VMRUN does not (FS, GS, TR, LDTR, the
+// SYSCALL/SYSENTER MSRs, KernelGSBase); the host never uses those, so the CPU
+// keeps the guest's values across an exit: VMLOAD only when the host rewrote
+// them in the VMCB (c->vmload, cleared here), VMSAVE only when it reads them
+// (svm_vmcb_save_state; a secondary's after each exit, svm/hv.c). Each costs
+// dozens of memory accesses per exit.
+//
+// With c->run_sti the VMRUN runs with the host's IF set: under V_INTR_MASKING
+// physical interrupts then exit the guest, and GIF = 0 after #VMEXIT keeps
+// them pending until the primary runs again. The NOP after STI: STI's
+// interrupt shadow must end in the host. QEMU 7.2 carries a shadow still
+// active at VMRUN into the guest (it never loads the VMCB's interrupt state
+// there), so the guest's own next STI would open its window one instruction
+// early (docs/secondary-vms-x86.md). On hardware GIF = 0 blocks interrupts
+// here anyway: the NOP changes nothing.
+	.globl	svm_vmrun
+svm_vmrun:
+	HOST_CALLEE_SAVED_PUSH
+	push	%rcx			// (%rsp): c
+	cmpq	$0, C_VMLOAD(%rcx)
 	je	1f
-	movq	$0, C_VMLOAD(%rax)
-	mov	C_RUN_VMCB(%rax), %rax
+	movq	$0, C_VMLOAD(%rcx)
+	mov	C_RUN_VMCB(%rcx), %rax
 	vmload	%rax
-1:	mov	(%rsp), %rax
-	mov	C_GPRS(%rax), %rax
+1:	mov	C_GPRS(%rcx), %rax
 	GUEST_GPRS_LOAD %rax
 	mov	(%rsp), %rax
 	cmpq	$0, C_RUN_STI(%rax)
@@ -115,11 +125,25 @@ svm_run:
 	nop
 2:	vmrun	%rax
 	cli
-	push	%rax
-	mov	8(%rsp), %rax
+	// #VMEXIT restored the host's RAX (the VMCB), RSP and RFLAGS.
+	mov	(%rsp), %rax
 	mov	C_GPRS(%rax), %rax
 	GUEST_GPRS_STORE %rax
-	pop	%rax
+	add	$8, %rsp
+	HOST_CALLEE_SAVED_POP
+	ret
+
+// svm_run(struct svm_cpu *c): never returns; entered in the resident copy on
+// the CPU's host stack. The primary's (and L2's) loop: VMRUN, then the exit
+// entry (svm_handle_exit), which may point c->run_vmcb_pa elsewhere.
+	.globl	svm_run
+svm_run:
+	mov	C_STACK_TOP(%rcx), %rsp
+	sub	$16, %rsp
+	mov	%rcx, (%rsp)
+.Lloop:
+	mov	(%rsp), %rcx
+	call	svm_vmrun
 	mov	(%rsp), %rcx
 	sub	$32, %rsp
 	call	svm_handle_exit
