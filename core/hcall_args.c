@@ -212,7 +212,7 @@ int hc_decode(enum hc_abi abi, const struct hc_regs *r, struct hc_call *out)
 
 	if ((rc = hc_fn_of(abi, r->fn, &c.fn)))
 		return rc;
-	// The architecture's calls: their arguments are its to check (arch_hv_call).
+	// The architecture's calls: their arguments are its to check (hv_boot.arch_call).
 	if (!hc_fn_is_arch(c.fn) &&
 	    ((rc = hc_arg_unused_zero(hc_used[c.fn], r->a)) || (rc = hc_args(c.fn, r->a, &c))))
 		return rc;

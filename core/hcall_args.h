@@ -40,7 +40,8 @@ struct hc_call {
 };
 
 // HC_OK and *out filled, or the precise error (and *out untouched). Of a call
-// in the architecture's range only out->fn: its registers are arch_hv_call's.
+// in the architecture's range only out->fn: its registers are the architecture's
+// (hv_boot.arch_call, core/hv.h).
 int hc_decode(enum hc_abi abi, const struct hc_regs *r, struct hc_call *out);
 static inline bool hc_fn_is_arch(enum hc_fn fn)
 {

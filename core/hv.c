@@ -33,6 +33,7 @@ int hv_init(const struct hv_boot *b)
 		return -1;
 	}
 	hv.abi = b->abi;
+	hv.arch_call = b->arch_call;
 	hv.ncpus = b->ncpus ? b->ncpus : 1;
 	hv.next_id = 1;
 	hv.next_token = 1;
@@ -372,7 +373,7 @@ static int hv_regs_call(const struct hc_call *c)
 static int hv_call_locked(const struct hc_call *c, const uint64_t *a, uint64_t *res)
 {
 	if (hc_fn_is_arch(c->fn))
-		return arch_hv_call(c->fn, a, res);
+		return hv.arch_call ? hv.arch_call(c->fn, a, res) : HC_E_UNKNOWN;
 	switch (c->fn) {
 	case HC_VERSION_FN:
 		res[0] = HC_VERSION;

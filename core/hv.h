@@ -9,9 +9,11 @@
 //                 the run protocol (hv_vcpu_enter / hv_vcpu_exited /
 //                 hv_vcpu_fault) inside arch_hv_run's entry loop;
 //                 hv_page_alloc / hv_page_free for per-vCPU pages (VMCB, VMCS);
-//                 hv_primary_page / hv_stopped_vcpu for arch_hv_call.
-//   core -> arch: arch_hv_* below (arch/x86, arch/arm64, arch/host), one of
-//                 them (arch_hv_call) for the architecture's own calls.
+//                 hv_primary_page / hv_stopped_vcpu for the architecture's
+//                 own calls (hv_boot.arch_call).
+//   core -> arch: arch_hv_* below (arch/x86, arch/arm64, arch/host), and the
+//                 architecture's own calls through hv_boot.arch_call when it
+//                 has any (x86; arm64 has none).
 //
 // Memory: everything a secondary needs (VM and vCPU records, SLAT tables,
 // slot frame lists, ownership nodes) comes from pages the primary DEPOSITs;
@@ -44,6 +46,11 @@ struct hv_boot {
 	unsigned nslat;
 	enum hc_abi abi;
 	unsigned ncpus; // physical CPUs that may call (arch_hv_pcpu() < ncpus <= HV_MAX_PCPUS)
+	// A call of the architecture's range (HC_FN_ARCH_FIRST..): `fn` and the
+	// raw registers a0..a5, unchecked; under the management lock. The status
+	// (HC_E_UNKNOWN first for a number the arch lacks) and results res[0..2].
+	// NULL: the architecture has no calls, and core answers HC_E_UNKNOWN.
+	int (*arch_call)(uint32_t fn, const uint64_t *a, uint64_t *res);
 };
 // 0, or -1 after logging why (then every call answers HC_E_UNKNOWN).
 int hv_init(const struct hv_boot *b);
@@ -77,7 +84,7 @@ int hv_vcpu_fault(struct vcpu *v, uint64_t gpa, bool write, bool exec);
 // completed: it runs again on the next VCPU_RUN, once the VMM filled the page.
 bool hv_vcpu_memfault(struct vcpu *v, uint64_t gpa, bool write, struct hc_run *run);
 
-// For arch_hv_call, under the management lock: the primary's page at `pa`
+// For hv_boot.arch_call, under the management lock: the primary's page at `pa`
 // (else the ownership code); a stopped secondary vCPU and its call's page,
 // checked in the documented order: page, VM, vCPU, not inside VCPU_RUN.
 int hv_primary_page(uint64_t pa, void **out);
@@ -113,10 +120,6 @@ void arch_hv_vcpu_destroy(struct vcpu *v);
 // HC_E_INVAL (an illegal state; the vCPU keeps its old one).
 int arch_hv_set_regs(struct vcpu *v, const void *page);
 void arch_hv_get_regs(struct vcpu *v, void *page);
-// A call of the architecture's range (HC_FN_ARCH_FIRST..): `fn` and the raw
-// registers a0..a5, unchecked; under the management lock. The status
-// (HC_E_UNKNOWN first for a number the arch lacks) and results res[0..2].
-int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res);
 // Runs `v` on this CPU until an exit for the VMM (written to *run) or a
 // physical interrupt for the primary (HC_EXIT_PREEMPTED). On entry, *run holds
 // the VMM's answer to the previous exit (applied first). HC_OK, or HC_E_NOMEM.

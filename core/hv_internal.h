@@ -72,6 +72,7 @@ struct hv_pcpu {
 struct hv_state {
 	bool ready;
 	enum hc_abi abi;
+	int (*arch_call)(uint32_t fn, const uint64_t *a, uint64_t *res); // hv_boot's
 	unsigned ncpus;
 	struct mm_spinlock lock;
 	struct own_table own;

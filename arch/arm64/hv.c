@@ -235,9 +235,3 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 	memcpy(&r->fpsr, s->fp + 512, 8);
 	memcpy(&r->fpcr, s->fp + 520, 8);
 }
-
-// The architecture's call range holds no arm64 call.
-int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
-{
-	return HC_E_UNKNOWN;
-}

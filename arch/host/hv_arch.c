@@ -72,12 +72,12 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 	r->mpidr_el1 = v->index;
 }
 
-// The architecture's call range: none here (as arm64); the last call is
-// recorded for the tests.
+// The architecture's call range: a recorder the unit tests give hv_init
+// (hv_boot.arch_call); the last call is recorded, and none is known.
 uint32_t host_hv_arch_fn;
 uint64_t host_hv_arch_args[HC_NARGS];
 
-int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
+int host_hv_arch_call(uint32_t fn, const uint64_t *a, uint64_t *res)
 {
 	host_hv_arch_fn = fn;
 	memcpy(host_hv_arch_args, a, sizeof(host_hv_arch_args));

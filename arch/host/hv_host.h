@@ -20,10 +20,12 @@ extern uint64_t host_hv_kicks; // arch_hv_kick_pcpu calls
 // polls it and exits (an interrupt would).
 extern uint32_t host_hv_kick_flag[64];
 void host_hv_set_pcpu(unsigned cpu);
-// The last call of the architecture's range (arch_hv_call, which answers
-// HC_E_UNKNOWN as arm64's does): its number and raw argument registers.
+// The last call of the architecture's range (host_hv_arch_call, a recorder
+// the tests give hv_init as hv_boot.arch_call; it answers HC_E_UNKNOWN): its
+// number and raw argument registers.
 extern uint32_t host_hv_arch_fn;
 extern uint64_t host_hv_arch_args[HC_NARGS];
+int host_hv_arch_call(uint32_t fn, const uint64_t *a, uint64_t *res);
 
 // The primary's SLAT hooks (arch_hv_primary_unmap / _map): every call is
 // recorded in order; `host_hv_primary_fail` > 0 makes that many next calls

@@ -16,6 +16,8 @@
 
 static const struct x86_hv_ops *hv_ops;
 
+static int x86_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res);
+
 bool x86_hv_start(const struct x86_hv_ops *ops, const struct slat_plan *plan)
 {
 	static uint64_t ram[PLAN_MAX_RANGES][2], slat[1][2];
@@ -36,7 +38,8 @@ bool x86_hv_start(const struct x86_hv_ops *ops, const struct slat_plan *plan)
 				  .slat = slat,
 				  .nslat = 1,
 				  .abi = HC_ABI_X86,
-				  .ncpus = X86_MAX_CPUS};
+				  .ncpus = X86_MAX_CPUS,
+				  .arch_call = x86_hv_call};
 	return hv_init(&b) == 0;
 }
 
@@ -150,7 +153,8 @@ static int hv_msrs(struct vcpu *v, void *page, uint32_t count, bool write, uint6
 	return HC_OK;
 }
 
-int arch_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
+// The architecture's calls (hv_boot.arch_call): ABI 1.3's CPUID and MSR calls.
+static int x86_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
 {
 	struct hc_call c;
 	struct vcpu *v;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// ABI 1.3's x86 calls (docs/hypercalls.md; arch_hv_call in hv.c): their
+// ABI 1.3's x86 calls (docs/hypercalls.md; x86_hv_call in hv.c): their
 // decoder and a secondary vCPU's CPUID table. Pure functions over registers,
 // struct hc_cpuid_entry arrays and a "supported" callback (Slat's default
 // policy for a secondary, hv_exit.c), so that the rules run hosted (cmocka).

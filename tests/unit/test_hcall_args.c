@@ -29,7 +29,7 @@ static int dec(enum hc_abi abi, struct hc_regs r, struct hc_call *c)
 }
 
 // A call of the x86 ABI as hv_dispatch decodes it: core's decoder, then
-// x86's (arch_hv_call) for the architecture's range. *x is filled for those.
+// x86's (x86_hv_call) for the architecture's range. *x is filled for those.
 static int dec_x86(struct hc_regs r, struct hc_call *c, struct hc_call *x)
 {
 	int rc = dec(HC_ABI_X86, r, c);
@@ -59,7 +59,7 @@ static void test_function_ids(void **state)
 	assert_int_equal(dec(HC_ABI_ARM64, R(FN(0) | 1u << 17), &c), HC_E_UNKNOWN);
 	assert_int_equal(dec(HC_ABI_ARM64, R(0xC4000000u), &c), HC_E_UNKNOWN); // PSCI's owner
 	// The architecture's range: only the function decoded, on both ABIs
-	// (arm64's arch_hv_call answers HC_E_UNKNOWN to all of it); x86 knows
+	// (arm64 has no hook: core answers HC_E_UNKNOWN to all of it); x86 knows
 	// 12..15 and nothing else there.
 	struct hc_call x;
 	for (unsigned fn = HC_FN_ARCH_FIRST; fn < HC_FN_ARCH_END; fn++) {
@@ -388,8 +388,8 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 }
 
 // ABI 1.3's x86 vCPU configuration (x86's decoder behind core's): bounded
-// counts, a page, VCPU_MSRS's direction 0 or 1. arm64 has no call there: its
-// arch_hv_call answers HC_E_UNKNOWN (test_function_ids).
+// counts, a page, VCPU_MSRS's direction 0 or 1. arm64 has no call there: core
+// answers HC_E_UNKNOWN (test_function_ids).
 static void test_x86_config_calls(void **state)
 {
 	struct hc_call c;
@@ -470,7 +470,7 @@ static void test_fuzz_registers(void **state)
 		before = c;
 		int rc = hc_decode(abi, &r, &c);
 
-		if (rc == HC_OK && hc_fn_is_arch(c.fn)) { // arch_hv_call's turn
+		if (rc == HC_OK && hc_fn_is_arch(c.fn)) { // the architecture's turn
 			struct hc_call x, xbefore;
 			memset(&x, 0x77, sizeof(x));
 			xbefore = x;

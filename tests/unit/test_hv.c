@@ -67,6 +67,9 @@ static struct hc_vm_stats vm_stats_now(uint64_t vm)
 	return *(struct hc_vm_stats *)(uintptr_t)vm_stats_page;
 }
 
+// hv_boot.arch_call for the next setup: the hosted recorder, or none (as arm64).
+static int (*boot_arch_call)(uint32_t, const uint64_t *, uint64_t *) = host_hv_arch_call;
+
 static int setup_ram(uint64_t size)
 {
 	ram_size = size;
@@ -78,7 +81,7 @@ static int setup_ram(uint64_t size)
 	hv_stats_page = vm_stats_page = run_page = 0;
 	const uint64_t r[1][2] = {{ram_pa, RAM_SIZE}};
 	const uint64_t s[1][2] = {{(uint64_t)(uintptr_t)slat_mem, SLAT_SIZE}};
-	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4};
+	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4, boot_arch_call};
 	host_hv_guest = NULL;
 	host_hv_nranges = 0;
 	host_hv_primary_fail = 0;
@@ -94,6 +97,14 @@ static int setup(void **state)
 static int setup_big(void **state)
 {
 	return setup_ram(RAM_BIG);
+}
+
+static int setup_no_arch_calls(void **state)
+{
+	boot_arch_call = NULL;
+	int r = setup_ram(RAM_SMALL);
+	boot_arch_call = host_hv_arch_call;
+	return r;
 }
 
 // Withdraws everything and checks the pool is empty and every page came back.
@@ -1009,8 +1020,24 @@ static void test_fuzz_calls(void **state)
 	assert_int_equal(owner(vmem, NULL), OWN_PRIMARY);
 }
 
-// The architecture's range goes to arch_hv_call with its raw registers (the
-// hosted one answers HC_E_UNKNOWN, as arm64's); the lookup core offers its
+// An architecture without calls (arm64) gives hv_init no arch_call: core
+// answers each number of the range HC_E_UNKNOWN itself, counted as refused.
+static void test_no_arch_calls(void **state)
+{
+	uint64_t res[3] = {1, 1, 1};
+
+	host_hv_arch_fn = 0;
+	for (uint32_t fn = HC_FN_ARCH_FIRST; fn < HC_FN_ARCH_END; fn++) {
+		uint64_t before = hv.calls_failed;
+		assert_int_equal(C(fn, 1, 2, 3, 4, 5, fn, res), HC_E_UNKNOWN);
+		assert_true(!res[0] && !res[1] && !res[2]);
+		assert_int_equal(hv.calls_failed, before + 1);
+	}
+	assert_int_equal(host_hv_arch_fn, 0); // the recorder was never called
+}
+
+// The architecture's range goes to hv_boot.arch_call with its raw registers
+// (the hosted recorder answers HC_E_UNKNOWN); the lookup core offers its
 // handlers checks the page, the VM, the vCPU and a RUN in that order.
 static void test_arch_calls(void **state)
 {
@@ -1114,6 +1141,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_slot_nomem_all_or_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_run_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_arch_calls, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_arch_calls, setup_no_arch_calls, teardown),
 	    cmocka_unit_test_setup_teardown(test_fuzz_calls, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_primary_map_nomem, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_primary_fault_retry, setup, teardown),

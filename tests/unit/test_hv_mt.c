@@ -182,7 +182,7 @@ static void hv_setup(host_hv_guest_fn guest)
 	next_free = ram_pa;
 	const uint64_t r[1][2] = {{ram_pa, RAM_SIZE}};
 	const uint64_t s[1][2] = {{ram_pa + RAM_SIZE - SLAT_SIZE, SLAT_SIZE}};
-	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4};
+	struct hv_boot b = {r, 1, s, 1, HC_ABI_X86, 4, NULL};
 	assert_int_equal(hv_init(&b), 0);
 	host_hv_guest = guest;
 }
