@@ -43,14 +43,6 @@ static inline uint64_t rdtsc(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
-static inline uint64_t xgetbv(uint32_t xcr)
-{
-	uint32_t lo, hi;
-
-	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(xcr));
-	return (uint64_t)hi << 32 | lo;
-}
-
 static inline void xsetbv(uint32_t xcr, uint64_t v)
 {
 	__asm__ volatile("xsetbv" : : "c"(xcr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
@@ -78,11 +70,6 @@ static inline void write_dr6(uint64_t v)
 static inline void write_cr0(uint64_t v)
 {
 	__asm__ volatile("mov %0, %%cr0" : : "r"(v) : "memory");
-}
-
-static inline void write_cr3(uint64_t v)
-{
-	__asm__ volatile("mov %0, %%cr3" : : "r"(v) : "memory");
 }
 
 static inline void write_cr4(uint64_t v)
@@ -130,18 +117,6 @@ static inline void read_idtr(uint64_t *base, uint16_t *limit)
 	uint8_t b[10];
 	__asm__ volatile("sidt %0" : "=m"(b));
 	x86_dtr_decode(b, base, limit);
-}
-
-static inline void load_gdt_idt(uint64_t gdt, uint16_t glimit, uint64_t idt, uint16_t ilimit)
-{
-	uint8_t g[10], d[10];
-	g[0] = (uint8_t)glimit, g[1] = (uint8_t)(glimit >> 8);
-	d[0] = (uint8_t)ilimit, d[1] = (uint8_t)(ilimit >> 8);
-	for (int i = 0; i < 8; i++) {
-		g[2 + i] = (uint8_t)(gdt >> (8 * i));
-		d[2 + i] = (uint8_t)(idt >> (8 * i));
-	}
-	__asm__ volatile("lgdt %0; lidt %1" ::"m"(g), "m"(d) : "memory");
 }
 
 // Selector readers: read_es() ... read_gs(), read_ldtr() (SLDT), read_tr() (STR).

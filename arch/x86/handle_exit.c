@@ -135,8 +135,7 @@ static enum x86_action cache_flush(struct vcpu *v)
 	return X86_CONTINUE;
 }
 
-// The core/vm.h statistics class of each kind.
-static enum exit_reason exit_class(enum x86_exit_kind k)
+enum exit_reason x86_exit_class(enum x86_exit_kind k)
 {
 	switch (k) {
 	case X86_EXIT_INTR:
@@ -155,6 +154,8 @@ static enum exit_reason exit_class(enum x86_exit_kind k)
 		return EXIT_SYSREG;
 	case X86_EXIT_IO:
 		return EXIT_IO;
+	case X86_EXIT_SLAT_VIOLATION:
+		return EXIT_SLAT_FAULT;
 	case X86_EXIT_HYPERCALL:
 		return EXIT_HYPERCALL;
 	case X86_EXIT_HLT:
@@ -207,7 +208,7 @@ static enum x86_action dispatch(struct vcpu *v, const struct x86_exit *e)
 
 	v->arch.shutdown.port = 0;
 	if (e->kind != X86_EXIT_SLAT_VIOLATION) // counted as MMIO or SLAT fault there
-		vcpu_count_exit(v, exit_class(e->kind));
+		vcpu_count_exit(v, x86_exit_class(e->kind));
 	switch (e->kind) {
 	case X86_EXIT_INTR:
 		return X86_CONTINUE;

@@ -384,36 +384,10 @@ static enum x86_hv_step nmi_exit(struct vcpu *caller, struct hc_run *run)
 	return X86_HV_RETURN;
 }
 
-static enum exit_reason hv_exit_class(enum x86_exit_kind k)
-{
-	switch (k) {
-	case X86_EXIT_INTR:
-	case X86_EXIT_NMI:
-	case X86_EXIT_IRQ_WINDOW:
-	case X86_EXIT_NMI_WINDOW:
-		return EXIT_INTERRUPT;
-	case X86_EXIT_CPUID:
-		return EXIT_CPUID;
-	case X86_EXIT_RDMSR:
-	case X86_EXIT_WRMSR:
-		return EXIT_SYSREG;
-	case X86_EXIT_IO:
-		return EXIT_IO;
-	case X86_EXIT_SLAT_VIOLATION:
-		return EXIT_SLAT_FAULT;
-	case X86_EXIT_HYPERCALL:
-		return EXIT_HYPERCALL;
-	case X86_EXIT_HLT:
-		return EXIT_WAIT;
-	default:
-		return EXIT_OTHER;
-	}
-}
-
 enum x86_hv_step x86_hv_exit(struct vcpu *caller, struct vcpu *v, const struct x86_exit *e,
 			     struct hc_run *run, int *rc)
 {
-	vcpu_count_exit(v, hv_exit_class(e->kind));
+	vcpu_count_exit(v, x86_exit_class(e->kind));
 	switch (e->kind) {
 	case X86_EXIT_INTR:
 	case X86_EXIT_INIT:

@@ -300,6 +300,10 @@ struct x86_exit {
 // (ops->wait, ...) only for what differs in hardware. v->arch.gpr[] and
 // v->arch.rip hold the guest's state. The result goes to x86_apply_action().
 enum x86_action x86_handle_exit(struct vcpu *v, const struct x86_exit *e);
+// The core/vm.h statistics class of an exit kind, for the primary's vCPUs
+// and secondaries alike (a primary's SLAT violation is counted where it is
+// told apart: MMIO or SLAT fault).
+enum exit_reason x86_exit_class(enum x86_exit_kind k);
 // Performs a power-off or reset result (the port write the guest asked for,
 // recorded in v->arch.shutdown); does nothing for X86_CONTINUE.
 void x86_apply_action(struct vcpu *v, enum x86_action a);

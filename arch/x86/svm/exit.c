@@ -189,30 +189,31 @@ static void svm_exit_body(struct svm_cpu *c)
 // A #VMEXIT that saved the host's state as the guest's loses the guest's
 // (svm_vmcb_holds_host_state). Seen about once in 25 runs of
 // t_x86_svm_secondary under QEMU TCG (docs/secondary-vms-x86.md); this names
-// the exit that brought it and the one before, once per exit code.
+// the exit that brought it and the one before, once per exit code, for the
+// guest the CPU's VMRUN just left (c->run_vmcb_pa: the primary's vCPU or a
+// secondary's, `kind` and `index` naming it).
 static struct log_once host_state_logged;
-static uint64_t last_exit[X86_MAX_CPUS];
 
-static void svm_check_guest_state(struct svm_cpu *c)
+void svm_check_guest_state(struct svm_cpu *c, const char *kind, unsigned index)
 {
-	void *vmcb = (void *)(uintptr_t)c->vmcb_pa;
-	unsigned cpu = c->vcpu->index;
-	uint64_t code = *vmcb64(vmcb, VMCB_EXITCODE);
-	uint64_t prev = cpu < X86_MAX_CPUS ? last_exit[cpu] : 0;
+	void *vmcb = (void *)(uintptr_t)c->run_vmcb_pa, *hsave = (void *)(uintptr_t)c->hsave_pa;
+	uint64_t code = *vmcb64(vmcb, VMCB_EXITCODE), prev = c->last_exit;
 
-	if (cpu < X86_MAX_CPUS)
-		last_exit[cpu] = code;
+	c->last_exit = code;
 	if (!svm_vmcb_holds_host_state(vmcb) || !log_once_first(&host_state_logged, code))
 		return;
-	log_err("svm: vcpu%u's VMCB holds Slat's own state (RIP 0x%llx) after exit 0x%llx "
+	log_err("svm: %s vcpu%u's VMCB holds Slat's own state (RIP 0x%llx) after exit 0x%llx "
 		"(info 0x%llx 0x%llx, intinfo 0x%llx; previous exit 0x%llx): the guest's state was "
-		"lost at that #VMEXIT (VMCB 0x%llx, VM_HSAVE_PA 0x%llx, as set 0x%llx)\n",
-		cpu, (unsigned long long)*vmcb64(vmcb, VMCB_RIP), (unsigned long long)code,
+		"lost at that #VMEXIT (VMCB 0x%llx, VM_HSAVE_PA 0x%llx, as set 0x%llx with RIP "
+		"0x%llx RSP 0x%llx; VMCB RSP 0x%llx)\n",
+		kind, index, (unsigned long long)*vmcb64(vmcb, VMCB_RIP), (unsigned long long)code,
 		(unsigned long long)*vmcb64(vmcb, VMCB_EXITINFO1),
 		(unsigned long long)*vmcb64(vmcb, VMCB_EXITINFO2),
 		(unsigned long long)*vmcb64(vmcb, VMCB_EXITINTINFO), (unsigned long long)prev,
-		(unsigned long long)c->vmcb_pa, (unsigned long long)rdmsr(MSR_VM_HSAVE_PA),
-		(unsigned long long)c->hsave_pa);
+		(unsigned long long)c->run_vmcb_pa, (unsigned long long)rdmsr(MSR_VM_HSAVE_PA),
+		(unsigned long long)c->hsave_pa, (unsigned long long)*vmcb64(hsave, VMCB_RIP),
+		(unsigned long long)*vmcb64(hsave, VMCB_RSP),
+		(unsigned long long)*vmcb64(vmcb, VMCB_RSP));
 }
 
 // The exit entry. The primary's SLAT shootdown (arch/x86/slat.h) sees this
@@ -229,7 +230,7 @@ void svm_handle_exit(struct svm_cpu *c)
 
 	x86_slat_cpu_exit(cpu);
 	if (!c->nested.in_l2) {
-		svm_check_guest_state(c);
+		svm_check_guest_state(c, "primary", cpu);
 		svm_exit_body(c);
 	} else if (!svm_nested_exit(c)) {
 		svm_before_primary_entry(c);

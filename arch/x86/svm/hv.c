@@ -116,30 +116,6 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 	c->vmload = 1; // the primary's FS, GS, TR, ... were saved by op_begin
 }
 
-// A secondary's state replaced by the host's at its #VMEXIT (see
-// svm_vmcb_holds_host_state); logged once per exit code.
-static struct log_once hv_host_state_logged;
-
-static void hv_check_guest_state(struct vcpu *v, const struct svm_exit_fields *f)
-{
-	if (!svm_vmcb_holds_host_state(svm_vcpu_vmcb(v)) ||
-	    !log_once_first(&hv_host_state_logged, f->code))
-		return;
-	const struct svm_cpu *c = &svm_host.cpus[arch_hv_pcpu() % X86_MAX_CPUS];
-	void *hsave = (void *)(uintptr_t)c->hsave_pa;
-
-	log_err("svm: a secondary's VMCB holds Slat's own state (RIP 0x%llx) after exit 0x%llx "
-		"(info 0x%llx 0x%llx): its state was lost at that #VMEXIT (VMCB 0x%llx, "
-		"VM_HSAVE_PA 0x%llx, this CPU's 0x%llx with RIP 0x%llx RSP 0x%llx; VMCB RSP "
-		"0x%llx)\n",
-		(unsigned long long)v->arch.rip, (unsigned long long)f->code,
-		(unsigned long long)f->info1, (unsigned long long)f->info2,
-		(unsigned long long)v->arch.hv.vmcb_pa, (unsigned long long)rdmsr(MSR_VM_HSAVE_PA),
-		(unsigned long long)c->hsave_pa, (unsigned long long)*vmcb64(hsave, VMCB_RIP),
-		(unsigned long long)*vmcb64(hsave, VMCB_RSP),
-		(unsigned long long)*vmcb64(svm_vcpu_vmcb(v), VMCB_RSP));
-}
-
 // ---- re-delivery of an interrupted external interrupt -----------------------------------
 static void op_irq_inject(struct vcpu *v, uint8_t vector);
 static bool op_irq_taken(struct vcpu *v);
@@ -205,6 +181,7 @@ static void run_secondary(struct vcpu *v)
 	c->run_sti = v->arch.hv.caller_if;
 	c->vmload = 1;
 	svm_vmrun(c);
+	svm_check_guest_state(c, "secondary", v->index);
 	svm_vmsave(v->arch.hv.vmcb_pa);
 	c->run_vmcb_pa = vmcb_pa;
 	c->gprs = gprs;
@@ -239,7 +216,6 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	v->arch.hv.next_rip = e->next_rip;
 	svm_exit_collect(v, vmcb, &f, e);
 	hv_nmi_iret(v, e);
-	hv_check_guest_state(v, &f);
 	v->arch.hv.intinfo = *vmcb64(vmcb, VMCB_EXITINTINFO);
 	redeliver_end(v, again);
 	v->arch.insn_done = false;

@@ -209,6 +209,7 @@ struct svm_cpu {
 	uint64_t run_vmcb_pa;
 	uint64_t run_sti;
 	bool vmsaved;		  // this exit's VMSAVE done
+	uint64_t last_exit;	  // the exit code before this one (svm_check_guest_state)
 	uint64_t hsave_pa;	  // VM_HSAVE_PA page
 	uint64_t next_rip;	  // exit-specific next RIP when known (IOIO), else 0
 	volatile bool irq_window; // GIF is set on purpose (svm_irq_window)
@@ -352,6 +353,9 @@ void svm_vmcb_sipi_reset(struct svm_cpu *c, uint8_t vector);
 // guest can be there (Slat's region is in no VM's SLAT and its CR3 is
 // Slat's secret), so a #VMEXIT saved the host's state as the guest's.
 bool svm_vmcb_holds_host_state(const void *vmcb);
+// After the CPU's VMRUN left c->run_vmcb_pa (exit.c): logs a lost guest
+// state (the check above) once per exit code, naming the guest's vCPU.
+void svm_check_guest_state(struct svm_cpu *c, const char *kind, unsigned index);
 
 // ---- host.c: permission maps, host exceptions ----------------------------------------------
 void svm_iopm_build(uint8_t *iopm);
