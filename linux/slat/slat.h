@@ -74,6 +74,8 @@ struct slat_vm {
 	/* /dev/kvm on x86: KVM_CREATE_IRQCHIP's I/O APIC (slat_kvm_irq.h), freed
 	 * with the VM; vCPUs made after it get a local APIC */
 	struct slat_irqchip *irqchip;
+	/* /dev/kvm on x86: KVM_CREATE_PIT2's 8254 (slat_kvm_pit.c), freed with the VM */
+	struct slat_pit *pit;
 };
 
 /* struct slat_mslot's flags */

@@ -5,9 +5,9 @@
  * VMM's KVM_IRQ_LINE: an edge-triggered pin delivers on a rising edge, a
  * level-triggered one while asserted, once per EOI (remote IRR). Fixed and
  * lowest-priority delivery (the first LAPIC that matches), physical or flat
- * logical destinations. Not emulated: the 8259 PIC (its ports exit to the
- * VMM; guests that use the I/O APIC mask it), NMI/SMI/INIT/ExtINT delivery
- * modes (logged once, dropped).
+ * logical destinations. An EOI of a pin's vector is its acknowledgement
+ * (slat_irq_acked: the PIT's reinjection), an unmask a mask notice. Not
+ * emulated: SMI/ExtINT delivery modes (logged once, dropped).
  */
 #include "slat_kvm_irq.h"
 
@@ -105,16 +105,23 @@ void slat_ioapic_eoi(struct slat_irqchip *c, u8 vector)
 	u64 again[SLAT_IOAPIC_PINS];
 	unsigned int i, n = 0;
 	unsigned long f;
+	u32 acked = 0;
 
 	spin_lock_irqsave(&io->lock, f);
 	for (i = 0; i < SLAT_IOAPIC_PINS; i++) {
-		if ((io->redir[i] & 0xff) != vector || !(io->redir[i] & REDIR_LEVEL))
+		if ((io->redir[i] & 0xff) != vector)
+			continue;
+		acked |= 1u << i;
+		if (!(io->redir[i] & REDIR_LEVEL))
 			continue;
 		io->redir[i] &= ~REDIR_REMOTE;
 		if (pin_fires(io, i, false)) /* still asserted: once more */
 			again[n++] = io->redir[i];
 	}
 	spin_unlock_irqrestore(&io->lock, f);
+	for (i = 0; i < SLAT_IOAPIC_PINS; i++)
+		if (acked & 1u << i)
+			slat_irq_acked(c, KVM_IRQCHIP_IOAPIC, i);
 	for (i = 0; i < n; i++)
 		fire(c, again[i]);
 }
@@ -161,9 +168,9 @@ bool slat_ioapic_mmio(struct slat_irqchip *c, u32 off, bool write, u32 *val)
 {
 	struct slat_ioapic *io = &c->ioapic;
 	unsigned long f;
-	bool check = false, go = false;
+	bool check = false, go = false, unmasked = false;
 	u32 pin = 0;
-	u64 r = 0;
+	u64 r = 0, before = 0;
 
 	spin_lock_irqsave(&io->lock, f);
 	if (off == 0x00) {
@@ -172,9 +179,13 @@ bool slat_ioapic_mmio(struct slat_irqchip *c, u32 off, bool write, u32 *val)
 		else
 			*val = io->ioregsel;
 	} else if (off == 0x10) {
-		if (write)
+		if (write) {
+			u32 sel = io->ioregsel & 0xff;
+
+			if (sel >= 0x10 && sel < 0x10 + 2 * SLAT_IOAPIC_PINS)
+				before = io->redir[(sel - 0x10) / 2];
 			check = write_window(io, *val, &pin);
-		else
+		} else
 			*val = read_window(io);
 	} else if (!write) {
 		*val = 0;
@@ -182,8 +193,11 @@ bool slat_ioapic_mmio(struct slat_irqchip *c, u32 off, bool write, u32 *val)
 	if (check) { /* an unmasked level pin that is asserted fires now */
 		go = pin_fires(io, pin, false);
 		r = io->redir[pin];
+		unmasked = (before & REDIR_MASKED) && !(r & REDIR_MASKED);
 	}
 	spin_unlock_irqrestore(&io->lock, f);
+	if (unmasked)
+		slat_irq_unmasked(c, KVM_IRQCHIP_IOAPIC, pin);
 	if (go)
 		fire(c, r);
 	return true;

@@ -71,6 +71,17 @@ static inline bool slat_dm_emulated(u32 mode)
 	       mode == SLAT_DM_INIT || mode == SLAT_DM_STARTUP;
 }
 
+/*
+ * The 8259A pair (slat_kvm_pic.c): KVM's state image of the master (0) and
+ * the slave (1), and the master's INT output.
+ */
+#define SLAT_PIC_PINS 16
+struct slat_pic {
+	spinlock_t lock; /* taken with irqs off */
+	struct kvm_pic_state chip[2];
+	bool output;
+};
+
 struct slat_ioapic {
 	spinlock_t lock;
 	u32 id, ioregsel;
@@ -85,6 +96,7 @@ struct slat_ioapic {
 struct slat_routes;
 struct slat_irqchip {
 	struct slat_ioapic ioapic;
+	struct slat_pic pic; /* not with `split` (the VMM's 8259s) */
 	struct slat_vm *vm;
 	/* KVM_CAP_SPLIT_IRQCHIP: LAPICs only; the I/O APIC is the VMM's */
 	bool split;
@@ -132,8 +144,11 @@ u32 slat_lapic_mp_state(struct slat_lapic *l);
 /* KVM_SET_MP_STATE: RUNNABLE, UNINITIALIZED, INIT_RECEIVED; else -EINVAL. */
 int slat_lapic_set_mp_state(struct slat_lapic *l, u32 state);
 
-/* Split irqchip: whether LINT0 takes an ExtINT now (unmasked, mode ExtINT). */
+/* Whether LINT0 takes an ExtINT now (unmasked, mode ExtINT): the VMM's 8259s
+ * (split irqchip) or the module's. */
 bool slat_lapic_accepts_extint(struct slat_lapic *l);
+/* Wake the vCPU from HLT or out of Slat: something for it is pending. */
+void slat_lapic_kick(struct slat_lapic *l);
 
 /* ---- GSI routing and the split irqchip (slat_kvm_route.c) ---- */
 int slat_msi_deliver(struct slat_vm *vm, u32 addr_lo, u32 addr_hi, u32 data);
@@ -144,6 +159,34 @@ void slat_route_free(struct slat_irqchip *c);
 int slat_route_irq_line(struct slat_irqchip *c, u32 gsi, bool level, int *status);
 long slat_irqchip_install(struct slat_vm *vm, bool split, u32 pins, long busy);
 long slat_route_enable_split(struct slat_vm *vm, u64 pins);
+/*
+ * KVM's ack and mask notifiers, for the one user the module has (the PIT on
+ * GSI 0): pin `pin` of chip `chip` (KVM_IRQCHIP_*) was acknowledged (an EOI)
+ * or unmasked; the routes say whether it is GSI 0.
+ */
+void slat_irq_acked(struct slat_irqchip *c, u32 chip, u32 pin);
+void slat_irq_unmasked(struct slat_irqchip *c, u32 chip, u32 pin);
+
+/* ---- the 8259A pair (slat_kvm_pic.c) ---- */
+void slat_pic_init(struct slat_pic *p);
+/* An input (0-15, slave's 8-15) to `level`: KVM's status (-1 masked, 0 coalesced, 1). */
+int slat_pic_set_line(struct slat_irqchip *c, u32 pin, bool level);
+bool slat_pic_output(struct slat_irqchip *c);
+/* INTA: the vector of the best request, now in service. */
+int slat_pic_intack(struct slat_irqchip *c);
+/* Ports 0x20/0x21, 0xa0/0xa1, 0x4d0/0x4d1; false for any other port. */
+bool slat_pic_port(struct slat_irqchip *c, u16 port, u32 size, bool out, u32 *val);
+void slat_pic_get(struct slat_irqchip *c, u32 chip, struct kvm_pic_state *st);
+void slat_pic_set(struct slat_irqchip *c, u32 chip, const struct kvm_pic_state *st);
+
+/* ---- the 8254 PIT (slat_kvm_pit.c), the VM's vm->pit ---- */
+long slat_pit_ioctl(struct slat_vm *vm, unsigned int cmd, void __user *up);
+/* Ports 0x40-0x43 (and 0x61 with KVM_PIT_SPEAKER_DUMMY); false for others. */
+bool slat_pit_port(struct slat_vm *vm, u16 port, bool out, u32 *val);
+/* GSI 0 was acknowledged / unmasked (reinjection of lost ticks). */
+void slat_pit_acked(struct slat_vm *vm);
+void slat_pit_unmasked(struct slat_vm *vm);
+void slat_pit_free(struct slat_pit *p);
 
 /* ---- I/O APIC (slat_kvm_ioapic.c) ---- */
 void slat_ioapic_init(struct slat_ioapic *io);
@@ -151,6 +194,7 @@ bool slat_ioapic_mmio(struct slat_irqchip *c, u32 off, bool write, u32 *val);
 /* KVM_IRQ_LINE: pin `pin` to `level`. -EINVAL for a pin it does not have. */
 int slat_ioapic_set_line(struct slat_irqchip *c, u32 pin, bool level);
 /* A LAPIC's EOI of a level-triggered vector: remote IRR clears, re-delivery. */
+/* Edge pins of the vector are only acknowledged (slat_irq_acked). */
 void slat_ioapic_eoi(struct slat_irqchip *c, u8 vector);
 /*
  * Delivery to LAPICs, mode SLAT_DM_* (lowest priority: the first matching

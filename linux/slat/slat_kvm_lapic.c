@@ -121,6 +121,11 @@ static void kick(struct slat_lapic *l)
 	rcu_read_unlock();
 }
 
+void slat_lapic_kick(struct slat_lapic *l)
+{
+	kick(l);
+}
+
 /*
  * An interrupt into IRR (lock held). Vectors 0-15 are illegal: the APIC
  * records "received illegal vector" in ESR and takes nothing (SDM 11.5.3),
@@ -351,8 +356,8 @@ static void eoi(struct slat_lapic *l)
 	spin_unlock_irqrestore(&l->lock, f);
 	if (level && l->vm->irqchip && l->vm->irqchip->split)
 		WRITE_ONCE(l->eoi_exit, v); /* the VMM's I/O APIC: KVM_EXIT_IOAPIC_EOI */
-	else if (level && l->vm->irqchip)
-		slat_ioapic_eoi(l->vm->irqchip, v);
+	else if (v >= 0 && l->vm->irqchip && !l->vm->irqchip->split)
+		slat_ioapic_eoi(l->vm->irqchip, v); /* edge vectors too: the PIT's ack */
 	if (v >= 0)
 		kick(l); /* a lower vector may be deliverable now */
 }
@@ -492,6 +497,10 @@ static void reset(struct slat_lapic *l, u32 id)
 	set_reg(l, LA_SVR, 0xff);
 	for (off = LA_LVTT; off <= LA_LVTE; off += 0x10)
 		set_reg(l, off, LVT_MASKED);
+	/* KVM's reset (quirk LINT0_REENABLED): the boot vCPU's LINT0 takes the
+	 * 8259's ExtINT, the virtual wire a BIOS expects. */
+	if (l->bsp)
+		set_reg(l, LA_LVT0, 7u << 8);
 	l->queued = -1;
 	l->queued_extint = false;
 	l->extint = -1;
@@ -574,9 +583,9 @@ struct slat_lapic *slat_lapic_new(struct slat_kvm_vcpu *v)
 	hrtimer_init(&l->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	l->timer.function = timer_fire;
 	l->vm = v->vc->vm;
-	reset(l, v->id);
 	/* With an in-kernel irqchip only the boot vCPU runs from the start. */
 	l->bsp = v->id == 0;
+	reset(l, v->id);
 	l->mp_state = l->bsp ? KVM_MP_STATE_RUNNABLE : KVM_MP_STATE_UNINITIALIZED;
 	l->sipi_vector = -1;
 	return l;

@@ -3,8 +3,8 @@
  * GSI routing of a /dev/kvm VM on x86 (docs/kvm-api.md): KVM_SET_GSI_ROUTING's
  * table, through which KVM_IRQ_LINE reaches an I/O APIC pin or sends an MSI,
  * and KVM_CAP_SPLIT_IRQCHIP (the local APICs here, the I/O APIC and the 8259s
- * in the VMM). Without a table the routing is KVM's default one for what the
- * module emulates: GSI 0-23 are the I/O APIC's pins. Written from KVM's API
+ * in the VMM). Without a table the routing is KVM's default one: GSI 0-23 are
+ * the I/O APIC's pins, and 0-15 also the 8259s'. Written from KVM's API
  * documentation (Documentation/virt/kvm/api.rst, Linux 6.1).
  */
 #include <linux/module.h>
@@ -69,7 +69,10 @@ static int route_ok(const struct slat_irqchip *c, const struct kvm_irq_routing_e
 			return -EINVAL;
 		if (e->u.irqchip.irqchip == KVM_IRQCHIP_IOAPIC)
 			return e->u.irqchip.pin < SLAT_IOAPIC_PINS ? 0 : -EINVAL;
-		return -EINVAL; /* the 8259s: the module has none */
+		if (e->u.irqchip.irqchip == KVM_IRQCHIP_PIC_MASTER ||
+		    e->u.irqchip.irqchip == KVM_IRQCHIP_PIC_SLAVE)
+			return e->u.irqchip.pin < 8 ? 0 : -EINVAL;
+		return -EINVAL;
 	case KVM_IRQ_ROUTING_MSI:
 		return 0;
 	default:
@@ -117,21 +120,98 @@ void slat_route_free(struct slat_irqchip *c)
 	kvfree(rcu_dereference_protected(c->routes, true));
 }
 
-/* One route of `gsi` to `level`: the number of LAPICs reached, or -errno. */
-static int route_fire(struct slat_irqchip *c, const struct kvm_irq_routing_entry *e, bool level)
+/* KVM's sum of the routes' answers: -1 while none took it (masked). */
+static int status_add(int st, int r)
 {
-	if (e->type == KVM_IRQ_ROUTING_MSI)
-		return level ? slat_msi_deliver(c->vm, e->u.msi.address_lo, e->u.msi.address_hi,
-						e->u.msi.data)
-			     : 0; /* an MSI has no falling edge */
-	return slat_ioapic_set_line(c, e->u.irqchip.pin, level) ?: 1; /* route_ok: IOAPIC */
+	return r < 0 ? st : r + (st < 0 ? 0 : st);
 }
 
 /*
- * KVM_IRQ_LINE(_STATUS): every route of `gsi`; KVM's status is the last
- * route's answer (LAPICs reached, -1 none). A GSI without a route does
- * nothing (status -1). Without a table, the default routing: pins 0-23 of
- * the in-kernel I/O APIC (KVM's also routes 0-15 to its 8259s).
+ * One route of `gsi` to `level`, its answer added to *st as KVM counts it
+ * (an MSI: the LAPICs reached, -1 for none; an I/O APIC pin 1; an 8259 pin
+ * -1 masked, 0 coalesced, 1). 0 or -errno.
+ */
+static int route_fire(struct slat_irqchip *c, const struct kvm_irq_routing_entry *e, bool level,
+		      int *st)
+{
+	u32 chip = e->u.irqchip.irqchip, pin = e->u.irqchip.pin;
+	int r;
+
+	if (e->type == KVM_IRQ_ROUTING_MSI) {
+		if (!level)
+			return 0; /* an MSI has no falling edge */
+		r = slat_msi_deliver(c->vm, e->u.msi.address_lo, e->u.msi.address_hi,
+				     e->u.msi.data);
+		if (r < 0)
+			return r;
+		*st = status_add(*st, r ? r : -1);
+		return 0;
+	}
+	if (chip == KVM_IRQCHIP_PIC_MASTER || chip == KVM_IRQCHIP_PIC_SLAVE) {
+		r = slat_pic_set_line(c, pin + (chip == KVM_IRQCHIP_PIC_SLAVE ? 8 : 0), level);
+		*st = status_add(*st, r);
+		return 0;
+	}
+	r = slat_ioapic_set_line(c, pin, level); /* route_ok: IOAPIC */
+	if (!r)
+		*st = status_add(*st, 1);
+	return r;
+}
+
+/*
+ * KVM's default table (KVM_CREATE_IRQCHIP): GSI 0-15 to the 8259 pin and
+ * the I/O APIC pin of the same number, 16-23 to the I/O APIC only. (QEMU
+ * sets its own, with GSI 0 on I/O APIC pin 2.)
+ */
+static int default_route_fire(struct slat_irqchip *c, u32 gsi, bool level, int *st)
+{
+	int r;
+
+	if (gsi >= SLAT_IOAPIC_PINS)
+		return -EINVAL; /* docs: KVM ignores it; the module's checkers want the error */
+	r = slat_ioapic_set_line(c, gsi, level);
+	if (r)
+		return r;
+	*st = status_add(*st, 1);
+	if (gsi < SLAT_PIC_PINS)
+		*st = status_add(*st, slat_pic_set_line(c, gsi, level));
+	return 0;
+}
+
+/* Whether (chip, pin) is a route of GSI 0 (KVM finds a pin's GSI the same way). */
+static bool pin_is_gsi0(struct slat_irqchip *c, u32 chip, u32 pin)
+{
+	struct slat_routes *t;
+	bool hit = false;
+	u32 i;
+
+	rcu_read_lock();
+	t = rcu_dereference(c->routes);
+	if (!t)
+		hit = pin == 0 && chip != KVM_IRQCHIP_PIC_SLAVE;
+	for (i = 0; t && i < t->n && !hit; i++)
+		hit = t->e[i].gsi == 0 && t->e[i].type == KVM_IRQ_ROUTING_IRQCHIP &&
+		      t->e[i].u.irqchip.irqchip == chip && t->e[i].u.irqchip.pin == pin;
+	rcu_read_unlock();
+	return hit;
+}
+
+void slat_irq_acked(struct slat_irqchip *c, u32 chip, u32 pin)
+{
+	if (READ_ONCE(c->vm->pit) && pin_is_gsi0(c, chip, pin))
+		slat_pit_acked(c->vm);
+}
+
+void slat_irq_unmasked(struct slat_irqchip *c, u32 chip, u32 pin)
+{
+	if (READ_ONCE(c->vm->pit) && pin_is_gsi0(c, chip, pin))
+		slat_pit_unmasked(c->vm);
+}
+
+/*
+ * KVM_IRQ_LINE(_STATUS): every route of `gsi`; KVM's status is the sum of
+ * the routes' answers (-1: none took it). A GSI without a route does
+ * nothing (status -1). Without a table, KVM's default routing.
  */
 int slat_route_irq_line(struct slat_irqchip *c, u32 gsi, bool level, int *status)
 {
@@ -143,20 +223,15 @@ int slat_route_irq_line(struct slat_irqchip *c, u32 gsi, bool level, int *status
 	t = rcu_dereference(c->routes);
 	if (t) {
 		for (i = 0; i < t->n && rc >= 0; i++)
-			if (t->e[i].gsi == gsi) {
-				rc = route_fire(c, &t->e[i], level);
-				st = rc >= 0 ? (rc ? rc : -1) : st;
-			}
+			if (t->e[i].gsi == gsi)
+				rc = route_fire(c, &t->e[i], level, &st);
 	}
 	rcu_read_unlock();
 	if (t)
 		goto out;
 	if (c->split)
 		goto out; /* an empty table until the VMM sets one */
-	if (gsi >= SLAT_IOAPIC_PINS)
-		return -EINVAL; /* docs: KVM ignores it; the module's checkers want the error */
-	rc = slat_ioapic_set_line(c, gsi, level);
-	st = 1;
+	rc = default_route_fire(c, gsi, level, &st);
 out:
 	if (gsi >= 16) /* PCI INTx: the ISA lines (timer, serial) would fill the log */
 		slat_irq_trace("gsi", gsi, level, t ? t->n : 0, rc < 0 ? rc : st);

@@ -7,9 +7,9 @@
  * (KVM_GET/SET_MSRS), with ABI 1.3; with ABI 1.4 KVM's interrupts without
  * an in-kernel irqchip (KVM_INTERRUPT, request_interrupt_window,
  * KVM_EXIT_IRQ_WINDOW_OPEN) and the in-kernel irqchip (KVM_CREATE_IRQCHIP:
- * local APICs and an I/O APIC, slat_kvm_irq.h; no 8259 PIC), with
+ * local APICs, an I/O APIC and the 8259 pair, slat_kvm_irq.h), with
  * KVM_IRQ_LINE, KVM_SIGNAL_MSI, KVM_GET/SET_IRQCHIP and the wait-for-SIPI
- * states of KVM_GET/SET_MP_STATE.
+ * states of KVM_GET/SET_MP_STATE; the 8254 PIT (slat_kvm_pit.c).
  */
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -88,8 +88,12 @@ long slat_kvm_arch_cap(long cap)
 	case KVM_CAP_SPLIT_IRQCHIP:
 	case KVM_CAP_IRQ_INJECT_STATUS:
 		return x86_irq_ok();
-	case KVM_CAP_IRQCHIP: /* local APICs and an I/O APIC, no PIC */
+	case KVM_CAP_IRQCHIP: /* local APICs, an I/O APIC, the 8259s */
 	case KVM_CAP_SIGNAL_MSI:
+	case KVM_CAP_PIT: /* the 8254 (slat_kvm_pit.c), as KVM 6.1 answers */
+	case KVM_CAP_PIT2:
+	case KVM_CAP_PIT_STATE2:
+	case KVM_CAP_REINJECT_CONTROL:
 		return x86_irq_ok();
 	case KVM_CAP_TSC_DEADLINE_TIMER: /* the LAPIC's, through Slat's MSR exits */
 		return x86_deadline_ok();
@@ -120,6 +124,7 @@ long slat_irqchip_install(struct slat_vm *vm, bool split, u32 pins, long busy)
 	if (!c)
 		return -ENOMEM;
 	slat_ioapic_init(&c->ioapic);
+	slat_pic_init(&c->pic);
 	spin_lock_init(&c->route_lock);
 	c->vm = vm;
 	c->split = split;
@@ -189,7 +194,7 @@ static long x86_signal_msi(struct slat_vm *vm, void __user *up)
 	return r;
 }
 
-/* KVM_GET/SET_IRQCHIP: the I/O APIC (chip 2); there is no PIC (chips 0, 1). */
+/* KVM_GET/SET_IRQCHIP: the 8259 master (chip 0), slave (1), the I/O APIC (2). */
 static long x86_irqchip_state(struct slat_vm *vm, void __user *up, bool set)
 {
 	struct slat_irqchip *c = READ_ONCE(vm->irqchip);
@@ -201,7 +206,13 @@ static long x86_irqchip_state(struct slat_vm *vm, void __user *up, bool set)
 	k = memdup_user(up, sizeof(*k));
 	if (IS_ERR(k))
 		return PTR_ERR(k);
-	if (k->chip_id != KVM_IRQCHIP_IOAPIC)
+	if (k->chip_id == KVM_IRQCHIP_PIC_MASTER || k->chip_id == KVM_IRQCHIP_PIC_SLAVE) {
+		if (set)
+			slat_pic_set(c, k->chip_id, &k->chip.pic);
+		else
+			slat_pic_get(c, k->chip_id, &k->chip.pic);
+		rc = set || !copy_to_user(up, k, sizeof(*k)) ? 0 : -EFAULT;
+	} else if (k->chip_id != KVM_IRQCHIP_IOAPIC)
 		rc = -EINVAL;
 	else if (set)
 		rc = slat_ioapic_set(c, &k->chip.ioapic);
@@ -287,6 +298,14 @@ long slat_kvm_arch_vm_ioctl(struct slat_kvm_vm *kvm, unsigned int cmd, void __us
 	case KVM_GET_IRQCHIP:
 	case KVM_SET_IRQCHIP:
 		return x86_irqchip_state(kvm->vm, up, cmd == KVM_SET_IRQCHIP);
+	case KVM_CREATE_PIT:
+	case KVM_CREATE_PIT2:
+	case KVM_GET_PIT:
+	case KVM_SET_PIT:
+	case KVM_GET_PIT2:
+	case KVM_SET_PIT2:
+	case KVM_REINJECT_CONTROL:
+		return x86_irq_ok() ? slat_pit_ioctl(kvm->vm, cmd, up) : -ENOTTY;
 	default:
 		return -ENOTTY;
 	}
@@ -1239,10 +1258,23 @@ static void x86_retire_irq(struct slat_lapic *l, struct hc_run *hr)
 	}
 }
 
-/* Split irqchip: an ExtINT from the VMM's 8259 that LINT0 takes now. */
+/*
+ * An ExtINT that LINT0 takes now: the VMM's 8259 output (split irqchip,
+ * KVM_INTERRUPT), or the module's 8259 pair asserting INT.
+ */
 static bool x86_extint_ready(struct slat_lapic *l)
 {
-	return l->extint >= 0 && slat_lapic_accepts_extint(l);
+	struct slat_irqchip *c = l->vm->irqchip;
+
+	if (!slat_lapic_accepts_extint(l))
+		return false;
+	return l->extint >= 0 || (!c->split && slat_pic_output(c));
+}
+
+/* The module's 8259s assert INT to this vCPU, which cannot take it yet. */
+static bool x86_pic_waits(struct slat_lapic *l, struct hc_run *hr)
+{
+	return !(hr->irq & HC_IRQ_VALID) && l->extint < 0 && x86_extint_ready(l) && !hr->irq_ready;
 }
 
 /*
@@ -1259,7 +1291,13 @@ static void x86_offer_irq(struct slat_lapic *l, struct hc_run *hr)
 	x86_retire_irq(l, hr);
 	if (hr->irq & HC_IRQ_VALID)
 		return;
-	if (x86_extint_ready(l)) { /* ExtINT first: the PPR does not hold it back */
+	/* ExtINT first: the PPR does not hold it back. The module's 8259s are
+	 * acknowledged (INTA) only when Slat delivers at this entry, as a CPU
+	 * takes INTR: a guest that masks the line before its next STI must not
+	 * get the vector (the window is asked for meanwhile). */
+	if (x86_extint_ready(l) && (l->extint >= 0 || hr->irq_ready)) {
+		if (l->extint < 0)
+			l->extint = slat_pic_intack(l->vm->irqchip);
 		l->queued_extint = true;
 		hr->irq = HC_IRQ_VALID | l->extint;
 		return;
@@ -1352,9 +1390,11 @@ int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 	if (!rc)
 		x86_offer_irq(l, hr);
 	/* Split irqchip: the VMM's 8259 asks for the window (KVM: only while
-	 * LINT0 would take an ExtINT and none is pending). */
-	hr->irq_window = v->vc->vm->irqchip->split && READ_ONCE(kr->request_interrupt_window) &&
-			 l->extint < 0 && slat_lapic_accepts_extint(l);
+	 * LINT0 would take an ExtINT and none is pending); the module's 8259s
+	 * ask for it while their INT waits for the guest. */
+	hr->irq_window = (v->vc->vm->irqchip->split && READ_ONCE(kr->request_interrupt_window) &&
+			  l->extint < 0 && slat_lapic_accepts_extint(l)) ||
+			 x86_pic_waits(l, hr);
 	return rc;
 }
 
@@ -1426,6 +1466,27 @@ static int x86_msr_exit(struct slat_lapic *l, struct hc_run *hr)
 	return SLAT_KVM_REENTER;
 }
 
+/*
+ * Port I/O of the module's 8259s (not with the split irqchip) and PIT (with
+ * or without an irqchip, as KVM): answered here, an IN's value completed by
+ * Slat at the next entry.
+ */
+static bool x86_legacy_pio(struct slat_kvm_vcpu *v, struct hc_run *hr)
+{
+	struct slat_irqchip *c = READ_ONCE(v->vc->vm->irqchip);
+	u32 val = (u32)hr->u.io.data;
+	bool done;
+
+	if (hr->u.io.count != 1)
+		return false;
+	done = (c && !c->split &&
+		slat_pic_port(c, hr->u.io.port, hr->u.io.size, hr->u.io.is_out, &val)) ||
+	       slat_pit_port(v->vc->vm, hr->u.io.port, hr->u.io.is_out, &val);
+	if (done && !hr->u.io.is_out)
+		hr->u.io.data = hr->u.io.size == 1 ? (u8)val : val;
+	return done;
+}
+
 static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc_run *hr,
 			    struct kvm_run *kr)
 {
@@ -1448,6 +1509,8 @@ static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struc
 		kr->eoi.vector = eoi;
 		return SLAT_KVM_TO_VMM;
 	}
+	if (hr->reason == HC_EXIT_IRQ_WINDOW && !split)
+		return SLAT_KVM_REENTER; /* the module's 8259s asked: INTA at the entry */
 	if (hr->reason == HC_EXIT_IRQ_WINDOW) {
 		kr->exit_reason = KVM_EXIT_IRQ_WINDOW_OPEN;
 		return SLAT_KVM_TO_VMM;
@@ -1611,6 +1674,8 @@ int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_ru
 	}
 	if (!x86_irq_ok())
 		return SLAT_KVM_GENERIC;
+	if (hr->reason == HC_EXIT_IO && x86_legacy_pio(v, hr))
+		return SLAT_KVM_REENTER;
 	kr->if_flag = hr->if_flag;
 	kr->ready_for_interrupt_injection = hr->irq_ready;
 	if (l)

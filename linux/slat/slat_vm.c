@@ -34,6 +34,9 @@ static void slat_vm_release(struct kref *ref)
 	u64 r[3];
 	long st;
 
+#ifdef CONFIG_X86
+	slat_pit_free(vm->pit); /* its timer raises IRQ0 through vm->irqchip */
+#endif
 	slat_slots_stop(vm);
 	/* No vCPU fd is open, so none runs; BUSY would be a Slat-side lag. */
 	for (tries = 0; tries < 100; tries++) {
