@@ -318,6 +318,7 @@ int main(int argc, char **argv)
 	check_msrs(vcpu);
 	check_run(vcpu, run);
 	check_irqchip(kvm, &s, sup);
+	check_pic_pit(kvm, &s, sup);
 	close(vcpu);
 	close(vm);
 	close(kvm);
