@@ -108,6 +108,11 @@ loc() {
 t0=$(loc)
 sleep 1
 echo "VMM-GUEST: timer: $(($(loc) - t0)) local timer interrupts in a 1 s sleep"
+# x86: IRQ 0, the PIT's (or the HPET's) tick before the local APIC timers
+# took over, with its count per CPU and the chip that delivered it (IO-APIC,
+# XT-PIC): the 8254 and the irqchip a VMM emulates (t_x86_svm_qemu's -M pc).
+irq0=$(grep '^ *0:' /proc/interrupts | tr -s ' ')
+[ "$(uname -m)" != x86_64 ] || echo "VMM-GUEST: irq0:${irq0:- none}"
 # x86, with vmm.nmi: NMI IPIs. SysRq l has every CPU print its backtrace:
 # this one directly, the others from an NMI the kernel sends them (it waits
 # up to 10 s for each); the CPUs whose backtrace came, and the NMIs counted.
