@@ -1444,6 +1444,11 @@ static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
 		kr->exit_reason = KVM_EXIT_INTR;
 		return -EINTR;
 	}
+	/* Slat completed the HLT, and an STI shadow ends with it: with IF set
+	 * and no vector held, one set now goes in at the next entry (the
+	 * module's 8259s acknowledge on that; Slat's irq_ready saw the shadow). */
+	if (if_set && !(hr->irq & HC_IRQ_VALID))
+		hr->irq_ready = 1;
 	return SLAT_KVM_REENTER;
 }
 
