@@ -51,7 +51,18 @@
 //      largest slot that can log); a pinned ADD stays at
 //      HC_SLOT_PINNED_MAX_PAGES (1 GiB, one directory of list pages). FILL,
 //      DROP and the DIRTY calls take page indexes up to the lazy limit.
-#define HC_ABI_MINOR 10u
+// 1.11: x86 event state in the SET_REGS / GET_REGS page (hc_regs_x86.flags,
+//      event, event_error, shadow, nmi): an event whose delivery is under
+//      way, the STI / MOV SS interrupt shadow and the NMI state, so that a
+//      VMM saves and restores them (KVM_GET/SET_VCPU_EVENTS). GET fills them
+//      and sets HC_REGS_X86_EVENTS; SET takes them only with that flag (an
+//      older caller's page has 0 there: the event and the shadow are
+//      dropped, the NMI state kept, as before 1.11). SET with
+//      HC_REGS_X86_KEEP_PENDING keeps the last exit's completion (an IN's or
+//      MMIO read's data, an MSR exit) for the next RUN when the RIP it sets
+//      is the vCPU's, as KVM completes it at the next KVM_RUN unless the VMM
+//      moved RIP; without it (and before 1.11) SET drops the completion.
+#define HC_ABI_MINOR 11u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -342,7 +353,32 @@ struct hc_regs_x86 {
 	struct hc_x86_seg es, cs, ss, ds, fs, gs, ldtr, tr;
 	uint64_t gdt_base, idt_base;
 	uint32_t gdt_limit, idt_limit;
+	// 1.11 (HC_REGS_X86_EVENTS and HC_EVENT_* below).
+	uint64_t flags;
+	uint32_t event;	      // HC_EVENT_VALID | type | HC_EVENT_ERR | vector, or 0
+	uint32_t event_error; // its error code (with HC_EVENT_ERR)
+	uint8_t shadow;	      // HC_SHADOW_*: interrupts blocked for one instruction
+	uint8_t nmi;	      // HC_NMI_HELD | HC_NMI_BLOCKED (the hc_run.nmi_state bits)
+	uint8_t pad_events[6];
 };
+// 1.11: hc_regs_x86.event is an event the CPU was delivering when the vCPU
+// last exited (or one Slat queued): the next entry delivers it before the
+// guest runs an instruction. The layout is SVM's EVENTINJ (the AMD APM's),
+// without the error code: vector 7:0, type 10:8, error code valid 11, valid
+// 31. SET accepts an external interrupt (any vector), an NMI (vector 2) and
+// an exception (vector 0..31 but 2; the error code only for those that push
+// one is not checked, as KVM does not); other types or bits HC_E_INVAL.
+// An interrupt shadow needs RFLAGS.IF on VT-x: SET without IF drops it.
+#define HC_REGS_X86_EVENTS	 (1ull << 0)
+#define HC_REGS_X86_KEEP_PENDING (1ull << 1)
+#define HC_EVENT_VALID		 (1u << 31)
+#define HC_EVENT_ERR		 (1u << 11)
+#define HC_EVENT_TYPE_MASK	 (7u << 8)
+#define HC_EVENT_EXTINT		 (0u << 8)
+#define HC_EVENT_NMI		 (2u << 8)
+#define HC_EVENT_EXC		 (3u << 8)
+#define HC_SHADOW_MOV_SS	 1u // KVM's KVM_X86_SHADOW_INT_MOV_SS
+#define HC_SHADOW_STI		 2u // KVM's KVM_X86_SHADOW_INT_STI
 
 // One CPUID leaf of VCPU_SET_CPUID / CPUID_SUPPORTED (KVM's kvm_cpuid_entry2
 // without its padding). HC_CPUID_F_INDEXED: `index` (ECX) selects the entry;

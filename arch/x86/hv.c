@@ -177,17 +177,68 @@ static int x86_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res)
 	return hv_msrs(v, page, (uint32_t)c.count, c.flags, &res[0]);
 }
 
+// ---- ABI 1.11: the event state in the register page ---------------------------------
+// v->arch.hv.intinfo keeps an interrupted delivery in the EXITINTINFO layout
+// (both back ends: the error code in bits 63:32), which is the page's event
+// with its error code apart. QEMU's TCG reports an external interrupt's
+// interrupted delivery as an exception with its vector (svm/hv.c,
+// intinfo_is_irq); no exception has a vector above 31, so the page calls it
+// what it is.
+static void hv_get_events(struct vcpu *v, struct hc_regs_x86 *r)
+{
+	uint64_t ii = v->arch.hv.intinfo;
+
+	// The back end's get_state may copy a page the VMM set (VT-x keeps one).
+	r->event = r->event_error = 0;
+	r->shadow = 0;
+	memset(r->pad_events, 0, sizeof(r->pad_events));
+	r->flags = HC_REGS_X86_EVENTS;
+	r->nmi =
+	    (v->arch.nmi.pending ? HC_NMI_HELD : 0) | (v->arch.nmi.blocked ? HC_NMI_BLOCKED : 0);
+	if (ii & HC_EVENT_VALID) {
+		r->event =
+		    (uint32_t)ii & (HC_EVENT_VALID | HC_EVENT_TYPE_MASK | HC_EVENT_ERR | 0xffu);
+		r->event_error = (r->event & HC_EVENT_ERR) ? (uint32_t)(ii >> 32) : 0;
+	}
+	hv_ops->get_events(v, r);
+	if ((r->event & HC_EVENT_TYPE_MASK) == HC_EVENT_EXC && (r->event & 0xffu) >= 32)
+		r->event = (r->event & ~(HC_EVENT_TYPE_MASK | HC_EVENT_ERR)) | HC_EVENT_EXTINT;
+}
+
+// After set_state (which dropped the control block's queued event and shadow).
+static void hv_set_events(struct vcpu *v, const struct hc_regs_x86 *r)
+{
+	uint64_t ev = r->event & HC_EVENT_VALID ? r->event : 0;
+
+	if (ev & HC_EVENT_ERR)
+		ev |= (uint64_t)r->event_error << 32;
+	v->arch.hv.intinfo = ev; // delivered again at the next entry, as an exit's
+	v->arch.nmi.pending = r->nmi & HC_NMI_HELD;
+	v->arch.nmi.blocked = r->nmi & HC_NMI_BLOCKED;
+	v->arch.nmi.iret_seen = false;
+	hv_ops->set_events(v, r);
+}
+
 int arch_hv_set_regs(struct vcpu *v, const void *page)
 {
 	struct hc_regs_x86 r;
 
 	memcpy(&r, page, sizeof(r)); // one read of the primary's page: checked = used
-	if (!x86_hv_regs_ok(v, &r))
+	bool events = r.flags & HC_REGS_X86_EVENTS;
+	// KVM's rule: the completion waits for the next RUN unless RIP moved.
+	bool keep = (r.flags & HC_REGS_X86_KEEP_PENDING) && r.rip == v->arch.rip;
+	if (r.flags & ~(HC_REGS_X86_EVENTS | HC_REGS_X86_KEEP_PENDING))
+		return HC_E_INVAL;
+	if (!x86_hv_regs_ok(v, &r) || (events && !x86_hv_events_ok(&r, hv_ops->nmi_ok())))
 		return HC_E_INVAL;
 	hv_ops->set_state(v, &r);
-	// A state the VMM sets replaces whatever an exit was waiting for.
-	v->arch.hv.pending = X86_HV_PEND_NONE;
+	// A state the VMM sets replaces whatever an exit was waiting for (unless
+	// kept); the event state is the page's (1.11), or none (an older page).
+	if (!keep)
+		v->arch.hv.pending = X86_HV_PEND_NONE;
 	v->arch.hv.intinfo = 0;
+	if (events)
+		hv_set_events(v, &r);
 	return HC_OK;
 }
 
@@ -197,6 +248,7 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 
 	memset(&r, 0, sizeof(r));
 	hv_ops->get_state(v, &r);
+	hv_get_events(v, &r);
 	memcpy(page, &r, sizeof(r));
 }
 

@@ -24,6 +24,14 @@ struct x86_hv_ops {
 	void (*vcpu_destroy)(struct vcpu *v); // frees what vcpu_create took
 	void (*set_state)(struct vcpu *v, const struct hc_regs_x86 *r); // checked already
 	void (*get_state)(struct vcpu *v, struct hc_regs_x86 *r);
+	// ABI 1.11, between RUNs, after set_state / get_state: what the control
+	// block keeps of the event state. get_events: the interrupt shadow
+	// (HC_SHADOW_*) and an event queued for the next entry (r->event and
+	// r->event_error, only when the shared part found none in
+	// v->arch.hv.intinfo). set_events: the shadow, and the guest's NMI
+	// blocking where the CPU keeps it (v->arch.nmi already set from r->nmi).
+	void (*get_events)(struct vcpu *v, struct hc_regs_x86 *r);
+	void (*set_events)(struct vcpu *v, const struct hc_regs_x86 *r);
 	// World switch: before the first entry of a RUN (the caller's hidden
 	// state saved), after the last (the caller's restored at its next entry).
 	void (*begin)(struct vcpu *caller, struct vcpu *v);
@@ -80,6 +88,9 @@ void x86_hv_complete(struct vcpu *v, const struct hc_run *run);
 // The consistency checks of SET_REGS (hv_regs.c): true when VMRUN / VM entry
 // would accept the state (with EFER.SVME added by the back end).
 bool x86_hv_regs_ok(struct vcpu *v, const struct hc_regs_x86 *r);
+// ABI 1.11: the event fields of a SET_REGS page with HC_REGS_X86_EVENTS
+// (hv_regs.c); `nmi_ok`: the back end delivers NMIs.
+bool x86_hv_events_ok(const struct hc_regs_x86 *r, bool nmi_ok);
 // The bound of a VMM's table: the default with CR4 = 0 (x86_cpuid_source).
 void x86_hv_supported(uint32_t leaf, uint32_t sub, uint32_t out[4]);
 // MSR value checks of both back ends (hv_exit.c): a canonical 48-bit address;

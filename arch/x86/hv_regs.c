@@ -11,6 +11,12 @@
 #include "arch/x86/hv.h"
 
 #define CR4_PCIDE  (1ull << 17)
+// CR4 bits of features every x86-64 CPU has (VME, PVI, TSD, DE, PSE, PAE,
+// MCE, PGE, OSFXSR): a loaded state may have them whatever the vCPU's CPUID
+// says, as KVM's SET_SREGS allows them (its CR4 reserved bits follow CPUID
+// only for later features). QEMU's TCG offers no VME in its CPUID and takes
+// them at VMRUN all the same.
+#define CR4_BASE_BITS 0x2ffull
 #define EFER_HV_OK (EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE)
 // RFLAGS: bits 63:22, 15, 5 and 3 are reserved (must be zero).
 #define RFLAGS_RSVD (~0x3fffffull | (1ull << 15) | (1ull << 5) | (1ull << 3))
@@ -48,10 +54,46 @@ static bool segs_ok(const struct hc_regs_x86 *r, bool lma)
 	return r->gdt_limit <= 0xffff && r->idt_limit <= 0xffff;
 }
 
+// ABI 1.11's event fields (hc_regs_x86.flags .. pad_events): one event of a
+// type VMRUN / VM entry injects with a vector that type allows (an NMI is
+// vector 2, an exception 0..31 but 2; no error code on an interrupt or an
+// NMI), KVM's two shadow bits, the NMI state's two bits, and zeros elsewhere.
+// `nmi_ok`: the back end delivers NMIs (an NMI held is refused otherwise).
+bool x86_hv_events_ok(const struct hc_regs_x86 *r, bool nmi_ok)
+{
+	const uint32_t known = HC_EVENT_VALID | HC_EVENT_TYPE_MASK | HC_EVENT_ERR | 0xffu;
+	uint32_t type = r->event & HC_EVENT_TYPE_MASK, vector = r->event & 0xffu;
+	bool err = r->event & HC_EVENT_ERR;
+
+	for (unsigned i = 0; i < sizeof(r->pad_events); i++)
+		if (r->pad_events[i])
+			return false;
+	if ((r->event & ~known) || (r->shadow & ~(HC_SHADOW_MOV_SS | HC_SHADOW_STI)) ||
+	    (r->nmi & ~(HC_NMI_HELD | HC_NMI_BLOCKED)))
+		return false;
+	if ((r->nmi & HC_NMI_HELD) && !nmi_ok)
+		return false;
+	if (!err && r->event_error)
+		return false;
+	if (!(r->event & HC_EVENT_VALID))
+		return r->event == 0;
+	switch (type) {
+	case HC_EVENT_EXTINT:
+		return !err;
+	case HC_EVENT_NMI:
+		return vector == 2 && !err;
+	case HC_EVENT_EXC:
+		return vector < 32 && vector != 2;
+	default:
+		return false;
+	}
+}
+
 bool x86_hv_regs_ok(struct vcpu *v, const struct hc_regs_x86 *r)
 {
 	struct hv_leaf_ctx ctx = {v, r->cr4};
 	struct x86_cr_caps caps = x86_cr_caps_from(hv_leaf, &ctx);
+	caps.cr4_ok |= CR4_BASE_BITS;
 	bool lme_pg = (r->efer & EFER_LME) && (r->cr0 & CR0_PG);
 	struct x86_cr_state st = {
 	    .cr0 = r->cr0,

@@ -73,6 +73,30 @@ void svm_hv_get_state(struct vcpu *v, struct hc_regs_x86 *r)
 	r->rip = v->arch.rip;
 }
 
+// ---- ABI 1.11: the event state the VMCB keeps ------------------------------------------
+// The interrupt shadow is one bit (INT_SHADOW bit 0, STI and MOV SS alike:
+// both of KVM's bits read back, as KVM's SVM reports it). An exception Slat
+// queued in EVENTINJ (#UD, #GP) before a RUN ended without entering is the
+// event when no interrupted delivery is kept.
+void svm_hv_get_events(struct vcpu *v, struct hc_regs_x86 *r)
+{
+	void *vmcb = svm_vcpu_vmcb(v);
+	uint64_t inj = *vmcb64(vmcb, VMCB_EVENTINJ);
+
+	r->shadow = (*vmcb64(vmcb, VMCB_INT_SHADOW) & 1) ? HC_SHADOW_MOV_SS | HC_SHADOW_STI : 0;
+	if (!(r->event & HC_EVENT_VALID) && (inj & EVENTINJ_VALID)) {
+		r->event =
+		    (uint32_t)inj & (HC_EVENT_VALID | HC_EVENT_TYPE_MASK | HC_EVENT_ERR | 0xffu);
+		r->event_error = (r->event & HC_EVENT_ERR) ? (uint32_t)(inj >> 32) : 0;
+	}
+}
+
+// set_state cleared EVENTINJ and the shadow; the NMI blocking is nmi.c's.
+void svm_hv_set_events(struct vcpu *v, const struct hc_regs_x86 *r)
+{
+	*vmcb64(svm_vcpu_vmcb(v), VMCB_INT_SHADOW) = r->shadow ? 1 : 0;
+}
+
 // ---- MSRs the VMCB holds (x86_hv_ops.msr, msr_stopped) ---------------------------------
 static int msr_offset(uint32_t msr)
 {

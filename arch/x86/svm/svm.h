@@ -325,6 +325,8 @@ bool svm_hv_init(struct region *r, const struct slat_plan *plan);
 struct hc_regs_x86;
 void svm_hv_set_state(struct vcpu *v, const struct hc_regs_x86 *r); // x86_hv_ops.set_state
 void svm_hv_get_state(struct vcpu *v, struct hc_regs_x86 *r);	    // x86_hv_ops.get_state
+void svm_hv_get_events(struct vcpu *v, struct hc_regs_x86 *r);	    // x86_hv_ops.get_events
+void svm_hv_set_events(struct vcpu *v, const struct hc_regs_x86 *r); // x86_hv_ops.set_events
 // x86_hv_ops.msr and msr_stopped: the MSRs the VMCB holds.
 bool svm_hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val);
 

@@ -222,8 +222,11 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	// An event whose delivery the last exit interrupted is delivered again,
 	// unless the policy queued an exception of its own.
 	uint64_t idt = v->arch.hv.intinfo;
-	if ((idt & VMX_INTR_VALID) && !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID))
-		vmwrite(VMCS_ENTRY_INTR_INFO, idt & ~(1ull << 12));
+	if ((idt & VMX_INTR_VALID) && !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID)) {
+		vmwrite(VMCS_ENTRY_INTR_INFO, (uint32_t)idt & ~(1u << 12));
+		if (idt & VMX_INTR_ERROR)
+			vmwrite(VMCS_ENTRY_EXC_ERROR, idt >> 32);
+	}
 	v->arch.hv.intinfo = 0;
 	nmi_apply(v); // after the redelivery: it may take the slot
 	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
@@ -254,7 +257,10 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	if (!failed && e->kind == X86_EXIT_IO)
 		e->next_rip = v->arch.rip + vmread(VMCS_EXIT_INSN_LEN);
 	v->arch.hv.next_rip = e->next_rip;
+	// The EXITINTINFO layout both back ends keep: the error code in 63:32.
 	v->arch.hv.intinfo = failed ? 0 : vmread(VMCS_IDT_VECT_INFO);
+	if (v->arch.hv.intinfo & VMX_INTR_ERROR)
+		v->arch.hv.intinfo |= vmread(VMCS_IDT_VECT_ERROR) << 32;
 	if (vmx_hv.vnmi && !failed) // the CPU's blocking, for the VMM's nmi_state
 		v->arch.nmi.blocked = vmread(VMCS_GUEST_INTERRUPTIBILITY) & INTERRUPTIBILITY_NMI;
 	vmwrite(VMCS_ENTRY_INTR_INFO, 0);
@@ -303,6 +309,8 @@ static const struct x86_hv_ops vmx_hv_ops = {
     .vcpu_destroy = op_destroy,
     .set_state = vmx_hv_set_state,
     .get_state = vmx_hv_get_state,
+    .get_events = vmx_hv_get_events,
+    .set_events = vmx_hv_set_events,
     .begin = op_begin,
     .end = op_end,
     .enter = op_enter,

@@ -189,6 +189,33 @@ void vmx_hv_get_state(struct vcpu *v, struct hc_regs_x86 *r)
 	r->rip = v->arch.rip;
 }
 
+// ---- ABI 1.11: the event state the state page keeps -----------------------------------
+// The interruptibility state between RUNs: STI and MOV SS blocking (KVM's
+// two shadow bits), and with virtual NMIs the guest's NMI blocking (bit 3),
+// which the shared state (v->arch.nmi) takes from it at each entry. STI
+// blocking with RFLAGS.IF clear fails VM entry (SDM 27.3.1.5): dropped.
+void vmx_hv_get_events(struct vcpu *v, struct hc_regs_x86 *r)
+{
+	uint32_t intr = state_of(v)->interruptibility;
+
+	r->shadow = (intr & INTERRUPTIBILITY_STI ? HC_SHADOW_STI : 0) |
+		    (intr & INTERRUPTIBILITY_MOV_SS ? HC_SHADOW_MOV_SS : 0);
+}
+
+void vmx_hv_set_events(struct vcpu *v, const struct hc_regs_x86 *r)
+{
+	struct vmx_hv_state *s = state_of(v);
+	uint32_t intr = 0;
+
+	if ((r->shadow & HC_SHADOW_STI) && (r->rflags & RFLAGS_IF))
+		intr |= INTERRUPTIBILITY_STI;
+	else if (r->shadow & HC_SHADOW_MOV_SS)
+		intr |= INTERRUPTIBILITY_MOV_SS;
+	if (vmx_hv.vnmi && (r->nmi & HC_NMI_BLOCKED))
+		intr |= INTERRUPTIBILITY_NMI;
+	s->interruptibility = intr;
+}
+
 // ---- MSRs the VMCS holds ---------------------------------------------------------------
 // A write's value check, the same inside and outside a RUN.
 static bool msr_value_ok(uint32_t msr, uint64_t val)

@@ -186,6 +186,8 @@ struct hc_regs_x86;
 void vmx_hv_reset_state(struct vcpu *v);
 void vmx_hv_set_state(struct vcpu *v, const struct hc_regs_x86 *r);
 void vmx_hv_get_state(struct vcpu *v, struct hc_regs_x86 *r);
+void vmx_hv_get_events(struct vcpu *v, struct hc_regs_x86 *r);	     // x86_hv_ops.get_events
+void vmx_hv_set_events(struct vcpu *v, const struct hc_regs_x86 *r); // x86_hv_ops.set_events
 // State page -> the current VMCS (false: a VMWRITE failed) and back.
 bool vmx_hv_state_to_vmcs(struct vcpu *v);
 void vmx_hv_state_from_vmcs(struct vcpu *v);
