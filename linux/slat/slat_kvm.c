@@ -321,9 +321,12 @@ static long slat_kvm_run(struct slat_kvm_vcpu *v)
 	long rc;
 
 	slat_kvm_sigmask_enter(v);
-	rc = slat_kvm_run_loop(v);
+	rc = v->inited ? slat_kvm_arch_run_begin(v) : 0;
+	rc = rc ?: slat_kvm_run_loop(v);
 	slat_kvm_sigmask_leave(v);
 	slat_kvm_arch_vcpu_done(v);
+	if (v->inited)
+		slat_kvm_arch_run_end(v);
 	return rc;
 }
 

@@ -80,6 +80,10 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v);
 /* KVM_RUN returns to the VMM (every path). */
 void slat_kvm_arch_vcpu_done(struct slat_kvm_vcpu *v);
+/* x86's kvm_run sync_regs: taken at KVM_RUN's start (-errno ends it), given
+ * back on every way out (arm64: nothing to do, as in KVM). */
+int slat_kvm_arch_run_begin(struct slat_kvm_vcpu *v);
+void slat_kvm_arch_run_end(struct slat_kvm_vcpu *v);
 /* What slat_kvm_arch_exit() made of an exit. */
 enum slat_kvm_exit_action {
 	SLAT_KVM_GENERIC = 0, /* not the architecture's: the generic translation */

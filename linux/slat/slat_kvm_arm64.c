@@ -94,6 +94,16 @@ static long a64_enable_cap(struct slat_kvm_vm *kvm, void __user *up)
 	return 0;
 }
 
+/* KVM on arm64 has no kvm_run sync_regs (KVM_CAP_SYNC_REGS 0). */
+int slat_kvm_arch_run_begin(struct slat_kvm_vcpu *v)
+{
+	return 0;
+}
+
+void slat_kvm_arch_run_end(struct slat_kvm_vcpu *v)
+{
+}
+
 void slat_kvm_arch_vcpu_done(struct slat_kvm_vcpu *v)
 {
 	slat_vgic_done(v);

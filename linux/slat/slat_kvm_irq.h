@@ -108,6 +108,15 @@ struct slat_irqchip {
 /* ---- local APIC (slat_kvm_lapic.c) ---- */
 /* The vCPU's local APIC (slat_kvm_x86.c), NULL without an irqchip. */
 struct slat_lapic *slat_kvm_x86_lapic(struct slat_kvm_vcpu *v);
+/* Where the vCPU's NMIs wait before the module offers one to Slat. */
+atomic_t *slat_kvm_x86_nmis(struct slat_kvm_vcpu *v);
+/* KVM_GET/SET_REGS and _SREGS on kernel copies (slat_kvm_x86.c). */
+int slat_kvm_x86_regs_k(struct slat_kvm_vcpu *v, struct kvm_regs *k, bool set);
+int slat_kvm_x86_sregs_k(struct slat_kvm_vcpu *v, struct kvm_sregs *s, bool set);
+/* KVM_GET/SET_VCPU_EVENTS and kvm_run's sync_regs (slat_kvm_x86_state.c; ABI 1.11). */
+#define SLAT_KVM_X86_SYNC_FIELDS (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS | KVM_SYNC_X86_EVENTS)
+bool slat_kvm_x86_events_ok(void);
+long slat_kvm_x86_vcpu_events(struct slat_kvm_vcpu *v, struct kvm_vcpu_events __user *up, bool set);
 struct slat_lapic *slat_lapic_new(struct slat_kvm_vcpu *v);
 void slat_lapic_free(struct slat_lapic *l);
 /* An aligned 32-bit access at `off` in the APIC page; false for other forms. */

@@ -24,6 +24,7 @@
 #define X86_MAX_CPUID		256 /* KVM_MAX_CPUID_ENTRIES */
 #define APIC_BASE_RESET		0xfee00800ull
 #define APIC_BASE_BSP		0x100ull
+#define APIC_BASE_ENABLE	0x800ull
 #define CPUID1_ECX_TSC_DEADLINE (1u << 24)
 
 /* The MSRs Slat keeps per vCPU that a VMM can save and restore. */
@@ -101,6 +102,10 @@ long slat_kvm_arch_cap(long cap)
 		return x86_nmi_ok();
 	case KVM_CAP_GET_TSC_KHZ:
 		return 1;
+	case KVM_CAP_VCPU_EVENTS: /* ABI 1.11: slat_kvm_x86_state.c */
+		return slat_kvm_x86_events_ok();
+	case KVM_CAP_SYNC_REGS: /* kvm_run's s.regs (slat_kvm_x86_state.c) */
+		return slat_kvm_x86_events_ok() ? SLAT_KVM_X86_SYNC_FIELDS : 0;
 	default:
 		return -1;
 	}
@@ -409,6 +414,7 @@ struct slat_kvm_x86 {
 	struct hc_regs_x86 *reset; /* with a LAPIC: Slat's reset state, for INIT */
 	bool listed;		   /* in the VM's vcpus (and kvcpus with a LAPIC) */
 	atomic_t nmis;		   /* KVM_NMI without a LAPIC: not yet offered to Slat */
+	u64 apic_base;		   /* the VMM's IA32_APIC_BASE (x86_apic_base_ok) */
 	/* MSRs the module keeps for the VMM (x86_kept_msr): kvmclock, MTRRs */
 	u64 kvmclock[4];
 	u64 mtrr_def, mtrr_fixed[11], mtrr_var[16];
@@ -449,6 +455,7 @@ static int x86_vcpu_list(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x)
 }
 
 static int x86_regs(struct slat_kvm_vcpu *v, struct hc_regs_x86 *r, bool set);
+static u64 x86_apic_base_reset(struct slat_kvm_vcpu *v);
 
 int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 {
@@ -459,6 +466,7 @@ int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 		return -ENOMEM;
 	v->arch = x;
 	v->inited = true;
+	x->apic_base = x86_apic_base_reset(v);
 	rc = x86_vcpu_list(v, x);
 	if (rc || !x->lapic)
 		return rc;
@@ -503,31 +511,44 @@ static u64 *gpr_of(struct kvm_regs *k, unsigned int i)
 	return map[i];
 }
 
-static long x86_get_set_regs(struct slat_kvm_vcpu *v, void __user *up, bool set)
+/* KVM_GET/SET_REGS on a kernel copy (also kvm_run's sync_regs). */
+int slat_kvm_x86_regs_k(struct slat_kvm_vcpu *v, struct kvm_regs *k, bool set)
 {
 	struct hc_regs_x86 *r = kzalloc(sizeof(*r), GFP_KERNEL);
-	struct kvm_regs k;
 	unsigned int i;
 	int rc;
 
 	if (!r)
 		return -ENOMEM;
-	rc = set && copy_from_user(&k, up, sizeof(k)) ? -EFAULT : x86_regs(v, r, false);
+	rc = x86_regs(v, r, false);
 	if (!rc && set) {
 		for (i = 0; i < 16; i++)
-			r->gpr[i] = *gpr_of(&k, i);
-		r->rip = k.rip;
-		r->rflags = k.rflags;
+			r->gpr[i] = *gpr_of(k, i);
+		r->rip = k->rip;
+		r->rflags = k->rflags;
+		r->flags |= HC_REGS_X86_KEEP_PENDING; /* ABI 1.11: as KVM, unless RIP moved */
 		rc = x86_regs(v, r, true); /* Slat refuses reserved RFLAGS bits: -EINVAL */
 	} else if (!rc) {
-		memset(&k, 0, sizeof(k));
+		memset(k, 0, sizeof(*k));
 		for (i = 0; i < 16; i++)
-			*gpr_of(&k, i) = r->gpr[i];
-		k.rip = r->rip;
-		k.rflags = r->rflags;
-		rc = copy_to_user(up, &k, sizeof(k)) ? -EFAULT : 0;
+			*gpr_of(k, i) = r->gpr[i];
+		k->rip = r->rip;
+		k->rflags = r->rflags;
 	}
 	kfree(r);
+	return rc;
+}
+
+static long x86_get_set_regs(struct slat_kvm_vcpu *v, void __user *up, bool set)
+{
+	struct kvm_regs k;
+	int rc;
+
+	if (set && copy_from_user(&k, up, sizeof(k)))
+		return -EFAULT;
+	rc = slat_kvm_x86_regs_k(v, &k, set);
+	if (!rc && !set && copy_to_user(up, &k, sizeof(k)))
+		rc = -EFAULT;
 	return rc;
 }
 
@@ -561,9 +582,47 @@ static void seg_from_kvm(const struct kvm_segment *k, struct hc_x86_seg *h)
 				    (k->db & 1) << 10 | (k->g & 1) << 11;
 }
 
-static u64 x86_apic_base(struct slat_kvm_vcpu *v)
+static u64 x86_apic_base_reset(struct slat_kvm_vcpu *v)
 {
 	return APIC_BASE_RESET | (v->id == 0 ? APIC_BASE_BSP : 0);
+}
+
+/* The reset value, or the one the VMM set last. */
+static u64 x86_apic_base(struct slat_kvm_vcpu *v)
+{
+	struct slat_kvm_x86 *x = v->arch;
+
+	return x->apic_base;
+}
+
+static u32 x86_guest_maxphyaddr(struct slat_kvm_x86 *x)
+{
+	u32 i;
+
+	for (i = 0; x->cpuid && i < x->ncpuid; i++)
+		if (x->cpuid[i].function == 0x80000008)
+			return x->cpuid[i].eax & 0xff;
+	return 36; /* KVM's answer without the leaf */
+}
+
+/*
+ * A new IA32_APIC_BASE from the VMM (KVM_SET_SREGS, KVM_SET_MSRS), kept as
+ * KVM keeps it (and reported back, run->apic_base too), but for its reserved
+ * bits: 7:0, 9, x2APIC enable (10: the guest's CPUID has no x2APIC), and
+ * those above the guest's MAXPHYADDR. KVM's in-kernel LAPIC records a new
+ * base without moving its page (a warning, "APIC base relocation is
+ * unsupported"), and so does the module's LAPIC (its page stays at
+ * 0xfee00000); turning the in-kernel LAPIC off (bit 11 clear) is refused:
+ * Slat's LAPIC is always on. The guest's own RDMSR is Slat's and reads the
+ * reset value.
+ */
+static bool x86_apic_base_ok(struct slat_kvm_vcpu *v, u64 val)
+{
+	struct slat_kvm_x86 *x = v->arch;
+
+	if (x->lapic && !(val & APIC_BASE_ENABLE))
+		return false;
+	return !(val & (0x6ffull | ~0ull << x86_guest_maxphyaddr(x)));
 }
 
 #define LAPIC_TPR 0x80
@@ -625,7 +684,7 @@ static int sregs_from_kvm(struct slat_kvm_vcpu *v, const struct kvm_sregs *s, st
 {
 	unsigned int i;
 
-	if ((s->cr8 && !slat_kvm_x86_lapic(v)) || s->apic_base != x86_apic_base(v)) {
+	if ((s->cr8 && !slat_kvm_x86_lapic(v)) || !x86_apic_base_ok(v, s->apic_base)) {
 		pr_debug("slat: KVM_SET_SREGS: CR8 0x%llx, APIC base 0x%llx refused\n", s->cr8,
 			 s->apic_base);
 		return -EINVAL;
@@ -657,18 +716,34 @@ static int sregs_from_kvm(struct slat_kvm_vcpu *v, const struct kvm_sregs *s, st
 
 static long x86_get_set_sregs(struct slat_kvm_vcpu *v, void __user *up, bool set)
 {
-	struct hc_regs_x86 *r = kzalloc(sizeof(*r), GFP_KERNEL);
 	struct kvm_sregs *s = kzalloc(sizeof(*s), GFP_KERNEL);
-	int rc = !r || !s ? -ENOMEM : 0;
+	int rc = s ? 0 : -ENOMEM;
 
 	if (!rc && set && copy_from_user(s, up, sizeof(*s)))
 		rc = -EFAULT;
 	if (!rc)
+		rc = slat_kvm_x86_sregs_k(v, s, set);
+	if (!rc && !set && copy_to_user(up, s, sizeof(*s)))
+		rc = -EFAULT;
+	kfree(s);
+	return rc;
+}
+
+/* KVM_GET/SET_SREGS on a kernel copy (also kvm_run's sync_regs). */
+int slat_kvm_x86_sregs_k(struct slat_kvm_vcpu *v, struct kvm_sregs *s, bool set)
+{
+	struct hc_regs_x86 *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	int rc = r ? 0 : -ENOMEM;
+
+	if (!rc)
 		rc = x86_regs(v, r, false);
 	if (!rc && set) {
 		rc = sregs_from_kvm(v, s, r);
+		r->flags |= HC_REGS_X86_KEEP_PENDING; /* ABI 1.11: as KVM, unless RIP moved */
 		if (!rc)
 			rc = x86_regs(v, r, true); /* Slat's VMRUN checks: -EINVAL */
+		if (!rc)
+			((struct slat_kvm_x86 *)v->arch)->apic_base = s->apic_base;
 		if (!rc && slat_kvm_x86_lapic(v))
 			x86_set_cr8(v, s->cr8);
 		else if (rc == -EINVAL)
@@ -677,9 +752,7 @@ static long x86_get_set_sregs(struct slat_kvm_vcpu *v, void __user *up, bool set
 				 s->cr0, s->cr4, s->efer, s->cs.selector, r->cs.attr);
 	} else if (!rc) {
 		sregs_to_kvm(v, r, s);
-		rc = copy_to_user(up, s, sizeof(*s)) ? -EFAULT : 0;
 	}
-	kfree(s);
 	kfree(r);
 	return rc;
 }
@@ -709,9 +782,9 @@ static int mtrr_fixed_slot(u32 index)
 /*
  * The MSRs the module keeps itself, for the VMM's KVM_GET/SET_MSRS only:
  * 1 done, 0 not one of them (Slat's), -1 a value KVM refuses.
- *  - IA32_APIC_BASE: 0xfee00800, with the BSP bit on vCPU 0, as
- *    KVM_GET/SET_SREGS (Slat's LAPIC does not move or turn off): another
- *    value is refused.
+ *  - IA32_APIC_BASE: as KVM_GET/SET_SREGS (x86_apic_base_ok): with the
+ *    in-kernel LAPIC 0xfee00800, with the BSP bit on vCPU 0 (Slat's LAPIC
+ *    does not move or turn off), another value refused; without one, kept.
  *  - IA32_TSC: reads go to Slat (the host's TSC); a write is accepted and
  *    changes nothing: Slat has no TSC offset, the guest's TSC is the host's.
  *  - kvmclock's MSRs (both numberings): kept; no guest uses them, Slat's
@@ -732,10 +805,13 @@ static int x86_kept_msr(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x, u32 ind
 	int slot, i;
 
 	switch (index) {
-	case MSR_IA32_APICBASE: /* as KVM_GET/SET_SREGS: the reset value only */
+	case MSR_IA32_APICBASE: /* as KVM_GET/SET_SREGS */
+		if (set && !x86_apic_base_ok(v, *data))
+			return -1;
 		if (set)
-			return *data == x86_apic_base(v) ? 1 : -1;
-		*data = x86_apic_base(v);
+			x->apic_base = *data;
+		if (!set)
+			*data = x86_apic_base(v);
 		return 1;
 	case MSR_IA32_TSC:
 		return set ? 1 : 0;
@@ -1115,6 +1191,11 @@ static atomic_t *x86_nmis(struct slat_kvm_vcpu *v)
 	return x->lapic ? &x->lapic->nmis : &x->nmis;
 }
 
+atomic_t *slat_kvm_x86_nmis(struct slat_kvm_vcpu *v)
+{
+	return x86_nmis(v);
+}
+
 /*
  * KVM_NMI: one more NMI for the vCPU, delivered by Slat once the guest is not
  * in an NMI handler. At most two wait (as in KVM: one may be delivered while
@@ -1235,8 +1316,11 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 		return x86_lapic_state(v, up, cmd == KVM_SET_LAPIC);
 	case KVM_GET_TSC_KHZ: /* the guest's TSC is the host's */
 		return tsc_khz ? (long)tsc_khz : -EIO;
+	case KVM_GET_VCPU_EVENTS: /* slat_kvm_x86_state.c */
+	case KVM_SET_VCPU_EVENTS:
+		return slat_kvm_x86_vcpu_events(v, up, cmd == KVM_SET_VCPU_EVENTS);
 	default:
-		return -ENOTTY; /* KVM_GET_FPU, KVM_GET_VCPU_EVENTS, ... not yet */
+		return -ENOTTY; /* KVM_GET/SET_XSAVE, debug registers, ... not yet */
 	}
 }
 

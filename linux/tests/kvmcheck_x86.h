@@ -74,6 +74,10 @@ uint32_t expect_out(int vcpu, struct kvm_run *run, uint16_t port, const char *wh
 size_t put_irq_code(uint8_t *mem, uint8_t *c, uint32_t at);
 void check_interrupts(int vcpu, struct kvm_run *run);
 void check_nmis(int vcpu, struct kvm_run *run);
+// kvmcheck_x86_events.c: KVM_GET/SET_VCPU_EVENTS in the first guest, after
+// check_nmis (its code and #GP handler put in place by put_events_code).
+void put_events_code(uint8_t *mem);
+void check_events(int kvm, int vcpu, struct kvm_run *run);
 // kvmcheck_x86_irqchip.c: the in-kernel irqchip (a second VM with local APIC
 // and I/O APIC) with the long-mode SREGS `s`.
 void check_irqchip(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup);

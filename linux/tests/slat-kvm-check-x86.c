@@ -12,7 +12,8 @@
 //
 // This file has main() and those first sections; the others are one file
 // each: kvmcheck_x86_irq.c (interrupts and NMIs without an in-kernel
-// irqchip), kvmcheck_x86_irqchip.c (local APIC and I/O APIC),
+// irqchip), kvmcheck_x86_events.c (KVM_GET/SET_VCPU_EVENTS),
+// kvmcheck_x86_irqchip.c (local APIC and I/O APIC),
 // kvmcheck_x86_timer.c (the TSC-deadline timer) and kvmcheck_x86_ap.c (INIT
 // and STARTUP). They share kvmcheck_x86.h / kvmcheck_x86.c (the guests'
 // layout, vCPU and exit helpers) and kvmcheck.h / kvmcheck.c (the checks and
@@ -108,6 +109,7 @@ static void write_code(uint8_t *mem)
 	memcpy(mem + CODE, code, sizeof(code));
 	// The interrupts and NMIs part follows (kvmcheck_x86_irq.c).
 	put_irq_code(mem, mem + CODE + sizeof(code), CODE + sizeof(code));
+	put_events_code(mem); // kvmcheck_x86_events.c
 }
 
 static void seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code)
@@ -230,7 +232,7 @@ static void check_msrs(int vcpu)
 	expect("KVM_SET_MSRS 257 entries", ioctl(vcpu, KVM_SET_MSRS, &b), E2BIG);
 }
 
-static void check_run(int vcpu, struct kvm_run *run)
+static void check_run(int kvm, int vcpu, struct kvm_run *run)
 {
 	uint32_t v;
 
@@ -272,6 +274,7 @@ static void check_run(int vcpu, struct kvm_run *run)
 	      b.e[0].data, STAR_VAL);
 	check_interrupts(vcpu, run);
 	check_nmis(vcpu, run);
+	check_events(kvm, vcpu, run);
 }
 
 int main(int argc, char **argv)
@@ -316,7 +319,7 @@ int main(int argc, char **argv)
 	check_cpuid(vcpu, sup);
 	check_state(vcpu, &s);
 	check_msrs(vcpu);
-	check_run(vcpu, run);
+	check_run(kvm, vcpu, run);
 	check_irqchip(kvm, &s, sup);
 	check_pic_pit(kvm, &s, sup);
 	close(vcpu);

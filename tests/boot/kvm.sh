@@ -14,7 +14,7 @@
 #                          dirty-log and clear-log modes on both
 
 kvm_expect_pass() {
-	local t psci=() smrt=() vgic=() dlp=() dlt=()
+	local t psci=() smrt=() vgic=() dlp=() dlt=() evt=()
 	# dirty_log_perf_test's harvests (get, then clear with manual protection).
 	dlp=('^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 get dirty log time' \
 		'^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 clear dirty log time' \
@@ -58,10 +58,21 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: xapic_ipi_test: Test successful after running for 5 seconds\.' \
 		'^SLAT-GUEST: kvm: xapic_ipi_test: Halting vCPU halted [1-9][0-9]* times, woke [1-9][0-9]* times, received [1-9][0-9]* IPIs\.' \
 		'^SLAT-GUEST: kvm: xapic_ipi_test exit 0$' \
-		'^SLAT-GUEST: kvm: cpuid_test exit 0$')
+		'^SLAT-GUEST: kvm: cpuid_test exit 0$' \
+		'^SLAT-GUEST: kvm: sync_regs_test exit 0$' \
+		'^SLAT-GUEST: kvm: set_sregs_test exit 0$')
+	# x86: vCPU events (ABI 1.11) in slat-kvm-check: an exception the VMM sets
+	# survives KVM_SET_REGS and is delivered with its error code; an NMI
+	# pending across an unmask; an IN completed after KVM_SET_REGS.
+	[ "$1" = x86_64 ] && evt=('^SLAT-GUEST: kvmcheck: #GP still injected after KVM_SET_REGS, with its error code: ok' \
+		"^SLAT-GUEST: kvmcheck: the #GP handler's error code: ok" \
+		'^SLAT-GUEST: kvmcheck: the #GP came before the first instruction: ok' \
+		'^SLAT-GUEST: kvmcheck: NMI still pending, unmasked: ok' \
+		'^SLAT-GUEST: kvmcheck: the NMI came before OUT 0x20: ok' \
+		'^SLAT-GUEST: kvmcheck: the IN completed after KVM_SET_REGS: ok')
 	expect_in_order '^SLAT-GUEST: kvm on ' \
 		'^SLAT-GUEST: dmesg: slat: /dev/kvm ready \(KVM API 12, 256 vCPUs, 32764 slots per VM\)$' \
-		"${vgic[@]}" \
+		"${vgic[@]}" "${evt[@]}" \
 		'^SLAT-GUEST: kvmcheck: PASS \([0-9]+ checks, 0 failed\)$' \
 		'^SLAT-GUEST: slat-kvm-check exit 0$' \
 		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: Testing creating 256 vCPUs, with IDs 0\.\.\.255\.$' \

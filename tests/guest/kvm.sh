@@ -55,6 +55,10 @@ x86_64)
 	run xapic_ipi_test -s 5
 	# The guest's CPUID is the table set; after KVM_RUN only the same table again.
 	run cpuid_test
+	# kvm_run's sync_regs (regs, sregs, vCPU events: ABI 1.11).
+	run sync_regs_test
+	# CR4 bits as KVM checks them (before KVM_SET_CPUID2), IA32_APIC_BASE.
+	run set_sregs_test
 	;;
 esac
 # Every sub-test (map, unmap, unmap chunked, move active, move inactive, RW)
