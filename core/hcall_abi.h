@@ -62,7 +62,12 @@
 //      MMIO read's data, an MSR exit) for the next RUN when the RIP it sets
 //      is the vCPU's, as KVM completes it at the next KVM_RUN unless the VMM
 //      moved RIP; without it (and before 1.11) SET drops the completion.
-#define HC_ABI_MINOR 11u
+// 1.12: arm64 state for save/restore in the SET_REGS / GET_REGS page
+//      (HC_REGS_ARM64_GIC): the guest's virtual CPU interface (ICH_VMCR_EL2
+//      and its active priorities) and the vCPU's virtual counter offset
+//      (CNTVOFF_EL2 while it runs); GET also names the CPU's ICH_VTR_EL2.
+//      KVM's vGIC CPU_SYSREGS and KVM_REG_ARM_TIMER_CNT writes.
+#define HC_ABI_MINOR 12u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -418,9 +423,21 @@ struct hc_regs_arm64 {
 	uint64_t flags;
 	uint64_t v[32][2]; // V0..V31, each low 64 bits first
 	uint64_t fpsr, fpcr;
+	// 1.11: with HC_REGS_ARM64_GIC (GET always sets it; SET applies them
+	// only with it). ich_vmcr: ICH_VMCR_EL2 (GICH_VMCR on GICv2), only its
+	// defined fields (HC_ICH_VMCR_MASK); ap0r/ap1r: ICH_AP0R<n>/AP1R<n>_EL2
+	// (GICH_APR in ap1r[0] on GICv2); cntvoff: CNTVOFF_EL2 while the vCPU
+	// runs (its virtual count is the physical count minus it); ich_vtr: GET
+	// only, the CPU's ICH_VTR_EL2 (0 without the system-register interface).
+	uint64_t ich_vmcr;
+	uint32_t ich_ap0r[4], ich_ap1r[4];
+	uint64_t cntvoff;
+	uint64_t ich_vtr;
 };
 #define HC_REGS_ARM64_FP	     1ull
 #define HC_REGS_ARM64_KEEP_PENDING 2ull
+#define HC_REGS_ARM64_GIC	     4ull
+#define HC_ICH_VMCR_MASK	     0xfffc021full // PMR, BPR0, BPR1, EOIM, CBPR, FIQEn, AckCtl, ENG1/0
 
 // VM_STATS page: the SLAT engine's counters of one VM (mm/s2.h s2_stats) and
 // what the VM holds.

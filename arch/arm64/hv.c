@@ -213,6 +213,12 @@ int arch_hv_set_regs(struct vcpu *v, const void *page)
 		memcpy(s->fp + 512, &r->fpsr, 8);
 		memcpy(s->fp + 520, &r->fpcr, 8);
 	}
+	if (r->flags & HC_REGS_ARM64_GIC) { // 1.12
+		s->vgic_vmcr = r->ich_vmcr & HC_ICH_VMCR_MASK;
+		memcpy(s->vgic_ap0r, r->ich_ap0r, sizeof(s->vgic_ap0r));
+		memcpy(s->vgic_ap1r, r->ich_ap1r, sizeof(s->vgic_ap1r));
+		s->cntvoff = r->cntvoff;
+	}
 	// The VMM set a new state: nothing to complete, unless it asks (1.9).
 	if (!(r->flags & HC_REGS_ARM64_KEEP_PENDING))
 		s->pending = HV_PENDING_NONE;
@@ -230,7 +236,12 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 	r->pstate = s->frame.spsr;
 	arm64_hv_el1_to_regs(&s->el1, r);
 	r->mpidr_el1 = s->vmpidr;
-	r->flags = HC_REGS_ARM64_FP;
+	r->flags = HC_REGS_ARM64_FP | HC_REGS_ARM64_GIC;
+	r->ich_vmcr = s->vgic_vmcr;
+	memcpy(r->ich_ap0r, s->vgic_ap0r, sizeof(r->ich_ap0r));
+	memcpy(r->ich_ap1r, s->vgic_ap1r, sizeof(r->ich_ap1r));
+	r->cntvoff = s->cntvoff;
+	r->ich_vtr = arm64_hv_ich_vtr();
 	memcpy(r->v, s->fp, sizeof(r->v));
 	memcpy(&r->fpsr, s->fp + 512, 8);
 	memcpy(&r->fpcr, s->fp + 520, 8);

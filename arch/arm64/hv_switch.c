@@ -78,7 +78,7 @@ static void el2_ctl_secondary(const struct hv_el2_ctl *prim, const struct arm64_
 	    .cptr = prim->cptr | CPTR_TZ | CPTR_TSM | CPTR_TTA,
 	    .mdcr = arm64_hv_mdcr_for((unsigned)(prim->mdcr & 0x1f)),
 	    .cnthctl = CNTHCTL_EL1PCTEN, // the counter reads; CNTP_* trap
-	    .cntvoff = 0,
+	    .cntvoff = s->cntvoff,	 // the VMM's (1.12), 0 by default
 	    // Without the VMM's virtual GIC every ICV_* access traps (UNDEF);
 	    // with it the interface runs. ICC_SRE_EL1 traps (Enable clear) and
 	    // reads as the system-register interface (exit_sysreg).

@@ -46,6 +46,7 @@ struct arm64_hv_vcpu {
 	// The guest's GICv3 virtual CPU interface state (hv_vgic.c).
 	uint64_t vgic_vmcr;
 	uint32_t vgic_ap0r[4], vgic_ap1r[4];
+	uint64_t cntvoff; // CNTVOFF_EL2 while it runs (1.12; 0 until the VMM sets one)
 };
 
 // One RUN's list registers (hv_vgic.c), from the run page.
@@ -84,6 +85,7 @@ bool arm64_hv_gicv2_frames(uint64_t *gich, uint64_t *gicv);
 // hv_vgic.c
 unsigned arm64_vgic_kind(void);
 unsigned arm64_vgic_lr_count(void);
+uint64_t arm64_hv_ich_vtr(void);
 int arm64_vgic_take(const struct hc_run *run, struct arm64_vgic_run *g);
 uint64_t arm64_vgic_hcr(const struct arm64_vgic_run *g);
 void arm64_vgic_load(const struct arm64_hv_vcpu *s, struct arm64_vgic_run *g);

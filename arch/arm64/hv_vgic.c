@@ -125,6 +125,15 @@ static unsigned v3_lr_count(void)
 	return n > HC_VGIC_LR_MAX ? HC_VGIC_LR_MAX : n;
 }
 
+// ICH_VTR_EL2 (GET_REGS, 1.12: the VMM derives ICC_CTLR_EL1's fields from
+// it), or 0 where the system-register interface is not in use.
+uint64_t arm64_hv_ich_vtr(void)
+{
+	if (!arm64_cpu.gic_sysregs || !(read_sysreg(SYSREG_ICC_SRE_EL2) & ICC_SRE_SRE))
+		return 0;
+	return read_sysreg(SYSREG_ICH_VTR_EL2);
+}
+
 // The virtual CPU interface secondaries get on this CPU: 3, 2 or 0 (none).
 unsigned arm64_vgic_kind(void)
 {

@@ -71,6 +71,9 @@ struct slat_vm {
 	 * guards their power state: slat_kvm_psci.c) */
 	struct xarray kvcpus;
 	bool kvm_system_suspend; /* KVM_CAP_ARM_SYSTEM_SUSPEND enabled */
+	/* /dev/kvm on arm64 (ABI 1.12): the VM's virtual counter offset, set by
+	 * KVM_REG_ARM_TIMER_CNT on any vCPU (KVM's per-VM CNTVOFF) */
+	u64 kvm_cntvoff;
 	/* /dev/kvm on x86: KVM_CREATE_IRQCHIP's I/O APIC (slat_kvm_irq.h), freed
 	 * with the VM; vCPUs made after it get a local APIC */
 	struct slat_irqchip *irqchip;

@@ -43,6 +43,7 @@ struct slat_kvm_vcpu {
 	bool reset_pending, reset_be; /* CPU_ON's reset, applied by this vCPU */
 	u64 reset_pc, reset_x0;
 	u64 mpidr; /* as Slat placed the vCPU */
+	u64 cntvoff;   /* arm64: the offset Slat has for it (the VM's is taken before a run) */
 	u64 spsr32[4]; /* arm64: KVM's AArch32 SPSRs (abt, und, irq, fiq), kept as set */
 	wait_queue_head_t psci_wq;
 	void *arch; /* x86: struct slat_kvm_x86 (slat_kvm_x86.c) */
@@ -102,5 +103,8 @@ bool slat_kvm_psci_is_off(struct slat_kvm_vcpu *v);
 int slat_kvm_psci_apply_reset(struct slat_kvm_vcpu *v);
 int slat_kvm_psci_wait_on(struct slat_kvm_vcpu *v);
 int slat_kvm_psci_call(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_run *kr);
+
+/* arm64: Slat keeps the vGIC CPU interface and the counter offset (ABI 1.12). */
+bool slat_kvm_a64_state_ok(void);
 
 #endif

@@ -249,6 +249,58 @@ static u64 a64_id_list(unsigned int i)
 	return ARM64_SYS_REG(3, 0, 0, 1 + i / 8, i % 8);
 }
 
+bool slat_kvm_a64_state_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 12;
+}
+
+/*
+ * KVM_REG_ARM_TIMER_CNT: the guest's virtual count, the CPU's count less the
+ * VM's offset. A write moves the offset of every vCPU of the VM, as KVM 6.1
+ * does (one CNTVOFF per VM); each vCPU takes it into Slat before its next
+ * run (a64_take_cntvoff). Without ABI 1.12 Slat cannot offset the count: a
+ * write is -EINVAL.
+ */
+static long a64_timer_cnt(struct slat_kvm_vcpu *v, u64 __user *uaddr, bool set)
+{
+	struct slat_vm *vm = v->vc->vm;
+	u64 val;
+
+	isb();
+	if (!set)
+		return put_user(read_sysreg(cntvct_el0) - READ_ONCE(vm->kvm_cntvoff), uaddr);
+	if (get_user(val, uaddr))
+		return -EFAULT;
+	if (!slat_kvm_a64_state_ok())
+		return -EINVAL;
+	WRITE_ONCE(vm->kvm_cntvoff, read_sysreg(cntvct_el0) - val);
+	return 0;
+}
+
+/* Before a run: the VM's counter offset into Slat, if it moved (ABI 1.12). */
+static int a64_take_cntvoff(struct slat_kvm_vcpu *v)
+{
+	u64 off = READ_ONCE(v->vc->vm->kvm_cntvoff);
+	struct hc_regs_arm64 *regs;
+	int rc;
+
+	if (off == v->cntvoff || !slat_kvm_a64_state_ok())
+		return 0;
+	regs = kzalloc(sizeof(*regs), GFP_KERNEL);
+	if (!regs)
+		return -ENOMEM;
+	rc = slat_vcpu_regs_k(v->vc, regs, false);
+	if (!rc) {
+		regs->cntvoff = off;
+		regs->flags |= HC_REGS_ARM64_GIC | HC_REGS_ARM64_KEEP_PENDING;
+		rc = slat_vcpu_regs_k(v->vc, regs, true);
+	}
+	if (!rc)
+		v->cntvoff = off;
+	kfree(regs);
+	return rc;
+}
+
 /* The firmware pseudo-register with the PSCI version (KVM's 1.0 here). */
 #define A64_PSCI_VERSION PSCI_VERSION(1, 0)
 
@@ -316,14 +368,8 @@ static int a64_module_reg(struct slat_kvm_vcpu *v, u64 id, u64 __user *uaddr, bo
 	if (a64_id_reg(id, &want)) {
 		/* fixed values: a set of another value is KVM's -EINVAL */
 	} else if (id == KVM_REG_ARM_TIMER_CNT) {
-		/* The guest's virtual count: Slat runs secondaries (and the
-		 * primary) with CNTVOFF_EL2 0, so it is this CPU's. Slat
-		 * cannot offset it: a set is -EINVAL (docs/kvm-api.md). */
-		want = read_sysreg(cntvct_el0);
-		if (set) {
-			*rc = get_user(val, uaddr) ? -EFAULT : -EINVAL;
-			return 1;
-		}
+		*rc = a64_timer_cnt(v, uaddr, set);
+		return 1;
 	} else if (id == KVM_REG_ARM_PSCI_VERSION && v->psci) {
 		want = A64_PSCI_VERSION;
 	} else {
@@ -468,6 +514,9 @@ int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 	if (rc)
 		return rc;
 	v->mpidr = v->reset->mpidr_el1;
+	/* VCPU_INIT and CPU_ON restore the registers, not the GIC CPU
+	 * interface or the VM's counter offset (KVM keeps both). */
+	v->reset->flags &= ~HC_REGS_ARM64_GIC;
 	rc = slat_vgic_vcpu_create(v);
 	if (rc)
 		return rc;
@@ -570,6 +619,8 @@ int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 		rc = slat_kvm_psci_wait_on(v);
 	else
 		rc = slat_kvm_psci_apply_reset(v);
+	if (!rc)
+		rc = a64_take_cntvoff(v);
 	return rc ? rc : slat_vgic_ready(v);
 }
 

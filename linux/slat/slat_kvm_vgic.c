@@ -38,6 +38,16 @@
 #define GICR_IIDR	 0x0004
 #define GICR_TYPER	 0x0008
 #define GICR_WAKER	 0x0014
+#define GICD_STATUSR	 0x0010
+#define GICD_ITARGETSR	 0x0800
+#define GICD_IGRPMODR	 0x0d00
+#define GICX_IDREGS	 0xffd0
+#define GICR_PROPBASER	 0x0070
+#define GICR_PENDBASER	 0x0078
+#define GICR_INVLPIR	 0x00a0
+#define GICR_INVALLR	 0x00b0
+#define GICR_SYNCR	 0x00c0
+#define GICR_NSACR	 0x0e00
 #define GICR_SGI_FRAME	 0x10000
 #define GICD_CTLR_GRP1	 (1u << 1) /* EnableGrp1 (one security state: DS) */
 #define GICD_CTLR_V2_EN	 (1u << 0) /* GICv2 without Security Extensions: Enable */
@@ -179,20 +189,21 @@ void slat_vgic_vcpu_free(struct slat_kvm_vcpu *v)
 
 /* ---- the virtual timer ---- */
 
-static u64 counter_now(void)
+/* The guest's virtual count: the primary runs with CNTVOFF 0, the VM with its own. */
+static u64 counter_now(const struct slat_vm *vm)
 {
 	isb();
-	return read_sysreg(cntvct_el0); /* the secondary's CNTVOFF is 0 too */
+	return read_sysreg(cntvct_el0) - READ_ONCE(vm->kvm_cntvoff);
 }
 
 /* The timer's output as the guest left it: enabled, unmasked, expired. */
-static bool vtimer_level(const struct hc_run *hr)
+static bool vtimer_level(const struct slat_vm *vm, const struct hc_run *hr)
 {
 	u64 ctl = hr->vgic.vtimer_ctl;
 
 	if (!(ctl & CNTV_CTL_ENABLE) || (ctl & CNTV_CTL_IMASK))
 		return false;
-	return (ctl & CNTV_CTL_ISTATUS) || counter_now() >= hr->vgic.vtimer_cval;
+	return (ctl & CNTV_CTL_ISTATUS) || counter_now(vm) >= hr->vgic.vtimer_cval;
 }
 
 /* ---- list registers (the logic: slat_vgic_lr.h) ---- */
@@ -237,7 +248,7 @@ static void vgic_flush(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct h
 	bool more = false;
 	u32 intid;
 
-	cpu->priv[VGIC_VTIMER_INTID].line = vtimer_level(hr);
+	cpu->priv[VGIC_VTIMER_INTID].line = vtimer_level(vm, hr);
 	for (intid = 0; intid < VGIC_NR_PRIVATE; intid++)
 		consider(c, &cpu->priv[intid], intid, picks, &n, max, &more);
 	for (intid = VGIC_NR_PRIVATE; intid < c->nr_irqs; intid++) {
@@ -700,7 +711,7 @@ static bool vgic_wake_now(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const
 	if (!dist_on(c))
 		return false;
 	xa_lock(&vm->kvcpus);
-	cpu->priv[VGIC_VTIMER_INTID].line = vtimer_level(hr);
+	cpu->priv[VGIC_VTIMER_INTID].line = vtimer_level(vm, hr);
 	for (intid = 0; intid < VGIC_NR_PRIVATE && !wake; intid++)
 		wake = vgic_irq_pending(&cpu->priv[intid]) && cpu->priv[intid].enabled;
 	for (intid = VGIC_NR_PRIVATE; intid < c->nr_irqs && !wake; intid++) {
@@ -728,7 +739,7 @@ static void vgic_wfi(struct slat_kvm_vcpu *v, struct slat_irqchip *c, const stru
 		wait_event_interruptible(v->psci_wq, vgic_wake_now(v, c, hr));
 		return;
 	}
-	now = counter_now();
+	now = counter_now(v->vc->vm);
 	if (hr->vgic.vtimer_cval <= now)
 		return; /* expired meanwhile: the next flush delivers it */
 	/* At most an hour per wait (a far deadline cannot overflow the ns count);
@@ -767,6 +778,456 @@ int slat_vgic_exit(struct slat_kvm_vcpu *v, struct hc_run *hr)
 	default:
 		return SLAT_KVM_GENERIC;
 	}
+}
+
+/* ---- save and restore: the register groups of KVM's arm-vgic-v3.rst ---- */
+
+/*
+ * A register block as KVM's user accesses see it: `len` bytes from `off`;
+ * with `bpi` (bits per INTID) only the part that names an existing INTID.
+ */
+struct vgic_region {
+	u32 off, len;
+	u8 bpi;
+};
+
+static const struct vgic_region dist_regions[] = {
+    {GICD_CTLR, 16, 0}, /* CTLR, TYPER, IIDR, TYPER2 */
+    {GICD_STATUSR, 4, 0},	{GICX_IGROUPR, 0x80, 1},   {GICX_ISENABLER, 0x80, 1},
+    {GICX_ICENABLER, 0x80, 1},	{GICX_ISPENDR, 0x80, 1},   {GICX_ICPENDR, 0x80, 1},
+    {GICX_ISACTIVER, 0x80, 1},	{GICX_ICACTIVER, 0x80, 1}, {GICX_IPRIORITYR, 0x400, 8},
+    {GICD_ITARGETSR, 0x400, 8}, {GICX_ICFGR, 0x100, 2},	   {GICD_IGRPMODR, 0x80, 1},
+    {GICD_IROUTER, 0x2000, 64}, {GICX_IDREGS, 48, 0},
+};
+
+static const struct vgic_region redist_regions[] = {
+    {GICR_CTLR, 4, 0},
+    {GICR_IIDR, 4, 0},
+    {GICR_TYPER, 8, 0},
+    {GICD_STATUSR, 4, 0}, /* GICR_STATUSR: the same offset */
+    {GICR_WAKER, 4, 0},
+    {GICR_PROPBASER, 8, 0},
+    {GICR_PENDBASER, 8, 0},
+    {GICR_INVLPIR, 8, 0},
+    {GICR_INVALLR, 8, 0},
+    {GICR_SYNCR, 4, 0},
+    {GICX_IDREGS, 48, 0},
+    {GICR_SGI_FRAME + GICX_IGROUPR, 4, 0},
+    {GICR_SGI_FRAME + GICX_ISENABLER, 4, 0},
+    {GICR_SGI_FRAME + GICX_ICENABLER, 4, 0},
+    {GICR_SGI_FRAME + GICX_ISPENDR, 4, 0},
+    {GICR_SGI_FRAME + GICX_ICPENDR, 4, 0},
+    {GICR_SGI_FRAME + GICX_ISACTIVER, 4, 0},
+    {GICR_SGI_FRAME + GICX_ICACTIVER, 4, 0},
+    {GICR_SGI_FRAME + GICX_IPRIORITYR, 32, 0},
+    {GICR_SGI_FRAME + GICX_ICFGR, 8, 0},
+    {GICR_SGI_FRAME + GICD_IGRPMODR, 4, 0},
+    {GICR_SGI_FRAME + GICR_NSACR, 4, 0},
+};
+
+/* KVM's check: an aligned 32-bit access inside a block, to an INTID that exists. */
+static bool region_ok(const struct vgic_region *r, size_t n, u32 off, u32 nr_irqs)
+{
+	size_t i;
+
+	if (off & 3)
+		return false;
+	for (i = 0; i < n; i++)
+		if (off >= r[i].off && off - r[i].off < r[i].len)
+			return !r[i].bpi || (off - r[i].off) * 8 / r[i].bpi < nr_irqs;
+	return false;
+}
+
+/*
+ * ISPENDR and ICPENDR from user space (KVM's uaccess): the pending latch
+ * alone, without the line level (LEVEL_INFO carries that); an ISPENDR write
+ * sets each latch to its bit, set or clear; ICPENDR reads 0 and ignores
+ * writes. `off` in the frame (the distributor's, or the SGI frame).
+ */
+static u32 user_pending(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 off, bool write,
+			u32 val, bool *raised)
+{
+	u32 first = (off - GICX_ISPENDR) * 8, out = 0, i;
+
+	if (off >= GICX_ICPENDR || (!cpu && first < VGIC_NR_PRIVATE))
+		return 0;
+	for (i = 0; i < 32; i++) {
+		struct vgic_irq *irq = irq_of(c, cpu, first + i);
+
+		if (!irq)
+			continue;
+		if (!write) {
+			out |= (u32)irq->latch << i;
+			continue;
+		}
+		irq->latch = val >> i & 1;
+		*raised |= irq->latch;
+	}
+	return out;
+}
+
+/* Under the lock: one distributor register from user space (vCPU 0's view). */
+static int user_dist(struct slat_irqchip *c, u32 off, bool write, u32 *val, bool *raised)
+{
+	u32 now;
+
+	if (!region_ok(dist_regions, ARRAY_SIZE(dist_regions), off, c->nr_irqs))
+		return -ENXIO;
+	if (off >= GICX_ISPENDR && off < GICX_ISACTIVER) {
+		now = user_pending(c, NULL, off, write, *val, raised);
+		if (!write)
+			*val = now;
+		return 0;
+	}
+	if (off == GICD_STATUSR) { /* KVM: reads all ones, writes ignored */
+		if (!write)
+			*val = ~0u;
+		return 0;
+	}
+	now = (u32)dist_access(c, off, 4, false, 0, raised);
+	if (write && (off == GICD_IIDR || off == GICD_TYPER2))
+		return *val == now ? 0 : -EINVAL; /* KVM: another value is -EINVAL */
+	if (!write)
+		*val = now;
+	else if (off != GICD_TYPER)
+		dist_access(c, off, 4, true, *val, raised);
+	return 0;
+}
+
+/* Under the lock: one register of vCPU `t`'s redistributor from user space. */
+static int user_redist(struct slat_vm *vm, struct slat_irqchip *c, struct slat_kvm_vcpu *t, u32 off,
+		       bool write, u32 *val, bool *raised)
+{
+	unsigned long idx = t->id;
+	bool last = !xa_find_after(&vm->kvcpus, &idx, ULONG_MAX, XA_PRESENT);
+	u32 sgi = off - GICR_SGI_FRAME;
+
+	if (!region_ok(redist_regions, ARRAY_SIZE(redist_regions), off, c->nr_irqs))
+		return -ENXIO;
+	if (off >= GICR_SGI_FRAME && sgi >= GICX_ISPENDR && sgi < GICX_ISACTIVER) {
+		u32 now = user_pending(c, vgic_cpu(t), sgi, write, *val, raised);
+
+		if (!write)
+			*val = now;
+		return 0;
+	}
+	if (!write)
+		*val = (u32)redist_access(c, t, last, off, 4, false, 0, raised);
+	else
+		redist_access(c, t, last, off, 4, true, *val, raised);
+	return 0;
+}
+
+/*
+ * GRP_LEVEL_INFO: 32 line levels from `intid` (a multiple of 32, else
+ * -EINVAL), of level-triggered interrupts only on reads; a write sets the
+ * line of any type, SGIs and INTIDs past the last excepted, as KVM does.
+ */
+static int user_level(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 intid, bool write,
+		      u32 *val, bool *raised)
+{
+	u32 i, out = 0;
+
+	if (intid % 32)
+		return -EINVAL;
+	for (i = 0; i < 32; i++) {
+		struct vgic_irq *irq;
+
+		if (intid + i < 16 || intid + i >= c->nr_irqs)
+			continue;
+		irq = irq_of(c, cpu, intid + i);
+		if (!irq)
+			continue;
+		if (!write) {
+			out |= (u32)(!irq->edge && irq->line) << i;
+			continue;
+		}
+		irq->line = *val >> i & 1;
+		*raised |= irq->line;
+	}
+	if (!write)
+		*val = out;
+	return 0;
+}
+
+/* ---- the CPU interface's registers (GRP_CPU_SYSREGS) ---- */
+
+/* The attribute's system register (KVM_DEV_ARM_VGIC_SYSREG_INSTR_MASK). */
+#define ICC_ATTR(op0, op1, crn, crm, op2)                                                          \
+	((op0) << 14 | (op1) << 11 | (crn) << 7 | (crm) << 3 | (op2))
+#define ICC_PMR	    ICC_ATTR(3, 0, 4, 6, 0)
+#define ICC_BPR0    ICC_ATTR(3, 0, 12, 8, 3)
+#define ICC_AP0R(n) ICC_ATTR(3, 0, 12, 8, 4 + (n))
+#define ICC_AP1R(n) ICC_ATTR(3, 0, 12, 9, (n))
+#define ICC_BPR1    ICC_ATTR(3, 0, 12, 12, 3)
+#define ICC_CTLR    ICC_ATTR(3, 0, 12, 12, 4)
+#define ICC_SRE	    ICC_ATTR(3, 0, 12, 12, 5)
+#define ICC_IGRPEN0 ICC_ATTR(3, 0, 12, 12, 6)
+#define ICC_IGRPEN1 ICC_ATTR(3, 0, 12, 12, 7)
+/* ICH_VMCR_EL2 fields */
+#define VMCR_PMR_SHIFT	24
+#define VMCR_BPR0_SHIFT 21
+#define VMCR_BPR1_SHIFT 18
+#define VMCR_EOIM	(1ull << 9)
+#define VMCR_CBPR	(1ull << 4)
+#define VMCR_ENG1	(1ull << 1)
+#define VMCR_ENG0	(1ull << 0)
+/* ICC_CTLR_EL1 fields, and where ICH_VTR_EL2 has the same facts */
+#define CTLR_CBPR	 (1ull << 0)
+#define CTLR_EOIMODE	 (1ull << 1)
+#define CTLR_PRIBITS(v)	 (((v) >> 8) & 7)
+#define CTLR_IDBITS(v)	 (((v) >> 11) & 7)
+#define CTLR_SEIS_A3V(v) (((v) >> 14) & 3)
+#define VTR_PRIBITS(v)	 (((v) >> 29) & 7)
+#define VTR_IDBITS(v)	 (((v) >> 23) & 7)
+#define VTR_SEIS_A3V(v)	 ((((v) >> 22) & 1) | (((v) >> 21) & 1) << 1)
+#define ICC_SRE_EL1_VAL	 7ull /* SRE, DFB, DIB: as KVM reports them */
+
+static bool icc_known(u32 reg)
+{
+	switch (reg) {
+	case ICC_PMR:
+	case ICC_BPR0:
+	case ICC_AP0R(0)... ICC_AP0R(3):
+	case ICC_AP1R(0)... ICC_AP1R(3):
+	case ICC_BPR1:
+	case ICC_CTLR:
+	case ICC_SRE:
+	case ICC_IGRPEN0:
+	case ICC_IGRPEN1:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The highest active-priority register index the CPU has (KVM: -EINVAL past it). */
+static unsigned int icc_max_apr(const struct hc_regs_arm64 *r)
+{
+	unsigned int bits = VTR_PRIBITS(r->ich_vtr) + 1;
+
+	return bits >= 7 ? 3 : bits == 6 ? 1 : 0;
+}
+
+static u64 vmcr_field(u64 vmcr, unsigned int shift, u64 mask)
+{
+	return vmcr >> shift & mask;
+}
+
+static void vmcr_put(u64 *vmcr, unsigned int shift, u64 mask, u64 val)
+{
+	*vmcr = (*vmcr & ~(mask << shift)) | (val & mask) << shift;
+}
+
+/* An ICC register from Slat's copy of the guest's interface (KVM's mapping). */
+static int icc_get(const struct hc_regs_arm64 *r, u32 reg, u64 *val)
+{
+	u64 vmcr = r->ich_vmcr, bpr0 = vmcr_field(vmcr, VMCR_BPR0_SHIFT, 7);
+
+	switch (reg) {
+	case ICC_PMR:
+		*val = vmcr_field(vmcr, VMCR_PMR_SHIFT, 0xff);
+		return 0;
+	case ICC_BPR0:
+		*val = bpr0;
+		return 0;
+	case ICC_BPR1: /* with CBPR BPR0's value plus one, at most 7 */
+		*val =
+		    (vmcr & VMCR_CBPR) ? min(bpr0 + 1, 7ull) : vmcr_field(vmcr, VMCR_BPR1_SHIFT, 7);
+		return 0;
+	case ICC_CTLR:
+		*val = VTR_PRIBITS(r->ich_vtr) << 8 | VTR_IDBITS(r->ich_vtr) << 11 |
+		       (u64)VTR_SEIS_A3V(r->ich_vtr) << 14 | ((vmcr & VMCR_CBPR) ? CTLR_CBPR : 0) |
+		       ((vmcr & VMCR_EOIM) ? CTLR_EOIMODE : 0);
+		return 0;
+	case ICC_SRE:
+		*val = ICC_SRE_EL1_VAL;
+		return 0;
+	case ICC_IGRPEN0:
+		*val = !!(vmcr & VMCR_ENG0);
+		return 0;
+	case ICC_IGRPEN1:
+		*val = !!(vmcr & VMCR_ENG1);
+		return 0;
+	default: /* the active priorities */
+		if ((reg & 3) > icc_max_apr(r))
+			return -EINVAL;
+		*val = reg >= ICC_AP1R(0) ? r->ich_ap1r[reg & 3] : r->ich_ap0r[reg & 3];
+		return 0;
+	}
+}
+
+static int icc_set(struct hc_regs_arm64 *r, u32 reg, u64 val)
+{
+	u64 *vmcr = &r->ich_vmcr;
+
+	switch (reg) {
+	case ICC_PMR:
+		vmcr_put(vmcr, VMCR_PMR_SHIFT, 0xff, val);
+		return 0;
+	case ICC_BPR0:
+		vmcr_put(vmcr, VMCR_BPR0_SHIFT, 7, val);
+		return 0;
+	case ICC_BPR1: /* ignored while CBPR ties it to BPR0, as in KVM */
+		if (!(*vmcr & VMCR_CBPR))
+			vmcr_put(vmcr, VMCR_BPR1_SHIFT, 7, val);
+		return 0;
+	case ICC_CTLR: /* more priority or INTID bits than the CPU has, or
+			* other SEIS / A3V: a state this CPU cannot take */
+		if (CTLR_PRIBITS(val) > VTR_PRIBITS(r->ich_vtr) ||
+		    CTLR_IDBITS(val) > VTR_IDBITS(r->ich_vtr) ||
+		    CTLR_SEIS_A3V(val) != VTR_SEIS_A3V(r->ich_vtr))
+			return -EINVAL;
+		*vmcr = (*vmcr & ~(VMCR_CBPR | VMCR_EOIM)) | ((val & CTLR_CBPR) ? VMCR_CBPR : 0) |
+			((val & CTLR_EOIMODE) ? VMCR_EOIM : 0);
+		return 0;
+	case ICC_SRE:
+		return (val & 1) ? 0 : -EINVAL; /* the interface is always on */
+	case ICC_IGRPEN0:
+		*vmcr = (val & 1) ? *vmcr | VMCR_ENG0 : *vmcr & ~VMCR_ENG0;
+		return 0;
+	case ICC_IGRPEN1:
+		*vmcr = (val & 1) ? *vmcr | VMCR_ENG1 : *vmcr & ~VMCR_ENG1;
+		return 0;
+	default:
+		if ((reg & 3) > icc_max_apr(r))
+			return -EINVAL;
+		if (reg >= ICC_AP1R(0))
+			r->ich_ap1r[reg & 3] = (u32)val;
+		else
+			r->ich_ap0r[reg & 3] = (u32)val;
+		return 0;
+	}
+}
+
+/*
+ * One ICC register of vCPU `t`, through Slat's register page. KVM refuses
+ * while a vCPU is in an ioctl (-EBUSY); here the target's own lock says so.
+ */
+static long user_icc(struct slat_kvm_vcpu *t, u32 reg, u64 __user *up, bool set)
+{
+	struct hc_regs_arm64 *r;
+	u64 val = 0;
+	int rc;
+
+	if (set && get_user(val, up))
+		return -EFAULT;
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	if (!mutex_trylock(&t->vc->lock)) {
+		kfree(r);
+		return -EBUSY;
+	}
+	rc = slat_vcpu_regs_k(t->vc, r, false);
+	if (!rc && !set)
+		rc = icc_get(r, reg, &val);
+	if (!rc && set)
+		rc = icc_set(r, reg, val);
+	if (!rc && set) {
+		r->flags |= HC_REGS_ARM64_GIC | HC_REGS_ARM64_KEEP_PENDING;
+		rc = slat_vcpu_regs_k(t->vc, r, true);
+	}
+	mutex_unlock(&t->vc->lock);
+	kfree(r);
+	if (!rc && !set)
+		rc = put_user(val, up);
+	return rc;
+}
+
+/* The vCPU an attribute names: vCPU 0 for the distributor, else by affinity. */
+static struct slat_kvm_vcpu *attr_vcpu(struct slat_vm *vm, const struct kvm_device_attr *a)
+{
+	u64 v = (a->attr & KVM_DEV_ARM_VGIC_V3_MPIDR_MASK) >> KVM_DEV_ARM_VGIC_V3_MPIDR_SHIFT;
+
+	if (a->group == KVM_DEV_ARM_VGIC_GRP_DIST_REGS)
+		return xa_load(&vm->kvcpus, 0);
+	/* Aff3 in bits 31:24 of the attribute's field, MPIDR bits 39:32 */
+	return vcpu_at(vm, (v & 0xffffff) | (v >> 24 & 0xff) << 32);
+}
+
+static bool level_info_attr(u64 attr)
+{
+	return ((attr & KVM_DEV_ARM_VGIC_LINE_LEVEL_INFO_MASK) >>
+		KVM_DEV_ARM_VGIC_LINE_LEVEL_INFO_SHIFT) == VGIC_LEVEL_INFO_LINE_LEVEL;
+}
+
+/* KVM_HAS_DEVICE_ATTR of the register groups: 0, -EINVAL (no such vCPU) or -ENXIO. */
+static long state_has(struct slat_vm *vm, struct slat_irqchip *c, const struct kvm_device_attr *a)
+{
+	u32 off = a->attr & KVM_DEV_ARM_VGIC_OFFSET_MASK;
+
+	if (a->group == KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO)
+		return level_info_attr(a->attr) ? 0 : -ENXIO;
+	if (!attr_vcpu(vm, a))
+		return -EINVAL;
+	switch (a->group) {
+	case KVM_DEV_ARM_VGIC_GRP_DIST_REGS:
+		return region_ok(dist_regions, ARRAY_SIZE(dist_regions), off, c->nr_irqs) ? 0
+											  : -ENXIO;
+	case KVM_DEV_ARM_VGIC_GRP_REDIST_REGS:
+		return region_ok(redist_regions, ARRAY_SIZE(redist_regions), off, c->nr_irqs)
+			   ? 0
+			   : -ENXIO;
+	default:
+		return icc_known(a->attr & KVM_DEV_ARM_VGIC_SYSREG_INSTR_MASK) ? 0 : -ENXIO;
+	}
+}
+
+/*
+ * KVM_GET/SET_DEVICE_ATTR of the register groups, with KVM's answers: no
+ * vCPU at the attribute's affinity -EINVAL, a VGIC not yet initialised
+ * -EBUSY, an offset without a register -ENXIO, a LEVEL_INFO other than the
+ * line level or an INTID not a multiple of 32 -EINVAL.
+ */
+static long state_access(struct slat_vm *vm, struct slat_irqchip *c, struct kvm_device_attr *a,
+			 bool set)
+{
+	u32 __user *up32 = u64_to_user_ptr(a->addr);
+	u32 off = a->attr & KVM_DEV_ARM_VGIC_OFFSET_MASK, val = 0;
+	struct slat_kvm_vcpu *t;
+	bool raised = false;
+	int rc;
+
+	xa_lock(&vm->kvcpus);
+	t = attr_vcpu(vm, a);
+	xa_unlock(&vm->kvcpus);
+	if (!t)
+		return -EINVAL;
+	if (a->group == KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS) {
+		if (!READ_ONCE(c->ready))
+			return -EBUSY;
+		if (!icc_known(a->attr & KVM_DEV_ARM_VGIC_SYSREG_INSTR_MASK))
+			return -ENXIO;
+		return user_icc(t, a->attr & KVM_DEV_ARM_VGIC_SYSREG_INSTR_MASK,
+				u64_to_user_ptr(a->addr), set);
+	}
+	if (set && get_user(val, up32))
+		return -EFAULT;
+	if (!READ_ONCE(c->ready))
+		return -EBUSY;
+	xa_lock(&vm->kvcpus);
+	switch (a->group) {
+	case KVM_DEV_ARM_VGIC_GRP_DIST_REGS:
+		rc = user_dist(c, off, set, &val, &raised);
+		break;
+	case KVM_DEV_ARM_VGIC_GRP_REDIST_REGS:
+		rc = user_redist(vm, c, t, off, set, &val, &raised);
+		break;
+	default: /* LEVEL_INFO */
+		rc = level_info_attr(a->attr)
+			 ? user_level(c, vgic_cpu(t),
+				      a->attr & KVM_DEV_ARM_VGIC_LINE_LEVEL_INTID_MASK, set, &val,
+				      &raised)
+			 : -EINVAL;
+		break;
+	}
+	if (raised)
+		kick_all(vm);
+	xa_unlock(&vm->kvcpus);
+	if (!rc && !set)
+		rc = put_user(val, up32);
+	return rc;
 }
 
 /* ---- the device ---- */
@@ -868,6 +1329,8 @@ static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_at
 		c->nr_irqs = n;
 		return 0;
 	case KVM_DEV_ARM_VGIC_GRP_CTRL:
+		if (a->attr == KVM_DEV_ARM_VGIC_SAVE_PENDING_TABLES && !c->v2)
+			return set || has ? 0 : -ENXIO; /* no ITS, no LPIs: nothing to save */
 		if (a->attr != KVM_DEV_ARM_VGIC_CTRL_INIT)
 			return -ENXIO;
 		if (has)
@@ -876,8 +1339,16 @@ static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_at
 			return -ENXIO;
 		WRITE_ONCE(c->ready, true);
 		return 0;
+	case KVM_DEV_ARM_VGIC_GRP_DIST_REGS:
+	case KVM_DEV_ARM_VGIC_GRP_REDIST_REGS:
+	case KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS:
+	case KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO:
+		/* GICv3 state (ABI 1.12 keeps the CPU interface); not the GICv2's */
+		if (c->v2 || !slat_kvm_a64_state_ok())
+			return -ENXIO;
+		return has ? state_has(vm, c, a) : state_access(vm, c, a, set);
 	default:
-		return -ENXIO; /* register images, LEVEL_INFO, ITS: not offered */
+		return -ENXIO; /* the ITS: not offered */
 	}
 }
 

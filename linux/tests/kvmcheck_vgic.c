@@ -651,6 +651,7 @@ void check_vgic(int kvm)
 		check_vgic_device(kvm);
 		check_vgic_guest(kvm);
 		check_vgic_sgi(kvm);
+		check_vgic_state(kvm);
 	} else if (v2) {
 		say("vgic: no GICv3 here: the GICv2 checks");
 		check("vgic2: KVM_CAP_MAX_VCPUS 8 (a GICv2 host)", n == 8, n, 8);

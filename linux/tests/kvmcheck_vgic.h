@@ -72,6 +72,9 @@ void *sgi_waiter_run(void *arg);
 int join_waiter(pthread_t t);
 bool sgi_vm_make(int kvm, struct gic_vm *g, void (*write)(uint8_t *), bool v2, const char *tag);
 
+// The GICv3's save and restore, and the VM's counter (kvmcheck_vgic_state.c).
+void check_vgic_state(int kvm);
+
 // The GICv2 section (kvmcheck_vgic2.c), run by check_vgic on a GICv2 machine.
 void check_vgic2_device(int kvm);
 void check_vgic2_guest(int kvm);

@@ -16,24 +16,8 @@
 # KVM_CAP_SIGNAL_MSI (docs/kvm-api.md). QEMU_TRACE=PATTERN passes QEMU's
 # -trace PATTERN (e.g. 'kvm_*', slow).
 . "$(dirname "$0")/lib.sh"
-g="$BOOT_TOP/build/guest/aarch64"
-make -s -C "$BOOT_TOP" guest-aarch64 >"$BOOT_DIR/guest.out" 2>&1 || {
-	cat "$BOOT_DIR/guest.out" >&2
-	echo "boot: building the arm64 guest failed" >&2
-	exit 1
-}
-bash "$BOOT_TOP/tools/qemu-guest.sh" aarch64 || exit 1
-cfg="$BOOT_DIR/slat.cfg"
-{
-	echo '# written by tests/boot/t_arm64_qemu.sh'
-	echo 'loader  = \slat\vmlinuz'
-	echo 'initrd  = \slat\initrd.img'
-	echo "cmdline = console=ttyAMA0 panic=-1 quiet slat.test=qemu_slat${QEMU_TRACE:+ slat.qemu_trace=$QEMU_TRACE}"
-} >"$cfg"
-EMU_ESP_CYL=128 # the kernel (27 MiB) and the initramfs with QEMU (29 MiB)
-boot_esp aarch64 "$cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd-qemu.img=slat/initrd.img"
-BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
-EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_arm64 cortex-a72
+. "$(dirname "$0")/qemu_vmm.sh"
+qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=qemu_slat${QEMU_TRACE:+ slat.qemu_trace=$QEMU_TRACE}"
 expect_in_order '^SLAT-GUEST: qemu_slat on aarch64' \
 	'^SLAT-GUEST: QEMU emulator version 7\.2\.' \
 	"^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE," \

@@ -34,7 +34,8 @@ run_qemu() {
 		# shellcheck disable=SC2086 # $machine is words
 		timeout -s KILL ${qto:-600} $q ${QEMU_TRACE:+-trace "$QEMU_TRACE"} -accel kvm $machine \
 			-smp 2 -m 128 -nographic -nic none -kernel /vm/vmlinuz -initrd /vm/initrd.img \
-			-append "console=$con panic=-1 vmm.migrate" "$@" </tmp/$name.in 2>&1
+			-append "console=$con panic=-1 vmm.migrate" -pidfile /tmp/$name.pid "$@" \
+			</tmp/$name.in 2>&1
 		echo $? >/tmp/$name.rc
 	} | tee /tmp/$name.out | sed "s/^/SLAT-GUEST: qemu $name: /"
 	touch /tmp/$name.done
@@ -65,18 +66,26 @@ drive_a() {
 	printf 'quit\n'
 }
 
-# B's console: once A has ended, three rounds within 5 minutes, then "stop";
-# the VM powers off. If the migration failed or B's VM did not go on (a lost
-# page can crash or hang it), B's monitor is told to quit.
+# B's console: once A has ended, three rounds within 5 minutes (or
+# slat.qemu_b_wait tenths of a second), then "stop"; the VM powers off. If the
+# migration failed or B's VM did not go on (a lost page can crash or hang
+# it), where B's threads wait in the kernel is shown, and B's monitor is told
+# to show its vCPUs' registers and quit.
 drive_b() {
 	until [ -e /tmp/a.done ] || [ -e /tmp/b.done ]; do sleep 0.5; done
-	wait_ticks=3000
+	wait_ticks=$(cmdline_value 'slat\.qemu_b_wait')
+	wait_ticks=${wait_ticks:-3000}
 	if [ ! -e /tmp/mig.failed ] &&
 		wait_for 'VMM-GUEST: migrate round' 3 /tmp/b.out /tmp/b.done; then
 		printf 'stop\n'
 	else
+		for t in /proc/"$(cat /tmp/b.pid 2>/dev/null)"/task/*; do
+			echo "SLAT-GUEST: qemu B thread $(cat "$t/comm" 2>/dev/null) waits in $(cat "$t/wchan" 2>/dev/null)" >&3
+		done
 		printf '\001c'
 		sleep 1
+		printf 'info registers -a\n'
+		sleep 2
 		printf 'quit\n'
 	fi
 	until [ -e /tmp/b.done ]; do sleep 0.5; done # the fifo stays open until B ends

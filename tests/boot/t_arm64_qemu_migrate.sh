@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A running VM migrates between two of Debian's QEMU processes on Slat's
+# /dev/kvm, arm64 (issues 34 and 36; QEMU virt at EL2 with GICv3, -cpu
+# cortex-a72, 2 CPUs, 2 GiB, edk2 + slat.efi): in the primary's Linux, QEMU
+# 7.2 (tools/qemu-guest.sh) B waits with -incoming unix:/tmp/mig.sock, QEMU
+# A boots the VM of /vm/ (-smp 2 -m 128, -M virt,gic-version=3,its=off -cpu
+# host: slat.ko's in-kernel GICv3) with vmm.migrate: the VM keeps rewriting
+# buffers in its RAM and checking their SHA-256 (tools/vmm-initrd.sh); A's
+# monitor migrates it to B while it writes (tests/guest/qemu_migrate.sh),
+# which goes on with every buffer intact: the dirty log, the vGIC's register
+# groups (distributor, redistributors, CPU interfaces, line levels), every
+# ONE_REG register and the VM's counter (KVM_REG_ARM_TIMER_CNT) end to end.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/qemu_vmm.sh"
+qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=qemu_migrate${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
+r='VMM-GUEST: migrate round [0-9]+'
+expect_in_order '^SLAT-GUEST: qemu_migrate on aarch64' \
+	'^SLAT-GUEST: QEMU emulator version 7\.2' \
+	"^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE," \
+	'^SLAT-GUEST: QEMU B listens on /tmp/mig\.sock: yes' \
+	'^SLAT-GUEST: qemu a: .*smp: Brought up 1 node, 2 CPUs' \
+	"^SLAT-GUEST: qemu a: $r ok" \
+	"^SLAT-GUEST: qemu a: $r ok" \
+	'^SLAT-GUEST: migration took [0-9.]+ s' \
+	"^SLAT-GUEST: qemu b: $r ok" \
+	"^SLAT-GUEST: qemu b: $r ok" \
+	"^SLAT-GUEST: qemu b: $r ok" \
+	'^SLAT-GUEST: qemu b: VMM-GUEST: migrate stopped after [0-9]+ rounds, 0 with a mismatch' \
+	'^SLAT-GUEST: qemu b: .*reboot: Power down' \
+	'^SLAT-GUEST: qemu A exit 0, qemu B exit 0' \
+	'^SLAT-GUEST: the VM went on in B: ' \
+	'^SLAT-GUEST: migration stats: dirty sync count: ([2-9]|[1-9][0-9]+)$' \
+	'^SLAT-GUEST: MARKER qemu_migrate-done' \
+	'^slat: secondary VMs: 4 created, 4 destroyed, 0 alive' \
+	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+expect 'Migration status: completed'
+expect_absent 'Synchronous Exception' '^error: (slat|arm64|hv):' 'exception at EL2' \
+	'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'NOT go on' 'insmod .* failed' \
+	'soft lockup' 'rcu_sched detected stalls' 'Migration status: failed' \
+	'qemu-system-aarch64: ' 'Segmentation fault'
+expect_exit
+boot_done
