@@ -866,13 +866,21 @@ static u32 user_pending(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 o
 	return out;
 }
 
+/* KVM's user access where no register is: reads 0, writes ignored (HAS: -ENXIO). */
+static int user_raz_wi(bool write, u32 *val)
+{
+	if (!write)
+		*val = 0;
+	return 0;
+}
+
 /* Under the lock: one distributor register from user space (vCPU 0's view). */
 static int user_dist(struct slat_irqchip *c, u32 off, bool write, u32 *val, bool *raised)
 {
 	u32 now;
 
 	if (!region_ok(dist_regions, ARRAY_SIZE(dist_regions), off, c->nr_irqs))
-		return -ENXIO;
+		return user_raz_wi(write, val);
 	if (off >= GICX_ISPENDR && off < GICX_ISACTIVER) {
 		now = user_pending(c, NULL, off, write, *val, raised);
 		if (!write)
@@ -903,7 +911,7 @@ static int user_redist(struct slat_vm *vm, struct slat_irqchip *c, struct slat_k
 	u32 sgi = off - GICR_SGI_FRAME;
 
 	if (!region_ok(redist_regions, ARRAY_SIZE(redist_regions), off, c->nr_irqs))
-		return -ENXIO;
+		return user_raz_wi(write, val);
 	if (off >= GICR_SGI_FRAME && sgi >= GICX_ISPENDR && sgi < GICX_ISACTIVER) {
 		u32 now = user_pending(c, vgic_cpu(t), sgi, write, *val, raised);
 

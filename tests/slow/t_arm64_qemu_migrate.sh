@@ -11,8 +11,13 @@
 # which goes on with every buffer intact: the dirty log, the vGIC's register
 # groups (distributor, redistributors, CPU interfaces, line levels), every
 # ONE_REG register and the VM's counter (KVM_REG_ARM_TIMER_CNT) end to end.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/qemu_vmm.sh"
+# In tests/slow (`make test-slow`), not `make test`: it passed 2 of 4 runs
+# (137 to 199 s of emulation); in one failure B's VM printed nothing after the
+# move, in another it went on but never took the "stop" typed on its console
+# (docs/kvm-api.md, "A live migration between two QEMUs on arm64"). Back to
+# tests/boot once that is found.
+. "$(dirname "$0")/../boot/lib.sh"
+. "$(dirname "$0")/../boot/qemu_vmm.sh"
 qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=qemu_migrate${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
 r='VMM-GUEST: migrate round [0-9]+'
 expect_in_order '^SLAT-GUEST: qemu_migrate on aarch64' \
