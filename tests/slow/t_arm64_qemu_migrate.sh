@@ -11,8 +11,8 @@
 # which goes on with every buffer intact: the dirty log, the vGIC's register
 # groups (distributor, redistributors, CPU interfaces, line levels), every
 # ONE_REG register and the VM's counter (KVM_REG_ARM_TIMER_CNT) end to end.
-# In tests/slow (`make test-slow`), not `make test`: it passed 2 of 4 runs
-# (137 to 199 s of emulation); in one failure B's VM printed nothing after the
+# In tests/slow (`make test-slow`), not `make test`: it passed 3 of 5 runs
+# (93 to 199 s of emulation); in one failure B's VM printed nothing after the
 # move, in another it went on but never took the "stop" typed on its console
 # (docs/kvm-api.md, "A live migration between two QEMUs on arm64"). Back to
 # tests/boot once that is found.
