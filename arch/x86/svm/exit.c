@@ -70,16 +70,48 @@ void svm_nmi_apply(struct x86_nmi_state *n, void *vmcb)
 		nmi_step_begin(n, vmcb);
 }
 
+// This CPU's state: its primary vCPU's back end (NULL before the hand-off).
+static struct svm_cpu *svm_this_cpu(void)
+{
+	struct vcpu *v = vm_vcpu_find(&x86_primary, cpuid(1, 0).ebx >> 24);
+
+	return v ? v->arch.backend : NULL;
+}
+
 // The host's NMI handler (svm_entry.S). After an NMI exit svm_handle_exit
 // takes the NMI on purpose and decides what it was; in an interrupt window
 // it is a kick, or the guest's, dropped (the vCPU is handling an INIT).
+// In an SMI window it is noted for svm_take_host_smi.
 void svm_host_nmi(void)
 {
-	struct vcpu *v = vm_vcpu_find(&x86_primary, cpuid(1, 0).ebx >> 24);
-	struct svm_cpu *c = v ? v->arch.backend : NULL;
+	struct svm_cpu *c = svm_this_cpu();
+	struct vcpu *v = c ? c->vcpu : NULL;
 
 	if (c && c->irq_window)
 		x86_consume_kick(v);
+	else if (c && c->smi_window)
+		c->smi_window_nmi = true; // svm_take_host_smi hands it to the NMI path
+}
+
+// An SMI the guest's VMCB intercepted (INT3_SMI): the #VMEXIT leaves it
+// pending with GIF clear (AMD APM vol. 2, 15.13.3 and 15.22: the SMI is
+// recognized once GIF is 1). Setting GIF here takes it in host mode: the
+// firmware's SMM handler runs from Slat's state and its RSM returns here.
+// Not intercepting it is no option: QEMU's TCG then runs the SMM handler in
+// guest mode, under the guest's intercepts, and the first exit from SMM
+// code saves its EFER (SVME clear) into the VMCB, so the next VMRUN fails
+// (docs/real-hardware.md). An NMI pending with the SMI is taken in the same
+// window by svm_host_nmi; the caller then treats the exit as an NMI exit
+// (svm_take_host_nmi's case). Returns whether an NMI came.
+bool svm_take_host_smi(void)
+{
+	struct svm_cpu *c = svm_this_cpu();
+
+	c->smi_window_nmi = false;
+	c->smi_window = true;
+	__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
+	c->smi_window = false;
+	return c->smi_window_nmi;
 }
 
 // x86_vm_ops.irq_window: GIF and IF set for a few instructions.
@@ -135,7 +167,9 @@ void svm_exit_collect(struct vcpu *v, void *vmcb, const struct svm_exit_fields *
 		e->kind = X86_EXIT_NMI_WINDOW;
 	}
 	x86_nmi_progress(&v->arch.nmi, v->arch.rip);
-	if (e->kind == X86_EXIT_NMI)
+	if (f->code == SVM_EXIT_SMI && svm_take_host_smi())
+		e->kind = X86_EXIT_NMI; // taken with the SMI: the policy decides what it was
+	else if (e->kind == X86_EXIT_NMI)
 		svm_take_host_nmi(); // before the policy decides what it was
 }
 
@@ -194,12 +228,29 @@ static void svm_exit_body(struct svm_cpu *c)
 // secondary's, `kind` and `index` naming it).
 static struct log_once host_state_logged;
 
+// The guest state a VMRUN refused (VMEXIT_INVALID), each time (the vCPU stops):
+// the consistency checks of AMD APM vol. 2, 15.5.1 look at these. An SMM
+// state (EFER 0, CS base SMBASE, RIP near 0x8000) means SMM code ran in
+// guest mode (svm_take_host_smi).
+static void svm_log_refused_state(void *vmcb, const char *kind, unsigned index, uint64_t prev)
+{
+	log_err("svm: VMRUN refused %s vcpu%u's state after exit 0x%llx: EFER 0x%llx CR0 0x%llx "
+		"CR4 0x%llx CS 0x%x base 0x%llx RIP 0x%llx\n",
+		kind, index, (unsigned long long)prev, (unsigned long long)*vmcb64(vmcb, VMCB_EFER),
+		(unsigned long long)*vmcb64(vmcb, VMCB_CR0),
+		(unsigned long long)*vmcb64(vmcb, VMCB_CR4), (unsigned)*vmcb16(vmcb, VMCB_CS),
+		(unsigned long long)*vmcb64(vmcb, VMCB_CS + 8),
+		(unsigned long long)*vmcb64(vmcb, VMCB_RIP));
+}
+
 void svm_check_guest_state(struct svm_cpu *c, const char *kind, unsigned index)
 {
 	void *vmcb = (void *)(uintptr_t)c->run_vmcb_pa, *hsave = (void *)(uintptr_t)c->hsave_pa;
 	uint64_t code = *vmcb64(vmcb, VMCB_EXITCODE), prev = c->last_exit;
 
 	c->last_exit = code;
+	if ((code & 0xffffffffu) == 0xffffffffu) // VMEXIT_INVALID: what VMRUN refused
+		svm_log_refused_state(vmcb, kind, index, prev);
 	if (!svm_vmcb_holds_host_state(vmcb) || !log_once_first(&host_state_logged, code))
 		return;
 	log_err("svm: %s vcpu%u's VMCB holds Slat's own state (RIP 0x%llx) after exit 0x%llx "

@@ -20,6 +20,7 @@ static enum x86_exit_kind svm_exit_kind(uint64_t code, uint64_t info1)
 {
 	switch (code) {
 	case SVM_EXIT_INTR:
+	case SVM_EXIT_SMI: // taken in host mode by svm_exit_collect: nothing left to do
 		return X86_EXIT_INTR;
 	case SVM_EXIT_NMI:
 		return X86_EXIT_NMI;

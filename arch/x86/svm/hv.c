@@ -27,13 +27,10 @@
 
 #define SVM_HV_ASID 2
 
-#define INT3_SMI	 (1u << 2)
 #define INT3_INVD	 (1u << 22)
 #define INT3_TASK_SWITCH (1u << 29)
 #define INT4_MONITOR	 (1u << 10)
 #define VINTR_MASKING	 (1ull << 24)
-
-#define SVM_EXIT_SMI 0x062
 
 // Set once at boot (resident copy).
 static struct {
@@ -211,8 +208,6 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 
 	struct svm_exit_fields f;
 	svm_exit_read(vmcb, &f, e);
-	if (f.code == SVM_EXIT_SMI)
-		e->kind = X86_EXIT_INTR; // the primary takes it once back in guest mode
 	v->arch.hv.next_rip = e->next_rip;
 	svm_exit_collect(v, vmcb, &f, e);
 	hv_nmi_iret(v, e);

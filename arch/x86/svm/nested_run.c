@@ -24,7 +24,7 @@
 #define EVENTINJ_TYPE(e) (((e) >> 8) & 7)
 
 // Intercept bits Slat always keeps in vmcb02.
-#define NESTED_MISC1 (INT3_NMI | INT3_SHUTDOWN | INT3_IOIO | INT3_MSR)
+#define NESTED_MISC1 (INT3_NMI | INT3_SMI | INT3_SHUTDOWN | INT3_IOIO | INT3_MSR)
 #define NESTED_MISC2 (INT4_VMRUN | INT4_VMLOAD | INT4_VMSAVE | INT4_STGI | INT4_CLGI | INT4_SKINIT)
 
 // ---- vmcb12 checks (APM vol. 2, 15.5.1) ----------------------------------------------
@@ -247,6 +247,12 @@ static bool l2_exit_is_slats(struct svm_cpu *c, void *v12, bool np, struct l2_ex
 	switch (x->code) {
 	case SVM_EXIT_NMI:
 		return l2_nmi(c, v12, x);
+	case SVM_EXIT_SMI: // the host's (svm_take_host_smi); L1 sees it if it asked
+		if (svm_take_host_smi()) {
+			x->code = SVM_EXIT_NMI;
+			return l2_nmi(c, v12, x);
+		}
+		return !l1_wants(c, v12, x->code, x->info1);
 	case SVM_EXIT_NPF:
 		if (!np) { // L1 gave L2 its own memory map: L2 left it
 			if (log_once_first(&refused, x->code))

@@ -99,6 +99,7 @@ struct svm_nested_cpu {
 // Intercept vector 3 (VMCB 0x00c) and 4 (0x010) bits.
 #define INT3_INTR	(1u << 0)
 #define INT3_NMI	(1u << 1)
+#define INT3_SMI	(1u << 2)
 #define INT3_INIT	(1u << 3)
 #define INT3_CPUID	(1u << 18)
 #define INT3_IRET	(1u << 20)
@@ -123,6 +124,7 @@ struct svm_nested_cpu {
 #define SVM_EXIT_EXC_DB	   0x041
 #define SVM_EXIT_INTR	   0x060
 #define SVM_EXIT_NMI	   0x061
+#define SVM_EXIT_SMI	   0x062
 #define SVM_EXIT_VINTR	   0x064
 #define SVM_EXIT_CPUID	   0x072
 #define SVM_EXIT_IRET	   0x074
@@ -213,6 +215,8 @@ struct svm_cpu {
 	uint64_t hsave_pa;	  // VM_HSAVE_PA page
 	uint64_t next_rip;	  // exit-specific next RIP when known (IOIO), else 0
 	volatile bool irq_window; // GIF is set on purpose (svm_irq_window)
+	volatile bool smi_window; // GIF is set to take an SMI (svm_take_host_smi)
+	volatile bool smi_window_nmi; // an NMI came in that window
 	struct vcpu *vcpu;	  // the vCPU this CPU runs
 	struct svm_nested_cpu nested;
 };
@@ -263,6 +267,10 @@ static inline void svm_take_host_nmi(void)
 {
 	__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
 }
+
+// An SMI an exit intercepted: taken in host mode (exit.c). True when an NMI
+// was taken in the same window (the caller handles it as an NMI exit).
+bool svm_take_host_smi(void);
 
 // What the loaded image hands to the resident copy.
 struct svm_boot_args {

@@ -44,8 +44,9 @@ void svm_vmcb_control(struct svm_cpu *c, void *vmcb)
 	// CR0 writes: checked by cr_check.c (QEMU's CPU takes NW without CD or
 	// bits 63:32 in guest mode, and the next VMRUN then fails).
 	*vmcb32(vmcb, VMCB_INTERCEPT_CR) = INT0_WRITE_CR0;
+	// SMIs: taken in host mode after their #VMEXIT (exit.c, svm_take_host_smi).
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC1) =
-	    INT3_NMI | INT3_CPUID | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
+	    INT3_NMI | INT3_SMI | INT3_CPUID | INT3_INVLPGA | INT3_IOIO | INT3_MSR | INT3_SHUTDOWN;
 	*vmcb32(vmcb, VMCB_INTERCEPT_MISC2) = INT4_VMRUN | INT4_VMMCALL | INT4_VMLOAD |
 					      INT4_VMSAVE | INT4_STGI | INT4_CLGI | INT4_SKINIT |
 					      INT4_MWAIT | INT4_MWAIT_COND | INT4_XSETBV;
