@@ -28,6 +28,19 @@ static void port_write(uint16_t port, uint32_t value, unsigned size)
 
 static void io_report(void);
 
+// A power-off no guest write asked for: ACPI S5 through the FADT's PM1
+// control registers (SLP_TYP of the DSDT's \_S5_, 0 when unknown, as on
+// QEMU's machines), a or b and both when there are two (ACPI 6.4, 7.4.2).
+static void acpi_power_off(const struct x86_power_ports *p)
+{
+	uint16_t s5 = (uint16_t)((p->s5_known ? p->s5_slp_typ : 0) << 10 | PM1_SLP_EN);
+
+	if (p->pm1b_cnt)
+		outw(p->pm1b_cnt, s5);
+	if (p->pm1a_cnt)
+		outw(p->pm1a_cnt, s5);
+}
+
 __attribute__((noreturn)) void x86_vm_shutdown(struct vcpu *v, bool reset, uint16_t port,
 					       uint32_t value, unsigned size)
 {
@@ -47,6 +60,8 @@ __attribute__((noreturn)) void x86_vm_shutdown(struct vcpu *v, bool reset, uint1
 	} else if (reset) {
 		outb(0xcf9, 0x02);
 		outb(0xcf9, 0x06); // PC reset control: hard reset
+	} else {
+		acpi_power_off(&vm->arch.power); // Slat's own decision (a vCPU that cannot run)
 	}
 	for (unsigned i = 0; i < 1000000; i++)
 		pause();
