@@ -200,14 +200,34 @@ emu_qemu_arm64() {
 # (docs/svm-primary.md "QEMU 7.2 and SMP"). One thread cannot race itself.
 EMU_QEMU_X86_TCG=${EMU_QEMU_X86_TCG:-tcg,thread=single}
 
+# EMU_X86_FW_VARS=FILE: OVMF from the two flash devices instead of -bios:
+# EMU_X86_FW_CODE read-only, FILE (a writable copy of a variable store) for
+# the variables. EMU_X86_FW_SECURE=1 makes the flash secure (writable only
+# from SMM), as OVMF's SMM builds (*.secboot.fd, *.snakeoil.fd) need, with
+# EMU_X86_MACHINE=q35,smm=on. Unset: QEMU's default machine and -bios.
+EMU_X86_FW_CODE=${EMU_X86_FW_CODE:-/usr/share/OVMF/OVMF_CODE_4M.secboot.fd}
+
+_emu_x86_firmware() {
+	[ -n "${EMU_X86_MACHINE:-}" ] && printf '%s\n' -M "$EMU_X86_MACHINE"
+	[ "${EMU_X86_FW_SECURE:-0}" = 1 ] &&
+		printf '%s\n' -global driver=cfi.pflash01,property=secure,value=on
+	if [ -n "${EMU_X86_FW_VARS:-}" ]; then
+		printf '%s\n' -drive "if=pflash,format=raw,unit=0,readonly=on,file=$EMU_X86_FW_CODE" \
+			-drive "if=pflash,format=raw,unit=1,file=$EMU_X86_FW_VARS"
+	else
+		printf '%s\n' -bios "$EMU_OVMF"
+	fi
+}
+
 # emu_qemu_x86 MODE LOG ESP CPU [QEMU ARGS...]; EMU_ACCEL=kvm: -accel kvm, CPU host.
 emu_qemu_x86() {
-	local mode=$1 log=$2 esp=$3 cpu=$4 accel=${EMU_ACCEL:-tcg}
+	local mode=$1 log=$2 esp=$3 cpu=$4 accel=${EMU_ACCEL:-tcg} fw
 	shift 4
 	[ "$accel" = kvm ] && cpu=host
 	[ "$accel" = tcg ] && accel=$EMU_QEMU_X86_TCG
+	mapfile -t fw < <(_emu_x86_firmware)
 	_emu_qemu "$mode" "$log" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m "$EMU_MEM_MB" \
-		-smp "${EMU_SMP:-1}" -bios "$EMU_OVMF" ${esp:+-drive "file=$esp,format=raw"} \
+		-smp "${EMU_SMP:-1}" "${fw[@]}" ${esp:+-drive "file=$esp,format=raw"} \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@"
 }
 
