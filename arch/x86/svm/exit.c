@@ -111,7 +111,22 @@ bool svm_take_host_smi(void)
 	c->smi_window = true;
 	__asm__ volatile("stgi; nop; nop; clgi" ::: "memory");
 	c->smi_window = false;
+	c->smis++;
 	return c->smi_window_nmi;
+}
+
+void svm_summary(void)
+{
+	uint64_t smis = 0;
+	unsigned cpus = 0;
+
+	for (unsigned i = 0; i < X86_MAX_CPUS; i++) {
+		smis += svm_host.cpus[i].smis;
+		cpus += svm_host.cpus[i].smis != 0;
+	}
+	log_info("slat: SMIs taken in host mode: %llu on %u CPU(s)\n", (unsigned long long)smis,
+		 cpus);
+	svm_nested_summary();
 }
 
 // x86_vm_ops.irq_window: GIF and IF set for a few instructions.

@@ -37,7 +37,7 @@ static const struct x86_vm_ops svm_vm_ops = {
     .teardown = svm_npt_teardown,
     .kick = x86_kick_nmi,
     .irq_window = svm_irq_window,
-    .summary = svm_nested_summary,
+    .summary = svm_summary,
 };
 
 // ---- set-up (resident copy, called from the loaded image) ----------------------------------

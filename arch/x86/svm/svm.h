@@ -217,6 +217,7 @@ struct svm_cpu {
 	volatile bool irq_window; // GIF is set on purpose (svm_irq_window)
 	volatile bool smi_window; // GIF is set to take an SMI (svm_take_host_smi)
 	volatile bool smi_window_nmi; // an NMI came in that window
+	uint64_t smis;		      // SMIs taken in host mode (svm_summary)
 	struct vcpu *vcpu;	  // the vCPU this CPU runs
 	struct svm_nested_cpu nested;
 };
@@ -271,6 +272,8 @@ static inline void svm_take_host_nmi(void)
 // An SMI an exit intercepted: taken in host mode (exit.c). True when an NMI
 // was taken in the same window (the caller handles it as an NMI exit).
 bool svm_take_host_smi(void);
+// The back end's lines of the exit summary (x86_vm_ops.summary, exit.c).
+void svm_summary(void);
 
 // What the loaded image hands to the resident copy.
 struct svm_boot_args {
