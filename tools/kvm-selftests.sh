@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# tools/kvm-selftests.sh ARCH - build a few of Linux's KVM selftests for ARCH
-# (aarch64 or x86_64) as static binaries, from Debian's linux-source-6.1, into
-# build/guest/ARCH/kvm-selftests/:
+# tools/kvm-selftests.sh ARCH [all] - build a few of Linux's KVM selftests for
+# ARCH (aarch64 or x86_64) as static binaries, from Debian's linux-source-6.1,
+# into build/guest/ARCH/kvm-selftests/ (the guest image's /kvm):
 #
 #   kvm_create_max_vcpus  memslot_modification_stress_test  memslot_perf_test
 #   kvm_page_table_test  dirty_log_perf_test  dirty_log_test
@@ -39,6 +39,16 @@
 # copy gets a definition right after its includes, only when none exists
 # (#ifndef): TEST_ASSERT of the equality, the same check; nothing else of the
 # test changes.
+#
+# `all`: every selftest the 6.1 Makefile lists for ARCH (TEST_GEN_PROGS_ARCH)
+# into build/guest/ARCH/kvm-selftests-all/ instead, for the conformance run
+# (tools/kvm-conformance.sh; not in the guest image). Two more of them do not
+# build from the unpacked package as it is, and get a fix here:
+# aarch64/vgic_init.c includes <linux/bitfield.h>, a kernel header that 6.1's
+# tools/include lacks: it gets a header of our own with the two macros the
+# test uses (FIELD_PREP, FIELD_GET), in build/kvm-selftests/ARCH/fixinc/,
+# given to the build through EXTRA_CFLAGS; rseq_test.c includes
+# ../rseq/rseq.c: tools/testing/selftests/rseq is unpacked with the rest.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +57,15 @@ base="$top/build/kvm-selftests"
 src="$base/src"
 dl="$top/build/guest/dl"
 out="$top/build/guest/$arch/kvm-selftests"
+all=0
+case "${2:-}" in
+all) all=1 out="$top/build/guest/$arch/kvm-selftests-all" ;;
+"") ;;
+*)
+	echo "kvm-selftests.sh: unknown mode '$2' (all or nothing)" >&2
+	exit 2
+	;;
+esac
 pkg=linux-source-6.1
 timeout=${KVM_SELFTESTS_TIMEOUT:-300}
 
@@ -83,7 +102,7 @@ members=(
 	Makefile scripts include/uapi
 	tools/build tools/include tools/lib tools/arch/x86/include tools/arch/arm64/include
 	tools/testing/selftests/lib.mk tools/testing/selftests/kselftest.h
-	tools/testing/selftests/kselftest_harness.h tools/testing/selftests/kvm
+	tools/testing/selftests/kselftest_harness.h tools/testing/selftests/kvm tools/testing/selftests/rseq
 	arch/x86/Makefile arch/x86/Makefile_32.cpu arch/x86/include/uapi
 	arch/x86/entry/syscalls arch/x86/tools
 	arch/arm64/Makefile arch/arm64/include/uapi
@@ -94,12 +113,28 @@ candidate_version() {
 	apt-cache show --no-all-versions "$pkg" 2>/dev/null | awk '/^Version:/{print $2; exit}'
 }
 
+# A tree unpacked before a member was added to the list (rseq): unpack the
+# members it lacks from the cached .deb, without unpacking the rest again.
+fetch_missing_members() {
+	local m missing=() deb
+	for m in "${members[@]}"; do
+		[ -e "$src/$m" ] || missing+=("$pkg/$m")
+	done
+	[ "${#missing[@]}" -eq 0 ] && return 0
+	deb=$(ls "$dl/${pkg}"_*_all.deb 2>/dev/null | head -1 || true)
+	[ -n "$deb" ] || return 0 # fetch_source unpacks it all with the next version
+	log "unpacking ${missing[*]#"$pkg"/} (not in the unpacked tree)"
+	dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$pkg.tar.xz" | xz -dc -T2 |
+		tar -x -C "$src" --strip-components=1 "${missing[@]}"
+}
+
 # Download (once) and unpack (once per version) the kernel source.
 fetch_source() {
 	local stamp="$base/src.stamp" ver deb tmp before
 	# apt-cache takes a second here (no pkgcache.bin): ask it only when
 	# apt's lists changed since the version was last checked.
 	if [ -f "$stamp" ] && [ -z "$(find /var/lib/apt/lists -maxdepth 1 -newer "$stamp" -name '*Packages*' 2>/dev/null | head -1)" ]; then
+		fetch_missing_members
 		return 0
 	fi
 	ver=$(candidate_version)
@@ -118,6 +153,7 @@ fetch_source() {
 	fi
 	if [ "$(cat "$stamp" 2>/dev/null)" = "$ver" ]; then
 		touch "$stamp"
+		fetch_missing_members
 		return 0
 	fi
 
@@ -215,6 +251,34 @@ build_headers() {
 	log "headers for $karch in $(($(date +%s) - before)) s"
 }
 
+# Every test the Makefile lists for ARCH (the `all` mode).
+all_tests() {
+	sed -n "s/^TEST_GEN_PROGS_$arch += *\([^ ]*\) *\$/\1/p" \
+		"$src/tools/testing/selftests/kvm/Makefile"
+}
+
+# <linux/bitfield.h> for aarch64/vgic_init.c (see the header): our own two
+# macros, the field's mask shifted to bit 0 and back.
+write_fixinc() {
+	local d="$base/$arch/fixinc/linux"
+	mkdir -p "$d"
+	cat >"$d/bitfield.h.new" <<'EOF'
+/* Written by tools/kvm-selftests.sh: 6.1's tools/include has no bitfield.h. */
+#ifndef SLAT_FIXINC_BITFIELD_H
+#define SLAT_FIXINC_BITFIELD_H
+#define FIELD_PREP(mask, val) \
+	((((__typeof__(mask))(val)) << __builtin_ctzll(mask)) & (mask))
+#define FIELD_GET(mask, reg) \
+	((__typeof__(mask))(((reg) & (mask)) >> __builtin_ctzll(mask)))
+#endif
+EOF
+	if cmp -s "$d/bitfield.h.new" "$d/bitfield.h"; then
+		rm "$d/bitfield.h.new"
+	else
+		mv "$d/bitfield.h.new" "$d/bitfield.h"
+	fi
+}
+
 build_tests() {
 	local obj="$base/$arch/obj" hdr="$base/$arch/kbuild/usr" cfg t changed=0
 	[ -x "$(command -v "${cross}gcc")" ] || {
@@ -233,7 +297,7 @@ build_tests() {
 	# KHDR_INCLUDES point the -I and -isystem at this ARCH's headers.
 	make -s -j2 -C "$src/tools/testing/selftests/kvm" ARCH="$karch" CROSS_COMPILE="$cross" \
 		OUTPUT="$obj" INSTALL_HDR_PATH="$hdr" KHDR_INCLUDES="-isystem $hdr/include" \
-		USERLDFLAGS=-static "${tests[@]/#/$obj/}"
+		EXTRA_CFLAGS="-I$base/$arch/fixinc" USERLDFLAGS=-static "${tests[@]/#/$obj/}"
 	mkdir -p "$out"
 	for t in "${tests[@]}"; do # flat in the image: /kvm/NAME
 		if ! cmp -s "$obj/$t" "$out/${t##*/}"; then
@@ -251,4 +315,8 @@ flock 9
 fetch_source
 patch_timeouts
 build_headers
+if [ "$all" = 1 ]; then
+	mapfile -t tests < <(all_tests)
+	write_fixinc
+fi
 build_tests
