@@ -11,6 +11,7 @@
 #   make test       unit tests (ASan+UBSan, TSan) and emulator boot tests
 #   make unit       unit tests only;  make boot-test  boot tests only
 #   make test-slow  boot tests too slow for CI (tests/slow: VT-x KVM selftests in Bochs)
+#   make conformance  every KVM selftest on Slat and on Linux's KVM: docs/kvm-conformance.md
 #   make bench      benchmarks (JSON + plots in build/bench/)
 #   make fmt        clang-format every C source and header
 #   make compile_commands.json   for editors (clangd)
@@ -27,7 +28,7 @@ V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
 .DEFAULT_GOAL := all
-.PHONY: all deps run image test test-slow unit boot-test bench fmt clean distclean
+.PHONY: all deps run image test test-slow conformance unit boot-test bench fmt clean distclean
 
 # Stamp so that deps.sh runs once per checkout unless the script changes.
 DEPS_STAMP := $(BUILD)/deps/.stamp
@@ -51,6 +52,11 @@ test: deps
 
 test-slow: deps
 	$(Q)bash tests/run.sh slow
+
+# About an hour on the 2-core machine (tools/kvm-conformance.sh; KVM_CONF_LIMIT,
+# KVM_CONF_ONLY there); rewrites docs/kvm-conformance.{md,json}.
+conformance: deps
+	$(Q)bash tools/kvm-conformance.sh
 
 fmt:
 	$(Q)git ls-files '*.c' '*.h' ':!:*.S.h' | xargs clang-format -i
