@@ -567,6 +567,70 @@ static long a64_vcpu_init(struct slat_kvm_vcpu *v, void __user *up)
 	return 0;
 }
 
+/*
+ * KVM_{SET,GET,HAS}_DEVICE_ATTR on a vCPU, in KVM's order of checks. The
+ * timer group names the virtual timer's PPI, which Slat's virtual CPU
+ * interface fixes at HC_VGIC_VTIMER_INTID: GET reads it, SET accepts that
+ * PPI (another valid one -EINVAL: a documented difference). Slat gives a VM
+ * no EL1 physical timer (CNTP_* trap), so the PTIMER attribute does not exist
+ * here (-ENXIO), as an attribute KVM does not know. No PMU is offered
+ * (a64_pmu_attr: KVM's answers without the vCPU feature), no stolen-time
+ * structure (KVM where sched_info is off: -ENXIO throughout).
+ */
+static long a64_timer_attr(struct slat_kvm_vcpu *v, const struct kvm_device_attr *a,
+			   unsigned int cmd)
+{
+	int __user *uaddr = (int __user *)(unsigned long)a->addr;
+	struct slat_irqchip *c = READ_ONCE(v->vc->vm->irqchip);
+	int irq;
+
+	if (cmd == KVM_HAS_DEVICE_ATTR)
+		return a->attr == KVM_ARM_VCPU_TIMER_IRQ_VTIMER ? 0 : -ENXIO;
+	if (cmd == KVM_GET_DEVICE_ATTR) {
+		if (a->attr != KVM_ARM_VCPU_TIMER_IRQ_VTIMER)
+			return -ENXIO;
+		return put_user((int)HC_VGIC_VTIMER_INTID, uaddr);
+	}
+	if (!c)
+		return -EINVAL; /* KVM: no in-kernel irqchip */
+	if (get_user(irq, uaddr))
+		return -EFAULT;
+	if (irq < 16 || irq >= (int)VGIC_NR_PRIVATE)
+		return -EINVAL; /* not a PPI */
+	if (READ_ONCE(c->mapped))
+		return -EBUSY; /* a vCPU has run */
+	if (a->attr != KVM_ARM_VCPU_TIMER_IRQ_VTIMER)
+		return -ENXIO;
+	return irq == HC_VGIC_VTIMER_INTID ? 0 : -EINVAL;
+}
+
+/* KVM's answers for a vCPU made without KVM_ARM_VCPU_PMU_V3 (never offered). */
+static long a64_pmu_attr(struct slat_kvm_vcpu *v, const struct kvm_device_attr *a, unsigned int cmd)
+{
+	if (cmd == KVM_SET_DEVICE_ATTR)
+		return -ENODEV;
+	if (cmd == KVM_HAS_DEVICE_ATTR || a->attr != KVM_ARM_VCPU_PMU_V3_IRQ)
+		return -ENXIO;
+	return READ_ONCE(v->vc->vm->irqchip) ? -ENODEV : -EINVAL;
+}
+
+static long a64_vcpu_attr(struct slat_kvm_vcpu *v, void __user *up, unsigned int cmd)
+{
+	struct kvm_device_attr a;
+
+	if (copy_from_user(&a, up, sizeof(a)))
+		return -EFAULT;
+	switch (a.group) {
+	case KVM_ARM_VCPU_TIMER_CTRL:
+		return a64_timer_attr(v, &a, cmd);
+	case KVM_ARM_VCPU_PMU_V3_CTRL:
+		return a64_pmu_attr(v, &a, cmd);
+	case KVM_ARM_VCPU_PVTIME_CTRL:
+	default:
+		return -ENXIO;
+	}
+}
+
 /* Only the two states KVM's arm64 side keeps besides SUSPENDED (not offered). */
 static long a64_mp_state(struct slat_kvm_vcpu *v, void __user *up, bool set)
 {
@@ -602,6 +666,10 @@ long slat_kvm_arch_vcpu_ioctl(struct slat_kvm_vcpu *v, unsigned int cmd, void __
 	case KVM_GET_MP_STATE:
 	case KVM_SET_MP_STATE:
 		return a64_mp_state(v, up, cmd == KVM_SET_MP_STATE);
+	case KVM_SET_DEVICE_ATTR:
+	case KVM_GET_DEVICE_ATTR:
+	case KVM_HAS_DEVICE_ATTR:
+		return a64_vcpu_attr(v, up, cmd);
 	default:
 		return -ENOTTY;
 	}

@@ -1246,6 +1246,19 @@ static long state_access(struct slat_vm *vm, struct slat_irqchip *c, struct kvm_
 #define RDIST_BASE(v)  ((v)&GENMASK_ULL(51, 16))
 #define RDIST_COUNT(v) ((v) >> 52)
 
+/* KVM's vgic_check_iorange past its "already set" test: 64 KiB aligned base
+ * and size, no wrap (-EINVAL), inside the VM's IPA size (-E2BIG). */
+static long vgic_check_range(const struct slat_vm *vm, u64 addr, u64 size)
+{
+	if ((addr | size) & (SZ_64K - 1))
+		return -EINVAL;
+	if (addr + size < addr)
+		return -EINVAL;
+	if (vm->gpa_limit && (addr >= vm->gpa_limit || addr + size > vm->gpa_limit))
+		return -E2BIG;
+	return 0;
+}
+
 /*
  * A redistributor region: its frames from `base`, one per vCPU in id order,
  * as the legacy REDIST attribute lays them out but `count` of them. Slat
@@ -1253,9 +1266,10 @@ static long state_access(struct slat_vm *vm, struct slat_irqchip *c, struct kvm_
  * second region is refused with -EINVAL, the answer KVM gives an index out
  * of turn). Mixing it with the legacy attribute is -EINVAL, as in KVM.
  */
-static long vgic_redist_region(struct slat_irqchip *c, u64 __user *up, bool set)
+static long vgic_redist_region(struct slat_vm *vm, struct slat_irqchip *c, u64 __user *up, bool set)
 {
-	u64 a;
+	u64 a, size;
+	long rc;
 
 	if (get_user(a, up))
 		return -EFAULT;
@@ -1268,41 +1282,83 @@ static long vgic_redist_region(struct slat_irqchip *c, u64 __user *up, bool set)
 		return -EBUSY;
 	if (!RDIST_COUNT(a) || RDIST_FLAGS(a))
 		return -EINVAL;
+	size = (u64)RDIST_COUNT(a) * VGIC_REDIST_SIZE;
+	if (RDIST_BASE(a) + size < RDIST_BASE(a))
+		return -EINVAL; /* wraps */
 	if (c->redist_base != VGIC_ADDR_UNSET)
 		return -EINVAL; /* a second region, or after the legacy attribute */
 	if (RDIST_INDEX(a))
 		return -EINVAL; /* the first region is index 0 */
+	rc = vgic_check_range(vm, RDIST_BASE(a), size);
+	if (rc)
+		return rc;
 	c->redist_base = RDIST_BASE(a);
 	c->redist_count = RDIST_COUNT(a);
 	return 0;
 }
 
-static long vgic_set_addr(struct slat_irqchip *c, u64 attr, u64 __user *up, bool set)
+/* The legacy REDIST frame range KVM checks: one pair of frames per vCPU made so far. */
+static u64 vgic_legacy_redist_size(struct slat_vm *vm)
 {
-	u64 *slot, a;
+	struct slat_kvm_vcpu *t;
+	unsigned long i;
+	u64 n = 0;
+
+	xa_lock(&vm->kvcpus);
+	xa_for_each (&vm->kvcpus, i, t)
+		n++;
+	xa_unlock(&vm->kvcpus);
+	return n * VGIC_REDIST_SIZE;
+}
+
+/*
+ * The legacy REDIST base in KVM's order (vgic_v3_alloc_redist_region with a
+ * count of 0): wrapping -EINVAL; beside a region -EINVAL, twice -EEXIST;
+ * overlapping the distributor -EINVAL; then vgic_check_range.
+ */
+static long vgic_legacy_redist(struct slat_vm *vm, struct slat_irqchip *c, u64 a)
+{
+	u64 size = vgic_legacy_redist_size(vm);
+	long rc;
+
+	if (a + size < a)
+		return -EINVAL;
+	if (c->redist_base != VGIC_ADDR_UNSET)
+		return c->redist_count ? -EINVAL : -EEXIST;
+	if (c->dist_base != VGIC_ADDR_UNSET && a < c->dist_base + VGIC_DIST_SIZE &&
+	    c->dist_base < a + size)
+		return -EINVAL;
+	rc = vgic_check_range(vm, a, size);
+	if (!rc)
+		c->redist_base = a;
+	return rc;
+}
+
+static long vgic_set_addr(struct slat_vm *vm, struct slat_irqchip *c, u64 attr, u64 __user *up,
+			  bool set)
+{
+	u64 a;
+	long rc;
 
 	if (attr == KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION)
-		return vgic_redist_region(c, up, set);
-	if (attr == KVM_VGIC_V3_ADDR_TYPE_DIST)
-		slot = &c->dist_base;
-	else if (attr == KVM_VGIC_V3_ADDR_TYPE_REDIST)
-		slot = &c->redist_base;
-	else
+		return vgic_redist_region(vm, c, up, set);
+	if (attr != KVM_VGIC_V3_ADDR_TYPE_DIST && attr != KVM_VGIC_V3_ADDR_TYPE_REDIST)
 		return -ENXIO;
 	if (!set)
-		return put_user(*slot, up);
+		return put_user(attr == KVM_VGIC_V3_ADDR_TYPE_DIST ? c->dist_base : c->redist_base,
+				up);
 	if (get_user(a, up))
 		return -EFAULT;
 	if (c->mapped)
-		return -EBUSY; /* KVM: fixed once a vCPU has run (after CTRL_INIT still free) */
-	if (a & (SZ_64K - 1))
-		return -EINVAL;
-	if (slot == &c->redist_base && c->redist_count)
-		return -EINVAL; /* a region was given: KVM refuses the legacy form */
-	if (*slot != VGIC_ADDR_UNSET)
+		return -EBUSY; /* fixed once a vCPU has run (after CTRL_INIT still free) */
+	if (attr == KVM_VGIC_V3_ADDR_TYPE_REDIST)
+		return vgic_legacy_redist(vm, c, a);
+	if (c->dist_base != VGIC_ADDR_UNSET)
 		return -EEXIST;
-	*slot = a;
-	return 0;
+	rc = vgic_check_range(vm, a, VGIC_DIST_SIZE);
+	if (!rc)
+		c->dist_base = a;
+	return rc;
 }
 
 static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_attr *a)
@@ -1322,7 +1378,7 @@ static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_at
 				       a->attr == KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION
 				   ? 0
 				   : -ENXIO;
-		return vgic_set_addr(c, a->attr, u64_to_user_ptr(a->addr), set);
+		return vgic_set_addr(vm, c, a->attr, u64_to_user_ptr(a->addr), set);
 	case KVM_DEV_ARM_VGIC_GRP_NR_IRQS:
 		if (has)
 			return 0;

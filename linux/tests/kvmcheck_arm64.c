@@ -11,6 +11,13 @@ int one_reg(int vcpu, uint64_t id, uint64_t *val, bool set)
 	return ioctl(vcpu, set ? KVM_SET_ONE_REG : KVM_GET_ONE_REG, &r);
 }
 
+int vcpu_attr(int vcpu, unsigned long cmd, uint32_t group, uint64_t attr, void *val)
+{
+	struct kvm_device_attr a = {.group = group, .attr = attr, .addr = (uint64_t)(uintptr_t)val};
+
+	return ioctl(vcpu, cmd, &a);
+}
+
 // AArch64 encodings of the few instructions the guest needs.
 uint32_t movz(unsigned rd, uint16_t imm, unsigned hw)
 {

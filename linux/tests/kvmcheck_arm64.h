@@ -119,6 +119,8 @@ void land_tbz(struct code *c, unsigned at, unsigned rt, unsigned bit);
 void call(struct code *c, uint32_t fn, uint64_t a1, uint64_t a2, uint64_t a3);
 // KVM_SET_ONE_REG / KVM_GET_ONE_REG.
 int one_reg(int vcpu, uint64_t id, uint64_t *val, bool set);
+// KVM_{SET,GET,HAS}_DEVICE_ATTR on a vCPU (val: the attribute's value).
+int vcpu_attr(int vcpu, unsigned long cmd, uint32_t group, uint64_t attr, void *val);
 // vCPU `id` made, initialised with `features` and its kvm_run mapped: its fd or -1.
 int psci_vcpu(int vm, int id, uint32_t features, struct kvm_run **run, long sz);
 // The exit is an 8-byte MMIO write to gpa (its data in *val either way).

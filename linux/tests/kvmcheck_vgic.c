@@ -374,6 +374,14 @@ static void check_vgic_device(int kvm)
 	expect("vgic: NR_IRQS 96", gic_nr_irqs(dev, GIC_NR_IRQS), 0);
 	int vcpu = psci_vcpu(vm, 0, 1u << KVM_ARM_VCPU_PSCI_0_2, &run, sz);
 	expect("vgic: CTRL_INIT", gic_init(dev), 0);
+	// KVM's range checks (vgic_check_iorange) against the VM's 40-bit IPA space,
+	// and the legacy REDIST frames (one pair per vCPU) against the distributor.
+	expect("vgic: REDIST address at the IPA limit (1 << 40)",
+	       gic_addr(dev, KVM_VGIC_V3_ADDR_TYPE_REDIST, 1ull << 40), E2BIG);
+	expect("vgic: REDIST frames crossing the IPA limit",
+	       gic_addr(dev, KVM_VGIC_V3_ADDR_TYPE_REDIST, (1ull << 40) - 0x10000), E2BIG);
+	expect("vgic: REDIST frames over the distributor",
+	       gic_addr(dev, KVM_VGIC_V3_ADDR_TYPE_REDIST, GICD_GPA), EINVAL);
 	// Until a vCPU runs the addresses may still be set; no vCPU may be added.
 	expect("vgic: REDIST address first set after CTRL_INIT",
 	       gic_addr(dev, KVM_VGIC_V3_ADDR_TYPE_REDIST, GICR_GPA), 0);
@@ -388,6 +396,8 @@ static void check_vgic_device(int kvm)
 	dev = gic_create(vm);
 	expect("vgic: NR_IRQS 1024", gic_nr_irqs(dev, 1024), EINVAL);
 	expect("vgic: NR_IRQS 992", gic_nr_irqs(dev, 992), 0);
+	expect("vgic: DIST address at the IPA limit (1 << 40)",
+	       gic_addr(dev, KVM_VGIC_V3_ADDR_TYPE_DIST, 1ull << 40), E2BIG);
 	close(dev);
 	close(vm);
 	check_redist_region(kvm);
@@ -533,7 +543,23 @@ static void check_vgic_guest(int kvm)
 		check("vgic: 1-vCPU VM with the GIC set up", false, errno, 0);
 		return;
 	}
+	int irq = VTIMER_INTID;
+
+	expect("vgic: SET_DEVICE_ATTR TIMER_CTRL VTIMER 27 before a run",
+	       vcpu_attr(g.vcpu[0], KVM_SET_DEVICE_ATTR, KVM_ARM_VCPU_TIMER_CTRL,
+			 KVM_ARM_VCPU_TIMER_IRQ_VTIMER, &irq),
+	       0);
+	irq = 15; // an SGI, not a PPI
+	expect("vgic: SET_DEVICE_ATTR TIMER_CTRL VTIMER 15",
+	       vcpu_attr(g.vcpu[0], KVM_SET_DEVICE_ATTR, KVM_ARM_VCPU_TIMER_CTRL,
+			 KVM_ARM_VCPU_TIMER_IRQ_VTIMER, &irq),
+	       EINVAL);
 	run_gic_guest(&g, "vgic");
+	irq = VTIMER_INTID;
+	expect("vgic: SET_DEVICE_ATTR TIMER_CTRL VTIMER after a run",
+	       vcpu_attr(g.vcpu[0], KVM_SET_DEVICE_ATTR, KVM_ARM_VCPU_TIMER_CTRL,
+			 KVM_ARM_VCPU_TIMER_IRQ_VTIMER, &irq),
+	       EBUSY);
 	check("vgic: GICR_WAKER.ChildrenAsleep cleared", gr(&g, GR_WAKER_TO) == 0,
 	      gr(&g, GR_WAKER_TO), 0);
 	check("vgic: ICC_SRE_EL1 reads SRE | DFB | DIB", gr(&g, GR_SRE) == 7, gr(&g, GR_SRE), 7);

@@ -157,6 +157,51 @@ static void write_guest(uint8_t *mem)
 	memcpy(mem + CODE_GPA, code, sizeof(code));
 }
 
+// vCPU device attributes without an in-kernel irqchip, as KVM answers them
+// for a vCPU made without a PMU: the virtual timer's PPI, the PMU's refusals.
+static void check_vcpu_attrs(int vcpu)
+{
+	int irq = 0;
+
+	expect("HAS_DEVICE_ATTR TIMER_CTRL VTIMER",
+	       vcpu_attr(vcpu, KVM_HAS_DEVICE_ATTR, KVM_ARM_VCPU_TIMER_CTRL,
+			 KVM_ARM_VCPU_TIMER_IRQ_VTIMER, NULL),
+	       0);
+	expect("GET_DEVICE_ATTR TIMER_CTRL VTIMER",
+	       vcpu_attr(vcpu, KVM_GET_DEVICE_ATTR, KVM_ARM_VCPU_TIMER_CTRL,
+			 KVM_ARM_VCPU_TIMER_IRQ_VTIMER, &irq),
+	       0);
+	check("the virtual timer's PPI is 27", irq == 27, irq, 27);
+	expect("SET_DEVICE_ATTR TIMER_CTRL VTIMER without an irqchip",
+	       vcpu_attr(vcpu, KVM_SET_DEVICE_ATTR, KVM_ARM_VCPU_TIMER_CTRL,
+			 KVM_ARM_VCPU_TIMER_IRQ_VTIMER, &irq),
+	       EINVAL);
+	expect("HAS_DEVICE_ATTR PMU_V3_CTRL IRQ (no PMU)",
+	       vcpu_attr(vcpu, KVM_HAS_DEVICE_ATTR, KVM_ARM_VCPU_PMU_V3_CTRL,
+			 KVM_ARM_VCPU_PMU_V3_IRQ, NULL),
+	       ENXIO);
+	expect("SET_DEVICE_ATTR PMU_V3_CTRL INIT (no PMU)",
+	       vcpu_attr(vcpu, KVM_SET_DEVICE_ATTR, KVM_ARM_VCPU_PMU_V3_CTRL,
+			 KVM_ARM_VCPU_PMU_V3_INIT, NULL),
+	       ENODEV);
+	expect("GET_DEVICE_ATTR PMU_V3_CTRL IRQ without an irqchip",
+	       vcpu_attr(vcpu, KVM_GET_DEVICE_ATTR, KVM_ARM_VCPU_PMU_V3_CTRL,
+			 KVM_ARM_VCPU_PMU_V3_IRQ, &irq),
+	       EINVAL);
+	expect("HAS_DEVICE_ATTR of an unknown group",
+	       vcpu_attr(vcpu, KVM_HAS_DEVICE_ATTR, 0x7f, 0, NULL), ENXIO);
+	if (on_slat()) { // KVM has both (Slat: no EL1 physical timer, no stolen time)
+		expect("HAS_DEVICE_ATTR TIMER_CTRL PTIMER",
+		       vcpu_attr(vcpu, KVM_HAS_DEVICE_ATTR, KVM_ARM_VCPU_TIMER_CTRL,
+				 KVM_ARM_VCPU_TIMER_IRQ_PTIMER, NULL),
+		       ENXIO);
+		expect("HAS_DEVICE_ATTR PVTIME_CTRL IPA",
+		       vcpu_attr(vcpu, KVM_HAS_DEVICE_ATTR, KVM_ARM_VCPU_PVTIME_CTRL,
+				 KVM_ARM_VCPU_PVTIME_IPA, NULL),
+		       ENXIO);
+	}
+}
+
 static void check_vcpu_state(int vm, int vcpu)
 {
 	struct kvm_vcpu_init init;
@@ -224,6 +269,7 @@ static void check_vcpu_state(int vm, int vcpu)
 	check("sp_el1 reads back", v == 0x4000, v, 0x4000);
 	if (on_slat()) // arm64 KVM: EINVAL
 		expect("unknown vCPU ioctl", ioctl(vcpu, _IO(KVMIO, 0xfe), 0), ENOTTY);
+	check_vcpu_attrs(vcpu);
 }
 
 static void check_run(int vcpu, struct kvm_run *run, uint8_t *mem)
