@@ -64,6 +64,8 @@ for arch in "${arches[@]}"; do
 		--slat "$top/build/test/boot/t_${short}_conf_slat/serial.log" \
 		--kvm "$top/build/test/boot/t_${short}_conf_kvm/serial.log" \
 		--limit "${KVM_CONF_LIMIT:-180}" --load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+		--commit "$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)" \
+		--date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
 		--md "$out/kvm-conformance.md" --json "$out/kvm-conformance.json"
 	log "$arch: table in ${out#"$top"/}/kvm-conformance.{md,json}"
 done

@@ -28,13 +28,14 @@ elif ! sh /tests/linux_kvm.sh; then
 fi
 echo "SLAT-GUEST: conf: /dev/kvm $(ls -l /dev/kvm | cut -c1-10), limit $limit s"
 
-for t in $(ls /kvm-all); do
+for f in /kvm-all/*; do
+	t=${f##*/}
 	if [ -n "$only" ] && ! echo ",$only," | grep -q ",$t,"; then
 		continue
 	fi
 	echo "SLAT-GUEST: conf: begin $t"
 	start=$(cut -d' ' -f1 /proc/uptime)
-	timeout -s KILL "$limit" "/kvm-all/$t" >/tmp/out 2>&1
+	timeout -s KILL "$limit" "$f" >/tmp/out 2>&1
 	rc=$?
 	# The lines that say why: counts and refusals from anywhere in the
 	# output (get-reg-list's), then the last ones (assertions, skips).
