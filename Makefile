@@ -53,7 +53,7 @@ test: deps
 test-slow: deps
 	$(Q)bash tests/run.sh slow
 
-# About an hour on the 2-core machine (tools/kvm-conformance.sh; KVM_CONF_LIMIT,
+# About 40 minutes on the loaded 2-core machine (tools/kvm-conformance.sh; KVM_CONF_LIMIT,
 # KVM_CONF_ONLY there); rewrites docs/kvm-conformance.{md,json}.
 conformance: deps
 	$(Q)bash tools/kvm-conformance.sh
