@@ -51,6 +51,7 @@ NOTES = {
 }
 
 BEGIN = re.compile(r"^SLAT-GUEST: conf: begin (\S+)$")
+LIMIT = re.compile(r"^SLAT-GUEST: conf: /dev/kvm .*, limit (\d+) s$")
 END = re.compile(r"^SLAT-GUEST: conf: end (\S+) exit (\d+) took ([0-9.]+) s$")
 
 
@@ -82,13 +83,18 @@ def why(lines):
 
 
 def parse(path):
-    """{test: {verdict, exit, seconds, why, tail}} from one serial log."""
-    res, cur, out = {}, None, []
+    """({test: {verdict, exit, seconds, why, tail}}, the time limit the guest
+    applied or None) from one serial log."""
+    res, cur, out, limit = {}, None, [], None
     if not os.path.exists(path):
-        return res
+        return res, limit
     with open(path, errors="replace") as f:
         for raw in f:
             ln = raw.rstrip("\r\n")
+            m = LIMIT.match(ln)
+            if m:  # the limit the guest applied (the log's, not the caller's)
+                limit = int(m.group(1))
+                continue
             m = BEGIN.match(ln)
             if m:
                 cur, out = m.group(1), []
@@ -109,7 +115,7 @@ def parse(path):
     for t in res.values():
         if t["verdict"] == "missing":
             t["why"] = "the boot ended before the test did"
-    return res
+    return res, limit
 
 
 def merge(arch, slat, kvm, args):
@@ -187,14 +193,17 @@ def main():
     ap.add_argument("--arch", required=True)
     ap.add_argument("--slat", required=True)
     ap.add_argument("--kvm", required=True)
-    ap.add_argument("--limit", type=int, required=True)
+    ap.add_argument("--limit", required=True, help="used where the logs do not say")
     ap.add_argument("--load", default="")
     ap.add_argument("--commit", default="", help="the tree the run was made from")
     ap.add_argument("--date", default="", help="when (UTC)")
     ap.add_argument("--md", required=True)
     ap.add_argument("--json", required=True)
     args = ap.parse_args()
-    slat, kvm = parse(args.slat), parse(args.kvm)
+    (slat, slat_limit), (kvm, kvm_limit) = parse(args.slat), parse(args.kvm)
+    limits = {slat_limit, kvm_limit} - {None}
+    if limits:
+        args.limit = "/".join(str(x) for x in sorted(limits))
     if not slat and not kvm:
         sys.exit("kvm_conformance.py: no test in either log (%s, %s)" % (args.slat, args.kvm))
     table = {}
