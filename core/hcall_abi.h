@@ -67,7 +67,13 @@
 //      and its active priorities) and the vCPU's virtual counter offset
 //      (CNTVOFF_EL2 while it runs); GET also names the CPU's ICH_VTR_EL2.
 //      KVM's vGIC CPU_SYSREGS and KVM_REG_ARM_TIMER_CNT writes.
-#define HC_ABI_MINOR 12u
+// 1.13: x86 MSR exits for every MSR Slat does not keep: with hc_run.msr_exits
+//      set, a secondary's RDMSR / WRMSR of such an MSR exits HC_EXIT_MSR
+//      instead of taking #GP, and the VMM answers with the value or, with
+//      hc_run.u.msr.fault, a #GP(0) at the next RUN:
+//      KVM's MSRs emulated in the kernel (MSR_PLATFORM_INFO) and its exits
+//      to user space (KVM_CAP_X86_USER_SPACE_MSR).
+#define HC_ABI_MINOR 13u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -295,7 +301,8 @@ struct hc_run {
 		struct {
 			uint32_t index;	  // the MSR (ECX)
 			uint8_t is_write; // WRMSR: data is EDX:EAX; RDMSR: the VMM fills data
-			uint8_t pad[3];
+			uint8_t fault;	  // 1.13, in: 1 = #GP(0) at the next RUN, no completion
+			uint8_t pad[2];
 			uint64_t data;
 		} msr; // 1.5: the instruction completes at the next RUN (reads: with data)
 		struct {
@@ -336,7 +343,9 @@ struct hc_run {
 	// 1.8, x86 (HC_NMI_* above): read at each VCPU_RUN.
 	uint8_t nmi;	   // in: 1 = raise one; 0 once the vCPU holds it
 	uint8_t nmi_state; // out: HC_NMI_HELD | HC_NMI_BLOCKED at the exit
-	uint8_t pad_nmi[6];
+	// 1.13, x86: read at each VCPU_RUN (0 or 1, else HC_E_INVAL).
+	uint8_t msr_exits; // in: 1 = MSRs Slat does not keep exit HC_EXIT_MSR
+	uint8_t pad_nmi[5];
 };
 
 // x86 segment register as the VMCB keeps it: attr = type(3:0) S(4) DPL(6:5)

@@ -304,11 +304,14 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 	uint32_t irq = __atomic_load_n(&run->irq, __ATOMIC_RELAXED);
 	uint8_t window = __atomic_load_n(&run->irq_window, __ATOMIC_RELAXED);
 	uint8_t nmi = __atomic_load_n(&run->nmi, __ATOMIC_RELAXED);
+	uint8_t msr_exits = __atomic_load_n(&run->msr_exits, __ATOMIC_RELAXED);
 	struct x86_hv_irq q = {.irq = irq, .want_window = window == 1};
 	int rc = HC_OK;
 
-	if ((irq & ~(HC_IRQ_VALID | 0xffu)) || window > 1 || nmi > 1 || (nmi && !hv_ops->nmi_ok()))
+	if ((irq & ~(HC_IRQ_VALID | 0xffu)) || window > 1 || nmi > 1 || msr_exits > 1 ||
+	    (nmi && !hv_ops->nmi_ok()))
 		return HC_E_INVAL;
+	v->arch.hv.msr_exits = msr_exits;
 	if (nmi) { // held from here: delivered when the guest is not blocked
 		x86_nmi_raise(&v->arch.nmi);
 		run->nmi = 0;

@@ -203,12 +203,22 @@ static enum x86_hv_step msr_vmm_exit(struct vcpu *v, uint32_t msr, bool write, u
 	return X86_HV_RETURN;
 }
 
+// ABI 1.13, with the RUN's msr_exits: an MSR Slat does not keep (it cannot
+// read it), so the VMM answers it rather than Slat's #GP. A kept MSR's
+// illegal write stays Slat's #GP.
+static bool msr_unkept_for_vmm(struct vcpu *v, uint32_t msr)
+{
+	uint64_t ignored;
+
+	return v->arch.hv.msr_exits && !hv_msr(v, msr, false, &ignored);
+}
+
 static enum x86_hv_step msr_exit(struct vcpu *v, bool write, struct hc_run *run)
 {
 	uint32_t msr = (uint32_t)v->arch.gpr[X86_RCX];
 	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
 
-	if (msr_for_vmm(v, msr))
+	if (msr_for_vmm(v, msr) || msr_unkept_for_vmm(v, msr))
 		return msr_vmm_exit(v, msr, write, val, run);
 	if (!hv_msr(v, msr, write, &val)) {
 		x86_inject_gp0(v);
@@ -459,11 +469,19 @@ void x86_hv_complete(struct vcpu *v, const struct hc_run *run)
 		v->arch.gpr[X86_RDX] = run->u.hcall.ret[3];
 		break;
 	case X86_HV_PEND_RDMSR:
+	case X86_HV_PEND_WRMSR:
+		if (run->u.msr.fault) { // 1.13: the VMM refused it; RIP stays at it
+			// Delivered at the entry (the control block is not loaded yet):
+			// #GP(0), in the EXITINTINFO layout hv.c keeps.
+			h->intinfo = HC_EVENT_VALID | HC_EVENT_EXC | HC_EVENT_ERR | X86_EXC_GP;
+			break;
+		}
+		if (h->pending == X86_HV_PEND_WRMSR) {
+			v->arch.rip = h->pend_rip;
+			break;
+		}
 		v->arch.gpr[X86_RAX] = (uint32_t)run->u.msr.data;
 		v->arch.gpr[X86_RDX] = run->u.msr.data >> 32;
-		v->arch.rip = h->pend_rip;
-		break;
-	case X86_HV_PEND_WRMSR:
 		v->arch.rip = h->pend_rip;
 		break;
 	default:

@@ -79,6 +79,9 @@ struct slat_vm {
 	struct slat_irqchip *irqchip;
 	/* /dev/kvm on x86: KVM_CREATE_PIT2's 8254 (slat_kvm_pit.c), freed with the VM */
 	struct slat_pit *pit;
+	/* /dev/kvm on x86: KVM_CAP_MSR_PLATFORM_INFO turned off (KVM lets guests
+	 * read MSR_PLATFORM_INFO by default; off, the read takes #GP) */
+	bool kvm_no_platform_info;
 };
 
 /* struct slat_mslot's flags */

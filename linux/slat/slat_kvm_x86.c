@@ -64,6 +64,12 @@ static bool x86_deadline_ok(void)
 	return (slat_hv_version & 0xffff) >= 5;
 }
 
+/* ABI 1.13: every MSR Slat does not keep exits to the module (x86_msr_exit). */
+static bool x86_msr_exits_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 13;
+}
+
 bool slat_kvm_arch_offered(void)
 {
 	return (slat_hv_version & 0xffff) >= 3; /* ABI 1.3: CPUID and MSRs */
@@ -102,6 +108,8 @@ long slat_kvm_arch_cap(long cap)
 		return x86_nmi_ok();
 	case KVM_CAP_GET_TSC_KHZ:
 		return 1;
+	case KVM_CAP_MSR_PLATFORM_INFO: /* the guest's reads through ABI 1.13 */
+		return x86_msr_exits_ok();
 	case KVM_CAP_VCPU_EVENTS: /* ABI 1.11: slat_kvm_x86_state.c */
 		return slat_kvm_x86_events_ok();
 	case KVM_CAP_SYNC_REGS: /* kvm_run's s.regs (slat_kvm_x86_state.c) */
@@ -240,6 +248,10 @@ static long x86_enable_cap(struct slat_vm *vm, void __user *up)
 		return -EINVAL;
 	if (cap.cap == KVM_CAP_SPLIT_IRQCHIP && x86_irq_ok())
 		return slat_route_enable_split(vm, cap.args[0]);
+	if (cap.cap == KVM_CAP_MSR_PLATFORM_INFO && x86_msr_exits_ok()) {
+		WRITE_ONCE(vm->kvm_no_platform_info, !cap.args[0]);
+		return 0;
+	}
 	return -EINVAL;
 }
 
@@ -419,6 +431,7 @@ struct slat_kvm_x86 {
 	u64 kvmclock[4];
 	u64 mtrr_def, mtrr_fixed[11], mtrr_var[16];
 	u64 mcg_status, mcg_ctl, mc_bank[4 * 32];
+	u64 platform_info; /* MSR_PLATFORM_INFO: the VMM's (the guest reads it) */
 	/* A string IN (x86_string_io) the VMM is answering: where its data goes. */
 	bool str_in;
 	u64 str_gpa;
@@ -467,6 +480,7 @@ int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 	v->arch = x;
 	v->inited = true;
 	x->apic_base = x86_apic_base_reset(v);
+	x->platform_info = MSR_PLATFORM_INFO_CPUID_FAULT; /* KVM's initial value */
 	rc = x86_vcpu_list(v, x);
 	if (rc || !x->lapic)
 		return rc;
@@ -817,6 +831,9 @@ static int x86_kept_msr(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x, u32 ind
 		return set ? 1 : 0;
 	case MSR_IA32_MCG_STATUS:
 		p = &x->mcg_status;
+		break;
+	case MSR_PLATFORM_INFO: /* any value from the VMM, as KVM (no CPUID faulting) */
+		p = &x->platform_info;
 		break;
 	case MSR_IA32_MCG_CTL:
 		p = &x->mcg_ctl;
@@ -1463,6 +1480,7 @@ int slat_kvm_arch_vcpu_ready(struct slat_kvm_vcpu *v)
 
 	if (rc)
 		return rc;
+	hr->msr_exits = x86_msr_exits_ok(); /* x86_msr_exit answers them */
 	if (!x86_irq_ok())
 		return 0;
 	x86_offer_nmi(v, hr);
@@ -1537,20 +1555,34 @@ static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
 }
 
 /*
- * IA32_TSC_DEADLINE (ABI 1.5's MSR exit; Slat sends no other MSR): the LAPIC's
- * timer, or, without an in-kernel LAPIC, writes ignored and reads 0 as KVM.
- * The instruction completes at the next entry.
+ * An MSR the guest reads or writes that Slat leaves to the module (ABI 1.5's
+ * IA32_TSC_DEADLINE; with 1.13 every MSR Slat does not keep), completed at
+ * the next entry. IA32_TSC_DEADLINE: the LAPIC's timer, or, without an
+ * in-kernel LAPIC, writes ignored and reads 0 as KVM. MSR_PLATFORM_INFO:
+ * read-only, readable while KVM_CAP_MSR_PLATFORM_INFO is on. Any other MSR
+ * takes #GP(0), as KVM answers an MSR it does not emulate (Slat before 1.13
+ * sends no other: read as 0).
  */
-static int x86_msr_exit(struct slat_lapic *l, struct hc_run *hr)
+static int x86_msr_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc_run *hr)
 {
-	if (hr->u.msr.index != HC_MSR_TSC_DEADLINE) {
-		pr_info_once("slat: MSR exit for 0x%x: read as 0\n", hr->u.msr.index);
-		hr->u.msr.data = 0;
-	} else if (hr->u.msr.is_write) {
-		if (l)
+	struct slat_kvm_x86 *x = v->arch;
+	u32 index = hr->u.msr.index;
+	bool write = hr->u.msr.is_write;
+
+	hr->u.msr.fault = 0;
+	if (index == HC_MSR_TSC_DEADLINE) {
+		if (write && l)
 			slat_lapic_set_tsc_deadline(l, hr->u.msr.data);
+		if (!write)
+			hr->u.msr.data = l ? slat_lapic_tsc_deadline(l) : 0;
+	} else if (index == MSR_PLATFORM_INFO && !write &&
+		   !READ_ONCE(v->vc->vm->kvm_no_platform_info)) {
+		hr->u.msr.data = x->platform_info;
+	} else if (x86_msr_exits_ok()) {
+		hr->u.msr.fault = 1;
 	} else {
-		hr->u.msr.data = l ? slat_lapic_tsc_deadline(l) : 0;
+		pr_info_once("slat: MSR exit for 0x%x: read as 0\n", index);
+		hr->u.msr.data = 0;
 	}
 	return SLAT_KVM_REENTER;
 }
@@ -1607,7 +1639,7 @@ static int x86_irqchip_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struc
 	if (hr->reason == HC_EXIT_HALT)
 		return x86_halt(l, hr, kr);
 	if (hr->reason == HC_EXIT_MSR)
-		return x86_msr_exit(l, hr);
+		return x86_msr_exit(v, l, hr);
 	return SLAT_KVM_GENERIC;
 }
 
@@ -1770,7 +1802,7 @@ int slat_kvm_arch_exit(struct slat_kvm_vcpu *v, struct hc_run *hr, struct kvm_ru
 	if (l)
 		return x86_irqchip_exit(v, l, hr, kr);
 	if (hr->reason == HC_EXIT_MSR)
-		return x86_msr_exit(NULL, hr);
+		return x86_msr_exit(v, NULL, hr);
 	if (hr->reason != HC_EXIT_IRQ_WINDOW)
 		return SLAT_KVM_GENERIC;
 	kr->exit_reason = KVM_EXIT_IRQ_WINDOW_OPEN;

@@ -78,6 +78,10 @@ void check_nmis(int vcpu, struct kvm_run *run);
 // check_nmis (its code and #GP handler put in place by put_events_code).
 void put_events_code(uint8_t *mem);
 void check_events(int kvm, int vcpu, struct kvm_run *run);
+// kvmcheck_x86_msr.c: MSRs the module answers (ABI 1.13) in the first
+// guest, after check_events (its code put in place by put_msr_code).
+void put_msr_code(uint8_t *mem);
+void check_msr_exits(int kvm, int vm, int vcpu, struct kvm_run *run, uint8_t *mem);
 // kvmcheck_x86_irqchip.c: the in-kernel irqchip (a second VM with local APIC
 // and I/O APIC) with the long-mode SREGS `s`.
 void check_irqchip(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup);

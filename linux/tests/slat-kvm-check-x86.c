@@ -110,6 +110,7 @@ static void write_code(uint8_t *mem)
 	// The interrupts and NMIs part follows (kvmcheck_x86_irq.c).
 	put_irq_code(mem, mem + CODE + sizeof(code), CODE + sizeof(code));
 	put_events_code(mem); // kvmcheck_x86_events.c
+	put_msr_code(mem);    // kvmcheck_x86_msr.c
 }
 
 static void seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code)
@@ -320,6 +321,7 @@ int main(int argc, char **argv)
 	check_state(vcpu, &s);
 	check_msrs(vcpu);
 	check_run(kvm, vcpu, run);
+	check_msr_exits(kvm, vm, vcpu, run, mem);
 	check_irqchip(kvm, &s, sup);
 	check_pic_pit(kvm, &s, sup);
 	close(vcpu);

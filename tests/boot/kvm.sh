@@ -60,7 +60,8 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: xapic_ipi_test exit 0$' \
 		'^SLAT-GUEST: kvm: cpuid_test exit 0$' \
 		'^SLAT-GUEST: kvm: sync_regs_test exit 0$' \
-		'^SLAT-GUEST: kvm: set_sregs_test exit 0$')
+		'^SLAT-GUEST: kvm: set_sregs_test exit 0$' \
+		'^SLAT-GUEST: kvm: platform_info_test exit 0$')
 	# x86: vCPU events (ABI 1.11) in slat-kvm-check: an exception the VMM sets
 	# survives KVM_SET_REGS and is delivered with its error code; an NMI
 	# pending across an unmask; an IN completed after KVM_SET_REGS.
@@ -69,7 +70,12 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvmcheck: the #GP came before the first instruction: ok' \
 		'^SLAT-GUEST: kvmcheck: NMI still pending, unmasked: ok' \
 		'^SLAT-GUEST: kvmcheck: the NMI came before OUT 0x20: ok' \
-		'^SLAT-GUEST: kvmcheck: the IN completed after KVM_SET_REGS: ok')
+		'^SLAT-GUEST: kvmcheck: the IN completed after KVM_SET_REGS: ok' \
+		'^SLAT-GUEST: kvmcheck: the guest reads MSR_PLATFORM_INFO as set \(high\): ok' \
+		"^SLAT-GUEST: kvmcheck: the guest's WRMSR MSR_PLATFORM_INFO: #GP at the instruction: ok" \
+		'^SLAT-GUEST: kvmcheck: the guest.s RDMSR of an MSR nobody emulates: #GP at the instruction: ok' \
+		'^SLAT-GUEST: kvmcheck: RDMSR MSR_PLATFORM_INFO with the capability off: #GP at the instruction: ok' \
+		'^SLAT-GUEST: kvmcheck: HLT at the end of the MSR part: ok')
 	expect_in_order '^SLAT-GUEST: kvm on ' \
 		'^SLAT-GUEST: dmesg: slat: /dev/kvm ready \(KVM API 12, 256 vCPUs, 32764 slots per VM\)$' \
 		"${vgic[@]}" "${evt[@]}" \

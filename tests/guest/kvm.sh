@@ -59,6 +59,9 @@ x86_64)
 	run sync_regs_test
 	# CR4 bits as KVM checks them (before KVM_SET_CPUID2), IA32_APIC_BASE.
 	run set_sregs_test
+	# MSR_PLATFORM_INFO read by the guest, #GP once the capability is off
+	# (ABI 1.13's MSR exits to the module).
+	run platform_info_test
 	;;
 esac
 # Every sub-test (map, unmap, unmap chunked, move active, move inactive, RW)

@@ -55,6 +55,7 @@ struct x86_hv_vcpu {
 	bool fresh;	   // VT-x: no entry yet in this RUN (flush before the first)
 	bool cb_bad;	   // VT-x: its VMCS could not be made current in this RUN
 	bool caller_if;	   // SVM: the calling primary vCPU had RFLAGS.IF set (this RUN)
+	bool msr_exits;	   // this RUN's hc_run.msr_exits (ABI 1.13)
 	uint8_t pend_reg;  // MMIO read: destination register (enum x86_gpr)
 	uint8_t pend_size; // bytes
 	uint8_t pend_load; // MMIO read: bytes loaded (MOVZX: fewer than pend_size)
