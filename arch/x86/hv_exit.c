@@ -196,6 +196,7 @@ static enum x86_hv_step msr_vmm_exit(struct vcpu *v, uint32_t msr, bool write, u
 	v->arch.hv.pend_rip = v->arch.rip;
 	v->arch.rip = at;
 	v->arch.hv.pending = write ? X86_HV_PEND_WRMSR : X86_HV_PEND_RDMSR;
+	v->arch.hv.pend_pe = v->arch.ops->read_cr(v, 0) & CR0_PE; // a #GP's error code
 	run->reason = HC_EXIT_MSR;
 	run->u.msr.index = msr;
 	run->u.msr.is_write = write;
@@ -472,8 +473,10 @@ void x86_hv_complete(struct vcpu *v, const struct hc_run *run)
 	case X86_HV_PEND_WRMSR:
 		if (run->u.msr.fault) { // 1.13: the VMM refused it; RIP stays at it
 			// Delivered at the entry (the control block is not loaded yet):
-			// #GP(0), in the EXITINTINFO layout hv.c keeps.
-			h->intinfo = HC_EVENT_VALID | HC_EVENT_EXC | HC_EVENT_ERR | X86_EXC_GP;
+			// #GP(0), in the EXITINTINFO layout hv.c keeps; real mode has
+			// no error codes (VM entry refuses one there).
+			h->intinfo = HC_EVENT_VALID | HC_EVENT_EXC | X86_EXC_GP |
+				     (h->pend_pe ? HC_EVENT_ERR : 0);
 			break;
 		}
 		if (h->pending == X86_HV_PEND_WRMSR) {

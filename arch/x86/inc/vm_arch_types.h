@@ -59,6 +59,7 @@ struct x86_hv_vcpu {
 	uint8_t pend_reg;  // MMIO read: destination register (enum x86_gpr)
 	uint8_t pend_size; // bytes
 	uint8_t pend_load; // MMIO read: bytes loaded (MOVZX: fewer than pend_size)
+	bool pend_pe;	   // MSR: the guest was in protected mode (ABI 1.13's #GP)
 	uint64_t pend_rip; // RIP after the instruction being completed
 };
 
