@@ -65,6 +65,8 @@ static void write_code2(uint8_t *mem)
 	n += put_store(c + n, 0xfee00300, 0x600 | AP_VEC);   // STARTUP
 	n += put(c + n, (const uint8_t[]){0xe7, 0x58}, 2);   // OUT 0x58: sent
 	n += put(c + n, (const uint8_t[]){0xeb, 0xfe}, 2);   // jmp $ (never reached)
+	check("the irqchip guest's code ends before its stubs", n <= STUBS2 - CODE2, n,
+	      STUBS2 - CODE2);
 	// The AP's real-mode code at each STARTUP vector: mov eax, val; out port,
 	// eax; hlt (IF 0: it waits there until a signal ends KVM_RUN).
 	static const uint8_t ap[] = {0x66, 0xb8, 0x34, 0x12, 0x00, 0x00,

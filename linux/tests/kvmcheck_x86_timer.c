@@ -12,26 +12,40 @@ static uint32_t rip_deadline, rip_deadline_past, rip_spin;
 #define DEADLINE_TICKS 20000000 // TSC ticks from WRMSR to the interrupt
 
 // The TSC-deadline timer: LVT timer in mode 2 (read back on port 0x5d); a
-// TMICT write is ignored (TMICT read on 0x5f); IA32_TSC_DEADLINE = TSC +
-// DEADLINE_TICKS, read back (their difference on 0x5c); STI; HLT until it
-// fires; the MSR reads 0 after (0x5e).
+// TMICT write is ignored (TMICT read on 0x5f); a far IA32_TSC_DEADLINE read
+// back (its difference from the value written on 0x5c); IA32_TSC_DEADLINE =
+// TSC + DEADLINE_TICKS; STI; HLT until it fires; the MSR reads 0 after (0x5e).
 size_t put_deadline(uint8_t *c, uint32_t code_at)
 {
+	// The read-back arms a deadline 2^40 ticks away (minutes of guest time),
+	// so that no delay between WRMSR and RDMSR (a preempted vCPU on a busy
+	// host) can let it fire first and clear the MSR; then the real one is armed.
+	static const uint8_t read_back[] = {
+	    0x0f, 0x31,				      // rdtsc
+	    0x48, 0xc1, 0xe2, 0x20,		      // shl rdx, 32
+	    0x48, 0x09, 0xd0,			      // or rax, rdx
+	    0x48, 0xb9, 0,    0,    0, 0, 0, 1, 0, 0, // mov rcx, 1 << 40
+	    0x48, 0x01, 0xc8,			      // add rax, rcx
+	    0x48, 0x89, 0xc6,			      // mov rsi, rax
+	    0x48, 0x89, 0xc2,			      // mov rdx, rax
+	    0x48, 0xc1, 0xea, 0x20,		      // shr rdx, 32
+	    0xb9, 0xe0, 0x06, 0,    0,		      // mov ecx, 0x6e0
+	    0x0f, 0x30,				      // wrmsr
+	    0x0f, 0x32,				      // rdmsr
+	    0x48, 0xc1, 0xe2, 0x20,		      // shl rdx, 32
+	    0x48, 0x09, 0xd0,			      // or rax, rdx
+	    0x48, 0x29, 0xf0,			      // sub rax, rsi
+	    0xe7, 0x5c,				      // out 0x5c, eax
+	};
 	static const uint8_t arm[] = {
 	    0x0f, 0x31,			  // rdtsc
 	    0x48, 0xc1, 0xe2, 0x20,	  // shl rdx, 32
 	    0x48, 0x09, 0xd0,		  // or rax, rdx
 	    0x48, 0x05, 0,    0,    0, 0, // add rax, DEADLINE_TICKS
-	    0x48, 0x89, 0xc6,		  // mov rsi, rax
 	    0x48, 0x89, 0xc2,		  // mov rdx, rax
 	    0x48, 0xc1, 0xea, 0x20,	  // shr rdx, 32
 	    0xb9, 0xe0, 0x06, 0,    0,	  // mov ecx, 0x6e0
 	    0x0f, 0x30,			  // wrmsr
-	    0x0f, 0x32,			  // rdmsr
-	    0x48, 0xc1, 0xe2, 0x20,	  // shl rdx, 32
-	    0x48, 0x09, 0xd0,		  // or rax, rdx
-	    0x48, 0x29, 0xf0,		  // sub rax, rsi
-	    0xe7, 0x5c,			  // out 0x5c, eax
 	};
 	static const uint8_t read_lvtt[] = {0xb9, 0x20, 0x03, 0xe0, 0xfe, 0x8b, 0x01, 0xe7, 0x5d};
 	static const uint8_t read_tmict[] = {0xb9, 0x80, 0x03, 0xe0, 0xfe, 0x8b, 0x01, 0xe7, 0x5f};
@@ -53,6 +67,7 @@ size_t put_deadline(uint8_t *c, uint32_t code_at)
 	n += put(c + n, read_lvtt, sizeof(read_lvtt));
 	n += put_store(c + n, 0xfee00380, 1000); // TMICT: ignored in this mode
 	n += put(c + n, read_tmict, sizeof(read_tmict));
+	n += put(c + n, read_back, sizeof(read_back));
 	put(c + n, arm, sizeof(arm));
 	memcpy(c + n + 11, &ticks, 4); // the add's immediate
 	n += sizeof(arm);
