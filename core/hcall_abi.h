@@ -73,7 +73,9 @@
 //      hc_run.u.msr.fault, a #GP(0) at the next RUN:
 //      KVM's MSRs emulated in the kernel (MSR_PLATFORM_INFO) and its exits
 //      to user space (KVM_CAP_X86_USER_SPACE_MSR).
-#define HC_ABI_MINOR 13u
+// 1.14: LOG_READ: a window of Slat's log (its ring in Slat's memory) into a
+//      primary page, so that a box without a serial port can read it.
+#define HC_ABI_MINOR 14u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -131,12 +133,20 @@ enum hc_fn {
 	HC_VCPU_FPU = 0x0f, // a0 = VM, a1 = vCPU, a2 = page holding the vCPU's x87/SSE
 			    // state as FXSAVE64 writes it (bytes 0..415: FCW .. XMM15),
 			    // a3 = 0 read / 1 write (an MXCSR the CPU refuses: HC_E_INVAL)
-	HC_FN_COUNT,
+	HC_FN_COUNT,	    // the calls numbered from 0 without a gap (0x00..0x0f)
+	// 1.14, generic calls after the architecture's range:
+	HC_LOG_READ = 0x20, // a0 = page, a1 = position (bytes logged since boot); Slat
+			    // copies up to 4096 bytes of its log from there into the
+			    // page: r0 = bytes copied, r1 = the position of the first
+			    // (later than a1 when the ring no longer holds a1), r2 =
+			    // the log's end position; a1 past the end: HC_E_INVAL
+	HC_FN_END,	    // every function number is below
 };
 // Numbers HC_FN_ARCH_FIRST..HC_FN_ARCH_END - 1 are the architecture's calls
 // (x86: 12-15 above; arm64: none); the others there are unknown functions.
 #define HC_FN_ARCH_FIRST 0x0cu
 #define HC_FN_ARCH_END	 0x20u
+#define HC_LOG_READ_MAX	 4096u // bytes one LOG_READ copies at most
 
 enum hc_slot_op {
 	HC_SLOT_ADD = 0,    // new slot at gpa backed by `count` listed frames

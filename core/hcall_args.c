@@ -12,16 +12,19 @@
 #define HC_GPA_END (1ull << HC_GPA_BITS)
 
 _Static_assert(HC_FN_ARCH_END <= HC_FN_NUM_MASK, "function numbers fit 15:0");
-_Static_assert(HC_FN_COUNT <= HC_FN_ARCH_END, "every call is generic or the architecture's");
+_Static_assert(HC_FN_COUNT <= HC_FN_ARCH_END && HC_LOG_READ >= HC_FN_ARCH_END,
+	       "every call is generic or the architecture's");
 _Static_assert(HC_MAX_SLOTS == 32764u, "the slot count KVM_CAP_NR_MEMSLOTS reports");
 _Static_assert(HC_DEPOSIT_MAX <= OWN_RANGE_MAX, "a deposit is one ownership request");
 
 // Which argument registers each generic call uses (bit i: a[i]).
-static const uint8_t hc_used[HC_FN_ARCH_FIRST] = {
+// (The architecture's range is left at 0: its calls are decoded by the architecture.)
+static const uint8_t hc_used[HC_FN_END] = {
     [HC_VERSION_FN] = 0x00,    [HC_DEPOSIT] = 0x03,    [HC_WITHDRAW] = 0x03,
     [HC_VM_CREATE] = 0x03,     [HC_VM_DESTROY] = 0x01, [HC_VCPU_CREATE] = 0x03,
     [HC_SLOT_SET] = 0x3f,      [HC_VCPU_RUN] = 0x07,   [HC_VCPU_SET_REGS] = 0x07,
     [HC_VCPU_GET_REGS] = 0x07, [HC_VM_STATS] = 0x03,   [HC_HV_STATS] = 0x01,
+    [HC_LOG_READ] = 0x03,
 };
 
 static int hc_fn_of(enum hc_abi abi, uint64_t raw, enum hc_fn *fn)
@@ -32,7 +35,7 @@ static int hc_fn_of(enum hc_abi abi, uint64_t raw, enum hc_fn *fn)
 		return HC_E_UNKNOWN;
 	if (abi == HC_ABI_ARM64)
 		w &= ~HC_FN_SVE_HINT;
-	if ((w & ~HC_FN_NUM_MASK) != HC_FN_BASE || (w & HC_FN_NUM_MASK) >= HC_FN_ARCH_END)
+	if ((w & ~HC_FN_NUM_MASK) != HC_FN_BASE || (w & HC_FN_NUM_MASK) >= HC_FN_END)
 		return HC_E_UNKNOWN;
 	*fn = (enum hc_fn)(w & HC_FN_NUM_MASK);
 	return HC_OK;
@@ -199,6 +202,10 @@ static int hc_args(enum hc_fn fn, const uint64_t *a, struct hc_call *c)
 		return hc_arg_page(a[1]);
 	case HC_HV_STATS:
 		c->pa = a[0];
+		return hc_arg_page(a[0]);
+	case HC_LOG_READ: // the position is checked against the log by the handler
+		c->pa = a[0];
+		c->count = a[1];
 		return hc_arg_page(a[0]);
 	default: // HC_SLOT_SET (the last generic call)
 		return hc_slot_set(a, c);

@@ -36,7 +36,7 @@ struct hc_call {
 	enum hc_slot_op op;
 	uint64_t pa;	// DEPOSIT first page; WITHDRAW / SLOT_SET list page; RUN, REGS, STATS page
 	uint64_t gpa;	// SLOT_SET ADD / MOVE
-	uint64_t count; // pages or frame numbers
+	uint64_t count; // pages or frame numbers; LOG_READ: the position
 };
 
 // HC_OK and *out filled, or the precise error (and *out untouched). Of a call
@@ -45,7 +45,7 @@ struct hc_call {
 int hc_decode(enum hc_abi abi, const struct hc_regs *r, struct hc_call *out);
 static inline bool hc_fn_is_arch(enum hc_fn fn)
 {
-	return (unsigned)fn >= HC_FN_ARCH_FIRST;
+	return (unsigned)fn >= HC_FN_ARCH_FIRST && (unsigned)fn < HC_FN_ARCH_END;
 }
 
 // Checks for the architectures' decoders (into a struct hc_call too): a[i]

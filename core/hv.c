@@ -303,6 +303,21 @@ static int hv_stats_call(const struct hc_call *c)
 	return HC_OK;
 }
 
+// LOG_READ: a window of Slat's log ring into a page of the primary.
+static int hv_log_read(uint64_t pa, uint64_t pos, uint64_t *res)
+{
+	void *page;
+	int r = hv_primary_page(pa, &page);
+
+	if (r)
+		return r;
+	long n = log_ring_read(pos, page, HC_LOG_READ_MAX, &res[1], &res[2]);
+	if (n < 0)
+		return HC_E_INVAL;
+	res[0] = (uint64_t)n;
+	return HC_OK;
+}
+
 void hv_print_summary(void)
 {
 	struct hc_hv_stats s;
@@ -396,6 +411,8 @@ static int hv_call_locked(const struct hc_call *c, const uint64_t *a, uint64_t *
 	case HC_VM_STATS:
 	case HC_HV_STATS:
 		return hv_stats_call(c);
+	case HC_LOG_READ:
+		return hv_log_read(c->pa, c->count, res);
 	default:
 		return HC_E_UNKNOWN;
 	}

@@ -213,29 +213,127 @@ static unsigned (*log_cpu_id)(void);
 static unsigned log_owner;
 #define LOG_OWNER_ANON (~0u)
 
-// Returns false when this CPU already holds the lock (a message printed from
+// Returns false when this CPU already holds `owner` (a message printed from
 // an exception handler that interrupted a message): it then goes through
 // without taking the lock, and must not release it.
-static bool log_lock(void)
+static bool owner_lock(unsigned *owner)
 {
 	unsigned me = log_cpu_id ? log_cpu_id() + 1 : LOG_OWNER_ANON;
 
-	if (me != LOG_OWNER_ANON && __atomic_load_n(&log_owner, __ATOMIC_RELAXED) == me)
+	if (me != LOG_OWNER_ANON && __atomic_load_n(owner, __ATOMIC_RELAXED) == me)
 		return false; // only this CPU ever stores `me`
 	for (;;) {
 		unsigned expected = 0;
-		if (__atomic_compare_exchange_n(&log_owner, &expected, me, false, __ATOMIC_ACQUIRE,
+		if (__atomic_compare_exchange_n(owner, &expected, me, false, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
 			return true;
-		while (__atomic_load_n(&log_owner, __ATOMIC_RELAXED))
+		while (__atomic_load_n(owner, __ATOMIC_RELAXED))
 			;
 	}
 }
 
-static void log_unlock(bool taken)
+static void owner_unlock(unsigned *owner, bool taken)
 {
 	if (taken)
-		__atomic_store_n(&log_owner, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(owner, 0, __ATOMIC_RELEASE);
+}
+
+static bool log_lock(void)
+{
+	return owner_lock(&log_owner);
+}
+
+static void log_unlock(bool taken)
+{
+	owner_unlock(&log_owner, taken);
+}
+
+// ---- the ring -----------------------------------------------------------
+// Copies of this image (the resident one, the hand-off's) are made by copying
+// its memory and applying its base relocations, which add the copy's offset
+// to every pointer the image initialised. So no pointer to the ring is
+// initialised: log_ring_moved is set at run time only (a copy made later
+// keeps the value, which is right: the region does not move), the early
+// ring is found by address, and a ring's data follows its header.
+static struct {
+	struct log_ring h;
+	char data[LOG_RING_EARLY];
+} log_ring_early = {.h.size = LOG_RING_EARLY};
+static struct log_ring *log_ring_moved; // the region's ring, once attached
+static bool log_ring_detached;		// this copy runs as the primary: no ring
+
+static struct log_ring *ring_here(void)
+{
+	if (log_ring_detached)
+		return 0;
+	return log_ring_moved ? log_ring_moved : &log_ring_early.h;
+}
+
+static char *ring_data(struct log_ring *r)
+{
+	return (char *)(r + 1);
+}
+
+static void ring_put(struct log_ring *r, const char *text, size_t len)
+{
+	bool taken = owner_lock(&r->lock);
+
+	if (taken) { // a nested message (same CPU) is left out of the ring
+		for (size_t i = 0; i < len; i++)
+			ring_data(r)[(r->end + i) % r->size] = text[i];
+		r->end += len;
+	}
+	owner_unlock(&r->lock, taken);
+}
+
+void log_ring_attach(void *mem, size_t bytes)
+{
+	struct log_ring *old = ring_here(), *r = mem;
+
+	if (!old || bytes <= sizeof(*r))
+		return;
+	*r = (struct log_ring){.size = bytes - sizeof(*r)};
+	bool taken = owner_lock(&old->lock);
+	uint64_t keep = old->end < old->size ? old->end : old->size;
+	if (keep > r->size)
+		keep = r->size;
+	// Positions stay bytes since boot: the new ring starts where the old ends.
+	for (uint64_t pos = old->end - keep; pos < old->end; pos++)
+		ring_data(r)[pos % r->size] = ring_data(old)[pos % old->size];
+	r->end = old->end;
+	log_ring_moved = r;
+	owner_unlock(&old->lock, taken);
+}
+
+void log_ring_detach(void)
+{
+	log_ring_detached = true;
+}
+
+void log_ring_share(intptr_t delta)
+{
+	*(struct log_ring **)((uintptr_t)&log_ring_moved + (uintptr_t)delta) = log_ring_moved;
+}
+
+long log_ring_read(uint64_t pos, char *out, size_t len, uint64_t *first, uint64_t *end)
+{
+	struct log_ring *r = ring_here();
+	long n = -1;
+
+	if (!r)
+		return -1;
+	bool taken = owner_lock(&r->lock);
+	uint64_t oldest = r->end > r->size ? r->end - r->size : 0;
+	*end = r->end;
+	if (pos <= r->end) {
+		*first = pos < oldest ? oldest : pos; // bytes already overwritten are skipped
+		uint64_t avail = r->end - *first;
+		n = (long)(avail < len ? avail : len);
+		for (long i = 0; i < n; i++)
+			out[i] = ring_data(r)[(*first + (uint64_t)i) % r->size];
+	}
+	owner_unlock(&r->lock, taken);
+	return n;
 }
 
 void log_set_cpu_id(unsigned (*cpu_id)(void))
@@ -266,6 +364,10 @@ struct log_stage {
 
 static void stage_flush(struct log_stage *st)
 {
+	struct log_ring *r = ring_here();
+
+	if (st->used && r)
+		ring_put(r, st->buf, st->used);
 	if (st->used && log_sink_current.write)
 		log_sink_current.write(log_sink_current.ctx, st->buf, st->used);
 	st->used = 0;
@@ -307,7 +409,7 @@ void log_printf(enum log_level level, const char *fmt, ...)
 	};
 	va_list ap;
 
-	if (level > log_level_current || !log_sink_current.write)
+	if (level > log_level_current || (!log_sink_current.write && !ring_here()))
 		return;
 	va_start(ap, fmt);
 	log_vprintf_prefixed((unsigned)level <= LOG_DEBUG ? prefixes[level] : 0, fmt, ap);

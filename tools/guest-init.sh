@@ -22,6 +22,8 @@ if [ -n "$test" ]; then
 	fi
 else
 	echo "SLAT-GUEST: interactive shell; 'exit' or Ctrl-D powers the machine off"
+	echo "SLAT-GUEST: Slat's own log: insmod /lib/modules/slat.ko; cat /dev/slat_log" \
+		"(docs/real-hardware.md, section 5)"
 	setsid cttyhack sh -l
 fi
 # Let the serial console send what the test printed last: a write() to the

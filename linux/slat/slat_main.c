@@ -6,6 +6,7 @@
  * Loads only under Slat with ABI major 1; otherwise refuses with one dmesg
  * line. The system fd makes VMs (slat_vm.c), reads Slat's pool statistics and,
  * with allow_raw_calls=1 only, makes raw hypercalls for the fuzzer.
+ * /dev/slat_log reads Slat's own log (LOG_READ).
  */
 #include <linux/module.h>
 #include <linux/miscdevice.h>
@@ -192,6 +193,64 @@ static struct miscdevice slat_misc = {
     .mode = 0600,
 };
 
+/*
+ * /dev/slat_log: Slat's log as a file (LOG_READ, ABI 1.14). The file
+ * position is the log's position (bytes Slat logged since boot); a reader
+ * that fell behind Slat's ring skips to the oldest byte it still holds.
+ */
+static ssize_t slat_log_read(struct file *f, char __user *buf, size_t count, loff_t *ppos)
+{
+	struct page *pg;
+	ssize_t done = 0;
+	u64 r[3];
+
+	if (*ppos < 0)
+		return -EINVAL;
+	pg = alloc_page(GFP_KERNEL);
+	if (!pg)
+		return -ENOMEM;
+	while ((size_t)done < count) {
+		long st = slat_call(HC_LOG_READ, slat_pa(pg), *ppos, 0, 0, 0, 0, r);
+		size_t n = min_t(size_t, count - done, r[0]);
+
+		if (st != HC_OK) {
+			if (!done)
+				done = slat_errno(st);
+			break;
+		}
+		if (!n || r[0] > HC_LOG_READ_MAX)
+			break;
+		if (copy_to_user(buf + done, page_address(pg), n)) {
+			if (!done)
+				done = -EFAULT;
+			break;
+		}
+		*ppos = r[1] + n;
+		done += n;
+	}
+	__free_page(pg);
+	return done;
+}
+
+static const struct file_operations slat_log_fops = {
+    .owner = THIS_MODULE,
+    .read = slat_log_read,
+    .llseek = default_llseek,
+};
+
+static struct miscdevice slat_log_misc = {
+    .minor = MISC_DYNAMIC_MINOR,
+    .name = "slat_log",
+    .fops = &slat_log_fops,
+    .mode = 0400,
+};
+
+/* Slat before 1.14 has no LOG_READ: no /dev/slat_log then. */
+static bool slat_has_log(void)
+{
+	return (slat_hv_version & 0xffff) >= 14;
+}
+
 static int __init slat_init(void)
 {
 	static const u64 none[6];
@@ -213,8 +272,15 @@ static int __init slat_init(void)
 	rc = misc_register(&slat_misc);
 	if (rc)
 		return rc;
+	rc = slat_has_log() ? misc_register(&slat_log_misc) : 0;
+	if (rc) {
+		misc_deregister(&slat_misc);
+		return rc;
+	}
 	rc = slat_kvm_init();
 	if (rc) {
+		if (slat_has_log())
+			misc_deregister(&slat_log_misc);
 		misc_deregister(&slat_misc);
 		return rc;
 	}
@@ -226,6 +292,8 @@ static int __init slat_init(void)
 static void __exit slat_exit(void)
 {
 	slat_kvm_exit();
+	if (slat_has_log())
+		misc_deregister(&slat_log_misc);
 	misc_deregister(&slat_misc);
 	/* Every VM fd is closed (module references): withdraw the rest. */
 	slat_pool_withdraw_all();

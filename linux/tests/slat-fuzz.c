@@ -166,8 +166,10 @@ static uint64_t pick_fn(void)
 {
 	unsigned r = rnd() % 20;
 
-	if (r < 16)
+	if (r < 15)
 		return HC_FN(rnd() % (HC_FN_COUNT + 2));
+	if (r == 15)
+		return HC_FN(HC_LOG_READ + rnd() % 2); /* and the first unknown number */
 	if (r == 16)
 		return HC_FN(rnd() & HC_FN_NUM_MASK);
 	if (r == 17)
@@ -247,6 +249,10 @@ static void make_args(uint64_t fn, uint64_t a[6])
 	case HC_HV_STATS:
 		a[0] = pick_out_page();
 		break;
+	case HC_LOG_READ: /* a position before, at or past the log's end */
+		a[0] = pick_out_page();
+		a[1] = rnd() % 2 ? rnd() % 65536 : pick_count();
+		break;
 	case HC_VM_CREATE:
 		a[0] = rnd() % 4 == 0 ? rnd() : rnd() % 2;
 		a[1] = rnd() % 3 ? 1 + rnd() % 4 : pick_count();
@@ -273,7 +279,7 @@ static void make_args(uint64_t fn, uint64_t a[6])
 	}
 	/* The victim is attacked through its frames, never through its id. */
 	if (mutating(fn) && n != HC_DEPOSIT && n != HC_WITHDRAW && n != HC_HV_STATS &&
-	    n != HC_VM_CREATE && a[0] == victim_id)
+	    n != HC_LOG_READ && n != HC_VM_CREATE && a[0] == victim_id)
 		a[0] = HC_VM_MAX + 1;
 }
 

@@ -44,6 +44,24 @@ secondary_expect_refused() {
 	expect_exit
 }
 
+# secondary_expect_log_read CPUS: the primary read Slat's log (/dev/slat_log):
+# from the banner to the "slat: region ... reserved" line (logged by slat.efi
+# after the ring moved to the region, so the resident copy shares that ring)
+# exactly the serial port's lines, and CPUS lines the resident Slat wrote as
+# each CPU entered the primary.
+secondary_expect_log_read() {
+	local want got
+	expect "^SLAT-GUEST: /dev/slat_log cr--------, $1 CPUs entering the primary\$"
+	want=$(_boot_text | grep -av '^SLAT-GUEST: ' |
+		sed -n '/^Slat .*, a bare-metal hypervisor$/,/^slat: region .* reserved; /p')
+	got=$(_boot_text | sed -n 's/^SLAT-GUEST: slat-log: //p')
+	BOOT_CHECKS=$((BOOT_CHECKS + 1))
+	if ! printf '%s\n' "$want" | grep -q '^slat: region ' || [ "$want" != "$got" ]; then
+		_boot_fail "the log read through /dev/slat_log is not the serial port's:" \
+			"$(diff <(printf '%s\n' "$want") <(printf '%s\n' "$got") | head -n 6)"
+	fi
+}
+
 # secondary_expect_pass [ROUNDS [CALLS]]: the defaults of tests/guest/secondary.sh
 secondary_expect_pass() {
 	local rounds=${1:-20} calls=${2:-100000}

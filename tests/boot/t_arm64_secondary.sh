@@ -11,5 +11,6 @@
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-420}
 arm64_primary_boot cortex-a72 secondary
 secondary_expect_pass
+secondary_expect_log_read 1
 expect_absent 'Synchronous Exception' '^error: (slat|arm64):' 'exception at EL2'
 boot_done

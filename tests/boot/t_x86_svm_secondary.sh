@@ -9,5 +9,6 @@
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-420}
 x86_svm_primary_boot secondary
 secondary_expect_pass
+secondary_expect_log_read 2
 expect_absent 'X64 Exception Type' '^error: (slat|svm|x86):' 'host exception'
 boot_done

@@ -20,6 +20,16 @@ if ! insmod /lib/modules/slat.ko 2>/tmp/insmod.err; then
 fi
 echo "SLAT-GUEST: dmesg: $(dmesg | grep 'slat:' | tail -n 1 | sed 's/^\[[^]]*\] //')"
 echo "SLAT-GUEST: /dev/slat $(ls -l /dev/slat | cut -c1-10)"
+# Slat's own log read back through /dev/slat_log (LOG_READ): its lines from
+# the banner to the region's (the boot test compares them with the serial
+# port's), and how many lines the resident Slat wrote as it started the CPUs.
+if cat /dev/slat_log >/tmp/slat.log; then
+	echo "SLAT-GUEST: /dev/slat_log $(ls -l /dev/slat_log | cut -c1-10)," \
+		"$(grep -cE 'enters guest mode$|; vm primary running$' /tmp/slat.log)" \
+		"CPUs entering the primary"
+	sed -n '/a bare-metal hypervisor$/,/^slat: region .* reserved; /p' /tmp/slat.log |
+		sed 's/^/SLAT-GUEST: slat-log: /'
+fi
 /slat/slat-vmtest "${rounds:-20}"
 echo "SLAT-GUEST: slat-vmtest exit $?"
 /slat/slat-killtest

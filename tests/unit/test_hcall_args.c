@@ -70,12 +70,26 @@ static void test_function_ids(void **state)
 			assert_int_equal(dec_x86(R(FN(fn)), &c, &x), HC_E_UNKNOWN);
 	}
 	assert_false(hc_fn_is_arch(HC_HV_STATS));
-	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_FN_ARCH_END)), &c), HC_E_UNKNOWN);
-	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_FN_ARCH_END)), &c), HC_E_UNKNOWN);
+	assert_false(hc_fn_is_arch(HC_LOG_READ));
+	// 1.14: LOG_READ, the first generic call after the architecture's range.
+	assert_int_equal(HC_LOG_READ, HC_FN_ARCH_END);
+	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_LOG_READ), 0x42000, 7), &c), HC_OK);
+	assert_int_equal(c.fn, HC_LOG_READ);
+	assert_int_equal(c.pa, 0x42000);
+	assert_int_equal(c.count, 7);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_LOG_READ), 0x42001, 0), &c), HC_E_ALIGN);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_LOG_READ), GPA_END, 0), &c), HC_E_RANGE);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_LOG_READ), 0x42000, 0, 1), &c), HC_E_INVAL);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_LOG_READ), 0x42000, ~0ull), &c), HC_OK);
+	assert_int_equal(dec(HC_ABI_ARM64, R(FN(HC_FN_END)), &c), HC_E_UNKNOWN);
+	assert_int_equal(dec(HC_ABI_X86, R(FN(HC_FN_END)), &c), HC_E_UNKNOWN);
 	assert_int_equal(dec(HC_ABI_X86, R(1ull << 32 | FN(HC_VCPU_MSRS)), &c), HC_E_UNKNOWN);
 	// Unused registers must be zero, for every call.
-	for (unsigned fn = 0; fn < HC_FN_COUNT; fn++) {
+	for (unsigned fn = 0; fn < HC_FN_END; fn++) {
 		struct hc_regs r = R(FN(fn));
+
+		if (fn >= HC_FN_COUNT && fn < HC_FN_ARCH_END)
+			continue; // unknown numbers of the architecture's range
 
 		r.a[5] = 1;
 		if (fn != HC_SLOT_SET)
@@ -364,6 +378,9 @@ static void check_bounds(const struct hc_regs *r, const struct hc_call *c)
 	case HC_HV_STATS:
 		assert_true(page_pa && c->pa == a[0] && !a[1]);
 		break;
+	case HC_LOG_READ:
+		assert_true(page_pa && c->pa == a[0] && c->count == a[1] && !a[2] && !a[5]);
+		break;
 	case HC_SLOT_SET:
 		assert_true(c->vm >= 1 && c->vm <= OWN_VM_MAX && c->slot < HC_MAX_SLOTS);
 		assert_true(c->slot == a[1] && c->op == a[2] && c->op < HC_SLOT_OP_COUNT);
@@ -448,7 +465,7 @@ static void test_x86_config_calls(void **state)
 static void test_fuzz_registers(void **state)
 {
 	const char *env = getenv("HC_SEED");
-	unsigned ok[HC_FN_COUNT] = {0}, refused = 0;
+	unsigned ok[HC_FN_END] = {0}, refused = 0;
 
 	rs = env ? strtoull(env, NULL, 0) : 0x4c11ab1eull;
 	printf("hcall fuzz: seed %#llx\n", (unsigned long long)rs);
@@ -460,6 +477,10 @@ static void test_fuzz_registers(void **state)
 
 		unsigned span = rnd() % 4 ? HC_FN_COUNT + 1 : HC_FN_ARCH_END + 1; // + arch range
 		r.fn = rnd() % 8 ? FN(rnd() % span) : hostile();
+		if (rnd() % 16 == 0)
+			r.fn = FN(HC_LOG_READ + rnd() % 2); // LOG_READ and the first unknown
+		if (r.fn == FN(HC_LOG_READ) && rnd() % 2)
+			nz = 2;
 		if (rnd() % 16 == 0)
 			r.fn ^= 1ull << (rnd() % 64);
 		for (unsigned k = 0; k < HC_NARGS; k++)
@@ -497,9 +518,10 @@ static void test_fuzz_registers(void **state)
 	printf("hcall fuzz: %u refused; accepted per function:", refused);
 	for (unsigned f = 0; f < HC_FN_COUNT; f++)
 		printf(" %u", ok[f]);
-	printf("\n");
+	printf(" %u (LOG_READ)\n", ok[HC_LOG_READ]);
 	for (unsigned f = 0; f < HC_FN_COUNT; f++)
 		assert_true(ok[f] > 10); // every function's accept path was reached
+	assert_true(ok[HC_LOG_READ] > 10);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 
 #include "arch/host/hv_host.h"
 #include "core/hv_internal.h"
+#include "core/log.h"
 
 #define RAM_SMALL (32ull << 20)
 #define RAM_BIG	  (192ull << 20) // a 64 GiB lazy slot's 32833 list pages fit
@@ -1053,8 +1054,10 @@ static void test_arch_calls(void **state)
 		assert_int_equal(hv.calls_failed, before + 1);
 	}
 	host_hv_arch_fn = 0;
-	assert_int_equal(C(HC_FN_ARCH_END, 0, 0, 0, 0, 0, 0, NULL), HC_E_UNKNOWN);
-	assert_int_equal(host_hv_arch_fn, 0); // beyond the range: core's refusal
+	assert_int_equal(C(HC_FN_END, 0, 0, 0, 0, 0, 0, NULL), HC_E_UNKNOWN);
+	assert_int_equal(host_hv_arch_fn, 0); // beyond every call: core's refusal
+	assert_int_not_equal(C(HC_LOG_READ, 0, 0, 0, 0, 0, 0, NULL), HC_E_UNKNOWN);
+	assert_int_equal(host_hv_arch_fn, 0); // LOG_READ (1.14) is core's, after the range
 	deposit(32);
 	uint64_t vm = vm_new(2), page = prim_page(), slat = (uint64_t)(uintptr_t)slat_mem;
 	struct vcpu *v = NULL;
@@ -1129,6 +1132,42 @@ static void test_primary_fault_retry(void **state)
 	assert_false(hv_primary_fault_retry(&v, 0));				 // not RAM
 }
 
+// LOG_READ (1.14): a window of Slat's log ring into a primary page, through
+// the dispatcher: the bytes log_ring_read gives, the positions, a page of
+// Slat's or another VM's refused, a position past the end refused.
+static void test_log_read(void **state)
+{
+	uint64_t res[3], page = prim_page(), slat = (uint64_t)(uintptr_t)slat_mem;
+	uint64_t first, end;
+	char want[HC_LOG_READ_MAX];
+
+	log_info("test_log_read: a line for the primary\n");
+	long n = log_ring_read(0, want, sizeof(want), &first, &end);
+	assert_true(n > 0 && end >= 38);
+	assert_int_equal(C(HC_LOG_READ, page, end - 38, 0, 0, 0, 0, res), HC_OK);
+	assert_true(res[0] == 38 && res[1] == end - 38 && res[2] == end);
+	assert_memory_equal((void *)(uintptr_t)page, "test_log_read: a line for the primary\n", 38);
+	assert_int_equal(C(HC_LOG_READ, page, 0, 0, 0, 0, 0, res), HC_OK);
+	assert_true(res[0] == (uint64_t)n && res[1] == first && res[2] == end);
+	assert_memory_equal((void *)(uintptr_t)page, want, (size_t)n);
+	assert_int_equal(C(HC_LOG_READ, page, end, 0, 0, 0, 0, res), HC_OK);
+	assert_int_equal(res[0], 0);
+	assert_int_equal(C(HC_LOG_READ, page, end + 1, 0, 0, 0, 0, res), HC_E_INVAL);
+	assert_int_equal(C(HC_LOG_READ, page, ~0ull, 0, 0, 0, 0, res), HC_E_INVAL);
+	assert_int_equal(C(HC_LOG_READ, slat, 0, 0, 0, 0, 0, res), HC_E_SLAT);
+	assert_int_equal(C(HC_LOG_READ, page + 8, 0, 0, 0, 0, 0, res), HC_E_ALIGN);
+	assert_int_equal(C(HC_LOG_READ, page, 0, 1, 0, 0, 0, res), HC_E_INVAL);
+	// A page shared with a VM is not the primary's to be written.
+	deposit(32);
+	uint64_t vm = vm_new(1), list = prim_page(), frame = prim_page();
+	*(uint64_t *)(uintptr_t)list = frame >> 12;
+	assert_int_equal(C(HC_SLOT_SET, vm, 0, HC_SLOT_ADD, 0, list, 1, NULL), HC_OK);
+	memset((void *)(uintptr_t)frame, 0x5a, PG);
+	assert_int_equal(C(HC_LOG_READ, frame, 0, 0, 0, 0, 0, res), HC_E_OTHER_VM);
+	assert_int_equal(((uint8_t *)(uintptr_t)frame)[0], 0x5a);
+	assert_int_equal(C(HC_VM_DESTROY, vm, 0, 0, 0, 0, 0, NULL), HC_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1149,6 +1188,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_readonly_slot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dirty_log_slot, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lazy_slot_nomem, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_log_read, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lazy_slot_over_1g, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lazy_slot_max, setup_big, teardown),
 	};

@@ -184,6 +184,58 @@ static void test_no_sink_discards(void **state)
 	log_flush();
 }
 
+// The ring (log_ring_*): what the primary reads through HC_LOG_READ.
+static long ring_read(uint64_t pos, char *out, size_t len, uint64_t *first, uint64_t *end)
+{
+	memset(out, 0, len);
+	return log_ring_read(pos, out, len, first, end);
+}
+
+static void test_ring_keeps_positions_across_attach_and_wrap(void **state)
+{
+	static union {
+		struct log_ring h;
+		char bytes[sizeof(struct log_ring) + 64];
+	} mem;
+	char out[256];
+	uint64_t first, end, start;
+
+	log_set_sink(NULL); // the ring fills without a sink
+	log_set_level(LOG_INFO);
+	assert_true(ring_read(0, out, 0, &first, &start) == 0);
+	log_info("early %d\n", 1);
+	log_debug("below the level\n");
+	assert_int_equal(ring_read(start, out, sizeof(out), &first, &end), 8);
+	assert_string_equal(out, "early 1\n");
+	assert_true(first == start && end == start + 8);
+	// Into a 64-byte ring: the early bytes move with their positions.
+	log_ring_attach(&mem, sizeof(mem));
+	assert_int_equal(mem.h.size, 64);
+	assert_int_equal(ring_read(start + 6, out, sizeof(out), &first, &end), 2);
+	assert_string_equal(out, "1\n");
+	log_err("x\n");
+	assert_int_equal(ring_read(start + 8, out, sizeof(out), &first, &end), 9);
+	assert_string_equal(out, "error: x\n");
+	// 100 bytes more: only the last 64 stay; an older position skips to them.
+	for (int i = 0; i < 10; i++)
+		log_info("line %04d\n", i);
+	assert_true(end + 100 == start + 117);
+	assert_int_equal(ring_read(start, out, sizeof(out), &first, &end), 64);
+	assert_true(first == start + 117 - 64 && end == start + 117);
+	assert_memory_equal(out + 64 - 10, "line 0009\n", 10);
+	assert_memory_equal(out, "003\nline 0004\n", 14);
+	// A window of 5 bytes, the end exactly, and past the end.
+	assert_int_equal(ring_read(end - 10, out, 5, &first, &end), 5);
+	assert_memory_equal(out, "line 0009", 5);
+	assert_int_equal(ring_read(end, out, sizeof(out), &first, &end), 0);
+	assert_int_equal(ring_read(end + 1, out, sizeof(out), &first, &end), -1);
+	// Detached (this copy runs as the primary): nothing more goes in.
+	log_ring_detach();
+	log_info("not kept\n");
+	assert_int_equal(ring_read(0, out, sizeof(out), &first, &end), -1);
+	assert_int_equal(mem.h.end, start + 117);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +248,7 @@ int main(void)
 					    capture_setup, capture_teardown),
 	    cmocka_unit_test(test_same_cpu_reentry_does_not_deadlock),
 	    cmocka_unit_test(test_no_sink_discards),
+	    cmocka_unit_test(test_ring_keeps_positions_across_attach_and_wrap), // last: detaches
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
