@@ -135,11 +135,8 @@ enum hc_fn {
 			    // a3 = 0 read / 1 write (an MXCSR the CPU refuses: HC_E_INVAL)
 	HC_FN_COUNT,	    // the calls numbered from 0 without a gap (0x00..0x0f)
 	// 1.14, generic calls after the architecture's range:
-	HC_LOG_READ = 0x20, // a0 = page, a1 = position (bytes logged since boot); Slat
-			    // copies up to 4096 bytes of its log from there into the
-			    // page: r0 = bytes copied, r1 = the position of the first
-			    // (later than a1 when the ring no longer holds a1), r2 =
-			    // the log's end position; a1 past the end: HC_E_INVAL
+	HC_LOG_READ = 0x20, // a0 = page, a1 = position: r0 = bytes copied, r1 = position
+			    // of the first, r2 = end (docs/hypercalls.md)
 	HC_FN_END,	    // every function number is below
 };
 // Numbers HC_FN_ARCH_FIRST..HC_FN_ARCH_END - 1 are the architecture's calls

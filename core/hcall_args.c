@@ -17,8 +17,8 @@ _Static_assert(HC_FN_COUNT <= HC_FN_ARCH_END && HC_LOG_READ >= HC_FN_ARCH_END,
 _Static_assert(HC_MAX_SLOTS == 32764u, "the slot count KVM_CAP_NR_MEMSLOTS reports");
 _Static_assert(HC_DEPOSIT_MAX <= OWN_RANGE_MAX, "a deposit is one ownership request");
 
-// Which argument registers each generic call uses (bit i: a[i]).
-// (The architecture's range is left at 0: its calls are decoded by the architecture.)
+// Which argument registers each generic call uses (bit i: a[i]; none in the
+// architecture's range).
 static const uint8_t hc_used[HC_FN_END] = {
     [HC_VERSION_FN] = 0x00,    [HC_DEPOSIT] = 0x03,    [HC_WITHDRAW] = 0x03,
     [HC_VM_CREATE] = 0x03,     [HC_VM_DESTROY] = 0x01, [HC_VCPU_CREATE] = 0x03,

@@ -308,14 +308,10 @@ static int hv_log_read(uint64_t pa, uint64_t pos, uint64_t *res)
 {
 	void *page;
 	int r = hv_primary_page(pa, &page);
+	long n = r ? 0 : log_ring_read(pos, page, HC_LOG_READ_MAX, &res[1], &res[2]);
 
-	if (r)
-		return r;
-	long n = log_ring_read(pos, page, HC_LOG_READ_MAX, &res[1], &res[2]);
-	if (n < 0)
-		return HC_E_INVAL;
-	res[0] = (uint64_t)n;
-	return HC_OK;
+	res[0] = n < 0 ? 0 : (uint64_t)n;
+	return r ? r : n < 0 ? HC_E_INVAL : HC_OK;
 }
 
 void hv_print_summary(void)

@@ -238,23 +238,10 @@ static void owner_unlock(unsigned *owner, bool taken)
 		__atomic_store_n(owner, 0, __ATOMIC_RELEASE);
 }
 
-static bool log_lock(void)
-{
-	return owner_lock(&log_owner);
-}
-
-static void log_unlock(bool taken)
-{
-	owner_unlock(&log_owner, taken);
-}
-
 // ---- the ring -----------------------------------------------------------
-// Copies of this image (the resident one, the hand-off's) are made by copying
-// its memory and applying its base relocations, which add the copy's offset
-// to every pointer the image initialised. So no pointer to the ring is
-// initialised: log_ring_moved is set at run time only (a copy made later
-// keeps the value, which is right: the region does not move), the early
-// ring is found by address, and a ring's data follows its header.
+// Copies of this image get its base relocations, which shift every pointer it
+// initialised: so none points to a ring (log_ring_moved is set at run time,
+// a later copy keeps it, as the region stays) and data follows the header.
 static struct {
 	struct log_ring h;
 	char data[LOG_RING_EARLY];
@@ -264,45 +251,38 @@ static bool log_ring_detached;		// this copy runs as the primary: no ring
 
 static struct log_ring *ring_here(void)
 {
-	if (log_ring_detached)
-		return 0;
-	return log_ring_moved ? log_ring_moved : &log_ring_early.h;
+	return log_ring_detached ? 0 : log_ring_moved ? log_ring_moved : &log_ring_early.h;
 }
 
-static char *ring_data(struct log_ring *r)
+static char *ring_at(struct log_ring *r, uint64_t pos)
 {
-	return (char *)(r + 1);
+	return (char *)(r + 1) + pos % r->size;
 }
 
 static void ring_put(struct log_ring *r, const char *text, size_t len)
 {
 	bool taken = owner_lock(&r->lock);
 
-	if (taken) { // a nested message (same CPU) is left out of the ring
-		for (size_t i = 0; i < len; i++)
-			ring_data(r)[(r->end + i) % r->size] = text[i];
-		r->end += len;
-	}
+	for (size_t i = 0; taken && i < len; i++) // a nested message is left out
+		*ring_at(r, r->end++) = text[i];
 	owner_unlock(&r->lock, taken);
 }
 
 void log_ring_attach(void *mem, size_t bytes)
 {
 	struct log_ring *old = ring_here(), *r = mem;
+	uint64_t keep = old ? old->end : 0;
 
 	if (!old || bytes <= sizeof(*r))
 		return;
-	*r = (struct log_ring){.size = bytes - sizeof(*r)};
-	bool taken = owner_lock(&old->lock);
-	uint64_t keep = old->end < old->size ? old->end : old->size;
-	if (keep > r->size)
-		keep = r->size;
+	keep = keep < old->size ? keep : old->size;
+	keep = keep < bytes - sizeof(*r) ? keep : bytes - sizeof(*r);
 	// Positions stay bytes since boot: the new ring starts where the old ends.
-	for (uint64_t pos = old->end - keep; pos < old->end; pos++)
-		ring_data(r)[pos % r->size] = ring_data(old)[pos % old->size];
+	*r = (struct log_ring){.end = old->end - keep, .size = bytes - sizeof(*r)};
+	for (uint64_t pos = r->end; pos < old->end; pos++)
+		*ring_at(r, pos) = *ring_at(old, pos);
 	r->end = old->end;
 	log_ring_moved = r;
-	owner_unlock(&old->lock, taken);
 }
 
 void log_ring_detach(void)
@@ -319,19 +299,17 @@ long log_ring_read(uint64_t pos, char *out, size_t len, uint64_t *first, uint64_
 {
 	struct log_ring *r = ring_here();
 	long n = -1;
+	bool taken = r && owner_lock(&r->lock);
 
 	if (!r)
 		return -1;
-	bool taken = owner_lock(&r->lock);
 	uint64_t oldest = r->end > r->size ? r->end - r->size : 0;
 	*end = r->end;
-	if (pos <= r->end) {
-		*first = pos < oldest ? oldest : pos; // bytes already overwritten are skipped
-		uint64_t avail = r->end - *first;
-		n = (long)(avail < len ? avail : len);
-		for (long i = 0; i < n; i++)
-			out[i] = ring_data(r)[(*first + (uint64_t)i) % r->size];
-	}
+	*first = pos < oldest ? oldest : pos; // bytes already overwritten are skipped
+	if (pos <= r->end)
+		n = (long)(r->end - *first < len ? r->end - *first : len);
+	for (long i = 0; i < n; i++)
+		out[i] = *ring_at(r, *first + (uint64_t)i);
 	owner_unlock(&r->lock, taken);
 	return n;
 }
@@ -389,14 +367,14 @@ static void log_vprintf_prefixed(const char *prefix, const char *fmt, va_list ap
 	struct log_stage st;
 
 	st.used = 0;
-	bool taken = log_lock();
+	bool taken = owner_lock(&log_owner);
 	if (prefix) {
 		for (; *prefix; prefix++)
 			stage_out(&st, prefix, 1);
 	}
 	log_vformat(stage_out, &st, fmt, ap);
 	stage_flush(&st);
-	log_unlock(taken);
+	owner_unlock(&log_owner, taken);
 }
 
 void log_printf(enum log_level level, const char *fmt, ...)

@@ -63,32 +63,24 @@ void log_flush(void);
 #define log_info(...)  log_printf(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_printf(LOG_DEBUG, __VA_ARGS__)
 
-// ---- the ring: Slat's log kept in its own memory ----
-// Every message that passes the level also goes into a ring, with or without
-// a sink: first a small one in the image (LOG_RING_EARLY bytes), then, once
-// log_ring_attach() gives it memory in Slat's region, that one, shared by the
-// copies of slat.efi that run as Slat (log_ring_share). Positions count the
-// bytes logged since boot; the ring holds the last `size` of them. The primary
-// reads it through HC_LOG_READ (core/hcall_abi.h).
+// ---- the ring: Slat's log in its own memory, for the primary (HC_LOG_READ) ----
+// Every message that passes the level also goes into a ring, sink or not: a
+// small one in the image, then the one log_ring_attach() puts in Slat's
+// region, shared with the resident copy (log_ring_share). A position counts
+// the bytes logged since boot; a ring holds the last `size` of them.
 #define LOG_RING_EARLY 16384u
-// A ring's header, followed in memory by its `size` bytes of data.
-struct log_ring {
-	uint64_t end;  // bytes written since boot; the ring holds [end - size, end)
-	uint64_t size; // bytes of data
+struct log_ring { // followed by its `size` bytes of data
+	uint64_t end, size;
 	unsigned lock; // 0 or the writing CPU's id + 1 (every copy takes this one)
 };
-// Moves the ring into `mem` (`bytes` long, header included), keeping every
-// byte that fits and the positions. Single-threaded bring-up only.
+// Moves the ring into `mem` (`bytes` with the header); bring-up only.
 void log_ring_attach(void *mem, size_t bytes);
-// This copy of the code stops writing the ring (it is about to run as the
-// primary VM, which cannot reach Slat's region).
+// This copy stops writing the ring: it is about to run as the primary.
 void log_ring_detach(void);
-// A copy of this image `delta` bytes away (Slat's resident copy, made before
-// the ring moved) is given this copy's ring.
+// The copy of this image `delta` bytes away gets this copy's ring.
 void log_ring_share(intptr_t delta);
-// Copies up to `len` bytes from position `pos` into `out`: bytes the ring no
-// longer holds are skipped (*first: the position of out[0]); *end: the end
-// position. The count, or -1 when `pos` is past the end (or no ring).
+// Up to `len` bytes from `pos` into `out`, or -1 when `pos` is past the end.
+// *first: the position of out[0] (past bytes overwritten), *end: the end.
 long log_ring_read(uint64_t pos, char *out, size_t len, uint64_t *first, uint64_t *end);
 
 // Formats into `buf` (always NUL-terminated when `size` > 0). Returns the
