@@ -49,6 +49,11 @@ void arch_sync_icache(const void *p, unsigned long long n);
 
 struct slat_plan;
 
+// Bytes Slat's region needs beyond its usual size on this CPU: x86 without
+// 1 GiB pages maps the primary's guest-physical space (up to 2^40) in 2 MiB
+// leaves, one table page per GiB (arm64: 0).
+unsigned long long arch_region_extra(void);
+
 // Takes the hypervisor mode of the boot CPU with Slat's resident copy
 // (core/plan.h) and returns to the caller *inside the primary VM* (arm64: at
 // EL1 under Slat's stage-2), with the firmware still usable: 0. On failure

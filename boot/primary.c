@@ -164,22 +164,6 @@ static EFI_STATUS image_base(EFI_BOOT_SERVICES *bs, EFI_HANDLE image, uint64_t *
 	return s;
 }
 
-// Slat's log ring moves into its region, where the primary cannot reach it and
-// the resident copy (made just before, with the early ring of that moment)
-// keeps writing it after the hand-off (core/log.h, HC_LOG_READ).
-static void log_ring_to_region(struct slat_plan *p)
-{
-	uint64_t ring = region_alloc(&p->region, SLAT_LOG_RING_PAGES, 4096);
-
-	if (!ring) {
-		log_warn("slat: no room for the log ring in the region: the primary cannot "
-			 "read Slat's log\n");
-		return;
-	}
-	log_ring_attach((void *)(uintptr_t)ring, SLAT_LOG_RING_PAGES * 4096);
-	log_ring_share((intptr_t)(p->resident_base - p->image_base));
-}
-
 static EFI_STATUS prepare_plan(EFI_HANDLE image, EFI_BOOT_SERVICES *bs, const struct fw_info *fw,
 			       struct slat_plan *p)
 {
@@ -191,12 +175,17 @@ static EFI_STATUS prepare_plan(EFI_HANDLE image, EFI_BOOT_SERVICES *bs, const st
 				.nested_reclaim = (unsigned)boot_cfg.nested_reclaim,
 				.nested_quota = boot_cfg.nested_quota};
 	if (EFI_ERROR((s = image_base(bs, image, &p->image_base))) ||
-	    EFI_ERROR((s = resident_alloc_region(bs, SLAT_REGION_SIZE, &p->region))))
+	    EFI_ERROR((
+		s = resident_alloc_region(bs, SLAT_REGION_SIZE + arch_region_extra(), &p->region))))
 		return s;
 	p->resident_base = p->region.base;
 	if (EFI_ERROR((s = resident_copy_image(p->image_base, &p->region, &p->image_size))))
 		return s;
-	log_ring_to_region(p);
+	// The log ring moves into the region, shared with the resident copy made
+	// just before (core/log.h); 4 MiB always leave room for it.
+	uint64_t ring = region_alloc(&p->region, SLAT_LOG_RING_PAGES, 4096);
+	log_ring_attach((void *)(uintptr_t)ring, ring ? SLAT_LOG_RING_PAGES * 4096 : 0);
+	log_ring_share((intptr_t)(p->resident_base - p->image_base));
 	if (EFI_ERROR((s = plan_memory(bs, p)))) {
 		log_err("slat: cannot read the memory map (0x%llx)\n", (unsigned long long)s);
 		return s;
@@ -281,8 +270,7 @@ EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_
 	} else {
 		if (EFI_ERROR((s = prepare_plan(image, bs, fw, &boot_plan))))
 			return s;
-		// This copy runs as the primary from the take-over on: it must not
-		// write the ring in Slat's region any more (the resident copy does).
+		// From the take-over on this copy runs as the primary: not in the ring.
 		log_ring_detach();
 		if (arch_enter_hypervisor(&boot_plan) != 0) {
 			log_err("slat: could not become the hypervisor; the firmware keeps the "

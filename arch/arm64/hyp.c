@@ -260,6 +260,11 @@ static uint64_t resident_addr(const struct slat_plan *plan, const void *sym)
 	return (uint64_t)(uintptr_t)sym - plan->image_base + plan->resident_base;
 }
 
+unsigned long long arch_region_extra(void)
+{
+	return 0; // stage-2 always has 1 GiB blocks with the 4 KiB granule
+}
+
 int arch_enter_hypervisor(struct slat_plan *plan)
 {
 	struct arm64_boot_args a = {

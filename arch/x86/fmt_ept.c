@@ -72,16 +72,18 @@ static uint64_t ept_mmio_gen(s2_pte_t e)
 	return (e >> EPT_GEN_SHIFT) & ((1ull << EPT_GEN_BITS) - 1);
 }
 
-#define EPT_FMT(lv, bits)                                                                          \
+// max_leaf: 2 with 1 GiB leaves (IA32_VMX_EPT_VPID_CAP bit 17), 1 with 2 MiB only.
+#define EPT_FMT(lv, bits, max_leaf, suffix)                                                        \
 	{                                                                                          \
-		.name = "ept" #lv, .min_ia_bits = bits, .max_ia_bits = bits, .max_levels = lv,     \
-		.max_leaf_level = 2, .concat_log2 = 0, .caps = S2_CAP_AD | S2_CAP_MMIO_MARKER,     \
-		.mmio_gen_bits = EPT_GEN_BITS, .addr_mask = EPT_ADDR_MASK, .frozen = 0x5a0,        \
-		.is_present = ept_is_present, .is_leaf = ept_is_leaf,                              \
-		.make_table = ept_make_table, .make_leaf = ept_make_leaf,                          \
+		.name = "ept" #lv suffix, .min_ia_bits = bits, .max_ia_bits = bits,                \
+		.max_levels = lv, .max_leaf_level = max_leaf, .concat_log2 = 0,                    \
+		.caps = S2_CAP_AD | S2_CAP_MMIO_MARKER, .mmio_gen_bits = EPT_GEN_BITS,             \
+		.addr_mask = EPT_ADDR_MASK, .frozen = 0x5a0, .is_present = ept_is_present,         \
+		.is_leaf = ept_is_leaf, .make_table = ept_make_table, .make_leaf = ept_make_leaf,  \
 		.leaf_prot = ept_leaf_prot, .leaf_memtype = ept_leaf_memtype,                      \
 		.make_mmio = ept_make_mmio, .is_mmio = ept_is_mmio, .mmio_gen = ept_mmio_gen,      \
 	}
 
-const struct s2_fmt s2_fmt_ept4 = EPT_FMT(4, 48);
-const struct s2_fmt s2_fmt_ept5 = EPT_FMT(5, 57);
+const struct s2_fmt s2_fmt_ept4 = EPT_FMT(4, 48, 2, "");
+const struct s2_fmt s2_fmt_ept4_2m = EPT_FMT(4, 48, 1, "-2m");
+const struct s2_fmt s2_fmt_ept5 = EPT_FMT(5, 57, 2, "");

@@ -73,24 +73,18 @@ static uint64_t npt_mmio_gen(s2_pte_t e)
 	return (e >> NPT_GEN_SHIFT) & ((1ull << NPT_GEN_BITS) - 1);
 }
 
-const struct s2_fmt s2_fmt_npt4 = {
-    .name = "npt4",
-    .min_ia_bits = 48,
-    .max_ia_bits = 48,
-    .max_levels = 4,
-    .max_leaf_level = 2,
-    .concat_log2 = 0,
-    .caps = S2_CAP_AD | S2_CAP_MMIO_MARKER,
-    .mmio_gen_bits = NPT_GEN_BITS,
-    .addr_mask = NPT_ADDR_MASK,
-    .frozen = 0x5a0 & ~NPT_P,
-    .is_present = npt_is_present,
-    .is_leaf = npt_is_leaf,
-    .make_table = npt_make_table,
-    .make_leaf = npt_make_leaf,
-    .leaf_prot = npt_leaf_prot,
-    .leaf_memtype = npt_leaf_memtype,
-    .make_mmio = npt_make_mmio,
-    .is_mmio = npt_is_mmio,
-    .mmio_gen = npt_mmio_gen,
-};
+// max_leaf_level 2: 1 GiB leaves (CPUID Page1GB); 1: 2 MiB at the most.
+#define NPT_FMT(name_, max_leaf_)                                                                  \
+	{                                                                                          \
+		.name = name_, .min_ia_bits = 48, .max_ia_bits = 48, .max_levels = 4,              \
+		.max_leaf_level = max_leaf_, .concat_log2 = 0,                                     \
+		.caps = S2_CAP_AD | S2_CAP_MMIO_MARKER, .mmio_gen_bits = NPT_GEN_BITS,             \
+		.addr_mask = NPT_ADDR_MASK, .frozen = 0x5a0 & ~NPT_P,                              \
+		.is_present = npt_is_present, .is_leaf = npt_is_leaf,                              \
+		.make_table = npt_make_table, .make_leaf = npt_make_leaf,                          \
+		.leaf_prot = npt_leaf_prot, .leaf_memtype = npt_leaf_memtype,                      \
+		.make_mmio = npt_make_mmio, .is_mmio = npt_is_mmio, .mmio_gen = npt_mmio_gen,      \
+	}
+
+const struct s2_fmt s2_fmt_npt4 = NPT_FMT("npt4", 2);
+const struct s2_fmt s2_fmt_npt4_2m = NPT_FMT("npt4-2m", 1);

@@ -8,9 +8,11 @@
 
 #include "mm/s2_fmt.h"
 
-extern const struct s2_fmt s2_fmt_ept4; // 48-bit guest-physical, 4 levels
+extern const struct s2_fmt s2_fmt_ept4;	   // 48-bit guest-physical, 4 levels
+extern const struct s2_fmt s2_fmt_ept4_2m; // the same without 1 GiB leaves
 extern const struct s2_fmt s2_fmt_ept5; // 57-bit guest-physical, 5 levels
 extern const struct s2_fmt s2_fmt_npt4; // 48-bit guest-physical, 4 levels
+extern const struct s2_fmt s2_fmt_npt4_2m; // the same without 1 GiB leaves (no Page1GB)
 
 // EPT entry bits.
 #define EPT_R	     (1ull << 0)

@@ -64,6 +64,27 @@ static void test_pc_layout_exact_leaves(void **state)
 	}
 }
 
+// A CPU without 1 GiB pages (NPT: CPUID Page1GB clear; EPT: VMX cap bit 17):
+// the x86 formats without 1 GiB leaves map [2G, 3G) with 512 2 MiB leaves.
+static void test_pc_layout_without_1g_leaves(void **state)
+{
+	static const struct s2_ident_range apic = {APIC, 4096, S2_MT_DEVICE, S2_PROT_R};
+	const struct s2_fmt *fmts[] = {&s2_fmt_ept4_2m, &s2_fmt_npt4_2m};
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct s2_ident_layout l = pc_layout(&apic, 1);
+		struct s2_stats st;
+		struct mmt t;
+
+		mmt_init_caps(&t, fmts[i], 0, fmts[i]->caps);
+		assert_int_equal(s2_map_identity(t.vm, t.root, &l, &st), 0);
+		assert_leaves(&st, 0, 511 + 1 + 510 + 512 + 503 + 8, 159 + 97 + 256 + 1 + 511);
+		assert_int_equal(mmt_walk(&t, 2 * GiB + 4096).prot, S2_PROT_RWX);
+		assert_int_equal(mmt_walk(&t, APIC).prot, S2_PROT_R);
+		mmt_fini(&t);
+	}
+}
+
 static void test_no_override_exact_leaves_and_attributes(void **state)
 {
 	struct s2_ident_layout l = pc_layout(NULL, 0);
@@ -210,6 +231,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_pc_layout_exact_leaves),
+	    cmocka_unit_test(test_pc_layout_without_1g_leaves),
 	    cmocka_unit_test(test_no_override_exact_leaves_and_attributes),
 	    cmocka_unit_test(test_slat_region_never_mapped),
 	    cmocka_unit_test(test_largest_leaves_by_alignment),

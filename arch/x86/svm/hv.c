@@ -282,8 +282,8 @@ static void op_irq_window(struct vcpu *v, bool on)
 	*misc = on ? *misc | INT3_VINTR : *misc & ~INT3_VINTR;
 }
 
-static const struct x86_hv_ops svm_hv_ops = {
-    .fmt = &s2_fmt_npt4,
+static struct x86_hv_ops svm_hv_ops = {
+    // .fmt: the CPU's (svm_npt_fmt)
     .vcpu_ops = &svm_vcpu_ops, // the primary's table (vcpu_ops.c)
     .vcpu_create = op_create,
     .vcpu_destroy = op_destroy,
@@ -318,5 +318,6 @@ bool svm_hv_init(struct region *r, const struct slat_plan *plan)
 	}
 	memset((void *)(uintptr_t)svm_hv.iopm_pa, 0xff, 3 * 4096);
 	memset((void *)(uintptr_t)svm_hv.msrpm_pa, 0xff, 2 * 4096);
+	svm_hv_ops.fmt = svm_npt_fmt();
 	return x86_hv_start(&svm_hv_ops, plan);
 }

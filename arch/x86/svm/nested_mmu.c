@@ -142,7 +142,7 @@ bool svm_nested_mmu_init(const struct slat_plan *plan)
 		id++;
 	}
 	const struct sh_config cfg = {
-	    .fmt = &s2_fmt_npt4,
+	    .fmt = svm_npt_fmt(),
 	    .ia_bits = 48,
 	    // slat.cfg's nested_quota: shadow pages at most (NPT02 tables, each
 	    // with one or three metadata pages), a bound on what L1 can make

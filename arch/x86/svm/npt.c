@@ -15,26 +15,28 @@
 
 static struct x86_slat npt;
 
+// Without Page1GB (CPUID 0x80000001 EDX bit 26) PS in a PDPE is a reserved bit.
+const struct s2_fmt *svm_npt_fmt(void)
+{
+	return cpuid(0x80000001u, 0).edx & (1u << 26) ? &s2_fmt_npt4 : &s2_fmt_npt4_2m;
+}
+
 bool svm_npt_build(const struct slat_plan *plan, uint64_t apic_page, unsigned phys_bits,
 		   uint64_t *root, struct svm_npt_stats *st)
 {
 	const struct x86_slat_params p = {
 	    .name = "NPT",
-	    .fmt = &s2_fmt_npt4,
+	    .fmt = svm_npt_fmt(),
 	    .ops = &svm_slat_ops,
 	    .phys_bits = phys_bits,
 	    .apic = apic_page,
 	    .apic_prot = S2_PROT_R,
 	};
 
-	// The engine's NPT format maps 1 GiB leaves: refuse a CPU without them
-	// (CPUID 0x80000001 EDX.Page1GB) rather than fault on the first one.
-	if (!(cpuid(0x80000001u, 0).edx & (1u << 26))) {
-		log_err("svm: NPT without 1 GiB pages (CPUID Page1GB clear): not supported\n");
-		return false;
-	}
 	if (!x86_slat_build(&npt, plan, &p))
 		return false;
+	if (p.fmt == &s2_fmt_npt4_2m)
+		log_info("svm: no 1 GiB pages (CPUID Page1GB clear): NPT maps with 2 MiB leaves\n");
 	*st = (struct svm_npt_stats){
 	    .leaves_1g = npt.leaves_1g,
 	    .leaves_2m = npt.leaves_2m,

@@ -388,6 +388,8 @@ struct svm_npt_stats {
 	uint64_t leaves_1g, leaves_2m, leaves_4k;
 	uint64_t top; // mapped guest-physical space [0, top)
 };
+// The NPT format for every SLAT Slat builds: 1 GiB leaves when the CPU has them.
+const struct s2_fmt *svm_npt_fmt(void);
 bool svm_npt_build(const struct slat_plan *plan, uint64_t apic_page, unsigned phys_bits,
 		   uint64_t *root, struct svm_npt_stats *st);
 void svm_npt_teardown(uint64_t *pages_freed, uint64_t *invalidations);

@@ -21,7 +21,7 @@ bool vmx_ept_build(struct region *r, const struct slat_plan *plan, const struct 
 	    cpuid(0x80000000u, 0).eax >= 0x80000008u ? cpuid(0x80000008u, 0).eax & 0xff : 36;
 	const struct x86_slat_params p = {
 	    .name = "EPT",
-	    .fmt = &s2_fmt_ept4,
+	    .fmt = cf->ept_1g ? &s2_fmt_ept4 : &s2_fmt_ept4_2m, // as vmx_hv_ops's
 	    .ops = &vmx_slat_ops,
 	    .phys_bits = phys,
 	    .apic = apic,
@@ -29,12 +29,13 @@ bool vmx_ept_build(struct region *r, const struct slat_plan *plan, const struct 
 	};
 	struct slat_mm_counts mc;
 
-	// The engine's EPT format maps 2 MiB and 1 GiB leaves (every EPT CPU
-	// since 2010 has both); refuse a CPU without them rather than fault.
-	if (!cf->ept_2m || !cf->ept_1g) {
-		log_err("vmx: EPT without 2 MiB and 1 GiB pages: not supported\n");
+	// 4 KiB leaves alone would take 2 MiB of tables per GiB mapped.
+	if (!cf->ept_2m) {
+		log_err("vmx: EPT without 2 MiB pages: not supported\n");
 		return false;
 	}
+	if (!cf->ept_1g)
+		log_info("vmx: EPT without 1 GiB pages: the map uses 2 MiB leaves\n");
 	vmx_mm_init(r);
 	if (!x86_slat_build(&ept, plan, &p))
 		return false;

@@ -302,8 +302,8 @@ static void op_irq_window(struct vcpu *v, bool on)
 	vmwrite(VMCS_PROC_CTLS, on ? p | PROC_INTR_WINDOW : p & ~PROC_INTR_WINDOW);
 }
 
-static const struct x86_hv_ops vmx_hv_ops = {
-    .fmt = &s2_fmt_ept4,
+static struct x86_hv_ops vmx_hv_ops = {
+    // .fmt: set by vmx_hv_init (EPT 1 GiB or not)
     .vcpu_ops = &vmx_vcpu_ops, // the primary's table: the VM record tells them apart
     .vcpu_create = op_create,
     .vcpu_destroy = op_destroy,
@@ -330,6 +330,7 @@ bool vmx_hv_init(struct region *r, const struct slat_plan *plan)
 	const struct vmx_config *c = &vmx_cfg;
 	bool t = c->basic & (1ull << 55);
 
+	vmx_hv_ops.fmt = c->ept_1g ? &s2_fmt_ept4 : &s2_fmt_ept4_2m; // as the primary's
 	if (!x86_hv_fpu_setup(cpuid(1, 0).ecx & (1u << 26)))
 		return false;
 	uint64_t pin_cap = rdmsr(t ? MSR_VMX_TRUE_PINBASED : MSR_VMX_PINBASED);
