@@ -70,8 +70,12 @@ static int install_shared(struct s2_vm *vm, struct s2_root *root, uint64_t gpa,
 		if (old == f->frozen)
 			return INST_RETRY; // a subtree is being removed: re-enter
 		if (s2_is_table(vm, old, level)) {
+			// Collapse: the whole block is backed contiguously again
+			// (pick_level), so its table of smaller leaves (or an
+			// emptied one) is replaced by one leaf, under the write
+			// lock (the general map frees the table after the flush).
 			if (level == fw->level)
-				fw->level--; // a table is there: map below it
+				return INST_EXCL;
 			table = s2_pte_addr(f, old);
 			continue;
 		}

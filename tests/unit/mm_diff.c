@@ -9,6 +9,12 @@
 //   move or flag change in slot mode unmaps exactly the leaves that intersect
 //   the old range and leaves every other leaf in place (I1.1, I1.3); in
 //   zap-all mode, or when the MMIO generation wraps (I1.4), everything goes.
+//   A slot is contiguous (one hpa) or a frame list (s2_backing, as Slat's
+//   secondaries have): its pages gain frames (FILL, in runs that are one
+//   aligned huge page or scattered) and lose them (DROP: the page zap). The
+//   model decides the leaf size a fault must map, the block decision: the
+//   largest aligned block inside the slot whose frames are all there, in one
+//   run, aligned (a 2 MiB block whose 4K leaves are mapped collapses).
 // - `tx`, explicit maps: each page maps exactly what the last map said.
 // Every check is two-sided through the software TLB (a missing flush shows
 // as a stale hit): a page the model maps must translate to the model's
@@ -40,11 +46,21 @@
 #define HPA_BASE	 0x1000000000ull
 #define UNMAPPED	 0xff
 #define FULL_CHECK_EVERY 2000
+#define SLOT_MAX_PAGES	 1538 // the largest rand_size, in pages
+#define PFN_ABSENT	 (~0ull)
 
 struct dslot {
 	bool used;
 	uint64_t gpa, size, hpa;
 	unsigned flags;
+	bool backed; // a frame list (pfn[] of its dback), else contiguous from hpa
+};
+
+// A frame-list slot's backing: the engine reads pfn[] through it.
+struct dback {
+	struct s2_backing b;
+	uint64_t run; // page i's frame when a fill gives the slot's run: run + i * 4K
+	uint64_t pfn[SLOT_MAX_PAGES];
 };
 
 struct xpage {
@@ -70,6 +86,9 @@ struct drun {
 	bool ended; // o->data used up
 	bool trace; // MMT_TRACE set
 	struct dslot slot[NSLOTS];
+	struct dback back[NSLOTS];
+	uint64_t backed_blocks, absent_faults; // coverage of the frame-list cases
+	uint64_t hot;			       // a page the last fill or drop changed
 	uint8_t lvl[WPAGES]; // slot world: level of the leaf mapping each page
 	struct xpage x[XPAGES];
 	jmp_buf fail;
@@ -182,6 +201,50 @@ static bool model_overlaps(const struct drun *r, uint64_t gpa, uint64_t size, in
 	return false;
 }
 
+static uint64_t back_hpa(const struct s2_backing *b, uint64_t i)
+{
+	uint64_t pfn = ((const struct dback *)b)->pfn[i];
+
+	return pfn == PFN_ABSENT ? S2_HPA_ABSENT : pfn << 12;
+}
+
+static bool back_contiguous(const struct s2_backing *b, uint64_t i, uint64_t n)
+{
+	const uint64_t *pfn = ((const struct dback *)b)->pfn;
+
+	for (uint64_t k = 0; k < n; k++)
+		if (pfn[i + k] == PFN_ABSENT || pfn[i + k] != pfn[i] + k)
+			return false;
+	return true;
+}
+
+static const struct dback *slot_back(const struct drun *r, const struct dslot *s)
+{
+	return &r->back[s - r->slot];
+}
+
+// The model's frame of slot page `gpa` (S2_HPA_ABSENT: none).
+static uint64_t model_page_hpa(const struct drun *r, const struct dslot *s, uint64_t gpa)
+{
+	if (!s->backed)
+		return s->hpa + (gpa - s->gpa);
+	return back_hpa(&slot_back(r, s)->b, (gpa - s->gpa) / 4096);
+}
+
+// The block decision: the leaf a fault at `gpa` must map (2M at most: the
+// window holds no 1G block).
+static unsigned model_level(const struct drun *r, const struct dslot *s, uint64_t gpa)
+{
+	uint64_t base = gpa & ~(2 * MiB - 1), first = (base - s->gpa) / 4096;
+
+	if (base < s->gpa || base + 2 * MiB > s->gpa + s->size)
+		return 0;
+	if (!s->backed)
+		return (s->hpa - s->gpa) & (2 * MiB - 1) ? 0 : 1;
+	const struct dback *d = slot_back(r, s);
+	return back_contiguous(&d->b, first, 512) && !(d->pfn[first] & 511) ? 1 : 0;
+}
+
 static unsigned slot_prot(const struct dslot *s)
 {
 	return s->flags & S2_SLOT_READONLY ? S2_PROT_R | S2_PROT_X : S2_PROT_RWX;
@@ -247,7 +310,7 @@ static void check_slot_page(struct drun *r, uint64_t gpa)
 			  "[0x%llx, 0x%llx))",
 			  (unsigned long long)gpa, l, (unsigned long long)s->gpa,
 			  (unsigned long long)(s->gpa + s->size));
-	DIFF_EXPECT_EQ(r, x.hpa, s->hpa + (gpa - s->gpa), "slot page hpa");
+	DIFF_EXPECT_EQ(r, x.hpa, model_page_hpa(r, s, gpa), "slot page hpa");
 	DIFF_EXPECT_EQ(r, x.prot, slot_prot(s), "slot page prot");
 	DIFF_EXPECT_EQ(r, x.level, l, "slot page leaf level");
 }
@@ -324,7 +387,7 @@ static void compare_slot_leaf(struct drun *r, uint64_t gpa, unsigned level,
 	}
 	if (!s)
 		diff_fail(r, "model bug: leaf at 0x%llx with no slot", (unsigned long long)gpa);
-	DIFF_EXPECT_EQ(r, x->hpa, s->hpa + (gpa - s->gpa), "slot leaf hpa");
+	DIFF_EXPECT_EQ(r, x->hpa, model_page_hpa(r, s, gpa), "slot leaf hpa");
 	DIFF_EXPECT_EQ(r, x->prot, slot_prot(s), "slot leaf prot");
 }
 
@@ -440,12 +503,32 @@ static int slot_add(struct drun *r, int id, struct dslot *s)
 	if (gpa + size > WIN)
 		gpa = WIN - size;
 	want = s->used ? S2_E_EXIST : model_overlaps(r, gpa, size, -1) ? S2_E_OVERLAP : 0;
-	got = s2_slot_add(r->t.vm, 0, (uint32_t)id, gpa, size, hpa, flags);
+	bool backed = rnd_below(r, 2) == 0;
+	if (backed) {
+		struct dback *d = &r->back[id];
+
+		if (rnd_below(r, 3) == 0)
+			gpa = rnd_below(r, WIN / (2 * MiB)) * 2 * MiB; // more room for blocks
+		if (gpa + size > WIN)
+			gpa = WIN - size;
+		want = s->used ? S2_E_EXIST : model_overlaps(r, gpa, size, -1) ? S2_E_OVERLAP : 0;
+		d->b = (struct s2_backing){back_hpa, back_contiguous, 1};
+		if (!s->used) { // a live slot's frames stay as they are
+			// Its huge pages: each block's frames one aligned run
+			// (now and then off by the slot's hpa offset).
+			d->run = rnd_below(r, 4) ? (hpa & ~(2 * MiB - 1)) + gpa : hpa;
+			for (uint64_t i = 0; i < size / 4096; i++)
+				d->pfn[i] = PFN_ABSENT; // a lazy slot: frames come with fills
+		}
+		got = s2_slot_add_backed(r->t.vm, 0, (uint32_t)id, gpa, size, &d->b, flags);
+	} else {
+		got = s2_slot_add(r->t.vm, 0, (uint32_t)id, gpa, size, hpa, flags);
+	}
 	if (got == S2_E_NOMEM)
 		return got;
 	DIFF_EXPECT_EQ(r, got, want, "slot add result");
 	if (!got)
-		*s = (struct dslot){true, gpa, size, hpa, flags};
+		*s = (struct dslot){true, gpa, size, hpa, flags, backed};
 	return got;
 }
 
@@ -536,7 +619,7 @@ static uint64_t rand_fault_gpa(struct drun *r)
 	unsigned pick = (unsigned)rnd_below(r, 4);
 
 	if (!s->used || pick == 0)
-		return rnd_below(r, WPAGES) * 4096;
+		return r->hot && rnd_below(r, 2) ? r->hot : rnd_below(r, WPAGES) * 4096;
 	if (pick == 1)
 		return s->gpa;
 	if (pick == 2)
@@ -544,9 +627,8 @@ static uint64_t rand_fault_gpa(struct drun *r)
 	return s->gpa + rnd_below(r, s->size / 4096) * 4096;
 }
 
-static void op_fault(struct drun *r)
+static void fault_at(struct drun *r, uint64_t gpa)
 {
-	uint64_t gpa = rand_fault_gpa(r);
 	unsigned access = rnd_below(r, 2) ? S2_PROT_W : S2_PROT_R;
 	const struct dslot *s = model_slot_at(r, gpa);
 	struct s2_fault_info fi = {0};
@@ -564,13 +646,83 @@ static void op_fault(struct drun *r)
 		DIFF_EXPECT_EQ(r, got, S2_FAULT_MMIO, "fault result (no slot)");
 	} else if ((access & S2_PROT_W) && (s->flags & S2_SLOT_READONLY)) {
 		DIFF_EXPECT_EQ(r, got, S2_E_PERM, "fault result (write to read-only)");
+	} else if (model_page_hpa(r, s, gpa) == S2_HPA_ABSENT) {
+		DIFF_EXPECT_EQ(r, got, S2_FAULT_ABSENT, "fault result (page without a frame)");
+		r->absent_faults++;
 	} else {
 		DIFF_EXPECT_EQ(r, got, S2_FAULT_MAPPED, "fault result");
+		DIFF_EXPECT_EQ(r, fi.level, model_level(r, s, gpa), "fault leaf level");
+		r->backed_blocks += s->backed && fi.level;
 		model_map_leaf(r, gpa, fi.level, s);
 		check_slot_range(r, gpa & ~(s2_level_size(fi.level) - 1), s2_level_size(fi.level));
 		return;
 	}
 	check_slot_page(r, gpa);
+}
+
+static void op_fault(struct drun *r)
+{
+	fault_at(r, rand_fault_gpa(r));
+}
+
+// A frame-list slot's pages gain frames (fill: absent pages only, as FILL;
+// the frames are the slot's aligned run, i.e. a huge page, or scattered) or
+// lose them (drop: absent, then the engine's page zap, as DROP). Runs are
+// often one aligned 2 MiB block, so blocks are split and collapse again.
+static void op_frames(struct drun *r)
+{
+	const struct dslot *h = r->hot && rnd_below(r, 2) ? model_slot_at(r, r->hot) : NULL;
+	int id = h ? (int)(h - r->slot) : (int)rnd_below(r, NSLOTS);
+	struct dslot *s = &r->slot[id];
+	struct dback *d = &r->back[id];
+
+	if (!s->used || !s->backed)
+		return;
+	uint64_t pages = s->size / 4096, first, n;
+	// Half the time where the last one was: a block is split, faulted in
+	// with 4K leaves and made whole again.
+	uint64_t page = h ? (r->hot - s->gpa) / 4096 : rnd_below(r, pages);
+	if (rnd_below(r, 3)) { // the 2 MiB block around a page
+		uint64_t gpa = (s->gpa + page * 4096) & ~(2 * MiB - 1);
+		first = gpa < s->gpa ? 0 : (gpa - s->gpa) / 4096;
+		n = 512;
+	} else {
+		first = page;
+		n = 1 + rnd_below(r, 16);
+	}
+	if (n > pages - first)
+		n = pages - first;
+	r->hot = s->gpa + (first + rnd_below(r, n)) * 4096; // faults follow fills and drops
+	bool fill = rnd_below(r, 3) != 0, scattered = rnd_below(r, 6) == 0;
+	if (r->trace)
+		fprintf(stderr, "%llu: %s slot %d pages %llu+%llu%s\n", (unsigned long long)r->step,
+			fill ? "fill" : "drop", id, (unsigned long long)first,
+			(unsigned long long)n, scattered ? " scattered" : "");
+	if (fill) {
+		// The vCPU ran in the block before: a fault at its first page
+		// with a frame maps it (a 4K leaf if the block was incomplete);
+		// after the fill, a fault in it (a block that is whole now
+		// collapses).
+		for (uint64_t i = first; n == 512 && i < first + n; i++)
+			if (d->pfn[i] != PFN_ABSENT) {
+				fault_at(r, s->gpa + i * 4096);
+				break;
+			}
+		for (uint64_t i = first; i < first + n; i++)
+			if (d->pfn[i] == PFN_ABSENT)
+				d->pfn[i] = scattered ? 0x2000000 + rnd_below(r, 1 << 20) * 3
+						      : (d->run >> 12) + i;
+		if (n == 512)
+			fault_at(r, r->hot);
+		return;
+	}
+	for (uint64_t i = first; i < first + n; i++)
+		d->pfn[i] = PFN_ABSENT;
+	DIFF_EXPECT_EQ(r, s2_slot_zap_pages(r->t.vm, 0, (uint32_t)id, first, n), 0,
+		       "page zap result");
+	model_slot_zap(r, s->gpa + first * 4096, n * 4096);
+	reload(r);
+	check_slot_range(r, s->gpa + first * 4096, n * 4096);
 }
 
 static void op_explicit(struct drun *r, unsigned kind)
@@ -620,7 +772,8 @@ static void op_mode(struct drun *r)
 }
 
 // One step: now and then an allocation failure and a resched request, then
-// one operation (2% mode switch, 28% slot update, 40% fault, 30% explicit).
+// one operation (2% mode switch, 28% slot update, 28% fault, 14% frames of a
+// frame-list slot, 28% explicit).
 static void step(struct drun *r)
 {
 	unsigned k = (unsigned)rnd_below(r, 100);
@@ -634,8 +787,10 @@ static void step(struct drun *r)
 		op_mode(r);
 	else if (k < 30)
 		op_slot(r, (unsigned)rnd_below(r, 4));
-	else if (k < 70)
+	else if (k < 58)
 		op_fault(r);
+	else if (k < 72)
+		op_frames(r);
 	else
 		op_explicit(r, (unsigned)rnd_below(r, 3));
 	r->t.be->fail_at = r->tx.be->fail_at = 0;
@@ -676,6 +831,15 @@ static void finish(struct drun *r)
 	DIFF_EXPECT_EQ(r, c.stale_at_yield + cx.stale_at_yield, 0, "stale TLB entries at yields");
 	if (r->o->expect_coverage && !(c.alloc_failures && c.yields && cx.alloc_failures))
 		diff_fail(r, "no allocation failure or yield was injected (too few operations?)");
+	struct s2_stats st;
+	s2_vm_stats(r->t.vm, &st);
+	if (r->o->expect_coverage && !(r->backed_blocks && r->absent_faults && st.collapses))
+		diff_fail(
+		    r,
+		    "frame lists: %llu 2M leaves, %llu faults on absent pages, %llu collapses: "
+		    "each must happen (too few operations?)",
+		    (unsigned long long)r->backed_blocks, (unsigned long long)r->absent_faults,
+		    (unsigned long long)st.collapses);
 	dvm_fini(r, &r->t);
 	dvm_fini(r, &r->tx);
 }

@@ -216,6 +216,93 @@ static void test_absent_pages_and_page_zap(void **state)
 	mmt_fini(&t);
 }
 
+// A huge page of the VMM's on every format: a 2 MiB slot at 2 MiB whose
+// frames come as one aligned run maps with one 2M leaf; when the VMM breaks
+// the huge page (page 5 dropped), the whole leaf goes with one flush and the
+// other pages refault as 4K leaves under one table; when the same run backs
+// the block again, the next fault collapses the table into one 2M leaf (one
+// flush, the table freed, no stale translation).
+static void block_split_collapse(const struct s2_fmt *f)
+{
+	static uint64_t pfn[512];
+	struct frames fr = {{frames_hpa, frames_contig, 1}, pfn};
+	struct s2_fault_info fi;
+	struct s2_stats st0, st;
+	struct mmt t;
+
+	for (unsigned i = 0; i < 512; i++)
+		pfn[i] = PFN_ABSENT;
+	mmt_init(&t, f);
+	assert_int_equal(s2_slot_add_backed(t.vm, 0, 1, 2 * MiB, 2 * MiB, &fr.b, 0), 0);
+	assert_int_equal(s2_fault(t.vm, t.root, 2 * MiB, S2_PROT_W, &fi), S2_FAULT_ABSENT);
+	for (unsigned i = 0; i < 512; i++)
+		pfn[i] = 0x400000 + i; // the module's FILL of the whole block
+	assert_int_equal(s2_fault(t.vm, t.root, 2 * MiB + 77 * 4096, S2_PROT_W, &fi),
+			 S2_FAULT_MAPPED);
+	assert_int_equal(fi.level, 1);
+	s2_vm_stats(t.vm, &st0);
+	assert_int_equal(st0.leaves_mapped[1], 1);
+	assert_int_equal(st0.leaves_mapped[0], 0);
+	assert_int_equal(mmt_tlb(&t, 2 * MiB + 300 * 4096 + 5).hpa,
+			 ((0x400000ull + 300) << 12) + 5);
+	// Split: page 5 goes absent (DROP), the block's one leaf is zapped.
+	uint64_t f0 = flushes(&t);
+	pfn[5] = PFN_ABSENT;
+	assert_int_equal(s2_slot_zap_pages(t.vm, 0, 1, 5, 1), 0);
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.leaves_zapped - st0.leaves_zapped, 1);
+	assert_int_equal(flushes(&t) - f0, 1);
+	for (unsigned i = 0; i < 512; i++)
+		assert_false(mmt_tlb(&t, 2 * MiB + i * 4096).mapped);
+	for (unsigned i = 0; i < 512; i++) {
+		int r = s2_fault(t.vm, t.root, 2 * MiB + i * 4096, S2_PROT_R, &fi);
+		assert_int_equal(r, i == 5 ? S2_FAULT_ABSENT : S2_FAULT_MAPPED);
+		assert_int_equal(fi.level, 0);
+	}
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.leaves_mapped[0], 511);
+	assert_int_equal(st.leaves_mapped[1], 1);
+	uint64_t live = st.tables_live, z0 = st.leaves_zapped;
+	// Collapse: the same run backs page 5 again; its fault maps the block.
+	f0 = flushes(&t);
+	pfn[5] = 0x400005;
+	assert_int_equal(s2_fault(t.vm, t.root, 2 * MiB + 5 * 4096, S2_PROT_W, &fi),
+			 S2_FAULT_MAPPED);
+	assert_int_equal(fi.level, 1);
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.collapses, 1);
+	assert_int_equal(st.leaves_mapped[1], 2);
+	assert_int_equal(st.leaves_mapped[0], 511);
+	assert_int_equal(st.tables_live, live - 1);   // the 4K table is freed
+	assert_int_equal(st.leaves_zapped - z0, 511); // its leaves, in one go
+	assert_int_equal(flushes(&t) - f0, 1);
+	for (unsigned i = 0; i < 512; i++) {
+		struct s2_xlate x = mmt_tlb(&t, 2 * MiB + i * 4096);
+		assert_true(x.mapped);
+		assert_int_equal(x.level, 1);
+		assert_int_equal(x.hpa, (0x400000ull + i) << 12);
+	}
+	assert_int_equal(host_tlb_stale(t.be), 0);
+	// A run that breaks again: faults stay at 4K, no collapse.
+	pfn[9] = 0x123456;
+	assert_int_equal(s2_slot_zap_pages(t.vm, 0, 1, 9, 1), 0);
+	assert_int_equal(s2_fault(t.vm, t.root, 2 * MiB + 9 * 4096, S2_PROT_R, &fi),
+			 S2_FAULT_MAPPED);
+	assert_int_equal(fi.level, 0);
+	assert_int_equal(mmt_walk(&t, 2 * MiB + 9 * 4096).hpa, 0x123456ull << 12);
+	s2_vm_stats(t.vm, &st);
+	assert_int_equal(st.collapses, 1);
+	assert_int_equal(s2_slot_delete(t.vm, 0, 1), 0);
+	mmt_fini(&t);
+}
+
+static void test_block_split_collapse(void **state)
+{
+	block_split_collapse(&s2_fmt_ept4);
+	block_split_collapse(&s2_fmt_npt4);
+	block_split_collapse(&s2_fmt_arm64_4k);
+}
+
 static void test_delete_zaps_only_slot(void **state)
 {
 	const struct s2_fmt *fmts[] = {&s2_fmt_ept4, &s2_fmt_npt4, &s2_fmt_arm64_4k};
@@ -510,6 +597,7 @@ int main(void)
 	    cmocka_unit_test(test_fault_maps_largest_leaf),
 	    cmocka_unit_test(test_backed_slot_leaves),
 	    cmocka_unit_test(test_absent_pages_and_page_zap),
+	    cmocka_unit_test(test_block_split_collapse),
 	    cmocka_unit_test(test_readonly_slot),
 	    cmocka_unit_test(test_delete_zaps_only_slot),
 	    cmocka_unit_test(test_empty_slot_delete_no_flush),
