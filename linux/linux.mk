@@ -52,7 +52,7 @@ $(OUT)/guest.bin: $(GSRC) $(L)/guest/job.h
 KVMCHECK_HDR := $(addprefix $(L)/tests/,kvmcheck.h kvmcheck_arm64.h kvmcheck_vgic.h kvmcheck_x86.h)
 ifeq ($(GARCH),aarch64)
 KVMCHECK_SRC := $(addprefix $(L)/tests/,slat-kvm-check.c kvmcheck.c kvmcheck_arm64.c \
-                  kvmcheck_psci.c kvmcheck_readonly.c kvmcheck_vgic.c kvmcheck_vgic2.c \
+                  kvmcheck_psci.c kvmcheck_readonly.c kvmcheck_thp.c kvmcheck_vgic.c kvmcheck_vgic2.c \
                   kvmcheck_vgic_state.c)
 $(OUT)/slat-kvm-check: $(KVMCHECK_SRC) $(KVMCHECK_HDR)
 	@mkdir -p $(OUT) $(KO)

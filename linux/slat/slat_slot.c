@@ -285,13 +285,6 @@ int slat_slot_update(struct slat_vm *vm, u32 slot, u64 gpa, u64 size, u64 uaddr,
 }
 
 /*
- * The guest touched page `index` of a lazy slot, which has no frame: pin the
- * VMM's page there (and up to SLOT_FILL_MAX - 1 following ones that lack a
- * frame) and give them to Slat. 0: run again (also when the slot changed
- * meanwhile); -EFAULT: the VMM's memory cannot be pinned writable, as KVM
- * answers for a bad user address.
- */
-/*
  * A read-only slot whose VMM pages another slot of the VM already maps (a
  * ROM and its alias: QEMU's BIOS at 0xfffe0000 and 0xe0000): Slat gives a
  * frame to one place of a VM only, so such a page gets a copy of its own.
@@ -343,12 +336,110 @@ static long slot_fill_copies(struct slat_mslot *ms, u32 index, struct page **pin
 	return st;
 }
 
+/* Pages of a 2 MiB block, the leaf Slat maps for a huge page of the VMM's. */
+#define SLOT_BLOCK_PAGES (1ul << (PMD_SHIFT - PAGE_SHIFT))
+
+/*
+ * The first page of the 2 MiB block around `index`, when the VMM may back it
+ * with one huge page (THP or hugetlbfs): the block lies wholly in the slot,
+ * its guest and user addresses are aligned alike, and `page` (pinned at
+ * `index`) belongs to a huge page that holds the whole block. Else -1. The
+ * slot's kind must allow a block leaf (not dirty logging: 4 KiB leaves; not
+ * read-only: its pages may need copies, slot_fill_copies).
+ */
+static long slot_block_first(const struct slat_mslot *ms, u32 index, struct page *page)
+{
+	struct folio *f = page_folio(page);
+	unsigned long in_block = ((ms->gpa >> PAGE_SHIFT) + index) & (SLOT_BLOCK_PAGES - 1);
+	unsigned long pfn = page_to_pfn(page) - in_block;
+
+	if ((ms->flags & (SLAT_SLOT_READONLY | SLAT_SLOT_DIRTY)) ||
+	    ((ms->gpa ^ ms->uaddr) & (PMD_SIZE - 1)) || in_block > index ||
+	    index - in_block + SLOT_BLOCK_PAGES > ms->npages)
+		return -1;
+	/* Mapped whole (a PMD, or hugetlbfs' huge entry) somewhere: the
+	 * host mapping level is the block's. A huge page mapped only by 4 KiB
+	 * entries (split, partly unmapped) is filled page by page. */
+	if (folio_nr_pages(f) < SLOT_BLOCK_PAGES || folio_entire_mapcount(f) <= 0 ||
+	    (pfn & (SLOT_BLOCK_PAGES - 1)) || pfn < folio_pfn(f) ||
+	    pfn + SLOT_BLOCK_PAGES > folio_pfn(f) + folio_nr_pages(f))
+		return -1;
+	return index - in_block;
+}
+
+/*
+ * Pins the block at `first` as the VMM maps it now, without faulting any
+ * page in (what KVM's host mapping level reads from the page tables): true
+ * when all of it is present and is one run of frames, pins[] then holding
+ * them; else nothing stays pinned and the caller fills page by page. Slat
+ * checks every frame again before it maps a block.
+ */
+static bool slot_pin_block(struct slat_mslot *ms, unsigned long first, struct page **pins)
+{
+	long got = pin_user_pages_fast_only(ms->uaddr + (first << PAGE_SHIFT), SLOT_BLOCK_PAGES,
+					    FOLL_WRITE | FOLL_LONGTERM, pins);
+	unsigned long k;
+
+	for (k = 1; got == SLOT_BLOCK_PAGES && k < SLOT_BLOCK_PAGES; k++)
+		if (page_to_pfn(pins[k]) != page_to_pfn(pins[0]) + k)
+			break;
+	if (got == SLOT_BLOCK_PAGES && k == SLOT_BLOCK_PAGES)
+		return true;
+	if (got > 0)
+		unpin_user_pages(pins, got);
+	return false;
+}
+
+/*
+ * FILLs every page of the pinned block at `first` that lacks a frame (runs of
+ * them, one call each), under ms->lock, unless the range changed since
+ * `seq`. The pins Slat did not take are dropped. Slat's status.
+ */
+static long slot_fill_block(struct slat_mslot *ms, unsigned long first, struct page **pins,
+			    unsigned long seq)
+{
+	unsigned long i = 0, run;
+	long st = HC_OK;
+
+	mutex_lock(&ms->lock);
+	if (mmu_interval_read_retry(&ms->mn, seq))
+		i = SLOT_BLOCK_PAGES; /* the guest retries */
+	while (i < SLOT_BLOCK_PAGES && st == HC_OK) {
+		if (ms->pages[first + i]) {
+			unpin_user_page(pins[i++]); /* Slat has this page already */
+			continue;
+		}
+		for (run = 1; i + run < SLOT_BLOCK_PAGES && !ms->pages[first + i + run]; run++)
+			;
+		st = slot_call_list(ms, HC_SLOT_FILL, first + i, &pins[i], run);
+		if (st != HC_OK)
+			break;
+		memcpy(&ms->pages[first + i], &pins[i], run * sizeof(*pins));
+		ms->present += run;
+		atomic64_add(run, &slat_pinned_pages);
+		i += run;
+	}
+	mutex_unlock(&ms->lock);
+	if (i < SLOT_BLOCK_PAGES)
+		unpin_user_pages(pins + i, SLOT_BLOCK_PAGES - i);
+	return st;
+}
+
+/*
+ * The guest touched page `index` of a lazy slot, which has no frame: pin the
+ * VMM's page there (and up to SLOT_FILL_MAX - 1 following ones that lack a
+ * frame) and give them to Slat; when a huge page of the VMM's backs the
+ * whole 2 MiB block around it, the block's pages instead (Slat maps the
+ * block with one leaf). 0: run again (also when the slot changed
+ * meanwhile); -EFAULT: the VMM's memory cannot be pinned writable, as KVM
+ * answers for a bad user address.
+ */
 static int slot_fill(struct slat_mslot *ms, u32 index)
 {
 	u64 uaddr = ms->uaddr + ((u64)index << PAGE_SHIFT);
 	struct page *pins[SLOT_FILL_MAX];
 	unsigned long seq, n = 0;
-	long got, st;
+	long got, st, first;
 	unsigned long done;
 
 	if (index >= ms->npages)
@@ -379,6 +470,18 @@ static int slot_fill(struct slat_mslot *ms, u32 index)
 		got = pin_user_pages_unlocked(uaddr, 1, pins, FOLL_WRITE);
 	if (got <= 0)
 		return -EFAULT;
+	first = slot_block_first(ms, index, pins[0]);
+	if (first >= 0) {
+		struct page **block = kmalloc_array(SLOT_BLOCK_PAGES, sizeof(*block), GFP_KERNEL);
+
+		if (block && slot_pin_block(ms, first, block)) {
+			unpin_user_pages(pins, got);
+			st = slot_fill_block(ms, first, block, seq);
+			kfree(block);
+			return slat_errno(st);
+		}
+		kfree(block);
+	}
 	mutex_lock(&ms->lock);
 	/* The range changed, or another vCPU filled a page: this vCPU retries. */
 	for (n = 0; n < (unsigned long)got && !ms->pages[index + n]; n++)

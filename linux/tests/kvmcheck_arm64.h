@@ -132,6 +132,7 @@ void no_op(int sig);
 // ---- the feature sections (kvmcheck_<feature>.c), called by main ----
 void check_psci(int kvm);     // kvmcheck_psci.c
 void check_readonly(int kvm); // kvmcheck_readonly.c
+void check_thp(int kvm);      // kvmcheck_thp.c: huge pages of the VMM's, 2 MiB leaves
 void check_vgic(int kvm);     // kvmcheck_vgic.c: GICv3, else GICv2
 
 #endif

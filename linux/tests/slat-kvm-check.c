@@ -433,6 +433,7 @@ int main(int argc, char **argv)
 		check_psci(kvm);
 	alarm(60);
 	check_readonly(kvm);
+	check_thp(kvm);
 	alarm(0);
 	check_vgic(kvm);
 	close(kvm);

@@ -93,6 +93,10 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_UPDATE_MAPPINGS: total execution time' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$' \
+		'^SLAT-GUEST: kvm: running kvm_page_table_test -s anonymous_thp' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test: Testing memory backing src type: anonymous_thp' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$' \
 		"${dlp[@]}" \
 		"${dlt[@]}" \
 		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \

@@ -93,6 +93,9 @@ fi
 # KVM_GET_DIRTY_LOG and KVM_CLEAR_DIRTY_LOG (manual protection), one vCPU
 # (arm64: with the in-kernel GICv3 set up through a redistributor region).
 run kvm_page_table_test -b 32M -v 2
+# The same over the VMM's transparent huge pages: Slat maps them with 2 MiB
+# leaves (slat.ko fills a whole block when a huge page backs it).
+run kvm_page_table_test -s anonymous_thp -b 128M -v 2
 run dirty_log_perf_test $mode -b 32M -v 1 -i 3
 # dirty_log_test: its slot is 1 GiB and 3 pages (lazy slots over 1 GiB, ABI
 # 1.10). Every log mode the kernel offers: dirty-log (KVM_GET_DIRTY_LOG) and
