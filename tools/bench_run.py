@@ -342,7 +342,7 @@ def run_kvm_api(quick, runs):
             if test == "memslot_modification_stress":
                 ok_rs = [r for r in rs if r.get("exit") == 0]
                 row[system] = median_of(ok_rs, "wall_s") if ok_rs else None
-            elif test.startswith("dirty_log_perf "):
+            elif test.startswith(("dirty_log_perf ", "page_table_thp ")):
                 ok_rs = [r for r in rs if r.get("exit") == 0]
                 row[system] = median_of(ok_rs, "value_s") if ok_rs else None
             else:
@@ -362,7 +362,8 @@ def run_kvm_api(quick, runs):
                           "the emulated SVM with NPT), running the same binaries",
                  unit="seconds: memslot_perf_test's best time per loop iteration (lower is "
                       "better); memslot_modification_stress_test's median wall time; "
-                      "dirty_log_perf_test's phases (its own times): median seconds",
+                      "dirty_log_perf_test's phases and kvm_page_table_test's stages over "
+                      "transparent huge pages (their own times): median seconds",
                  results=raw, summary=summary)
     if not good:
         entry["reason"] = f"exit status {rc}, {len(raw)} result line(s)"
