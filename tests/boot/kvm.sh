@@ -14,7 +14,7 @@
 #                          dirty-log and clear-log modes on both
 
 kvm_expect_pass() {
-	local t psci=() smrt=() vgic=() dlp=() dlt=() evt=()
+	local t psci=() smrt=() vgic=() dlp=() dlt=() evt=() thp=()
 	# dirty_log_perf_test's harvests (get, then clear with manual protection).
 	dlp=('^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 get dirty log time' \
 		'^SLAT-GUEST: kvm: dirty_log_perf_test: Iteration 3 clear dirty log time' \
@@ -40,6 +40,11 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: memslot_perf_test: Done [1-9][0-9]* iterations' \
 		'^SLAT-GUEST: kvm: memslot_perf_test exit 0$')
 	[ "$1" = x86_64 ] && [ -z "${2:-}" ] && maxslots=()
+	# arm64: kvm_page_table_test over transparent huge pages (not yet run on x86).
+	[ "$1" = aarch64 ] && thp=('^SLAT-GUEST: kvm: running kvm_page_table_test -s anonymous_thp' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test: Testing memory backing src type: anonymous_thp' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$')
 	# arm64: PSCI in the module (CPU_ON, SYSTEM_SUSPEND) by psci_test's verdict.
 	[ "$1" = aarch64 ] && psci=('^SLAT-GUEST: kvm: running psci_test' \
 		'^SLAT-GUEST: kvm: psci_test exit 0$')
@@ -93,10 +98,7 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_UPDATE_MAPPINGS: total execution time' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$' \
-		'^SLAT-GUEST: kvm: running kvm_page_table_test -s anonymous_thp' \
-		'^SLAT-GUEST: kvm: kvm_page_table_test: Testing memory backing src type: anonymous_thp' \
-		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
-		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$' \
+		"${thp[@]}" \
 		"${dlp[@]}" \
 		"${dlt[@]}" \
 		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \

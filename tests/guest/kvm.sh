@@ -94,8 +94,9 @@ fi
 # (arm64: with the in-kernel GICv3 set up through a redistributor region).
 run kvm_page_table_test -b 32M -v 2
 # The same over the VMM's transparent huge pages: Slat maps them with 2 MiB
-# leaves (slat.ko fills a whole block when a huge page backs it).
-run kvm_page_table_test -s anonymous_thp -b 128M -v 2
+# leaves (slat.ko fills a whole block when a huge page backs it). arm64 only
+# for now: not yet run on x86 (SVM), where it would need its time measured.
+[ $x86 = 0 ] && run kvm_page_table_test -s anonymous_thp -b 128M -v 2
 run dirty_log_perf_test $mode -b 32M -v 1 -i 3
 # dirty_log_test: its slot is 1 GiB and 3 pages (lazy slots over 1 GiB, ABI
 # 1.10). Every log mode the kernel offers: dirty-log (KVM_GET_DIRTY_LOG) and
