@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The guest GPR moves the x86 entry paths share (svm/svm_entry.S,
-// vmx/hv_entry.S): the guest's registers in memory at \base
+// vmx/vmx_entry.S): the guest's registers in memory at \base
 // in enum x86_gpr order (8 bytes each: RAX, RCX, RDX, RBX, RSP, RBP, RSI,
 // RDI, R8..R15). RAX and RSP are not moved (the VMCB / VMCS and the caller
 // hold them); \base must be neither of the registers moved, so use %rax.
@@ -43,7 +43,7 @@
 
 // The host's registers the Microsoft x64 ABI has a callee preserve (RBX, RBP,
 // RDI, RSI, R12-R15), around an entry called from C (svm/svm_entry.S,
-// vmx/vmx_entry.S, vmx/hv_entry.S): 64 bytes, RBX at the top.
+// vmx/vmx_entry.S): 64 bytes, RBX at the top.
 .macro HOST_CALLEE_SAVED_PUSH
 	push	%rbx
 	push	%rbp

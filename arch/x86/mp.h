@@ -43,6 +43,20 @@ unsigned x86_mp_list_cpus(struct x86_mp_services *mp, uint32_t *ids, unsigned ma
 // *start is the TSC at the beginning of the interval.
 uint64_t x86_tsc_hz(EFI_BOOT_SERVICES *bs, uint16_t pm_tmr, uint64_t *start);
 
+struct x86_power_ports;
+// What both launchers read first: the ACPI power ports (\_S3_ hidden from
+// the DSDT, logged), then the TSC rate (x86_tsc_hz).
+void x86_boot_measure(const struct slat_plan *plan, EFI_BOOT_SERVICES *bs,
+		      struct x86_power_ports *power, uint64_t *tsc_hz, uint64_t *tsc_start);
+
+// Deprivileges every CPU with enter(arg) (0: the CPU returned in guest
+// mode): the APs first through the MP services (`n` CPUs enabled, those
+// that fail are logged and run outside Slat), the calling boot CPU last.
+// Returns how many CPUs run in guest mode, or -1 when the boot CPU failed
+// (before it changed anything).
+int x86_enter_all_cpus(struct x86_mp_services *mp, unsigned n, int (*enter)(void *arg), void *arg,
+		       const char *vendor);
+
 // Where `sym` of the loaded image lives in Slat's resident copy.
 static inline uint64_t x86_resident_addr(const struct slat_plan *plan, const void *sym)
 {

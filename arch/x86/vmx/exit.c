@@ -313,11 +313,10 @@ static void entry_failed_report(struct vcpu *v, uint32_t reason)
 	    (unsigned long long)vmread(VMCS_ENTRY_CTLS));
 }
 
-// The exit entry (called by vmx_entry.S): decode, the shared policy, apply.
-void vmx_handle_exit(struct vmx_gprs *g)
+// A primary vCPU's exit (its GPRs in v->arch.gpr): decode, the shared
+// policy, apply.
+static void vmx_handle_exit(struct vmx_pcpu *pc)
 {
-	// HOST_RSP pointed at the slot holding this CPU's record (vmx_entry.S).
-	struct vmx_pcpu *pc = *(struct vmx_pcpu **)(g + 1);
 	struct vcpu *v = pc->vcpu;
 	x86_slat_cpu_exit(pc->index); // out of guest mode until vmx_ept_sync
 	const struct vmx_exit_fields f = {
@@ -329,8 +328,6 @@ void vmx_handle_exit(struct vmx_gprs *g)
 	unsigned reason = f.reason & 0xffff;
 	struct x86_exit e;
 
-	for (unsigned i = 0; i < X86_NR_GPRS; i++)
-		v->arch.gpr[i] = g->r[i];
 	v->arch.gpr[X86_RSP] = vmread(VMCS_GUEST_RSP);
 	v->arch.rip = vmread(VMCS_GUEST_RIP);
 	if (reason < VMX_EXIT_REASONS)
@@ -348,18 +345,30 @@ void vmx_handle_exit(struct vmx_gprs *g)
 	vmx_ept_sync(pc->index);
 	nmi_apply(v);
 
-	for (unsigned i = 0; i < X86_NR_GPRS; i++)
-		g->r[i] = v->arch.gpr[i];
 	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
 	vmwrite(VMCS_GUEST_RIP, v->arch.rip);
 }
 
-void vmx_resume_failed(struct vmx_gprs *g)
+static void vmx_resume_failed(struct vmx_pcpu *pc)
 {
-	struct vmx_pcpu *pc = *(struct vmx_pcpu **)(g + 1);
 	uint64_t err = vmread(VMCS_INSN_ERROR);
 
 	log_err("vmx: VMRESUME failed on vcpu%u: VM-instruction error %llu (%s)\n", pc->index,
 		(unsigned long long)err, vmx_insn_error_name(err));
 	x86_vm_shutdown(pc->vcpu, false, 0, 0, 0);
+}
+
+void vmx_primary_loop(void *arg)
+{
+	struct vmx_pcpu *pc = arg;
+
+	for (;;) {
+		if (vmx_enter_guest(pc->vcpu->arch.gpr, pc->launched)) {
+			if (!pc->launched)
+				return; // cpu_launch reports it and leaves VMX operation
+			vmx_resume_failed(pc);
+		}
+		pc->launched = true;
+		vmx_handle_exit(pc);
+	}
 }

@@ -11,7 +11,8 @@
 //          vCPU's VMCS (VMCLEARed at the end of the last RUN, on whatever CPU:
 //          so it may move between CPUs) and write controls, host state (the
 //          primary VMCS's, read before) and the guest state from the page;
-//   enter: EPTP, flushes, one VMLAUNCH / VMRESUME (vmx_hv_run_once);
+//   enter: EPTP, flushes, one VMLAUNCH / VMRESUME (vmx_enter_guest, the
+//          primary's entry too);
 //   end:   guest state back to the page, VMCLEAR, VMPTRLD the primary's VMCS.
 //
 // Secondaries use VPID 2 (the primary 1). Intercepts: external interrupts
@@ -29,9 +30,6 @@
 #define PROC_UNCOND_IO (1u << 24)
 
 struct vmx_hv_config vmx_hv;
-
-// vmx/hv_entry.S
-int vmx_hv_run_once(uint64_t *gprs, uint64_t resume);
 
 // After an exit caused by an NMI (Slat's kick or the primary's NMI; the
 // guest's own NMIs come by injection). The exit left NMIs blocked in root
@@ -232,7 +230,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
 	vmwrite(VMCS_GUEST_RIP, v->arch.rip);
 
-	int failed = vmx_hv_run_once(v->arch.gpr, v->arch.hv.launched);
+	int failed = vmx_enter_guest(v->arch.gpr, v->arch.hv.launched);
 	v->arch.hv.launched = v->arch.hv.launched || !failed;
 
 	const struct vmx_exit_fields f = {

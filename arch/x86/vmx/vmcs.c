@@ -143,11 +143,7 @@ static bool host_state(const struct vmx_pcpu *pc)
 	W(VMCS_HOST_SYSENTER_EIP, 0);
 	W(VMCS_HOST_PAT, rdmsr(MSR_IA32_PAT));
 	W(VMCS_HOST_EFER, rdmsr(MSR_EFER));
-	// The slot at HOST_RSP holds this CPU's record (vmx_entry.S).
-	uint64_t rsp = pc->stack_top - 16;
-	*(const struct vmx_pcpu **)(uintptr_t)rsp = pc;
-	W(VMCS_HOST_RSP, rsp);
-	W(VMCS_HOST_RIP, (uint64_t)(uintptr_t)vmx_exit_stub);
+	// HOST_RSP and HOST_RIP: written at each entry (vmx_enter_guest).
 	return ok;
 }
 

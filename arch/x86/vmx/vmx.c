@@ -94,8 +94,10 @@ static void bitmaps_init(void)
 }
 
 // ---- per-CPU launch ----------------------------------------------------------------
-// vcpu_arch_run() on VT-x: VMLAUNCH with the calling CPU's current VMCS
-// (prepared by cpu_launch). Returns only when VMLAUNCH failed.
+// vcpu_arch_run() on VT-x: the primary's run loop with the calling CPU's
+// current VMCS (prepared by cpu_launch), on the CPU's host stack: the
+// firmware's stack, which the guest goes on using, is left at the VMLAUNCH.
+// Returns only when VMLAUNCH failed.
 static void vmx_vcpu_run(struct vcpu *v)
 {
 	struct vmx_pcpu *pc = v->arch.backend;
@@ -105,7 +107,7 @@ static void vmx_vcpu_run(struct vcpu *v)
 	if (!pc->bsp && !vmx_cfg.native_sipi) // native: a real INIT always exits
 		vmx_set_parked(pc, true);
 	log_info("slat: cpu %u (APIC ID %u) enters VMX guest mode\n", pc->index, pc->apic_id);
-	vmx_launch();
+	vmx_call_on_stack(vmx_primary_loop, pc, pc->stack_top);
 }
 
 static struct vmx_pcpu *pcpu_claim(void)

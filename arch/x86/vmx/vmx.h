@@ -26,13 +26,6 @@
 
 struct vcpu;
 
-// Guest general-purpose registers saved by the exit stub (vmx_entry.S), in
-// the order of their instruction encodings (rsp is a placeholder: the guest's
-// RSP lives in the VMCS).
-struct vmx_gprs {
-	uint64_t r[16];
-};
-
 // The controls and fixed bits chosen once from the capability MSRs.
 struct vmx_config {
 	uint64_t basic, misc, ept_vpid;
@@ -48,8 +41,7 @@ struct vmx_config {
 	bool vnmi, nmi_window;
 };
 
-// One per physical CPU, in Slat's region. The host RSP of its VMCS points at
-// `self` (the exit stub finds the record there).
+// One per physical CPU, in Slat's region.
 struct vmx_pcpu {
 	uint64_t vmxon_pa, vmcs_pa;
 	uint64_t stack_top;
@@ -57,7 +49,7 @@ struct vmx_pcpu {
 	uint32_t apic_id;
 	struct vcpu *vcpu;   // core's vCPU record this CPU runs (arch part: vcpu.h)
 	uint64_t cr0_shadow; // the guest's view of CR0 (owned bits)
-	bool launched;
+	bool launched;	     // VMLAUNCH succeeded: VMRESUME from now on
 	uint64_t exits_by_reason[VMX_EXIT_REASONS];
 	bool bsp;
 	uint64_t monitor_la; // last MONITOR address (guest-linear) while parked
@@ -77,9 +69,13 @@ struct vmx_host {
 // the CPU as a guest at resume_rip/resume_rsp, this returns 0 in guest mode;
 // when fn returns (an error, nothing launched), this returns its value.
 int64_t vmx_call_then_launch(uint64_t fn, void *arg);
-// Resident: VMLAUNCH with the current VMCS. Returns only on failure.
-void vmx_launch(void);
-void vmx_exit_stub(void);    // HOST_RIP
+// Resident: one VM entry with the current VMCS (every vCPU's, primary or
+// secondary): VMLAUNCH (resume 0) or VMRESUME, the guest's GPRs loaded from
+// and stored back to gprs (enum x86_gpr order, RSP in the VMCS). 0 after a
+// VM exit, 1 when the entry failed (VMCS_INSN_ERROR says why, if anything).
+int vmx_enter_guest(uint64_t *gprs, uint64_t resume);
+// Resident: fn(arg) on the stack below stack_top; returns when fn does.
+void vmx_call_on_stack(void (*fn)(void *), void *arg, uint64_t stack_top);
 extern char vmx_idt_stubs[]; // 32 entry stubs, 16 bytes apart
 
 // ---- exit_decode.c: the VMCS exit fields to the shared form ---------------
@@ -144,11 +140,13 @@ void vmx_set_efer(struct vcpu *v, uint64_t efer);
 enum x86_action vmx_wait(struct vcpu *v, const struct x86_exit *e);
 enum x86_action vmx_cr_access(struct vcpu *v, const struct x86_exit *e);
 enum x86_action vmx_init_sipi(struct vcpu *v, const struct x86_exit *e);
-void vmx_handle_exit(struct vmx_gprs *g);
+// The primary vCPU's run loop on its CPU's host stack (struct vmx_pcpu *):
+// vmx_enter_guest, then the exit's handling, again. Returns only when the
+// first VMLAUNCH failed.
+void vmx_primary_loop(void *pc);
 void vmx_host_nmi(void);
 // Parked CPUs exit on HLT and MWAIT (so they notice their mailbox).
 void vmx_set_parked(struct vmx_pcpu *pc, bool parked);
-__attribute__((noreturn)) void vmx_resume_failed(struct vmx_gprs *g);
 
 // ---- vmx.c ---------------------------------------------------------------------
 // What the loaded image (launch.c) hands to the resident copy.

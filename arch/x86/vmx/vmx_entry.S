@@ -32,61 +32,62 @@ vmx_call_then_launch:
 2:	HOST_CALLEE_SAVED_POP
 	ret
 
-// void vmx_launch(void): VMLAUNCH the current VMCS; returns on failure.
-	.globl vmx_launch
-vmx_launch:
+// int vmx_enter_guest(uint64_t *gprs, uint64_t resume)
+// The one VM entry of every VT-x vCPU, the primary's (vmx_primary_loop,
+// exit.c) and a secondary's (vmx/hv.c), with its VMCS current: RCX = the
+// guest's GPRs (enum x86_gpr order; RSP lives in the VMCS), RDX = 0 for
+// VMLAUNCH, else VMRESUME. HOST_RSP / HOST_RIP are written here, so the exit
+// returns to this call's caller on the same stack. Returns 0 after a VM exit,
+// 1 when the VM entry itself failed (VMfailValid / VMfailInvalid: the error
+// is in the VMCS or there is none). RBX, RBP, RDI, RSI, R12-R15 are preserved.
+#define VMCS_HOST_RSP 0x6c14
+#define VMCS_HOST_RIP 0x6c16
+	.globl	vmx_enter_guest
+vmx_enter_guest:
+	HOST_CALLEE_SAVED_PUSH
+	push	%rcx			// (%rsp): gprs, found again at the exit
+	mov	$VMCS_HOST_RSP, %rax
+	vmwrite	%rsp, %rax
+	lea	1f(%rip), %rbx
+	mov	$VMCS_HOST_RIP, %rax
+	vmwrite	%rbx, %rax
+	mov	%rcx, %rax
+	test	%rdx, %rdx		// launched? (the loads below leave the flags alone)
+	GUEST_GPRS_LOAD %rax
+	mov	(%rax), %rax
+	jnz	2f
 	vmlaunch
+	jmp	3f
+2:	vmresume
+3:	// VM entry failed: the guest's registers are loaded; the host's are on the stack.
+	mov	$1, %eax
+	jmp	4f
+1:	// VM exit: RSP is the host RSP written above.
+	push	%rax
+	mov	8(%rsp), %rax
+	GUEST_GPRS_STORE %rax
+	pop	%rcx
+	mov	%rcx, (%rax)
+	xor	%eax, %eax
+4:	add	$8, %rsp
+	HOST_CALLEE_SAVED_POP
 	ret
 
-// HOST_RIP. HOST_RSP points at a slot holding the CPU's struct vmx_pcpu *;
-// the guest registers are pushed below it as struct vmx_gprs (r[0] = rax).
-	.globl vmx_exit_stub
-vmx_exit_stub:
-	push	%r15
-	push	%r14
-	push	%r13
-	push	%r12
-	push	%r11
-	push	%r10
-	push	%r9
-	push	%r8
-	push	%rdi
-	push	%rsi
+// void vmx_call_on_stack(void (*fn)(void *), void *arg, uint64_t stack_top)
+// fn(arg) on the stack below stack_top (16-byte aligned); returns when fn
+// does, on the caller's stack again.
+	.globl	vmx_call_on_stack
+vmx_call_on_stack:
 	push	%rbp
-	push	$0		// rsp: in the VMCS
-	push	%rbx
-	push	%rdx
-	push	%rcx
-	push	%rax
-	mov	%rsp, %rcx
+	mov	%rsp, %rbp
+	mov	%r8, %rsp
+	mov	%rcx, %rax
+	mov	%rdx, %rcx
 	sub	$32, %rsp
-	call	vmx_handle_exit
-	add	$32, %rsp
-	pop	%rax
-	pop	%rcx
-	pop	%rdx
-	pop	%rbx
-	add	$8, %rsp
+	call	*%rax
+	mov	%rbp, %rsp
 	pop	%rbp
-	pop	%rsi
-	pop	%rdi
-	pop	%r8
-	pop	%r9
-	pop	%r10
-	pop	%r11
-	pop	%r12
-	pop	%r13
-	pop	%r14
-	pop	%r15
-	vmresume
-	// VMRESUME failed: report with the registers on the stack again.
-	sub	$128, %rsp
-	mov	%rsp, %rcx
-	sub	$32, %rsp
-	call	vmx_resume_failed
-3:	cli
-	hlt
-	jmp	3b
+	ret
 
 // Host IDT: 32 stubs of 16 bytes each. Those without a CPU-pushed error code
 // push 0 so that every frame looks the same, then the vector number.
