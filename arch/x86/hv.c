@@ -15,6 +15,7 @@
 #include "core/mem.h"
 
 static const struct x86_hv_ops *hv_ops;
+static uint64_t primary_fpu_pa; // X86_MAX_CPUS pages: each CPU's primary vCPU's extended state
 
 static int x86_hv_call(uint32_t fn, const uint64_t *a, uint64_t *res);
 
@@ -295,6 +296,16 @@ static void irq_after_run(struct vcpu *v, const struct x86_hv_irq *q, struct hc_
 	    (v->arch.nmi.pending ? HC_NMI_HELD : 0) | (v->arch.nmi.blocked ? HC_NMI_BLOCKED : 0);
 }
 
+// The extended state for a RUN of v (`in`: v's loaded, the caller's kept) and
+// after it (the caller's back). The caller is the CPU's primary vCPU.
+static void fpu_switch(struct vcpu *caller, struct vcpu *v, bool in)
+{
+	uint64_t mine = primary_fpu_pa + (uint64_t)caller->index * 4096;
+
+	x86_hv_fpu_save(in ? mine : v->arch.hv.fpu_pa);
+	x86_hv_fpu_load(in ? v->arch.hv.fpu_pa : mine);
+}
+
 // The entry loop, on the host stack of the caller's exit (interrupts and GIF
 // masked): enter, let core see the exit, decide; until an exit is for the VMM
 // or for the primary (a physical interrupt or NMI: PREEMPTED).
@@ -317,6 +328,7 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 		run->nmi = 0;
 	}
 	x86_hv_complete(v, run);
+	fpu_switch(caller, v, true);
 	hv_ops->begin(caller, v);
 	for (;;) {
 		struct hv_entry en = {0};
@@ -349,6 +361,7 @@ int arch_hv_run(struct vcpu *caller, struct vcpu *v, struct hc_run *run)
 	}
 	irq_after_run(v, &q, run);
 	hv_ops->end(caller, v);
+	fpu_switch(caller, v, false);
 	return rc;
 }
 
@@ -391,7 +404,7 @@ void arch_hv_relax(void)
 
 static bool hv_xsave;
 
-bool x86_hv_fpu_setup(bool xsave)
+bool x86_hv_fpu_setup(struct region *r, bool xsave)
 {
 	hv_xsave = xsave;
 	// The largest area any XCR0 can need must fit one page.
@@ -399,7 +412,10 @@ bool x86_hv_fpu_setup(bool xsave)
 		log_warn("x86: XSAVE area of %u bytes: no secondary VMs\n", cpuid(0xd, 0).ecx);
 		return false;
 	}
-	return true;
+	primary_fpu_pa = region_alloc(r, X86_MAX_CPUS, 4096);
+	if (!primary_fpu_pa)
+		log_warn("x86: no room in Slat's region for secondary VMs\n");
+	return primary_fpu_pa != 0;
 }
 
 void x86_hv_fpu_init(uint64_t pa)

@@ -105,8 +105,9 @@ bool x86_hv_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 void x86_hv_cpuid_cr4(struct vcpu *v, uint64_t cr4, uint32_t leaf, uint32_t sub, uint32_t out[4]);
 
 // The extended state of one world in a page (hv.c): x87/SSE by FXSAVE, the
-// rest by XSAVE when `xsave` (x86_hv_fpu_setup, false: no secondary VMs).
-bool x86_hv_fpu_setup(bool xsave);
+// rest by XSAVE when `xsave`; the pages that keep each CPU's primary vCPU's
+// during a RUN (arch_hv_run switches) from `r`. False: no secondary VMs.
+bool x86_hv_fpu_setup(struct region *r, bool xsave);
 void x86_hv_fpu_init(uint64_t pa); // a new vCPU's area (zeroed page): reset state
 void x86_hv_fpu_save(uint64_t pa);
 // VCPU_FPU (ABI 1.9): read or write the FXSAVE64 image of a stopped vCPU.

@@ -9,8 +9,8 @@
 // VMCB, injects interrupts, runs one entry and switches worlds:
 //
 //   begin: VMSAVE the primary's hidden state (FS, GS, TR, LDTR, the SYSCALL
-//          and SYSENTER MSRs) into its VMCB, save its extended state and load
-//          the secondary's (XSAVE, or FXSAVE without it);
+//          and SYSENTER MSRs) into its VMCB (arch_hv_run has switched the
+//          extended state, both vendors alike);
 //   enter: VMLOAD / VMRUN (svm_vmrun) / VMSAVE on the secondary's VMCB;
 //   end:   the reverse of begin; the primary's loop VMLOADs its state again
 //          (svm_cpu.vmload) before its next VMRUN.
@@ -35,13 +35,7 @@
 // Set once at boot (resident copy).
 static struct {
 	uint64_t iopm_pa, msrpm_pa; // all ones: every port and MSR exits
-	uint64_t fpu_pa;	    // X86_MAX_CPUS pages: the primary's extended state
 } svm_hv;
-
-static uint64_t primary_fpu(struct vcpu *caller)
-{
-	return svm_hv.fpu_pa + (uint64_t)caller->index * 4096;
-}
 
 // ---- the VMCB's control area, creation -------------------------------------------------
 static void control(void *vmcb)
@@ -94,8 +88,6 @@ static void op_destroy(struct vcpu *v)
 static void op_begin(struct vcpu *caller, struct vcpu *v)
 {
 	svm_vmcb_save_state(caller->arch.backend);
-	x86_hv_fpu_save(primary_fpu(caller));
-	x86_hv_fpu_load(v->arch.hv.fpu_pa);
 	// Physical interrupts exit the secondary only when the primary can take
 	// them: a caller with interrupts disabled is not preempted by them (it
 	// could not take them, and every RUN would answer PREEMPTED at once).
@@ -108,8 +100,6 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 {
 	struct svm_cpu *c = caller->arch.backend;
 
-	x86_hv_fpu_save(v->arch.hv.fpu_pa);
-	x86_hv_fpu_load(primary_fpu(caller));
 	c->vmload = 1; // the primary's FS, GS, TR, ... were saved by op_begin
 }
 
@@ -307,12 +297,11 @@ static struct x86_hv_ops svm_hv_ops = {
 // ---- boot -----------------------------------------------------------------------------
 bool svm_hv_init(struct region *r, const struct slat_plan *plan)
 {
-	if (!x86_hv_fpu_setup(svm_host.xsave))
+	if (!x86_hv_fpu_setup(r, svm_host.xsave))
 		return false;
 	svm_hv.iopm_pa = region_alloc(r, 3, 4096);
 	svm_hv.msrpm_pa = region_alloc(r, 2, 4096);
-	svm_hv.fpu_pa = region_alloc(r, X86_MAX_CPUS, 4096);
-	if (!svm_hv.iopm_pa || !svm_hv.msrpm_pa || !svm_hv.fpu_pa) {
+	if (!svm_hv.iopm_pa || !svm_hv.msrpm_pa) {
 		log_warn("svm: no room in Slat's region for secondary VMs\n");
 		return false;
 	}

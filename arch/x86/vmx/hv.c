@@ -7,7 +7,7 @@
 // its operations are the primary's table, vmx_vcpu_ops (vcpu.c). A RUN
 // makes the VMCS current only while it runs:
 //
-//   begin: save the primary's extended state, load the vCPU's; VMPTRLD the
+//   begin: (the extended state: arch_hv_run's, both vendors) VMPTRLD the
 //          vCPU's VMCS (VMCLEARed at the end of the last RUN, on whatever CPU:
 //          so it may move between CPUs) and write controls, host state (the
 //          primary VMCS's, read before) and the guest state from the page;
@@ -114,11 +114,6 @@ static void op_destroy(struct vcpu *v)
 }
 
 // ---- the world switch ---------------------------------------------------------------
-static uint64_t primary_fpu(struct vcpu *caller)
-{
-	return vmx_hv.fpu_pa + (uint64_t)caller->index * 4096;
-}
-
 // The vCPU's cached translations: EPT (its EPTP, or all) and VPID 2.
 static void invalidate(uint64_t eptp)
 {
@@ -138,8 +133,6 @@ static void op_begin(struct vcpu *caller, struct vcpu *v)
 {
 	uint64_t host[N_HOST_FIELDS];
 
-	x86_hv_fpu_save(primary_fpu(caller));
-	x86_hv_fpu_load(v->arch.hv.fpu_pa);
 	for (unsigned i = 0; i < N_HOST_FIELDS; i++)
 		host[i] = vmread(host_fields[i]);
 	vmx_hv_swap_live(caller, v, true);
@@ -168,8 +161,6 @@ static void op_end(struct vcpu *caller, struct vcpu *v)
 	}
 	vmx_hv_swap_live(caller, v, false);
 	vmx_ptrld(vmx_vmcs_of(caller)); // the caller's exit handling goes on with it
-	x86_hv_fpu_save(v->arch.hv.fpu_pa);
-	x86_hv_fpu_load(primary_fpu(caller));
 }
 
 // ---- the guest's NMIs (ABI 1.8) ------------------------------------------------------
@@ -329,7 +320,7 @@ bool vmx_hv_init(struct region *r, const struct slat_plan *plan)
 	bool t = c->basic & (1ull << 55);
 
 	vmx_hv_ops.fmt = c->ept_1g ? &s2_fmt_ept4 : &s2_fmt_ept4_2m; // as the primary's
-	if (!x86_hv_fpu_setup(cpuid(1, 0).ecx & (1u << 26)))
+	if (!x86_hv_fpu_setup(r, cpuid(1, 0).ecx & (1u << 26)))
 		return false;
 	uint64_t pin_cap = rdmsr(t ? MSR_VMX_TRUE_PINBASED : MSR_VMX_PINBASED);
 	uint64_t proc_cap = rdmsr(t ? MSR_VMX_TRUE_PROCBASED : MSR_VMX_PROCBASED);
@@ -356,8 +347,7 @@ bool vmx_hv_init(struct region *r, const struct slat_plan *plan)
 	vmx_hv.cr0_mask = ((c->cr0_fixed0 & ~(CR0_PE | CR0_PG)) | ~c->cr0_fixed1) & 0xffffffffull;
 	vmx_hv.cr4_mask = (c->cr4_fixed0 | ~c->cr4_fixed1) & 0xffffffffull;
 	vmx_hv.msr_bitmap = region_alloc(r, 1, 4096);
-	vmx_hv.fpu_pa = region_alloc(r, X86_MAX_CPUS, 4096);
-	if (!vmx_hv.msr_bitmap || !vmx_hv.fpu_pa) {
+	if (!vmx_hv.msr_bitmap) {
 		log_warn("vmx: no room in Slat's region for secondary VMs\n");
 		return false;
 	}

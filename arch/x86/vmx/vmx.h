@@ -169,7 +169,6 @@ bool vmx_hv_init(struct region *r, const struct slat_plan *plan);
 // The controls and owned CR bits of every secondary VMCS (set by vmx_hv_init).
 struct vmx_hv_config {
 	uint64_t msr_bitmap;
-	uint64_t fpu_pa; // X86_MAX_CPUS pages: the primary's extended state
 	uint32_t pin, proc, proc2;
 	uint64_t cr0_mask, cr4_mask; // owned: the guest reads them from the read shadows
 	bool ept_ad;
