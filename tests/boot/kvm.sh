@@ -34,6 +34,13 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: dirty_log_test exit 0$')
 	# x86: in the full runs only, and not under Bochs (tests/guest/kvm.sh).
 	[ "$1" = x86_64 ] && [ "${2:-}" != full ] && dlt=()
+	# arm64's full run: the 64 KiB-page guest mode (-m 7), both log modes.
+	local dlt64=()
+	[ "$1" = aarch64 ] && [ "${2:-}" = full ] && dlt64=("${dlt[0]}-m 7 " \
+		"^SLAT-GUEST: kvm: dirty_log_test: Testing guest mode: PA-bits:40,  VA-bits:48, 64K pages\$" \
+		"${dlt[2]}" \
+		"^SLAT-GUEST: kvm: dirty_log_test: Testing guest mode: PA-bits:40,  VA-bits:48, 64K pages\$" \
+		"${dlt[4]}" '^SLAT-GUEST: kvm: dirty_log_test exit 0$')
 	# The most slots memslot_perf_test can make: x86 in the full runs only.
 	local maxslots=('^SLAT-GUEST: kvm: running memslot_perf_test -s -1 ' \
 		'^SLAT-GUEST: kvm: memslot_perf_test: Testing move inactive area performance with 1 runs' \
@@ -100,7 +107,7 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$' \
 		"${thp[@]}" \
 		"${dlp[@]}" \
-		"${dlt[@]}" \
+		"${dlt[@]}" "${dlt64[@]}" \
 		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \
 		'^SLAT-GUEST: kvm: demand_paging_test exit 0$' \
 		"${psci[@]}" \
