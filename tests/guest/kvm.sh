@@ -112,7 +112,7 @@ if ! grep -q GenuineIntel /proc/cpuinfo && { [ $x86 = 0 ] || [ "$full" = 1 ]; };
 	run dirty_log_test $mode -i 3 -I 100
 fi
 # Full on arm64: the 64 KiB-page guest mode over Slat's 4 KiB stage-2 (one
-# guest page, 16 bits of the log); about 45 s here, over make test's budget.
+# guest page, 16 bits of the log); 44-57 s here, over make test's budget.
 if [ $x86 = 0 ] && [ "$full" = 1 ]; then
 	run dirty_log_test -m 7 -i 3 -I 100
 fi

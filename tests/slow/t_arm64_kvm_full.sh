@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # t_arm64_kvm with every run of tests/guest/kvm.sh (slat.test=kvm_full): also
 # dirty_log_test's 64 KiB-page guest mode (-m 7: one guest page is 16 pages of
-# Slat's 4 KiB stage-2 and 16 bits of the log), about 45 s of QEMU TCG, which
+# Slat's 4 KiB stage-2 and 16 bits of the log), 44-57 s of QEMU TCG, which
 # `make test` leaves out for time.
 . "$(dirname "$0")/../boot/lib.sh"
 . "$(dirname "$0")/../boot/arm64_primary.sh"
