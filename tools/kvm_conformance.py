@@ -47,7 +47,8 @@ NOTES = {
         "about 12), is reported one harvest later with a value two iterations old. "
         "Linux swapped the two lines in 6.14 (commit 67428ee7b746). Re-run at a load of "
         "about 8, the 64 KiB mode passed twice (docs/kvm-api.md); make test-slow runs it "
-        "(t_arm64_kvm_full). Linux's KVM ran into the time limit",
+        "(t_arm64_kvm_full). tools/kvm-selftests.sh now gives every run Linux's order. "
+        "Linux's KVM ran into the time limit",
         "steal_time": "declined with pvtime: KVM_HAS_DEVICE_ATTR PVTIME_CTRL -ENXIO, the "
         "test's own skip",
     },
