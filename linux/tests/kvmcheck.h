@@ -39,6 +39,9 @@ int region(int vm, uint32_t slot, uint32_t flags, uint64_t gpa, uint64_t size, v
 // names; an absent one reads as ~0).
 bool stat_value(int stats_fd, const char *name, uint64_t *val);
 void stat_values(int fd, const char *const *names, uint64_t *vals);
+// KVM_CAP_DIRTY_LOG_RING and its _ACQ_REL form 0 (/dev/kvm and the VM), the
+// ring's KVM_ENABLE_CAP -EINVAL: no dirty ring, the bitmap only.
+void check_no_dirty_ring(int kvm, int vm);
 // The verdict line; the exit status.
 int verdict(void);
 

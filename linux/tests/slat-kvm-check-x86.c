@@ -294,6 +294,8 @@ int main(int argc, char **argv)
 	struct kvm_cpuid2 *sup = check_system(kvm);
 	int vm = ioctl(kvm, KVM_CREATE_VM, 0);
 	expect("KVM_CREATE_VM", vm, 0);
+	if (on_slat()) // x86's KVM 6.1 offers the ring
+		check_no_dirty_ring(kvm, vm);
 	struct kvm_irq_level line = {.irq = 5, .level = 1};
 	expect("KVM_IRQ_LINE without an irqchip", ioctl(vm, KVM_IRQ_LINE, &line), ENXIO);
 	struct kvm_msi msi = {.address_lo = 0xfee00000, .data = 0x30};
