@@ -2,7 +2,7 @@
 #
 # Shared set-up of the boot tests that run Debian's QEMU in the primary on
 # Slat's /dev/kvm (sourced after lib.sh by t_x86_svm_qemu.sh,
-# t_x86_svm_qemu_migrate.sh, t_arm64_qemu.sh and tests/slow/t_arm64_qemu_migrate.sh).
+# t_x86_svm_qemu_migrate.sh, t_arm64_qemu.sh and t_arm64_qemu_migrate.sh).
 #
 #   qemu_vmm_boot_x86 CMDLINE   builds the x86_64 guest and the initramfs
 #                               with QEMU (tools/qemu-guest.sh), writes
@@ -60,7 +60,7 @@ qemu_migrate_expect() {
 		'^SLAT-GUEST: QEMU emulator version 7\.2' \
 		"${abi[@]}" \
 		'^SLAT-GUEST: QEMU B listens on /tmp/mig\.sock: yes' \
-		'^SLAT-GUEST: qemu a: .*smp: Brought up 1 node, 2 CPUs' \
+		'^SLAT-GUEST: qemu a: .*VMM-GUEST: up, 2 CPUs online' \
 		"^SLAT-GUEST: qemu a: $r ok" \
 		"^SLAT-GUEST: qemu a: $r ok" \
 		'^SLAT-GUEST: migration took [0-9.]+ s' \

@@ -34,7 +34,7 @@ run_qemu() {
 		# shellcheck disable=SC2086 # $machine is words
 		timeout -s KILL ${qto:-600} $q ${QEMU_TRACE:+-trace "$QEMU_TRACE"} -accel kvm $machine \
 			-smp 2 -m 128 -nographic -nic none -kernel /vm/vmlinuz -initrd /vm/initrd.img \
-			-append "console=$con panic=-1 vmm.migrate" -pidfile /tmp/$name.pid "$@" \
+			-append "console=$con panic=-1 quiet vmm.migrate" -pidfile /tmp/$name.pid "$@" \
 			</tmp/$name.in 2>&1
 		echo $? >/tmp/$name.rc
 	} | tee /tmp/$name.out | sed "s/^/SLAT-GUEST: qemu $name: /"
