@@ -47,7 +47,7 @@ kvm_expect_pass() {
 		"${dlt[4]}" '^SLAT-GUEST: kvm: dirty_log_test exit 0$')
 	# x86 SVM in `make test`: the clear-log mode alone (-M clear-log, its
 	# time), every mode in the full run; not under Bochs (tests/guest/kvm.sh).
-	[ "$1" = x86_64 ] && [ -z "${2:-}" ] && dlt=('^SLAT-GUEST: kvm: running dirty_log_test -M clear-log ' \
+	[ "$1" = x86_64 ] && [ -z "${2:-}" ] && dlt=('^SLAT-GUEST: kvm: running dirty_log_test -M clear-log -i 4 ' \
 		"^SLAT-GUEST: kvm: dirty_log_test: Setting log mode to: 'clear-log'\$" \
 		"^SLAT-GUEST: kvm: dirty_log_test: Total bits checked: $bits" \
 		'^SLAT-GUEST: kvm: dirty_log_test exit 0$')
