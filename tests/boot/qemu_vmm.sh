@@ -10,6 +10,9 @@
 #                               and boots it on QEMU -cpu max (2 CPUs, 2 GiB)
 #   qemu_vmm_boot_arm64 CMDLINE  the same for arm64: QEMU virt at EL2 with
 #                               GICv3, -cpu cortex-a72 (2 CPUs, 2 GiB)
+#   qemu_expect_arm64 KVM PSCI GIC  tests/guest/qemu_slat.sh's verdicts on
+#                               arm64 (below), on Slat's or Linux's KVM
+#   qemu_expect_x86 KVM         the same on x86
 #   qemu_migrate_expect ARCH VMS the migration tests' common verdicts (below)
 # _qemu_vmm_esp ARCH CMDLINE: the ARCH guest and its initramfs with QEMU,
 # slat.cfg with the primary's kernel CMDLINE, and the ESP holding them
@@ -43,6 +46,129 @@ qemu_vmm_boot_arm64() {
 	_qemu_vmm_esp aarch64 "$1"
 	BOOT_TIMEOUT=${BOOT_TIMEOUT:-900}
 	EMU_MEM_MB=2048 EMU_SMP=2 boot_qemu_arm64 cortex-a72
+}
+
+# qemu_expect_arm64 KVM PSCI GIC: tests/guest/qemu_slat.sh's verdicts on
+# arm64, on Slat's /dev/kvm (t_arm64_qemu) or Linux's (the reference in
+# tests/slow): KVM, PSCI and GIC are the regexes of the line that names the
+# /dev/kvm, of the VM's PSCI version and of its interrupt controller's CPU 0
+# line. The VM boots with both vCPUs, its timer, the disk read and written
+# and a command typed at its shell; the monitor's info registers shows vCPU
+# 0's state, its system_reset reboots the VM once, which does it all again
+# and powers off from its shell; QEMU ends with status 0 and the primary
+# finds the disk as the VM left it.
+qemu_expect_arm64() {
+	expect_in_order '^SLAT-GUEST: qemu_slat on aarch64' \
+		'^SLAT-GUEST: QEMU emulator version 7\.2\.' \
+		"$1" \
+		'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
+		"$2" "$3" \
+		'^SLAT-GUEST: qemu: .*arch_timer: cp15 timer\(s\) running at' \
+		'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+		'^SLAT-GUEST: qemu: .*virtio-pci 0000:00:01\.0: enabling device' \
+		'^SLAT-GUEST: qemu: .*virtio_blk virtio0: \[vda\] 8192 512-byte logical blocks' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+$' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: shell ready' \
+		'^SLAT-GUEST: qemu: VMM-SHELL: 42 from the console of a VM with 2 CPUs' \
+		'^SLAT-GUEST: qemu: .*QEMU 7\.2\.[0-9]+ monitor' \
+		'^SLAT-GUEST: qemu: .*PC=[0-9a-f]+ +X00=[0-9a-f]+' \
+		'^SLAT-GUEST: qemu: .*PSTATE=[0-9a-f]+ .* EL1h +FPCR=[0-9a-f]+ +FPSR=[0-9a-f]+' \
+		'^SLAT-GUEST: qemu: .*Q00=[0-9a-f]+:[0-9a-f]+ +Q01=' \
+		'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
+		'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$' \
+		'^SLAT-GUEST: qemu: VMM-GUEST: shell ready' \
+		'^SLAT-GUEST: qemu: VMM-SHELL: 42 again after system_reset' \
+		'^SLAT-GUEST: qemu: .*reboot: Power down' \
+		'^SLAT-GUEST: qemu exit 0 after [0-9]+\.[0-9] s$' \
+		'^SLAT-GUEST: disk checksum matches the image.s$' \
+		'^SLAT-GUEST: the VM.s write is in the image$' \
+		'^SLAT-GUEST: MARKER qemu_slat-done'
+	# Two boots: the first, and the one after the monitor's system_reset.
+	expect_count 2 '^SLAT-GUEST: qemu: .*Linux version [0-9]'
+	expect_count 2 '^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)'
+	expect_count 2 '^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts'
+	expect_count 2 '^SLAT-GUEST: qemu: VMM-GUEST: shell ready'
+	expect_count 1 '^SLAT-GUEST: qemu: .*reboot: Power down'
+	expect_absent 'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'soft lockup' 'rcu_sched detected stalls' \
+		'VMM-GUEST: no disk' 'failed to come online' 'WARNING:' \
+		'SLAT-GUEST: qemu: .*qemu-system-aarch64: ' 'Segmentation fault'
+}
+
+# The x86 tests' QEMU machines (tests/guest/qemu_slat.sh's
+# slat.qemu_machine and slat.qemu_more): the main run on -M pc without the
+# HPET (the in-kernel irqchip and PIT, the monitor's system_reset; another
+# with EMU_QEMU_MACHINE, but qemu_expect_x86's IRQ 0 checks are for it), then
+# one short run per machine of EMU_QEMU_MORE, "+" between them (e.g.
+# q35+pc,kernel-irqchip=split; none by default: not yet run to the end).
+QEMU_X86_MORE=${EMU_QEMU_MORE:-}
+QEMU_X86_MACHINES="slat.qemu_machine=${EMU_QEMU_MACHINE:-pc,hpet=off}${QEMU_X86_MORE:+ slat.qemu_more=$QEMU_X86_MORE}"
+
+# qemu_expect_x86 KVM: tests/guest/qemu_slat.sh's verdicts on x86, on
+# Slat's /dev/kvm (t_x86_svm_qemu) or Linux's (the reference in tests/slow):
+# KVM is the regex of the line that names the /dev/kvm. The first QEMU
+# (-M pc,hpet=off, the in-kernel irqchip) boots the VM with both vCPUs, its
+# timers (IRQ 0: the in-kernel PIT through the I/O APIC), the disk read and
+# written and a command typed at its shell; the monitor's info registers
+# shows vCPU 0's state in long mode, its system_reset reboots the VM once,
+# which does it all again and powers off from its shell; each short run's
+# QEMU (qemu2, qemu3, ...: QEMU_X86_MORE) boots to the VM's checks and powers
+# off; all end with status 0 and the primary finds the disk as the VMs left
+# it.
+qemu_expect_x86() {
+	local boot1=('^SLAT-GUEST: qemu: .*Linux version [0-9]'
+		'^SLAT-GUEST: qemu: .*\.\.TIMER: vector=0x[0-9a-fA-F]+ apic1=0 pin1=2 '
+		'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs'
+		'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)'
+		'^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep'
+		'^SLAT-GUEST: qemu: VMM-GUEST: irq0: 0: [1-9][0-9]* [0-9]+ IO-APIC 2-edge timer'
+		'^SLAT-GUEST: qemu: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$'
+		'^SLAT-GUEST: qemu: VMM-GUEST: shell ready')
+	# a short run's (qemu2, qemu3 ...: qemuNN), with its own power-off
+	local short=('^SLAT-GUEST: qemuNN: .*Linux version [0-9]'
+		'^SLAT-GUEST: qemuNN: .*smp: Brought up 1 node, 2 CPUs'
+		'^SLAT-GUEST: qemuNN: VMM-GUEST: up, 2 CPUs online \(0-1\)'
+		'^SLAT-GUEST: qemuNN: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep'
+		'^SLAT-GUEST: qemuNN: VMM-GUEST: disk wrote vm-wrote-[0-9a-f-]+ at sector 8, status 0$'
+		'^SLAT-GUEST: qemuNN: .*reboot: Power down'
+		'^SLAT-GUEST: qemuNN exit 0 after [0-9]+\.[0-9] s$')
+	local runs=() n_more=0 m i
+	for m in ${QEMU_X86_MORE//+/ }; do
+		runs+=("${short[@]/qemuNN/qemu$((n_more + 2))}")
+		n_more=$((n_more + 1))
+	done
+	expect_in_order '^SLAT-GUEST: qemu_slat on x86_64' \
+		'^SLAT-GUEST: QEMU emulator version 7\.2' \
+		"${boot1[@]}" \
+		'^SLAT-GUEST: qemu: VMM-SHELL: 42 from the console of a VM with 2 CPUs' \
+		'^SLAT-GUEST: qemu: .*QEMU 7\.2\.[0-9]+ monitor' \
+		'^SLAT-GUEST: qemu: .*RAX=[0-9a-f]+ RBX=[0-9a-f]+' \
+		'^SLAT-GUEST: qemu: .*EFER=0*d01' \
+		"${boot1[@]}" \
+		'^SLAT-GUEST: qemu: VMM-SHELL: 42 again after system_reset' \
+		'^SLAT-GUEST: qemu: .*reboot: Power down' \
+		'^SLAT-GUEST: qemu exit 0 after [0-9]+\.[0-9] s$' \
+		'^SLAT-GUEST: disk checksum matches the image.s' \
+		'^SLAT-GUEST: the VM.s write is in the image' \
+		"${runs[@]}" \
+		'^SLAT-GUEST: MARKER qemu_slat-done'
+	# Two boots in the first QEMU (the first, and the one after the monitor's
+	# system_reset), one in each short run.
+	expect_count 2 '^SLAT-GUEST: qemu: .*Linux version [0-9]'
+	expect_count 2 '^SLAT-GUEST: qemu: VMM-GUEST: irq0: 0: [1-9][0-9]* [0-9]+ IO-APIC 2-edge timer'
+	expect_count 2 '^SLAT-GUEST: qemu: VMM-GUEST: shell ready'
+	expect_count 1 '^SLAT-GUEST: qemu: .*reboot: Power down'
+	for ((i = 2; i < 2 + n_more; i++)); do
+		expect_count 1 "^SLAT-GUEST: qemu$i: .*Linux version [0-9]"
+	done
+	expect_absent 'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'VMM-GUEST: no disk' \
+		'MP-BIOS bug' 'trying to set up timer' 'timer doesn.t work' 'spurious 8259A interrupt' \
+		'SLAT-GUEST: qemu[0-9]*: .*qemu-system-x86_64: ' 'Segmentation fault'
 }
 
 # qemu_migrate_expect ARCH VMS: tests/guest/qemu_migrate.sh's verdicts, in

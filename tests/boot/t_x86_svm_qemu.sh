@@ -10,29 +10,21 @@
 # Without the HPET (hpet=off) the VM's Linux takes the PIT as its timer
 # until the local APIC timers are calibrated against it, so IRQ 0 counts
 # ticks of slat.ko's PIT through its I/O APIC (QEMU's kvm-i8254 has no timer
-# of its own); the split irqchip stays covered by t_x86_svm_qemu_migrate.
-# EMU_QEMU_MACHINE picks another -M value (the IRQ 0 check is for -M pc).
+# of its own). A command is typed at the VM's shell, the monitor shows
+# info registers and its system_reset reboots the VM (QEMU writes its reset
+# state into the in-kernel 8259s, PIT, I/O APIC and LAPICs), which does it
+# all again and powers off from its shell. EMU_QEMU_MORE=M2+M3 adds a short
+# QEMU run per machine, each to the VM's checks and its own power-off (for
+# issue 34's -M q35 with the in-kernel irqchip and -M pc,kernel-irqchip=split:
+# written, not yet run to the end; tests/boot/qemu_vmm.sh).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu_vmm.sh"
-machine=${EMU_QEMU_MACHINE:-pc,hpet=off}
-qemu_vmm_boot_x86 "console=ttyS0 panic=-1 quiet slat.test=qemu_slat slat.qemu_machine=$machine${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
-expect_in_order '^SLAT-GUEST: qemu_slat on x86_64' \
-	'^SLAT-GUEST: QEMU emulator version 7\.2' \
-	'^SLAT-GUEST: qemu: .*Linux version [0-9]' \
-	'^SLAT-GUEST: qemu: .*\.\.TIMER: vector=0x[0-9a-fA-F]+ apic1=0 pin1=2 ' \
-	'^SLAT-GUEST: qemu: .*smp: Brought up 1 node, 2 CPUs' \
-	'^SLAT-GUEST: qemu: VMM-GUEST: up, 2 CPUs online \(0-1\)' \
-	'^SLAT-GUEST: qemu: VMM-GUEST: timer: [1-9][0-9]* local timer interrupts in a 1 s sleep' \
-	'^SLAT-GUEST: qemu: VMM-GUEST: irq0: 0: [1-9][0-9]* [0-9]+ IO-APIC 2-edge timer' \
-	'^SLAT-GUEST: qemu: VMM-GUEST: disk vda 8192 sectors sha256 [0-9a-f]+' \
-	'^SLAT-GUEST: qemu exit 0 after' \
-	'^SLAT-GUEST: disk checksum matches the image.s' \
-	'^SLAT-GUEST: the VM.s write is in the image' \
-	'^SLAT-GUEST: MARKER qemu_slat-done' \
-	'^slat: secondary VMs: 1 created, 1 destroyed, 0 alive' \
+qemu_vmm_boot_x86 "console=ttyS0 panic=-1 quiet slat.test=qemu_slat $QEMU_X86_MACHINES${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
+vms=$((1 + $(tr '+' '\n' <<<"$QEMU_X86_MORE" | grep -c .)))
+qemu_expect_x86 "^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE,"
+expect_in_order '^SLAT-GUEST: MARKER qemu_slat-done' \
+	"^slat: secondary VMs: $vms created, $vms destroyed, 0 alive" \
 	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
-expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' \
-	'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'insmod .* failed' 'VMM-GUEST: no disk' \
-	'MP-BIOS bug' 'trying to set up timer' 'timer doesn.t work' 'spurious 8259A interrupt'
+expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' 'insmod .* failed'
 expect_exit
 boot_done

@@ -14,7 +14,7 @@ QEMU_TRACE=$(cmdline_value 'slat\.qemu_trace')
 trace=$(cmdline_value 'slat\.irq_trace')
 # slat.qemu_timeout=S: the limit of each QEMU's run
 qto=$(cmdline_value 'slat\.qemu_timeout')
-# slat.qemu_machine=M: QEMU's -M (x86)
+# slat.qemu_machine=M: QEMU's -M
 qm=$(cmdline_value 'slat\.qemu_machine')
 
 # load_slat_ko TEST: insmod slat.ko; on refusal says so and returns 1.
