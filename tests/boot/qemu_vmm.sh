@@ -104,9 +104,11 @@ qemu_expect_arm64() {
 # slat.qemu_machine and slat.qemu_more): the main run on -M pc without the
 # HPET (the in-kernel irqchip and PIT, the monitor's system_reset; another
 # with EMU_QEMU_MACHINE, but qemu_expect_x86's IRQ 0 checks are for it), then
-# one short run per machine of EMU_QEMU_MORE, "+" between them (e.g.
-# q35+pc,kernel-irqchip=split; none by default: not yet run to the end).
-QEMU_X86_MORE=${EMU_QEMU_MORE:-}
+# one short run per machine of EMU_QEMU_MORE, "+" between them (default
+# -M q35 with the in-kernel irqchip and QEMU's HPET, and -M pc with
+# kernel_irqchip=split; EMU_QEMU_MORE=none for none).
+QEMU_X86_MORE=${EMU_QEMU_MORE:-q35+pc,kernel-irqchip=split}
+[ "$QEMU_X86_MORE" != none ] || QEMU_X86_MORE=
 QEMU_X86_MACHINES="slat.qemu_machine=${EMU_QEMU_MACHINE:-pc,hpet=off}${QEMU_X86_MORE:+ slat.qemu_more=$QEMU_X86_MORE}"
 
 # qemu_expect_x86 KVM: tests/guest/qemu_slat.sh's verdicts on x86, on

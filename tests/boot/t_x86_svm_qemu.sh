@@ -13,10 +13,11 @@
 # of its own). A command is typed at the VM's shell, the monitor shows
 # info registers and its system_reset reboots the VM (QEMU writes its reset
 # state into the in-kernel 8259s, PIT, I/O APIC and LAPICs), which does it
-# all again and powers off from its shell. EMU_QEMU_MORE=M2+M3 adds a short
-# QEMU run per machine, each to the VM's checks and its own power-off (for
-# issue 34's -M q35 with the in-kernel irqchip and -M pc,kernel-irqchip=split:
-# written, not yet run to the end; tests/boot/qemu_vmm.sh).
+# all again and powers off from its shell. Then a short QEMU run per
+# machine of EMU_QEMU_MORE, each to the VM's checks and its own power-off:
+# by default -M q35 (the in-kernel irqchip, QEMU's HPET) and -M
+# pc,kernel-irqchip=split (LAPICs in slat.ko; PIT, 8259s, I/O APIC in QEMU;
+# tests/boot/qemu_vmm.sh).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu_vmm.sh"
 qemu_vmm_boot_x86 "console=ttyS0 panic=-1 quiet slat.test=qemu_slat $QEMU_X86_MACHINES${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
