@@ -105,9 +105,11 @@ qemu_expect_arm64() {
 # HPET (the in-kernel irqchip and PIT, the monitor's system_reset; another
 # with EMU_QEMU_MACHINE, but qemu_expect_x86's IRQ 0 checks are for it), then
 # one short run per machine of EMU_QEMU_MORE, "+" between them (default
-# -M q35 with the in-kernel irqchip and QEMU's HPET, and -M pc with
-# kernel_irqchip=split; EMU_QEMU_MORE=none for none).
-QEMU_X86_MORE=${EMU_QEMU_MORE:-q35+pc,kernel-irqchip=split}
+# -M pc with kernel_irqchip=split, slat.ko's LAPICs beside QEMU's 8259s, PIT
+# and I/O APIC; make test-slow's t_x86_svm_qemu_q35 adds -M q35 with the
+# in-kernel irqchip and QEMU's HPET, about 30 s more; EMU_QEMU_MORE=none for
+# none).
+QEMU_X86_MORE=${EMU_QEMU_MORE:-pc,kernel-irqchip=split}
 [ "$QEMU_X86_MORE" != none ] || QEMU_X86_MORE=
 QEMU_X86_MACHINES="slat.qemu_machine=${EMU_QEMU_MACHINE:-pc,hpet=off}${QEMU_X86_MORE:+ slat.qemu_more=$QEMU_X86_MORE}"
 
@@ -204,4 +206,18 @@ qemu_migrate_expect() {
 		"^slat: secondary VMs: $2 created, $2 destroyed, 0 alive" \
 		'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
 	expect 'Migration status: completed'
+}
+
+# t_x86_svm_qemu's boot and verdicts (make test; tests/slow's q35 run too).
+x86_svm_qemu_test() {
+	qemu_vmm_boot_x86 "console=ttyS0 panic=-1 quiet slat.test=qemu_slat $QEMU_X86_MACHINES${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
+	local vms
+	vms=$((1 + $(tr '+' '\n' <<<"$QEMU_X86_MORE" | grep -c .)))
+	qemu_expect_x86 "^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE,"
+	expect_in_order '^SLAT-GUEST: MARKER qemu_slat-done' \
+		"^slat: secondary VMs: $vms created, $vms destroyed, 0 alive" \
+		'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+	expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' 'insmod .* failed'
+	expect_exit
+	boot_done
 }

@@ -15,17 +15,9 @@
 # state into the in-kernel 8259s, PIT, I/O APIC and LAPICs), which does it
 # all again and powers off from its shell. Then a short QEMU run per
 # machine of EMU_QEMU_MORE, each to the VM's checks and its own power-off:
-# by default -M q35 (the in-kernel irqchip, QEMU's HPET) and -M
-# pc,kernel-irqchip=split (LAPICs in slat.ko; PIT, 8259s, I/O APIC in QEMU;
-# tests/boot/qemu_vmm.sh).
+# by default -M pc,kernel-irqchip=split (LAPICs in slat.ko; PIT, 8259s, I/O
+# APIC in QEMU; tests/boot/qemu_vmm.sh); -M q35 in make test-slow
+# (tests/slow/t_x86_svm_qemu_q35.sh), for make test's time.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu_vmm.sh"
-qemu_vmm_boot_x86 "console=ttyS0 panic=-1 quiet slat.test=qemu_slat $QEMU_X86_MACHINES${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
-vms=$((1 + $(tr '+' '\n' <<<"$QEMU_X86_MORE" | grep -c .)))
-qemu_expect_x86 "^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE,"
-expect_in_order '^SLAT-GUEST: MARKER qemu_slat-done' \
-	"^slat: secondary VMs: $vms created, $vms destroyed, 0 alive" \
-	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
-expect_absent 'X64 Exception Type' '^error: (slat|svm|x86|hv):' 'host exception' 'insmod .* failed'
-expect_exit
-boot_done
+x86_svm_qemu_test
