@@ -288,7 +288,12 @@ static int slat_kvm_translate(struct slat_kvm_vcpu *v, struct hc_run *hr, struct
 	default:
 		break;
 	}
-	/* INTERNAL, or an exit this layer has no KVM form for. */
+	/* INTERNAL, or an exit this layer has no KVM form for. QEMU prints no
+	 * data with it (no KVM_CAP_INTERNAL_ERROR_DATA): the kernel log keeps
+	 * Slat's reason (arm64: ESR_EL2, IPA, FAR) for the bug report. */
+	pr_warn_ratelimited("slat: vCPU %u: exit %u without a KVM form: 0x%llx 0x%llx 0x%llx\n",
+			    v->id, hr->reason, hr->u.fail.hw_reason, hr->u.fail.info[0],
+			    hr->u.fail.info[1]);
 	slat_kvm_internal(kr, hr);
 	return 0;
 }

@@ -11,17 +11,18 @@
 # which goes on with every buffer intact: the dirty log, the vGIC's register
 # groups (distributor, redistributors, CPU interfaces, line levels), every
 # ONE_REG register and the VM's counter (KVM_REG_ARM_TIMER_CNT) end to end.
-# In `make test` again (issue 36; it was in tests/slow after 2 failures in 5
-# runs). Both failures came from the test's guest side under load, not from
-# Slat: the VM read "stop" with `read -t 0.2`, which drops a line it began
-# reading when its time runs out (busybox), so "stop" typed just after a round
-# was lost (tools/vmm-initrd.sh reads it whole now); and the VM's boot log,
-# replayed on a console that costs nested exits per character, took minutes
-# under load (soft lockups in A; B's 600 s limit, which also covers A's boot,
-# can run out right after the move): the VM boots quiet. docs/kvm-api.md, "A
-# live migration between two QEMUs on arm64".
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/qemu_vmm.sh"
+# In make test-slow. Two failures of the test's guest side under load were
+# fixed (the VM read "stop" with `read -t 0.2`, which drops a line begun when
+# its time runs out: tools/vmm-initrd.sh reads it whole now; the VM's boot log
+# on a console costing nested exits per character: the VM boots quiet), but
+# a run on the merged tree (2026-11-29, load 2-4) failed otherwise: A's VM
+# stopped with "KVM internal error. Suberror: 1" (Slat's INTERNAL exit) as
+# the migration began, so B resumed a stopped VM and said nothing, the
+# "B silent" failure seen before. Open: slat.ko now logs the exit's data
+# (arm64: ESR_EL2, IPA, FAR). docs/kvm-api.md, "A live migration between two
+# QEMUs on arm64".
+. "$(dirname "$0")/../boot/lib.sh"
+. "$(dirname "$0")/../boot/qemu_vmm.sh"
 qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=qemu_migrate${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
 qemu_migrate_expect aarch64 4
 expect_absent 'Synchronous Exception' '^error: (slat|arm64|hv):' 'exception at EL2' \
