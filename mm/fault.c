@@ -226,8 +226,17 @@ int s2_fault(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, unsigned acce
 	}
 	struct s2_slotset *s = s2_slots_enter(vm, root->role.as);
 	uint64_t gen = __atomic_load_n(&vm->generation, __ATOMIC_SEQ_CST);
-	const struct s2_slot *sl = s2_slots_lookup(s, gpa);
+	const struct s2_slot *sl = s2_slots_lookup_any(s, gpa);
 	struct s2_slot copy;
+	if (sl && (sl->flags & S2_SLOT_INVALID)) {
+		// The slot is being changed (flags, move, delete): the access
+		// retries until the final record is out, as KVM's MMU does on
+		// an invalid memslot. MMIO would be wrong while the range may
+		// stay RAM (a flags change), and is right only once it is gone.
+		s2_slots_exit(s);
+		S2_STAT_ADD(vm, faults_retry, 1);
+		return S2_FAULT_RETRY;
+	}
 	if (sl)
 		copy = *sl;
 	r = fault_slot(vm, root, gpa, access, sl ? &copy : NULL, gen, info);

@@ -154,6 +154,8 @@ int s2_map_locked(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t
 struct s2_slotset *s2_slots_enter(struct s2_vm *vm, unsigned as);
 void s2_slots_exit(struct s2_slotset *s);
 const struct s2_slot *s2_slots_lookup(const struct s2_slotset *s, uint64_t gpa);
+// The same, INVALID copies included (a slot in the middle of an update).
+const struct s2_slot *s2_slots_lookup_any(const struct s2_slotset *s, uint64_t gpa);
 
 enum s2_lock_mode { S2_LOCK_NONE, S2_LOCK_READ, S2_LOCK_WRITE };
 

@@ -172,7 +172,7 @@ static struct s2_slot_rec *floor_rec(const struct s2_slotset *s, uint64_t gpa, u
 	return rec_of_gpa(s2_tree_floor(s->by_gpa, gpa, visits), s->idx);
 }
 
-const struct s2_slot *s2_slots_lookup(const struct s2_slotset *s, uint64_t gpa)
+const struct s2_slot *s2_slots_lookup_any(const struct s2_slotset *s, uint64_t gpa)
 {
 	uint64_t visits = 0;
 
@@ -182,7 +182,14 @@ const struct s2_slot *s2_slots_lookup(const struct s2_slotset *s, uint64_t gpa)
 	count(s->vm, visits);
 	if (!r || gpa - r->slot.gpa >= r->slot.size)
 		return NULL;
-	return (r->slot.flags & S2_SLOT_INVALID) ? NULL : &r->slot;
+	return &r->slot;
+}
+
+const struct s2_slot *s2_slots_lookup(const struct s2_slotset *s, uint64_t gpa)
+{
+	const struct s2_slot *sl = s2_slots_lookup_any(s, gpa);
+
+	return sl && !(sl->flags & S2_SLOT_INVALID) ? sl : NULL;
 }
 
 bool s2_slot_find(struct s2_vm *vm, unsigned as, uint64_t gpa, struct s2_slot *out)

@@ -138,11 +138,78 @@ static void test_no_write_lost_clear_range(void **state)
 	no_write_lost(true);
 }
 
+// Logging turned on and off while writers fault (QEMU's migration start and
+// end): the slot's pages are RAM all along, so no fault may answer MMIO. A
+// fault that meets the slot's INVALID copy during the change retries (an
+// MMIO answer there is an exit the VMM cannot take: on arm64 an access
+// without a syndrome became KVM_EXIT_INTERNAL_ERROR).
+#define TOGGLES 400
+
+struct flip {
+	struct mt *m;
+	unsigned k;
+	uint64_t mmio, faults; // atomic
+};
+
+static void *flip_writer(void *arg)
+{
+	struct flip *f = arg;
+	struct mt *m = f->m;
+	uint64_t seed = 777 + f->k;
+
+	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t gpa = ((seed >> 33) % PAGES) * 4096;
+		int r = s2_fault(m->vm, m->root, gpa, S2_PROT_W, NULL);
+
+		__atomic_fetch_add(&f->mmio, r == S2_FAULT_MMIO, __ATOMIC_RELAXED);
+		m->errors[f->k] +=
+		    r != S2_FAULT_MAPPED && r != S2_FAULT_RETRY && r != S2_FAULT_MMIO;
+		__atomic_fetch_add(&f->faults, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static void test_flags_change_never_mmio(void **state)
+{
+	static struct mt m;
+	struct mmt t;
+	pthread_t th[WRITERS];
+	struct flip f[WRITERS];
+
+	mmt_init(&t, &s2_fmt_ept4);
+	memset(&m, 0, sizeof(m));
+	m.vm = t.vm;
+	m.root = t.root;
+	assert_int_equal(s2_slot_add(t.vm, 0, 1, 0, PAGES * 4096ull, HPA, 0), 0);
+	for (unsigned i = 0; i < WRITERS; i++) {
+		f[i] = (struct flip){.m = &m, .k = i};
+		assert_int_equal(pthread_create(&th[i], NULL, flip_writer, &f[i]), 0);
+	}
+	// Bounded by progress: every toggle, and faults between them.
+	for (unsigned i = 0; i < TOGGLES; i++) {
+		unsigned flags = i % 2 ? 0 : S2_SLOT_DIRTY_LOG;
+		uint64_t before = __atomic_load_n(&f[0].faults, __ATOMIC_RELAXED);
+
+		assert_int_equal(s2_slot_set_flags(t.vm, 0, 1, flags), 0);
+		while (__atomic_load_n(&f[0].faults, __ATOMIC_RELAXED) < before + 4)
+			sched_yield();
+	}
+	__atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < WRITERS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(m.errors[i], 0);
+		assert_int_equal(f[i].mmio, 0);
+	}
+	mmt_fini(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_no_write_lost_get_and_clear),
 	    cmocka_unit_test(test_no_write_lost_clear_range),
+	    cmocka_unit_test(test_flags_change_never_mmio),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
