@@ -15,12 +15,12 @@
 # fixed (the VM read "stop" with `read -t 0.2`, which drops a line begun when
 # its time runs out: tools/vmm-initrd.sh reads it whole now; the VM's boot log
 # on a console costing nested exits per character: the VM boots quiet), but
-# a run on the merged tree (2026-11-29, load 2-4) failed otherwise: A's VM
-# stopped with "KVM internal error. Suberror: 1" (Slat's INTERNAL exit) as
-# the migration began, so B resumed a stopped VM and said nothing, the
-# "B silent" failure seen before. Open: slat.ko now logs the exit's data
-# (arm64: ESR_EL2, IPA, FAR). docs/kvm-api.md, "A live migration between two
-# QEMUs on arm64".
+# a run on the merged tree (2026-11-29) failed otherwise: A's VM stopped with
+# "KVM internal error" as the migration began (a fault on the slot's INVALID
+# copy while logging turned on answered MMIO; mm/fault.c retries now), and B
+# resumed a stopped VM, the "B silent" failure. Fixed; in make test-slow until
+# more runs back it. docs/kvm-api.md, "A live migration between two QEMUs on
+# arm64".
 . "$(dirname "$0")/../boot/lib.sh"
 . "$(dirname "$0")/../boot/qemu_vmm.sh"
 qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=qemu_migrate${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
