@@ -15,9 +15,9 @@
 # state into the in-kernel 8259s, PIT, I/O APIC and LAPICs), which does it
 # all again and powers off from its shell. Then a short QEMU run per
 # machine of EMU_QEMU_MORE, each to the VM's checks and its own power-off:
-# by default -M pc,kernel-irqchip=split (LAPICs in slat.ko; PIT, 8259s, I/O
-# APIC in QEMU; tests/boot/qemu_vmm.sh); -M q35 in make test-slow
-# (tests/slow/t_x86_svm_qemu_q35.sh), for make test's time.
+# none by default, for make test's time; -M q35 and -M pc,kernel-irqchip=split
+# in make test-slow (tests/slow/t_x86_svm_qemu_q35.sh; the split irqchip also
+# runs in make test's t_x86_svm_qemu_migrate).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu_vmm.sh"
 x86_svm_qemu_test
