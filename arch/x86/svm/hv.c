@@ -165,7 +165,7 @@ static void run_secondary(struct vcpu *v)
 
 	c->run_vmcb_pa = v->arch.hv.vmcb_pa;
 	c->gprs = v->arch.gpr;
-	c->run_sti = v->arch.hv.caller_if;
+	c->run_sti = svm_run_if(v->arch.hv.caller_if, svm_vcpu_vmcb(v));
 	c->vmload = 1;
 	svm_vmrun(c);
 	svm_check_guest_state(c, "secondary", v->index);

@@ -206,8 +206,8 @@ struct svm_cpu {
 	uint64_t vmload;
 	// 64: the VMCB the next VMRUN enters (and VMLOADs): vmcb_pa, the
 	// nested L2's vmcb02 while L2 runs (nested_run.c), or a secondary's
-	// VMCB for one entry (svm/hv.c). 72: non-zero sets the host's IF for
-	// that VMRUN (L2 and secondaries under V_INTR_MASKING).
+	// VMCB for one entry (svm/hv.c). 72: the host's IF for that VMRUN, an
+	// enum svm_run_if (set for L2 and secondaries under V_INTR_MASKING).
 	uint64_t run_vmcb_pa;
 	uint64_t run_sti;
 	bool vmsaved;		  // this exit's VMSAVE done
@@ -221,6 +221,23 @@ struct svm_cpu {
 	struct vcpu *vcpu;	  // the vCPU this CPU runs
 	struct svm_nested_cpu nested;
 };
+
+// The host's IF around one VMRUN (struct svm_cpu's run_sti; svm_entry.S's
+// SVM_RUN_* keep the same values).
+enum svm_run_if {
+	SVM_RUN_CLI = 0,	// the host's IF stays clear
+	SVM_RUN_STI = 1,	// set, its STI shadow ended before VMRUN
+	SVM_RUN_STI_SHADOW = 2, // set by the STI right before VMRUN (svm_run_if)
+};
+
+// run_sti for an entry of `vmcb` with the host's IF `host_if`: a guest in an
+// interrupt shadow gets SVM_RUN_STI_SHADOW, for QEMU 7.2 (svm_entry.S).
+static inline uint64_t svm_run_if(bool host_if, void *vmcb)
+{
+	if (!host_if)
+		return SVM_RUN_CLI;
+	return (*vmcb64(vmcb, VMCB_INT_SHADOW) & 1) ? SVM_RUN_STI_SHADOW : SVM_RUN_STI;
+}
 
 // svm_entry.S's view of the first fields (its C_* offsets).
 _Static_assert(__builtin_offsetof(struct svm_cpu, gprs) == 8, "svm_entry.S C_GPRS");

@@ -20,6 +20,11 @@
 #define C_RUN_VMCB   64
 #define C_RUN_STI    72
 
+// c->run_sti (enum svm_run_if, svm.h)
+#define SVM_RUN_CLI	   0
+#define SVM_RUN_STI	   1
+#define SVM_RUN_STI_SHADOW 2
+
 // VMCB state-save offsets (svm.h)
 #define VMCB_RFLAGS 0x570
 #define VMCB_RIP    0x578
@@ -106,6 +111,14 @@ svm_launch:
 // there), so the guest's own next STI would open its window one instruction
 // early (docs/secondary-vms-x86.md). On hardware GIF = 0 blocks interrupts
 // here anyway: the NOP changes nothing.
+//
+// SVM_RUN_STI_SHADOW (the guest is in an interrupt shadow, VMCB bit 0 of
+// INT_SHADOW): the STI comes right before VMRUN. Hardware loads the guest's
+// shadow from the VMCB and GIF = 0 holds the host's interrupts, so the two
+// sequences behave alike there; QEMU 7.2 instead carries the host's shadow into
+// the guest, so the guest keeps the shadow its VMCB says it is in. Without it,
+// an exit right after the guest's STI (a host interrupt) lost the shadow and
+// the guest took a pending interrupt before the HLT of STI; HLT.
 	.globl	svm_vmrun
 svm_vmrun:
 	HOST_CALLEE_SAVED_PUSH
@@ -118,11 +131,14 @@ svm_vmrun:
 1:	mov	C_GPRS(%rcx), %rax
 	GUEST_GPRS_LOAD %rax
 	mov	(%rsp), %rax
-	cmpq	$0, C_RUN_STI(%rax)
-	mov	C_RUN_VMCB(%rax), %rax
-	je	2f
+	cmpq	$SVM_RUN_STI, C_RUN_STI(%rax)
+	mov	C_RUN_VMCB(%rax), %rax	// MOV keeps the flags of the CMP
+	jb	2f			// SVM_RUN_CLI: the host's IF stays clear
+	ja	3f			// SVM_RUN_STI_SHADOW
 	sti
 	nop
+	jmp	2f
+3:	sti
 2:	vmrun	%rax
 	cli
 	// #VMEXIT restored the host's RAX (the VMCB), RSP and RFLAGS.
