@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Differential tests on AMD SVM with 2 CPUs (QEMU -cpu max): every x86 payload
-# again (t_arch_x86_svm.sh runs them on 1 CPU), then smp: 20 INIT-SIPI-SIPI
+# again (on 1 CPU in make test-slow: t_arch_x86_svm_1cpu.sh), then smp: 20 INIT-SIPI-SIPI
 # start-ups of the AP and NMI IPIs to it give the same verdicts bare and under
 # Slat (whose INIT/SIPI mailbox replays the start-ups). smp runs last: the
 # checks below read its Slat run's log.
