@@ -60,7 +60,7 @@ $(OUT)/slat-kvm-check: $(KVMCHECK_SRC) $(KVMCHECK_HDR)
 else
 KVMCHECK_SRC := $(addprefix $(L)/tests/,slat-kvm-check-x86.c kvmcheck.c kvmcheck_x86.c \
                   kvmcheck_x86_irq.c kvmcheck_x86_irqchip.c kvmcheck_x86_timer.c kvmcheck_x86_ap.c \
-                  kvmcheck_x86_pic.c kvmcheck_x86_events.c kvmcheck_x86_msr.c)
+                  kvmcheck_x86_pic.c kvmcheck_x86_events.c kvmcheck_x86_msr.c kvmcheck_thp.c)
 $(OUT)/slat-kvm-check: $(KVMCHECK_SRC) $(KVMCHECK_HDR)
 	@mkdir -p $(OUT) $(KO)
 	$(UCC) $(UCFLAGS) -o $@ $(KVMCHECK_SRC)

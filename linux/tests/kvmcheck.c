@@ -128,6 +128,13 @@ void check_no_dirty_ring(int kvm, int vm)
 }
 
 // The verdict line; the exit status.
+bool mmio_write_exit(const struct kvm_run *run, uint64_t gpa, uint64_t *val)
+{
+	memcpy(val, run->mmio.data, 8);
+	return run->exit_reason == KVM_EXIT_MMIO && run->mmio.is_write &&
+	       run->mmio.phys_addr == gpa && run->mmio.len == 8;
+}
+
 int verdict(void)
 {
 	if (reference)

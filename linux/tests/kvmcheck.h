@@ -42,6 +42,8 @@ void stat_values(int fd, const char *const *names, uint64_t *vals);
 // KVM_CAP_DIRTY_LOG_RING and its _ACQ_REL form 0 (/dev/kvm and the VM), the
 // ring's KVM_ENABLE_CAP -EINVAL: no dirty ring, the bitmap only.
 void check_no_dirty_ring(int kvm, int vm);
+// The exit is an 8-byte MMIO write to gpa (its data in *val either way).
+bool mmio_write_exit(const struct kvm_run *run, uint64_t gpa, uint64_t *val);
 // The verdict line; the exit status.
 int verdict(void);
 

@@ -95,13 +95,6 @@ int psci_vcpu(int vm, int id, uint32_t features, struct kvm_run **run, long sz)
 	return *run == MAP_FAILED ? -1 : fd;
 }
 
-bool mmio_write_exit(const struct kvm_run *run, uint64_t gpa, uint64_t *val)
-{
-	memcpy(val, run->mmio.data, 8);
-	return run->exit_reason == KVM_EXIT_MMIO && run->mmio.is_write &&
-	       run->mmio.phys_addr == gpa && run->mmio.len == 8;
-}
-
 void no_op(int sig)
 {
 	(void)sig;

@@ -123,8 +123,6 @@ int one_reg(int vcpu, uint64_t id, uint64_t *val, bool set);
 int vcpu_attr(int vcpu, unsigned long cmd, uint32_t group, uint64_t attr, void *val);
 // vCPU `id` made, initialised with `features` and its kvm_run mapped: its fd or -1.
 int psci_vcpu(int vm, int id, uint32_t features, struct kvm_run **run, long sz);
-// The exit is an 8-byte MMIO write to gpa (its data in *val either way).
-bool mmio_write_exit(const struct kvm_run *run, uint64_t gpa, uint64_t *val);
 // A signal handler that does nothing: installed without SA_RESTART, the
 // signal ends a KVM_RUN with EINTR.
 void no_op(int sig);

@@ -87,6 +87,8 @@ void check_msr_exits(int kvm, int vm, int vcpu, struct kvm_run *run, uint8_t *me
 void check_irqchip(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup);
 // kvmcheck_x86_pic.c: the 8259 pair and the 8254 PIT (a third VM).
 void check_pic_pit(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup);
+// kvmcheck_thp.c: huge pages of the VMM's, 2 MiB leaves (a fourth VM).
+void check_thp(int kvm, struct kvm_sregs *s, struct kvm_cpuid2 *sup);
 // kvmcheck_x86_timer.c: the LAPIC's TSC-deadline timer in the irqchip guest.
 size_t put_deadline(uint8_t *c, uint32_t code_at);
 size_t put_deadline_spin(uint8_t *c, uint32_t code_at);

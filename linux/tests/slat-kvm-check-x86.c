@@ -326,6 +326,7 @@ int main(int argc, char **argv)
 	check_msr_exits(kvm, vm, vcpu, run, mem);
 	check_irqchip(kvm, &s, sup);
 	check_pic_pit(kvm, &s, sup);
+	check_thp(kvm, &s, sup);
 	close(vcpu);
 	close(vm);
 	close(kvm);
