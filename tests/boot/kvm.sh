@@ -15,7 +15,7 @@
 #                          clear-log alone); no dirty ring on either
 
 kvm_expect_pass() {
-	local t psci=() smrt=() vgic=() dlp=() dlt=() evt=() thp=() ring=()
+	local t psci=() smrt=() vgic=() dlp=() dlt=() evt=() thp=() dpthp=() ring=()
 	# No dirty ring: its capabilities 0 and its KVM_ENABLE_CAP -EINVAL
 	# (slat-kvm-check, both architectures).
 	ring=('^SLAT-GUEST: kvmcheck: KVM_CAP_DIRTY_LOG_RING \(not implemented\): ok \(0x0, ' \
@@ -58,11 +58,23 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: memslot_perf_test: Done [1-9][0-9]* iterations' \
 		'^SLAT-GUEST: kvm: memslot_perf_test exit 0$')
 	[ "$1" = x86_64 ] && [ -z "${2:-}" ] && maxslots=()
-	# arm64: kvm_page_table_test over transparent huge pages (not yet run on x86).
-	[ "$1" = aarch64 ] && thp=('^SLAT-GUEST: kvm: running kvm_page_table_test -s anonymous_thp' \
+	# kvm_page_table_test over transparent huge pages (not yet run on VT-x).
+	[ "${2:-}" != vmx ] && thp=('^SLAT-GUEST: kvm: running kvm_page_table_test -s anonymous_thp' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test: Testing memory backing src type: anonymous_thp' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$' \
+		'^SLAT-GUEST: kvm: hugetlb: all [0-9]+ 2 MiB pages reserved$' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test: Testing memory backing src type: anonymous_hugetlb$' \
+		'^SLAT-GUEST: kvm: kvm_page_table_test: KVM_ADJUST_MAPPINGS: total execution time' \
 		'^SLAT-GUEST: kvm: kvm_page_table_test exit 0$')
+	# demand_paging_test over transparent huge pages (arm64; not yet run on
+	# x86); full: with userfaultfd too.
+	[ "$1" = aarch64 ] && dpthp=('^SLAT-GUEST: kvm: running demand_paging_test .*-s anonymous_thp' \
+		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \
+		'^SLAT-GUEST: kvm: demand_paging_test exit 0$')
+	[ "$1" = aarch64 ] && [ "${2:-}" = full ] && dpthp+=('^SLAT-GUEST: kvm: running demand_paging_test .*-u MISSING -s anonymous_thp' \
+		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \
+		'^SLAT-GUEST: kvm: demand_paging_test exit 0$')
 	# arm64: PSCI in the module (CPU_ON, SYSTEM_SUSPEND) by psci_test's verdict.
 	[ "$1" = aarch64 ] && psci=('^SLAT-GUEST: kvm: running psci_test' \
 		'^SLAT-GUEST: kvm: psci_test exit 0$')
@@ -99,6 +111,11 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvmcheck: the guest.s RDMSR of an MSR nobody emulates: #GP at the instruction: ok' \
 		'^SLAT-GUEST: kvmcheck: RDMSR MSR_PLATFORM_INFO with the capability off: #GP at the instruction: ok' \
 		'^SLAT-GUEST: kvmcheck: HLT at the end of the MSR part: ok')
+	# slat-kvm-check's huge-page section (kvmcheck_thp.c): 2 MiB leaves on
+	# stage-2 and on NPT, split by the VMM's MADV_DONTNEED.
+	expect_in_order '^SLAT-GUEST: kvmcheck: two 2 MiB leaves map the region.s two huge pages: ok' \
+		'^SLAT-GUEST: kvmcheck: the split block.s one 2 MiB leaf was zapped: ok' \
+		'^SLAT-GUEST: kvmcheck: huge-page VM.s guest ends: ok'
 	expect_in_order '^SLAT-GUEST: kvm on ' \
 		'^SLAT-GUEST: dmesg: slat: /dev/kvm ready \(KVM API 12, 256 vCPUs, 32764 slots per VM\)$' \
 		"${ring[@]}" "${vgic[@]}" "${evt[@]}" \
@@ -121,6 +138,7 @@ kvm_expect_pass() {
 		"${dlt[@]}" "${dlt64[@]}" \
 		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \
 		'^SLAT-GUEST: kvm: demand_paging_test exit 0$' \
+		"${dpthp[@]}" \
 		"${psci[@]}" \
 		'^SLAT-GUEST: rmmod slat status 0$' \
 		'^SLAT-GUEST: kvm: kvm_create_max_vcpus: 1\.\.0 # SKIP - /dev/kvm not available' \
