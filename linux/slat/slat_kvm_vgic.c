@@ -611,7 +611,7 @@ static u64 redist_access(struct slat_irqchip *c, struct slat_kvm_vcpu *t, bool l
 }
 
 /* Kick every vCPU that may now have something to take (after a write). */
-static void kick_all(struct slat_vm *vm)
+void slat_vgic_kick_all(struct slat_vm *vm)
 {
 	struct slat_kvm_vcpu *t;
 	unsigned long i;
@@ -659,7 +659,7 @@ static bool vgic_mmio(struct slat_kvm_vcpu *v, struct slat_irqchip *c, struct hc
 		return false;
 	}
 	if (raised)
-		kick_all(vm);
+		slat_vgic_kick_all(vm);
 	xa_unlock(&vm->kvcpus);
 	if (!legal)
 		pr_info_once("slat: GIC access of %u bytes at 0x%llx: RAZ/WI\n", len, gpa);
@@ -782,15 +782,6 @@ int slat_vgic_exit(struct slat_kvm_vcpu *v, struct hc_run *hr)
 
 /* ---- save and restore: the register groups of KVM's arm-vgic-v3.rst ---- */
 
-/*
- * A register block as KVM's user accesses see it: `len` bytes from `off`;
- * with `bpi` (bits per INTID) only the part that names an existing INTID.
- */
-struct vgic_region {
-	u32 off, len;
-	u8 bpi;
-};
-
 static const struct vgic_region dist_regions[] = {
     {GICD_CTLR, 16, 0}, /* CTLR, TYPER, IIDR, TYPER2 */
     {GICD_STATUSR, 4, 0},	{GICX_IGROUPR, 0x80, 1},   {GICX_ISENABLER, 0x80, 1},
@@ -826,7 +817,7 @@ static const struct vgic_region redist_regions[] = {
 };
 
 /* KVM's check: an aligned 32-bit access inside a block, to an INTID that exists. */
-static bool region_ok(const struct vgic_region *r, size_t n, u32 off, u32 nr_irqs)
+bool slat_vgic_region_ok(const struct vgic_region *r, size_t n, u32 off, u32 nr_irqs)
 {
 	size_t i;
 
@@ -867,7 +858,7 @@ static u32 user_pending(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 o
 }
 
 /* KVM's user access where no register is: reads 0, writes ignored (HAS: -ENXIO). */
-static int user_raz_wi(bool write, u32 *val)
+int slat_vgic_user_raz_wi(bool write, u32 *val)
 {
 	if (!write)
 		*val = 0;
@@ -879,8 +870,8 @@ static int user_dist(struct slat_irqchip *c, u32 off, bool write, u32 *val, bool
 {
 	u32 now;
 
-	if (!region_ok(dist_regions, ARRAY_SIZE(dist_regions), off, c->nr_irqs))
-		return user_raz_wi(write, val);
+	if (!slat_vgic_region_ok(dist_regions, ARRAY_SIZE(dist_regions), off, c->nr_irqs))
+		return slat_vgic_user_raz_wi(write, val);
 	if (off >= GICX_ISPENDR && off < GICX_ISACTIVER) {
 		now = user_pending(c, NULL, off, write, *val, raised);
 		if (!write)
@@ -910,8 +901,8 @@ static int user_redist(struct slat_vm *vm, struct slat_irqchip *c, struct slat_k
 	bool last = !xa_find_after(&vm->kvcpus, &idx, ULONG_MAX, XA_PRESENT);
 	u32 sgi = off - GICR_SGI_FRAME;
 
-	if (!region_ok(redist_regions, ARRAY_SIZE(redist_regions), off, c->nr_irqs))
-		return user_raz_wi(write, val);
+	if (!slat_vgic_region_ok(redist_regions, ARRAY_SIZE(redist_regions), off, c->nr_irqs))
+		return slat_vgic_user_raz_wi(write, val);
 	if (off >= GICR_SGI_FRAME && sgi >= GICX_ISPENDR && sgi < GICX_ISACTIVER) {
 		u32 now = user_pending(c, vgic_cpu(t), sgi, write, *val, raised);
 
@@ -1109,17 +1100,16 @@ static int icc_set(struct hc_regs_arm64 *r, u32 reg, u64 val)
 }
 
 /*
- * One ICC register of vCPU `t`, through Slat's register page. KVM refuses
- * while a vCPU is in an ioctl (-EBUSY); here the target's own lock says so.
+ * One register of vCPU `t`'s CPU interface through Slat's register page:
+ * `fn` reads it into *val or writes *val. KVM refuses while a vCPU is in an
+ * ioctl (-EBUSY); here the target's own lock says so.
  */
-static long user_icc(struct slat_kvm_vcpu *t, u32 reg, u64 __user *up, bool set)
+int slat_vgic_cpuif_access(struct slat_kvm_vcpu *t, slat_vgic_cpuif_fn fn, u32 reg, u64 *val,
+			   bool set)
 {
 	struct hc_regs_arm64 *r;
-	u64 val = 0;
 	int rc;
 
-	if (set && get_user(val, up))
-		return -EFAULT;
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
@@ -1128,16 +1118,30 @@ static long user_icc(struct slat_kvm_vcpu *t, u32 reg, u64 __user *up, bool set)
 		return -EBUSY;
 	}
 	rc = slat_vcpu_regs_k(t->vc, r, false);
-	if (!rc && !set)
-		rc = icc_get(r, reg, &val);
-	if (!rc && set)
-		rc = icc_set(r, reg, val);
+	if (!rc)
+		rc = fn(r, reg, val, set);
 	if (!rc && set) {
 		r->flags |= HC_REGS_ARM64_GIC | HC_REGS_ARM64_KEEP_PENDING;
 		rc = slat_vcpu_regs_k(t->vc, r, true);
 	}
 	mutex_unlock(&t->vc->lock);
 	kfree(r);
+	return rc;
+}
+
+static int icc_access(struct hc_regs_arm64 *r, u32 reg, u64 *val, bool set)
+{
+	return set ? icc_set(r, reg, *val) : icc_get(r, reg, val);
+}
+
+static long user_icc(struct slat_kvm_vcpu *t, u32 reg, u64 __user *up, bool set)
+{
+	u64 val = 0;
+	int rc;
+
+	if (set && get_user(val, up))
+		return -EFAULT;
+	rc = slat_vgic_cpuif_access(t, icc_access, reg, &val, set);
 	if (!rc && !set)
 		rc = put_user(val, up);
 	return rc;
@@ -1171,10 +1175,12 @@ static long state_has(struct slat_vm *vm, struct slat_irqchip *c, const struct k
 		return -EINVAL;
 	switch (a->group) {
 	case KVM_DEV_ARM_VGIC_GRP_DIST_REGS:
-		return region_ok(dist_regions, ARRAY_SIZE(dist_regions), off, c->nr_irqs) ? 0
-											  : -ENXIO;
+		return slat_vgic_region_ok(dist_regions, ARRAY_SIZE(dist_regions), off, c->nr_irqs)
+			   ? 0
+			   : -ENXIO;
 	case KVM_DEV_ARM_VGIC_GRP_REDIST_REGS:
-		return region_ok(redist_regions, ARRAY_SIZE(redist_regions), off, c->nr_irqs)
+		return slat_vgic_region_ok(redist_regions, ARRAY_SIZE(redist_regions), off,
+					   c->nr_irqs)
 			   ? 0
 			   : -ENXIO;
 	default:
@@ -1231,7 +1237,7 @@ static long state_access(struct slat_vm *vm, struct slat_irqchip *c, struct kvm_
 		break;
 	}
 	if (raised)
-		kick_all(vm);
+		slat_vgic_kick_all(vm);
 	xa_unlock(&vm->kvcpus);
 	if (!rc && !set)
 		rc = put_user(val, up32);
@@ -1403,11 +1409,18 @@ static long vgic_attr(struct slat_vm *vm, unsigned int cmd, struct kvm_device_at
 			return -ENXIO;
 		WRITE_ONCE(c->ready, true);
 		return 0;
+	case KVM_DEV_ARM_VGIC_GRP_CPU_REGS: /* the GICv2's only */
+		if (!c->v2 || !slat_kvm_a64_state_ok())
+			return -ENXIO;
+		return slat_vgic_v2_state(vm, c, a, cmd);
 	case KVM_DEV_ARM_VGIC_GRP_DIST_REGS:
+		if (c->v2 && slat_kvm_a64_state_ok())
+			return slat_vgic_v2_state(vm, c, a, cmd);
+		fallthrough;
 	case KVM_DEV_ARM_VGIC_GRP_REDIST_REGS:
 	case KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS:
 	case KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO:
-		/* GICv3 state (ABI 1.12 keeps the CPU interface); not the GICv2's */
+		/* GICv3 state (ABI 1.12 keeps the CPU interface) */
 		if (c->v2 || !slat_kvm_a64_state_ok())
 			return -ENXIO;
 		return has ? state_has(vm, c, a) : state_access(vm, c, a, set);

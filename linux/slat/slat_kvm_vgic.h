@@ -84,6 +84,8 @@ int slat_vgic_exit(struct slat_kvm_vcpu *v, struct hc_run *hr);
 u64 slat_vgic_common_access(struct slat_irqchip *c, struct slat_vgic_cpu *cpu, u32 off,
 			    unsigned int len, bool write, u64 val, bool *hit, bool *raised);
 void slat_vgic_kick(struct slat_kvm_vcpu *t);
+/* Under the kvcpus lock: every vCPU in KVM_RUN looks again. */
+void slat_vgic_kick_all(struct slat_vm *vm);
 /* The GICv2 distributor frame, as accessed by vCPU `v`. */
 u64 slat_vgic_v2_dist_access(struct slat_kvm_vcpu *v, struct slat_irqchip *c, u32 off,
 			     unsigned int len, bool write, u64 val, bool *raised);
@@ -96,5 +98,25 @@ long slat_vgic_v2_addr(struct slat_vm *vm, struct slat_irqchip *c, const struct 
 		       unsigned int cmd);
 /* Before a run: both addresses set (-ENXIO), not overlapping (-EINVAL). */
 int slat_vgic_v2_check_addrs(const struct slat_irqchip *c);
+
+/* ---- save and restore (KVM_GET/SET/HAS_DEVICE_ATTR of the register groups) ---- */
+
+/*
+ * A register block as KVM's user accesses see it: `len` bytes from `off`;
+ * with `bpi` (bits per INTID) only the part that names an existing INTID.
+ */
+struct vgic_region {
+	u32 off, len;
+	u8 bpi;
+};
+bool slat_vgic_region_ok(const struct vgic_region *r, size_t n, u32 off, u32 nr_irqs);
+int slat_vgic_user_raz_wi(bool write, u32 *val);
+/* Reads register `reg` of the interface in `r` into *val, or writes *val. */
+typedef int (*slat_vgic_cpuif_fn)(struct hc_regs_arm64 *r, u32 reg, u64 *val, bool set);
+int slat_vgic_cpuif_access(struct slat_kvm_vcpu *t, slat_vgic_cpuif_fn fn, u32 reg, u64 *val,
+			   bool set);
+/* A GICv2's GRP_DIST_REGS / GRP_CPU_REGS (arm-vgic.rst), under vm->lock. */
+long slat_vgic_v2_state(struct slat_vm *vm, struct slat_irqchip *c, struct kvm_device_attr *a,
+			unsigned int cmd);
 
 #endif

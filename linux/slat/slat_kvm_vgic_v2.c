@@ -12,6 +12,7 @@
  * to the lowest-numbered vCPU of its GICD_ITARGETSR mask, to none when the
  * mask is 0, as in KVM (vgic_target_oracle: ffs of the targets).
  */
+#include <linux/bitfield.h>
 #include <linux/bitops.h>
 #include <linux/uaccess.h>
 #include <asm/sysreg.h>
@@ -24,6 +25,12 @@
 #define GICD_IIDR	 0x008
 #define GICD_IGROUPR	 0x080
 #define GICD_ISENABLER	 0x100
+#define GICD_ICENABLER	 0x180
+#define GICD_ISPENDR	 0x200
+#define GICD_ICPENDR	 0x280
+#define GICD_ISACTIVER	 0x300
+#define GICD_ICACTIVER	 0x380
+#define GICD_IPRIORITYR	 0x400
 #define GICD_ITARGETSR	 0x800
 #define GICD_ICFGR	 0xc00
 #define GICD_SGIR	 0xf00
@@ -264,4 +271,180 @@ int slat_vgic_v2_check_addrs(const struct slat_irqchip *c)
 	if (d + VGIC_V2_DIST_SIZE > cpu && cpu + VGIC_V2_CPU_SIZE > d)
 		return -EINVAL; /* the frames overlap */
 	return 0;
+}
+
+/* ---- save and restore: GRP_DIST_REGS and GRP_CPU_REGS (KVM's arm-vgic.rst) ---- */
+
+/* The registers KVM's GICv2 device has (vgic-mmio-v2.c); elsewhere RAZ/WI. */
+static const struct vgic_region v2_dist_regions[] = {
+    {GICD_CTLR, 12, 0}, /* CTLR, TYPER, IIDR */
+    {GICD_IGROUPR, 0x80, 1},   {GICD_ISENABLER, 0x80, 1},   {GICD_ICENABLER, 0x80, 1},
+    {GICD_ISPENDR, 0x80, 1},   {GICD_ICPENDR, 0x80, 1},	    {GICD_ISACTIVER, 0x80, 1},
+    {GICD_ICACTIVER, 0x80, 1}, {GICD_IPRIORITYR, 0x400, 8}, {GICD_ITARGETSR, 0x400, 8},
+    {GICD_ICFGR, 0x100, 2},    {GICD_SGIR, 4, 0},	    {GICD_CPENDSGIR, 16, 0},
+    {GICD_SPENDSGIR, 16, 0},
+};
+
+/* GICC registers (IHI 0048B table 4-2) */
+#define GICC_CTLR 0x00
+#define GICC_PMR  0x04
+#define GICC_BPR  0x08
+#define GICC_ABPR 0x1c
+#define GICC_APR  0xd0 /* APR0-3: the GICH_APR's 32 levels in APR0, the rest RAZ/WI */
+#define GICC_IIDR 0xfc
+
+static const struct vgic_region v2_cpu_regions[] = {
+    {GICC_CTLR, 4, 0}, {GICC_PMR, 4, 0},  {GICC_BPR, 4, 0},
+    {GICC_ABPR, 4, 0}, {GICC_APR, 16, 0}, {GICC_IIDR, 4, 0},
+};
+
+/*
+ * GICH_VMCR (IHI 0048B 5.3.4), which Slat keeps in hc_regs_arm64.ich_vmcr:
+ * VMPriMask 31:27 (KVM's ABI shows GICC_PMR as these 5 bits), VMBP 23:21,
+ * VMABP 20:18; bits 9 and 4:0 are GICC_CTLR's EOImode, CBPR, FIQEn, AckCtl,
+ * EnableGrp1 and EnableGrp0 at the same places.
+ */
+#define VMCR_CTLR_MASK 0x21full
+#define VMCR_PMR_SHIFT 27
+#define VMCR_BP_SHIFT  21
+#define VMCR_ABP_SHIFT 18
+/* GICC_IIDR: ProductID 31:20 ('S'), architecture 2, implementer Arm */
+#define GICC_IIDR_SLAT (0x53u << 20 | 2u << 16 | 0x43b)
+
+static int vmcr_field(u64 *vmcr, unsigned int shift, u64 mask, u64 *val, bool set)
+{
+	if (set)
+		*vmcr = (*vmcr & ~(mask << shift)) | (*val & mask) << shift;
+	else
+		*val = *vmcr >> shift & mask;
+	return 0;
+}
+
+/* One GICC register from Slat's copy of the vCPU's interface (KVM's mapping). */
+static int gicc_access(struct hc_regs_arm64 *r, u32 off, u64 *val, bool set)
+{
+	switch (off) {
+	case GICC_CTLR:
+		return vmcr_field(&r->ich_vmcr, 0, VMCR_CTLR_MASK, val, set);
+	case GICC_PMR:
+		return vmcr_field(&r->ich_vmcr, VMCR_PMR_SHIFT, 0x1f, val, set);
+	case GICC_BPR:
+		return vmcr_field(&r->ich_vmcr, VMCR_BP_SHIFT, 7, val, set);
+	case GICC_ABPR:
+		return vmcr_field(&r->ich_vmcr, VMCR_ABP_SHIFT, 7, val, set);
+	case GICC_APR:
+		if (set)
+			r->ich_ap1r[0] = (u32)*val;
+		else
+			*val = r->ich_ap1r[0];
+		return 0;
+	default: /* APR1-3 RAZ/WI; GICC_IIDR read only */
+		if (!set)
+			*val = off == GICC_IIDR ? GICC_IIDR_SLAT : 0;
+		return 0;
+	}
+}
+
+/*
+ * A user write of ISPENDR0 / ICPENDR0's SGI bits (the guest's own are
+ * ignored there): as KVM, set pends the SGI from the vCPU itself, clear
+ * drops every source.
+ */
+static void user_sgi_pend(struct slat_vgic_cpu *cpu, unsigned int self, bool set, u32 val,
+			  bool *raised)
+{
+	unsigned int i;
+
+	for (i = 0; i < VGIC_V2_NR_SGIS; i++) {
+		if (!(val >> i & 1))
+			continue;
+		if (set)
+			vgic_v2_sgi_raise(&cpu->priv[i], (u8)BIT(self));
+		else
+			vgic_v2_sgi_clear(&cpu->priv[i], 0xff);
+		*raised |= set;
+	}
+}
+
+/*
+ * Under the kvcpus lock: one distributor register as vCPU `t` sees it
+ * (its banked SGIs and PPIs), with KVM's user-access differences: GICD_TYPER
+ * ignores writes, GICD_IIDR takes only its own value (-EINVAL), and
+ * ISPENDR0 / ICPENDR0 reach the SGIs.
+ */
+static int user_dist(struct slat_kvm_vcpu *t, struct slat_irqchip *c, u32 off, bool write, u32 *val,
+		     bool *raised)
+{
+	if (!slat_vgic_region_ok(v2_dist_regions, ARRAY_SIZE(v2_dist_regions), off, c->nr_irqs))
+		return slat_vgic_user_raz_wi(write, val);
+	if (write && off == GICD_IIDR)
+		return *val == GIC_IIDR_SLAT ? 0 : -EINVAL;
+	if (write && off == GICD_TYPER)
+		return 0;
+	if (write && (off == GICD_ISPENDR || off == GICD_ICPENDR))
+		user_sgi_pend(v2_cpu(t), t->id, off == GICD_ISPENDR, *val, raised);
+	if (write)
+		slat_vgic_v2_dist_access(t, c, off, 4, true, *val, raised);
+	else
+		*val = (u32)slat_vgic_v2_dist_access(t, c, off, 4, false, 0, raised);
+	return 0;
+}
+
+static long state_access(struct slat_vm *vm, struct slat_irqchip *c, struct slat_kvm_vcpu *t,
+			 const struct kvm_device_attr *a, bool set)
+{
+	u32 __user *up = u64_to_user_ptr(a->addr);
+	u32 off = a->attr & KVM_DEV_ARM_VGIC_OFFSET_MASK, val = 0;
+	bool raised = false;
+	u64 v64;
+	int rc;
+
+	if (set && get_user(val, up))
+		return -EFAULT;
+	WRITE_ONCE(c->ready, true); /* KVM initialises the VGIC here (vgic_init) */
+	if (a->group == KVM_DEV_ARM_VGIC_GRP_CPU_REGS) {
+		if (!slat_vgic_region_ok(v2_cpu_regions, ARRAY_SIZE(v2_cpu_regions), off, 0))
+			rc = slat_vgic_user_raz_wi(set, &val);
+		else {
+			v64 = val;
+			rc = slat_vgic_cpuif_access(t, gicc_access, off, &v64, set);
+			val = (u32)v64;
+		}
+	} else {
+		xa_lock(&vm->kvcpus);
+		rc = user_dist(t, c, off, set, &val, &raised);
+		if (raised)
+			slat_vgic_kick_all(vm);
+		xa_unlock(&vm->kvcpus);
+	}
+	if (!rc && !set)
+		rc = put_user(val, up);
+	return rc;
+}
+
+/*
+ * KVM_GET/SET/HAS_DEVICE_ATTR of GRP_DIST_REGS and GRP_CPU_REGS: the vCPU
+ * by its id in attribute bits 39:32 (none: -EINVAL, also for HAS), the
+ * register by its offset in 31:0; HAS says -ENXIO where KVM has no register,
+ * where GET reads 0 and SET does nothing.
+ */
+long slat_vgic_v2_state(struct slat_vm *vm, struct slat_irqchip *c, struct kvm_device_attr *a,
+			unsigned int cmd)
+{
+	u32 off = a->attr & KVM_DEV_ARM_VGIC_OFFSET_MASK;
+	bool cpu_regs = a->group == KVM_DEV_ARM_VGIC_GRP_CPU_REGS;
+	struct slat_kvm_vcpu *t;
+
+	t = xa_load(&vm->kvcpus, FIELD_GET(KVM_DEV_ARM_VGIC_CPUID_MASK, a->attr));
+	if (!t)
+		return -EINVAL;
+	if (cmd != KVM_HAS_DEVICE_ATTR)
+		return state_access(vm, c, t, a, cmd == KVM_SET_DEVICE_ATTR);
+	if (cpu_regs)
+		return slat_vgic_region_ok(v2_cpu_regions, ARRAY_SIZE(v2_cpu_regions), off, 0)
+			   ? 0
+			   : -ENXIO;
+	return slat_vgic_region_ok(v2_dist_regions, ARRAY_SIZE(v2_dist_regions), off, c->nr_irqs)
+		   ? 0
+		   : -ENXIO;
 }

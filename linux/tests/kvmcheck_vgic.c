@@ -684,6 +684,7 @@ void check_vgic(int kvm)
 		check_vgic2_device(kvm);
 		check_vgic2_guest(kvm);
 		check_vgic2_sgi(kvm);
+		check_vgic2_state(kvm);
 	} else {
 		check("vgic: an in-kernel GIC (VGIC_V3 or VGIC_V2)", false, errno, 0);
 	}

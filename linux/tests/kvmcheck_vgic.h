@@ -79,5 +79,7 @@ void check_vgic_state(int kvm);
 void check_vgic2_device(int kvm);
 void check_vgic2_guest(int kvm);
 void check_vgic2_sgi(int kvm);
+// Its save and restore (GRP_DIST_REGS, GRP_CPU_REGS).
+void check_vgic2_state(int kvm);
 
 #endif

@@ -173,3 +173,172 @@ void check_vgic2_sgi(int kvm)
 	if (joined == 0)
 		gic_vm_free(&g, 2);
 }
+
+// ---- save and restore: GRP_DIST_REGS / GRP_CPU_REGS (KVM's arm-vgic.rst) -------
+// What QEMU's kvm-arm-gic writes at every machine reset and reads and
+// writes on migration: the vCPU id in attribute bits 39:32, the register's
+// offset in 31:0; the distributor's private registers banked per vCPU, the
+// CPU interface's (GICC_PMR as GICH_VMCR's 5-bit VMPriMask) per vCPU.
+#define GR2_PMR	    0x130u // the guest's GICC_PMR, GICC_BPR and GICC_CTLR
+#define GR2_BPR	    0x138u
+#define GR2_CTLR    0x140u
+#define V2_CPUID(n) ((uint64_t)(n) << KVM_DEV_ARM_VGIC_CPUID_SHIFT)
+
+static long attr2(int dev, unsigned cmd, uint32_t group, uint64_t a, uint32_t *val)
+{
+	struct kvm_device_attr d = {.group = group, .attr = a, .addr = (uint64_t)(uintptr_t)val};
+
+	return ioctl(dev, cmd, &d);
+}
+
+static long dist2(int dev, bool set, unsigned cpu, uint32_t off, uint32_t *val)
+{
+	return attr2(dev, set ? KVM_SET_DEVICE_ATTR : KVM_GET_DEVICE_ATTR,
+		     KVM_DEV_ARM_VGIC_GRP_DIST_REGS, V2_CPUID(cpu) | off, val);
+}
+
+static long cpu2(int dev, bool set, unsigned cpu, uint32_t off, uint32_t *val)
+{
+	return attr2(dev, set ? KVM_SET_DEVICE_ATTR : KVM_GET_DEVICE_ATTR,
+		     KVM_DEV_ARM_VGIC_GRP_CPU_REGS, V2_CPUID(cpu) | off, val);
+}
+
+// vCPU 0 reads its GICC_PMR, GICC_BPR and GICC_CTLR (as the VMM set them),
+// writes GICC_PMR 0xa8 and says so (MMIO_GPA, 7).
+static void write_gicc_guest(uint8_t *mem)
+{
+	struct code c = {(uint32_t *)mem, 0};
+	static const unsigned regs[][2] = {{0x4, GR2_PMR}, {0x8, GR2_BPR}, {0x0, GR2_CTLR}};
+
+	mov64(&c, 19, GRES_GPA);
+	for (unsigned i = 0; i < 3; i++) {
+		mov64(&c, 1, GICC_GPA + regs[i][0]);
+		emit(&c, LDR_W(0, 1, 0));
+		gres(&c, 0, regs[i][1]);
+	}
+	w32(&c, GICC_GPA + 0x4, 0xa8);
+	emit(&c, DSB_SY);
+	tell(&c, MMIO_GPA, 7);
+	emit(&c, 0x14000000u);
+	fits(&c, VEC_GPA);
+}
+
+static void check_v2_attrs(struct gic_vm *g)
+{
+	uint32_t v = 1;
+
+	expect("vgic2 state: HAS DIST_REGS GICD_CTLR of vCPU 0",
+	       attr2(g->dev, KVM_HAS_DEVICE_ATTR, KVM_DEV_ARM_VGIC_GRP_DIST_REGS, 0, NULL), 0);
+	expect("vgic2 state: HAS DIST_REGS GICD_SPENDSGIR3 of vCPU 1",
+	       attr2(g->dev, KVM_HAS_DEVICE_ATTR, KVM_DEV_ARM_VGIC_GRP_DIST_REGS,
+		     V2_CPUID(1) | 0xf2c, NULL),
+	       0);
+	expect(
+	    "vgic2 state: HAS DIST_REGS of vCPU 9 (none)",
+	    attr2(g->dev, KVM_HAS_DEVICE_ATTR, KVM_DEV_ARM_VGIC_GRP_DIST_REGS, V2_CPUID(9), NULL),
+	    EINVAL);
+	expect("vgic2 state: HAS DIST_REGS GICD_ISPENDR3 (INTIDs 96.. past the last)",
+	       attr2(g->dev, KVM_HAS_DEVICE_ATTR, KVM_DEV_ARM_VGIC_GRP_DIST_REGS, 0x20c, NULL),
+	       ENXIO);
+	expect("vgic2 state: HAS DIST_REGS GICD_ICPIDR2 (not KVM's)",
+	       attr2(g->dev, KVM_HAS_DEVICE_ATTR, KVM_DEV_ARM_VGIC_GRP_DIST_REGS, 0xfe8, NULL),
+	       ENXIO);
+	expect("vgic2 state: GET DIST_REGS GICD_ICPIDR2", dist2(g->dev, false, 0, 0xfe8, &v), 0);
+	check("vgic2 state: ... reads 0", v == 0, v, 0);
+	expect("vgic2 state: HAS CPU_REGS GICC_APR3 of vCPU 1",
+	       attr2(g->dev, KVM_HAS_DEVICE_ATTR, KVM_DEV_ARM_VGIC_GRP_CPU_REGS, V2_CPUID(1) | 0xdc,
+		     NULL),
+	       0);
+	expect("vgic2 state: HAS CPU_REGS GICC_IAR (not state)",
+	       attr2(g->dev, KVM_HAS_DEVICE_ATTR, KVM_DEV_ARM_VGIC_GRP_CPU_REGS, 0xc, NULL), ENXIO);
+	expect("vgic2 state: GET CPU_REGS of vCPU 2 (none)", cpu2(g->dev, false, 2, 0x4, &v),
+	       EINVAL);
+	expect("vgic2 state: GET GICD_TYPER", dist2(g->dev, false, 0, 0x4, &v), 0);
+	check("vgic2 state: GICD_TYPER 0x22 (96 IRQs, 2 CPU interfaces: QEMU checks both)",
+	      v == 0x22, v, 0x22);
+	expect("vgic2 state: GET GICD_IIDR", dist2(g->dev, false, 0, 0x8, &v), 0);
+	expect("vgic2 state: SET GICD_IIDR to its own value", dist2(g->dev, true, 0, 0x8, &v), 0);
+	v ^= 0x1000000;
+	expect("vgic2 state: SET GICD_IIDR to another product", dist2(g->dev, true, 0, 0x8, &v),
+	       EINVAL);
+}
+
+// The distributor: banked enables, an SGI's sources, shared targets.
+static void check_v2_dist(struct gic_vm *g)
+{
+	uint32_t v = 1u << VTIMER_INTID, src = 0x02u << 8; // SGI 5 from CPU 1
+
+	expect("vgic2 state: SET GICD_ISENABLER0 of vCPU 1 (PPI 27)",
+	       dist2(g->dev, true, 1, 0x100, &v), 0);
+	expect("vgic2 state: GET GICD_ISENABLER0 of vCPU 1", dist2(g->dev, false, 1, 0x100, &v), 0);
+	check("vgic2 state: ... SGIs and PPI 27 enabled", v == (0xffffu | 1u << VTIMER_INTID), v,
+	      0xffffu | 1u << VTIMER_INTID);
+	expect("vgic2 state: GET GICD_ISENABLER0 of vCPU 0", dist2(g->dev, false, 0, 0x100, &v), 0);
+	check("vgic2 state: ... its SGIs only (banked)", v == 0xffff, v, 0xffff);
+	expect("vgic2 state: SET GICD_SPENDSGIR1 of vCPU 0: SGI 5 from CPU 1",
+	       dist2(g->dev, true, 0, 0xf24, &src), 0);
+	expect("vgic2 state: GET GICD_CPENDSGIR1 of vCPU 0", dist2(g->dev, false, 0, 0xf14, &v), 0);
+	check("vgic2 state: ... SGI 5's source CPU 1", v == src, v, src);
+	expect("vgic2 state: GET GICD_ISPENDR0 of vCPU 0", dist2(g->dev, false, 0, 0x200, &v), 0);
+	check("vgic2 state: ... SGI 5 pending", v == 1u << SGI_OTHER, v, 1u << SGI_OTHER);
+	expect("vgic2 state: GET GICD_SPENDSGIR1 of vCPU 1", dist2(g->dev, false, 1, 0xf24, &v), 0);
+	check("vgic2 state: ... none (banked)", v == 0, v, 0);
+	v = 1u << SGI_OTHER;
+	expect("vgic2 state: SET GICD_ICPENDR0 of vCPU 0 (SGI 5)",
+	       dist2(g->dev, true, 0, 0x280, &v), 0);
+	expect("vgic2 state: GET GICD_SPENDSGIR1 of vCPU 0", dist2(g->dev, false, 0, 0xf24, &v), 0);
+	check("vgic2 state: ... every source dropped, as KVM", v == 0, v, 0);
+	v = 0x02; // SPI 40 to CPU 1
+	expect("vgic2 state: SET GICD_ITARGETSR10 (SPI 40 to CPU 1)",
+	       dist2(g->dev, true, 0, 0x800 + SPI_INTID, &v), 0);
+	expect("vgic2 state: GET GICD_ITARGETSR10 through vCPU 1",
+	       dist2(g->dev, false, 1, 0x800 + SPI_INTID, &v), 0);
+	check("vgic2 state: ... CPU 1's bit", v == 0x02, v, 0x02);
+	expect("vgic2 state: GET GICD_ITARGETSR0 of vCPU 1", dist2(g->dev, false, 1, 0x800, &v), 0);
+	check("vgic2 state: ... CPU 1's bit for SGIs 0-3", v == 0x02020202, v, 0x02020202);
+}
+
+// The CPU interface: set before the run, seen by the guest; the guest's
+// GICC_PMR read back after it.
+static void check_v2_cpuif(struct gic_vm *g)
+{
+	uint32_t pmr = 0x1e, bpr = 3, ctlr = 1, v = 0;
+	uint64_t pc = CODE_GPA;
+
+	expect("vgic2 state: SET GICC_PMR of vCPU 0 (VMPriMask 0x1e)",
+	       cpu2(g->dev, true, 0, 0x4, &pmr), 0);
+	expect("vgic2 state: SET GICC_BPR of vCPU 0", cpu2(g->dev, true, 0, 0x8, &bpr), 0);
+	expect("vgic2 state: SET GICC_CTLR of vCPU 0 (EnableGrp0)",
+	       cpu2(g->dev, true, 0, 0x0, &ctlr), 0);
+	expect("vgic2 state: GET GICC_PMR of vCPU 1", cpu2(g->dev, false, 1, 0x4, &v), 0);
+	check("vgic2 state: ... 0 (per vCPU)", v == 0, v, 0);
+	expect("vgic2 state: GET GICC_IIDR of vCPU 0", cpu2(g->dev, false, 0, 0xfc, &v), 0);
+	check("vgic2 state: ... architecture version 2", (v >> 16 & 0xf) == 2, v >> 16 & 0xf, 2);
+	one_reg(g->vcpu[0], CORE(regs.pc), &pc, true);
+	alarm(60);
+	check("vgic2 state: the guest reads its CPU interface",
+	      run_to_tell(g->vcpu[0], g->run[0], g->mem, GRES_GPA, MMIO_GPA, 7),
+	      g->run[0]->exit_reason, KVM_EXIT_MMIO);
+	alarm(0);
+	check("vgic2 state: the guest's GICC_PMR 0xf0", gr(g, GR2_PMR) == 0xf0, gr(g, GR2_PMR),
+	      0xf0);
+	check("vgic2 state: the guest's GICC_BPR 3", gr(g, GR2_BPR) == 3, gr(g, GR2_BPR), 3);
+	check("vgic2 state: the guest's GICC_CTLR 1", gr(g, GR2_CTLR) == 1, gr(g, GR2_CTLR), 1);
+	expect("vgic2 state: GET GICC_PMR of vCPU 0 after the guest's 0xa8",
+	       cpu2(g->dev, false, 0, 0x4, &v), 0);
+	check("vgic2 state: ... 0x15 (0xa8 >> 3)", v == 0x15, v, 0x15);
+}
+
+void check_vgic2_state(int kvm)
+{
+	struct gic_vm g;
+
+	if (!gic_vm_make(kvm, &g, 2, write_gicc_guest, true)) {
+		check("vgic2 state: 2-vCPU VM with the GIC set up", false, errno, 0);
+		return;
+	}
+	check_v2_attrs(&g);
+	check_v2_dist(&g);
+	check_v2_cpuif(&g);
+	gic_vm_free(&g, 2);
+}

@@ -9,7 +9,11 @@
 #                               slat.cfg with the primary's kernel CMDLINE,
 #                               and boots it on QEMU -cpu max (2 CPUs, 2 GiB)
 #   qemu_vmm_boot_arm64 CMDLINE  the same for arm64: QEMU virt at EL2 with
-#                               GICv3, -cpu cortex-a72 (2 CPUs, 2 GiB)
+#                               GICv3 (EMU_ARM64_MACHINE), -cpu cortex-a72
+#                               (2 CPUs, 2 GiB)
+#   arm64_qemu_test GIC         t_arm64_qemu's boot and verdicts with QEMU's
+#                               in-kernel GICv3 (GIC 3) or, on a GICv2
+#                               machine, GICv2 (GIC 2)
 #   qemu_expect_arm64 KVM PSCI GIC  tests/guest/qemu_slat.sh's verdicts on
 #                               arm64 (below), on Slat's or Linux's KVM
 #   qemu_expect_x86 KVM         the same on x86
@@ -98,6 +102,32 @@ qemu_expect_arm64() {
 	expect_absent 'Kernel panic' 'Oops' 'BUG' 'MISMATCH' 'soft lockup' 'rcu_sched detected stalls' \
 		'VMM-GUEST: no disk' 'failed to come online' 'WARNING:' \
 		'SLAT-GUEST: qemu: .*qemu-system-aarch64: ' 'Segmentation fault'
+}
+
+# arm64_qemu_test GIC: t_arm64_qemu's run (GIC 3: make test) or the same on
+# a GICv2 machine (GIC 2: the outer QEMU virt with gic-version=2, the inner
+# -M virt,gic-version=2: slat.ko's GICv2 with its save/restore groups;
+# tests/slow/t_arm64_qemu_gicv2.sh). Two VMs: QEMU's scratch VM for -cpu host
+# and the machine.
+arm64_qemu_test() {
+	local gic=$1 outer=virt,virtualization=on,gic-version=$1 inner=virt,gic-version=3,its=off
+	local gic_line='^SLAT-GUEST: qemu: .*GICv3: CPU0: found redistributor 0 region 0:0x0*80a0000$'
+	if [ "$gic" = 2 ]; then
+		inner=virt,gic-version=2
+		gic_line='^SLAT-GUEST: qemu: .*GICv2m: range\[mem 0x0*8020000-0x0*8020fff\], SPI\[80:143\]$'
+	fi
+	EMU_ARM64_MACHINE=$outer qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=qemu_slat slat.qemu_machine=$inner${QEMU_TRACE:+ slat.qemu_trace=$QEMU_TRACE}"
+	qemu_expect_arm64 "^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE," \
+		'^SLAT-GUEST: qemu: .*psci: PSCIv1\.0 detected in firmware' "$gic_line"
+	[ "$gic" = 2 ] ||
+		expect '^SLAT-GUEST: qemu: .*GICv3: CPU1: found redistributor 1 region 0:0x0*80c0000$'
+	expect_in_order '^SLAT-GUEST: MARKER qemu_slat-done' \
+		'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive' \
+		'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+	expect_absent 'Synchronous Exception' '^error: (slat|arm64|hv):' 'exception at EL2' \
+		'insmod .* failed'
+	expect_exit
+	boot_done
 }
 
 # The x86 tests' QEMU machines (tests/guest/qemu_slat.sh's

@@ -14,18 +14,8 @@
 # accounts every page (two VMs: QEMU's scratch VM for -cpu host, and the
 # machine). `its=off`: QEMU 7.2 dereferences NULL without
 # KVM_CAP_SIGNAL_MSI (docs/kvm-api.md). QEMU_TRACE=PATTERN passes QEMU's
-# -trace PATTERN (e.g. 'kvm_*', slow).
+# -trace PATTERN (e.g. 'kvm_*', slow). The same on a GICv2 machine:
+# tests/slow/t_arm64_qemu_gicv2.sh (arm64_qemu_test in qemu_vmm.sh).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu_vmm.sh"
-qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=qemu_slat${QEMU_TRACE:+ slat.qemu_trace=$QEMU_TRACE}"
-qemu_expect_arm64 "^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE," \
-	'^SLAT-GUEST: qemu: .*psci: PSCIv1\.0 detected in firmware' \
-	'^SLAT-GUEST: qemu: .*GICv3: CPU0: found redistributor 0 region 0:0x0*80a0000$'
-expect '^SLAT-GUEST: qemu: .*GICv3: CPU1: found redistributor 1 region 0:0x0*80c0000$'
-expect_in_order '^SLAT-GUEST: MARKER qemu_slat-done' \
-	'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive' \
-	'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
-expect_absent 'Synchronous Exception' '^error: (slat|arm64|hv):' 'exception at EL2' \
-	'insmod .* failed'
-expect_exit
-boot_done
+arm64_qemu_test 3
