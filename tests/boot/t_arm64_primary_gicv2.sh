@@ -34,6 +34,9 @@ expect_in_order '^arm64: GICv2 virtual CPU interface: GICH 0x8030000, GICV 0x804
 	'^SLAT-GUEST: kvmcheck: vgic: no GICv3 here: the GICv2 checks' \
 	'^SLAT-GUEST: kvmcheck: vgic2: third GICC_IAR: PPI 27 \(the virtual timer\): ok' \
 	'^SLAT-GUEST: kvmcheck: vgic2: \.\.\. GICC_IAR 0x405: SGI 5 from CPU 1: ok' \
+	'^SLAT-GUEST: kvmcheck: vgic2 state: GICD_TYPER 0x22 \(96 IRQs, 2 CPU interfaces: QEMU checks both\): ok' \
+	'^SLAT-GUEST: kvmcheck: vgic2 state: the guest.s GICC_PMR 0xf0: ok' \
+	'^SLAT-GUEST: kvmcheck: vgic2 state: \.\.\. 0x15 \(0xa8 >> 3\): ok' \
 	'^SLAT-GUEST: kvmcheck: PASS \([0-9]+ checks, 0 failed\)$' \
 	'^SLAT-GUEST: slat-kvm-check exit 0$' \
 	'^SLAT-GUEST: MARKER vmm_gicv2-done' \
