@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# tools/bench-kvm-api.sh [SECONDS [RUNS [MAX [ARCHES]]]] - issue 16's benchmark:
+# tools/bench-kvm-api.sh [SECONDS [RUNS [MAX [ARCHES [ONLY]]]]] - issue 16's benchmark:
 # the same Linux KVM selftest binaries (tools/kvm-selftests.sh) on the two
 # /dev/kvm implementations in the same emulator, per architecture (ARCHES,
 # default "aarch64 x86_64"):
@@ -19,7 +19,9 @@
 # at 64 slots and (MAX=1, the default) at the largest count both accept
 # (-s 32764: Slat's and x86 KVM's KVM_CAP_NR_MEMSLOTS; arm64 KVM's is 32767),
 # -l SECONDS -r RUNS (default 2 and 3), and RUNS timed
-# memslot_modification_stress_test runs. One JSON object per figure on stdout.
+# memslot_modification_stress_test runs, then RUNS dirty_log_perf_test and
+# kvm_page_table_test runs; ONLY (default all) keeps one group: memslot,
+# dirty_log_perf or page_table_thp. One JSON object per figure on stdout.
 # TCG wall time: the ratio shows the two designs' costs as this emulator
 # executes them, not hardware.
 set -uo pipefail
@@ -33,6 +35,7 @@ secs=${1:-2}
 runs=${2:-3}
 max=${3:-1}
 arches=${4:-aarch64 x86_64}
+only=${5:-all}
 out="$top/build/bench/kvm-api"
 mkdir -p "$out"
 status=0
@@ -48,7 +51,7 @@ boot_both() {
 	}
 	con=ttyAMA0
 	[ "$arch" = x86_64 ] && con=ttyS0
-	cmdline="console=$con panic=-1 slat.test=kvm_bench slat.kvmbench=$secs,$runs,$max"
+	cmdline="console=$con panic=-1 slat.test=kvm_bench slat.kvmbench=$secs,$runs,$max,$only"
 	bench_cfg "$out/slat-$arch.cfg" "$cmdline" "hypervisor = on"
 	EMU_ESP_CYL=128 emu_esp "$out/slat-$arch.img" "$arch" "$top/build/$arch/slat.efi" \
 		"$out/slat-$arch.cfg=slat.cfg" "$g/vmlinuz=slat/vmlinuz" "$g/initrd.img=slat/initrd.img" ||

@@ -326,7 +326,18 @@ def run_kvm_api(quick, runs):
     script = os.path.join(TOP, "tools", "bench-kvm-api.sh")
     # QUICK (make test's smoke run): arm64 alone; x86's unmap sub-test alone
     # takes two minutes per system on QEMU's one TCG thread.
-    args = ["1", "1", "0", "aarch64"] if quick else ["1", str(min(runs, 2)), "1"]
+    # BENCH_KVM_API_ONLY: one group of tests (memslot, dirty_log_perf or
+    # page_table_thp), run BENCH_BOOT_RUNS times; BENCH_KVM_API_ARCHES: a
+    # subset of "aarch64 x86_64". The full run keeps at most 2 runs.
+    only = os.environ.get("BENCH_KVM_API_ONLY", "all")
+    arches = os.environ.get("BENCH_KVM_API_ARCHES", "aarch64 x86_64")
+    if quick:
+        args = ["1", "1", "0", "aarch64"]
+    elif only != "all":
+        args = ["1", str(runs), "0", arches, only]
+    else:
+        args = ["1", str(min(runs, 2)), "1", arches]
+    entry["only"] = only
     rc, raw = run_guest_script("kvm_api", script, args, "kvm_api", 9000)
     if rc is None:
         entry.update(status="failed", reason="timed out")

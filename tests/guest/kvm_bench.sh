@@ -4,15 +4,19 @@
 # Linux KVM selftest binaries on whichever /dev/kvm this kernel has: Linux's
 # own KVM (the kernel booted at EL2 without Slat) or slat.ko's (the primary
 # under Slat). One "SLAT-BENCH {json}" line per figure. Kernel argument
-# slat.kvmbench=SECONDS,RUNS,MAX (default 2,3,1): memslot_perf_test's -l and
-# -r, and whether to run it at the largest slot count too (1) or not (0).
-arg=$(sed -n 's/.*slat\.kvmbench=\([0-9,]*\).*/\1/p' /proc/cmdline)
-IFS=, read -r secs runs max <<EOF_ARGS
+# slat.kvmbench=SECONDS,RUNS,MAX[,ONLY] (default 2,3,1,all): memslot_perf_test's
+# -l and -r, whether to run it at the largest slot count too (1) or not (0),
+# and which tests: all, or one of memslot, dirty_log_perf, page_table_thp.
+arg=$(sed -n 's/.*slat\.kvmbench=\([0-9a-z_,]*\).*/\1/p' /proc/cmdline)
+IFS=, read -r secs runs max only <<EOF_ARGS
 $arg
 EOF_ARGS
 secs=${secs:-2}
 runs=${runs:-3}
 max=${max:-1}
+only=${only:-all}
+# wanted TEST: whether ONLY selects TEST.
+wanted() { [ "$only" = all ] || [ "$only" = "$1" ]; }
 ulimit -n 4096
 # arm64: Linux's KVM is built in (/dev/kvm exists when the kernel runs at
 # EL2). x86: the CPU offers SVM only without Slat (Slat hides it from its
@@ -32,7 +36,7 @@ else
 	fi
 fi
 arch=$(uname -m)
-echo "SLAT-GUEST: kvm_bench on $arch, /dev/kvm from $system, -l $secs -r $runs"
+echo "SLAT-GUEST: kvm_bench on $arch, /dev/kvm from $system, -l $secs -r $runs, tests: $only"
 
 up() { cut -d' ' -f1 /proc/uptime; }
 
@@ -60,16 +64,16 @@ perf() {
 	}' /tmp/perf
 }
 
-perf 64
+wanted memslot && perf 64
 # The largest count both accept: KVM_CAP_NR_MEMSLOTS is 32764 on Slat and
 # 32767 on arm64 KVM (x86 KVM: 32764), so -s 32764 (32763 test slots) on
 # both, not -s -1.
-[ "$max" = 1 ] && perf 32764
+wanted memslot && [ "$max" = 1 ] && perf 32764
 
 # memslot_modification_stress_test: wall time of a fixed amount of work.
 mode=
 [ "$arch" = aarch64 ] && mode="-m 5" # P40V48_4K, as tests/guest/kvm.sh
-for r in $(seq 1 "$runs"); do
+wanted memslot && for r in $(seq 1 "$runs"); do
 	t0=$(up)
 	# shellcheck disable=SC2086
 	/kvm/memslot_modification_stress_test $mode -i 100 -v 2 -b 8M >/tmp/mod 2>&1
@@ -82,7 +86,7 @@ done
 # of 64 MiB, 5 iterations: populate, enable logging, dirty memory per
 # iteration (the vCPUs' write faults), get and clear per iteration (the
 # harvest: KVM_GET_DIRTY_LOG, then KVM_CLEAR_DIRTY_LOG), disable logging.
-for r in $(seq 1 "$runs"); do
+wanted dirty_log_perf && for r in $(seq 1 "$runs"); do
 	# shellcheck disable=SC2086
 	/kvm/dirty_log_perf_test $mode -b 64M -v 2 -i 5 >/tmp/dlp 2>&1
 	rc=$?
@@ -103,7 +107,7 @@ done
 # three stages' own times, 2 vCPUs of 256 MiB (one guest mode: arm64's
 # P40V48_4K, as above; x86 has one): create (first touch), update (dirty
 # logging on: 4 KiB leaves), adjust (logging off: huge leaves again).
-for r in $(seq 1 "$runs"); do
+wanted page_table_thp && for r in $(seq 1 "$runs"); do
 	# shellcheck disable=SC2086
 	/kvm/kvm_page_table_test $mode -s anonymous_thp -b 256M -v 2 >/tmp/ptt 2>&1
 	rc=$?
