@@ -4,6 +4,7 @@
 # /init of Slat's guest initramfs (built by tools/guest.sh).
 # Kernel command line:
 #   slat.test=NAME   run /tests/NAME.sh, print its exit status, power off
+#   slat.test=A+B    run /tests/A.sh, then /tests/B.sh (each says its status)
 #   (none)           interactive busybox shell on the console; power off on exit
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -12,14 +13,16 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 echo "SLAT-GUEST: init up on $(uname -m), kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime) s"
 
-test=$(sed -n 's/.*slat\.test=\([A-Za-z0-9_-]*\).*/\1/p' /proc/cmdline)
-if [ -n "$test" ]; then
-	if [ -f "/tests/$test.sh" ]; then
-		sh "/tests/$test.sh"
-		echo "SLAT-GUEST: test $test exit $?"
-	else
-		echo "SLAT-GUEST: no test named '$test' in /tests"
-	fi
+tests=$(sed -n 's/.*slat\.test=\([A-Za-z0-9_+-]*\).*/\1/p' /proc/cmdline)
+if [ -n "$tests" ]; then
+	for test in $(echo "$tests" | tr '+' ' '); do
+		if [ -f "/tests/$test.sh" ]; then
+			sh "/tests/$test.sh"
+			echo "SLAT-GUEST: test $test exit $?"
+		else
+			echo "SLAT-GUEST: no test named '$test' in /tests"
+		fi
+	done
 else
 	echo "SLAT-GUEST: interactive shell; 'exit' or Ctrl-D powers the machine off"
 	echo "SLAT-GUEST: Slat's own log: insmod /lib/modules/slat.ko; cat /dev/slat_log" \

@@ -2,7 +2,8 @@
 #
 # Shared set-up of the boot tests that run Debian's QEMU in the primary on
 # Slat's /dev/kvm (sourced after lib.sh by t_x86_svm_qemu.sh,
-# t_x86_svm_qemu_migrate.sh, t_arm64_qemu.sh and t_arm64_qemu_migrate.sh).
+# t_x86_svm_qemu_migrate.sh and t_arm64_qemu.sh, which runs arm64's migration
+# in the same boot).
 #
 #   qemu_vmm_boot_x86 CMDLINE   builds the x86_64 guest and the initramfs
 #                               with QEMU (tools/qemu-guest.sh), writes
@@ -119,14 +120,27 @@ arm64_qemu_test() {
 		BOOT_TIMEOUT=${BOOT_TIMEOUT:-1800}
 		gic_line='^SLAT-GUEST: qemu: .*GICv2m: range\[mem 0x0*8020000-0x0*8020fff\], SPI\[80:143\]$'
 	fi
-	EMU_ARM64_MACHINE=$outer qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=qemu_slat slat.qemu_machine=$inner$more${QEMU_TRACE:+ slat.qemu_trace=$QEMU_TRACE}"
+	# GICv3 (make test): the live migration after the QEMU run, in the same
+	# boot (tests/guest/qemu_migrate.sh; t_arm64_qemu.sh says what it proves).
+	local tests=qemu_slat
+	[ "$gic" = 2 ] || tests=qemu_slat+qemu_migrate
+	EMU_ARM64_MACHINE=$outer qemu_vmm_boot_arm64 "console=ttyAMA0 panic=-1 quiet slat.test=$tests slat.qemu_machine=$inner$more${QEMU_TRACE:+ slat.qemu_trace=$QEMU_TRACE}${EMU_QEMU_EXTRA:+ $EMU_QEMU_EXTRA}"
 	qemu_expect_arm64 "^SLAT-GUEST: dmesg: slat: Slat ABI $HC_VERSION_RE," \
 		'^SLAT-GUEST: qemu: .*psci: PSCIv1\.0 detected in firmware' "$gic_line"
-	[ "$gic" = 2 ] ||
+	if [ "$gic" = 2 ]; then
+		expect_in_order '^SLAT-GUEST: MARKER qemu_slat-done' \
+			'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive' \
+			'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+	else
 		expect '^SLAT-GUEST: qemu: .*GICv3: CPU1: found redistributor 1 region 0:0x0*80c0000$'
-	expect_in_order '^SLAT-GUEST: MARKER qemu_slat-done' \
-		'^slat: secondary VMs: 2 created, 2 destroyed, 0 alive' \
-		'^slat: deposited pages: [0-9]+ in, [0-9]+ withdrawn, 0 held = 0 free \+ 0 used'
+		# Both tests ran to their end, in that order, each with status 0;
+		# Slat's summary (in qemu_migrate_expect) accounts all six VMs.
+		expect_in_order '^SLAT-GUEST: MARKER qemu_slat-done' '^SLAT-GUEST: test qemu_slat exit 0$' \
+			'^SLAT-GUEST: qemu_migrate on aarch64' '^SLAT-GUEST: MARKER qemu_migrate-done' \
+			'^SLAT-GUEST: test qemu_migrate exit 0$'
+		qemu_migrate_expect aarch64 6
+		expect_absent 'NOT go on' 'Migration status: failed' 'qemu-system-aarch64: '
+	fi
 	expect_absent 'Synchronous Exception' '^error: (slat|arm64|hv):' 'exception at EL2' \
 		'insmod .* failed'
 	expect_exit

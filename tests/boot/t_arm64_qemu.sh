@@ -16,6 +16,20 @@
 # KVM_CAP_SIGNAL_MSI (docs/kvm-api.md). QEMU_TRACE=PATTERN passes QEMU's
 # -trace PATTERN (e.g. 'kvm_*', slow). The same on a GICv2 machine:
 # tests/slow/t_arm64_qemu_gicv2.sh (arm64_qemu_test in qemu_vmm.sh).
+#
+# Then, in the same primary boot (slat.test=qemu_slat+qemu_migrate, issue 36;
+# before 2026-11-29 a second boot in make test-slow, t_arm64_qemu_migrate), a
+# running VM migrates between two QEMU processes (tests/guest/qemu_migrate.sh):
+# QEMU B waits with -incoming unix:/tmp/mig.sock, QEMU A boots the VM of /vm/
+# (-smp 2 -m 128, -M virt,gic-version=3,its=off -cpu host: slat.ko's
+# in-kernel GICv3) with vmm.migrate: the VM keeps rewriting buffers in its
+# RAM and checking their SHA-256 (tools/vmm-initrd.sh); A's monitor migrates
+# it to B while it writes, and it goes on in B with every buffer intact: the
+# dirty log, the vGIC's register groups, every ONE_REG register and the VM's
+# counter (KVM_REG_ARM_TIMER_CNT) end to end. Slat's summary then accounts
+# all six VMs (two per QEMU: its scratch VM for -cpu host and the machine)
+# and every page. docs/kvm-api.md, "A live migration between two QEMUs on
+# arm64".
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/qemu_vmm.sh"
 arm64_qemu_test 3
