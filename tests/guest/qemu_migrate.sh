@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # A running VM migrates between two of Debian's QEMU processes on Slat's
-# /dev/kvm (slat.test=qemu_migrate, issue 36; tests/boot/t_x86_svm_qemu_migrate.sh).
+# /dev/kvm (slat.test=qemu_migrate, issue 36; tests/boot/t_x86_svm_qemu_migrate.sh,
+# and after qemu_slat.sh in the same boot in tests/boot/t_arm64_qemu.sh).
 # QEMU B is started with -incoming on a unix socket, then QEMU A boots the VM
 # of /vm/ (tools/vmm-initrd.sh) with vmm.migrate: the VM keeps rewriting
 # buffers in its RAM and checking their checksums, one line a round. After two
