@@ -75,7 +75,11 @@
 //      to user space (KVM_CAP_X86_USER_SPACE_MSR).
 // 1.14: LOG_READ: a window of Slat's log (its ring in Slat's memory) into a
 //      primary page, so that a box without a serial port can read it.
-#define HC_ABI_MINOR 14u
+// 1.15: x86 TSC offset per vCPU: VCPU_MSRS of HC_MSR_TSC_OFFSET reads and
+//      sets it; the guest's RDTSC and RDMSR IA32_TSC read the host's TSC
+//      plus it (KVM's TSC offset, which the VMM keeps: IA32_TSC writes and
+//      IA32_TSC_ADJUST exit to it).
+#define HC_ABI_MINOR 15u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -221,6 +225,8 @@ enum hc_exit {
 // 1.5: the MSRs that exit to the VMM (HC_EXIT_MSR), each only while the
 // vCPU's CPUID table (VCPU_SET_CPUID) offers its feature.
 #define HC_MSR_TSC_DEADLINE 0x6e0u // CPUID.1:ECX bit 24
+// 1.15: not an MSR (no guest reaches it): the vCPU's TSC offset in VCPU_MSRS.
+#define HC_MSR_TSC_OFFSET 0x534c0001u
 
 #define HC_IRQ_VALID (1u << 31) // hc_run.irq: bits 7:0 the vector
 

@@ -8,8 +8,8 @@
 #   kvm_create_max_vcpus  memslot_modification_stress_test  memslot_perf_test
 #   kvm_page_table_test  dirty_log_perf_test  dirty_log_test
 #   set_memory_region_test, x86_64/xapic_ipi_test, x86_64/cpuid_test,
-#   x86_64/sync_regs_test, x86_64/set_sregs_test, x86_64/platform_info_test
-#   (x86_64 only)
+#   x86_64/sync_regs_test, x86_64/set_sregs_test, x86_64/platform_info_test,
+#   x86_64/tsc_msrs_test (x86_64 only)
 #   aarch64/psci_test (aarch64 only)
 #
 # The linux-source-6.1 .deb is downloaded once (apt-get download, into the
@@ -93,7 +93,8 @@ x86_64)
 	karch=x86_64 cross=
 	# kvm_page_table_test is also an L1 workload for nested SVM (tests/guest/nested.sh)
 	tests+=(set_memory_region_test x86_64/xapic_ipi_test x86_64/cpuid_test
-		x86_64/sync_regs_test x86_64/set_sregs_test x86_64/platform_info_test)
+		x86_64/sync_regs_test x86_64/set_sregs_test x86_64/platform_info_test
+		x86_64/tsc_msrs_test)
 	;;
 *)
 	echo "kvm-selftests.sh: unknown arch '$arch' (aarch64 or x86_64)" >&2

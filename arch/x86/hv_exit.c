@@ -14,6 +14,7 @@
 
 #define MSR_TSC			0x10u
 #define CPUID1_ECX_TSC_DEADLINE (1u << 24)
+#define CPUID7_EBX_TSC_ADJUST	(1u << 1) // IA32_TSC_ADJUST: the VMM's (ABI 1.15)
 
 // ---- CPUID ----------------------------------------------------------------------
 // The CPUID a secondary sees: the VMM's table (VCPU_SET_CPUID), else this
@@ -75,12 +76,15 @@ void x86_hv_cpuid_cr4(struct vcpu *v, uint64_t cr4, uint32_t leaf, uint32_t sub,
 //
 // The TSC-deadline timer is the VMM's to offer (ABI 1.5): its LAPIC runs it,
 // on any host, through HC_EXIT_MSR; Slat's default policy, which has no VMM
-// LAPIC behind it, leaves it out.
+// LAPIC behind it, leaves it out. So is IA32_TSC_ADJUST (ABI 1.15: the VMM
+// keeps it and moves the vCPU's TSC offset).
 void x86_hv_supported(uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
 	hv_cpuid_default(0, leaf, sub, out);
 	if (leaf == 1)
 		out[2] |= CPUID1_ECX_TSC_DEADLINE;
+	if (leaf == 7 && sub == 0)
+		out[1] |= CPUID7_EBX_TSC_ADJUST;
 }
 
 // Inside a RUN (the guest's CPUID): CR4 as the guest has it now.
@@ -149,7 +153,7 @@ static bool hv_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 		return true;
 	}
 	if (msr == MSR_TSC && !write) {
-		*val = rdtsc();
+		*val = rdtsc() + v->arch.hv.tsc_offset;
 		return true;
 	}
 	if (msr == MSR_IA32_APIC_BASE)
@@ -165,9 +169,15 @@ bool x86_hv_msr_stopped(struct vcpu *v, uint32_t msr, bool write, uint64_t *val)
 		if (write)
 			return false;
 		if (msr == MSR_TSC) {
-			*val = rdtsc();
+			*val = rdtsc() + v->arch.hv.tsc_offset;
 			return true;
 		}
+	}
+	if (msr == HC_MSR_TSC_OFFSET) { // any value: the guest's TSC wraps as the host's
+		if (write)
+			v->arch.hv.tsc_offset = *val;
+		*val = v->arch.hv.tsc_offset;
+		return true;
 	}
 	return x86_hv_ops_of()->msr_stopped(v, msr, write, val);
 }
@@ -206,12 +216,14 @@ static enum x86_hv_step msr_vmm_exit(struct vcpu *v, uint32_t msr, bool write, u
 
 // ABI 1.13, with the RUN's msr_exits: an MSR Slat does not keep (it cannot
 // read it), so the VMM answers it rather than Slat's #GP. A kept MSR's
-// illegal write stays Slat's #GP.
-static bool msr_unkept_for_vmm(struct vcpu *v, uint32_t msr)
+// illegal write stays Slat's #GP. 1.15: a write of IA32_TSC is the VMM's
+// (it moves the vCPU's TSC offset, by its own rules).
+static bool msr_unkept_for_vmm(struct vcpu *v, uint32_t msr, bool write)
 {
 	uint64_t ignored;
 
-	return v->arch.hv.msr_exits && !hv_msr(v, msr, false, &ignored);
+	return v->arch.hv.msr_exits &&
+	       ((write && msr == MSR_TSC) || !hv_msr(v, msr, false, &ignored));
 }
 
 static enum x86_hv_step msr_exit(struct vcpu *v, bool write, struct hc_run *run)
@@ -219,7 +231,7 @@ static enum x86_hv_step msr_exit(struct vcpu *v, bool write, struct hc_run *run)
 	uint32_t msr = (uint32_t)v->arch.gpr[X86_RCX];
 	uint64_t val = (v->arch.gpr[X86_RDX] << 32) | (uint32_t)v->arch.gpr[X86_RAX];
 
-	if (msr_for_vmm(v, msr) || msr_unkept_for_vmm(v, msr))
+	if (msr_for_vmm(v, msr) || msr_unkept_for_vmm(v, msr, write))
 		return msr_vmm_exit(v, msr, write, val, run);
 	if (!hv_msr(v, msr, write, &val)) {
 		x86_inject_gp0(v);

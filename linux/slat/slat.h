@@ -82,6 +82,11 @@ struct slat_vm {
 	/* /dev/kvm on x86: KVM_CAP_MSR_PLATFORM_INFO turned off (KVM lets guests
 	 * read MSR_PLATFORM_INFO by default; off, the read takes #GP) */
 	bool kvm_no_platform_info;
+	/* /dev/kvm on x86: the last IA32_TSC write of the VMM on any vCPU, the
+	 * offset it gave and when (ns), for KVM's matching of the vCPUs' TSCs
+	 * (x86_tsc_host_write); under lock */
+	bool kvm_tsc_written;
+	u64 kvm_tsc_offset, kvm_tsc_write, kvm_tsc_write_ns;
 };
 
 /* struct slat_mslot's flags */

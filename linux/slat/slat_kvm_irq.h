@@ -30,6 +30,7 @@ struct slat_lapic {
 	struct hrtimer timer;
 	u64 period_ns;		  /* periodic timer: its period; one-shot 0 */
 	u64 tsc_deadline;	  /* TSC-deadline mode: the armed deadline, 0 when none */
+	u64 tsc_offset;		  /* the vCPU's: its TSC - the host's (the deadline's clock) */
 	bool deadline_ok;	  /* the vCPU's CPUID offers TSC-deadline mode */
 	ktime_t expires;	  /* the armed count's end (TMCCT) */
 	int queued;		  /* vector offered to Slat, not yet delivered; -1 */
@@ -134,6 +135,8 @@ void slat_lapic_accept(struct slat_lapic *l, u8 vector);
 void slat_lapic_set_deadline_ok(struct slat_lapic *l, bool ok);
 u64 slat_lapic_tsc_deadline(struct slat_lapic *l);
 void slat_lapic_set_tsc_deadline(struct slat_lapic *l, u64 deadline);
+/* The vCPU's TSC offset changed (ABI 1.15): deadlines armed later count from it. */
+void slat_lapic_set_tsc_offset(struct slat_lapic *l, u64 offset);
 void slat_lapic_get(struct slat_lapic *l, u8 *regs);
 int slat_lapic_set(struct slat_lapic *l, const u8 *regs);
 /* One interrupt message of mode SLAT_DM_* for this LAPIC (IPI, I/O APIC). */

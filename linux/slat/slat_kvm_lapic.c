@@ -230,11 +230,12 @@ static void timer_start(struct slat_lapic *l, u32 count)
 
 /*
  * IA32_TSC_DEADLINE written in TSC-deadline mode (lock held): 0 disarms; a
- * deadline already passed fires at once. The guest's TSC is the host's.
+ * deadline already passed fires at once. The guest's TSC is the host's plus
+ * the vCPU's offset.
  */
 static void deadline_start(struct slat_lapic *l, u64 deadline)
 {
-	u64 now = rdtsc_ordered(), ns = 0;
+	u64 now = rdtsc_ordered() + READ_ONCE(l->tsc_offset), ns = 0;
 
 	hrtimer_try_to_cancel(&l->timer);
 	l->period_ns = 0;
@@ -667,4 +668,9 @@ void slat_lapic_set_tsc_deadline(struct slat_lapic *l, u64 deadline)
 	if (deadline_mode(l))
 		deadline_start(l, deadline);
 	spin_unlock_irqrestore(&l->lock, f);
+}
+
+void slat_lapic_set_tsc_offset(struct slat_lapic *l, u64 offset)
+{
+	WRITE_ONCE(l->tsc_offset, offset);
 }

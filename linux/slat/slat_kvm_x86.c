@@ -38,6 +38,7 @@ static const u32 x86_saved_msrs[] = {
     MSR_SYSCALL_MASK,
     MSR_KERNEL_GS_BASE,
     MSR_IA32_CR_PAT,
+    MSR_IA32_TSC_ADJUST,
 };
 
 /* Slat delivers the VMM's interrupts (ABI 1.4): KVM_INTERRUPT and the irqchip. */
@@ -68,6 +69,12 @@ static bool x86_deadline_ok(void)
 static bool x86_msr_exits_ok(void)
 {
 	return (slat_hv_version & 0xffff) >= 13;
+}
+
+/* ABI 1.15: a TSC offset per vCPU (HC_MSR_TSC_OFFSET); before, the host's TSC. */
+static bool x86_tsc_offset_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 15;
 }
 
 bool slat_kvm_arch_offered(void)
@@ -432,6 +439,8 @@ struct slat_kvm_x86 {
 	u64 mtrr_def, mtrr_fixed[11], mtrr_var[16];
 	u64 mcg_status, mcg_ctl, mc_bank[4 * 32];
 	u64 platform_info; /* MSR_PLATFORM_INFO: the VMM's (the guest reads it) */
+	u64 tsc_offset;	   /* Slat's for this vCPU: the guest's TSC - the host's */
+	u64 tsc_adjust;	   /* IA32_TSC_ADJUST (x86_tsc_guest_write) */
 	/* A string IN (x86_string_io) the VMM is answering: where its data goes. */
 	bool str_in;
 	u64 str_gpa;
@@ -470,6 +479,106 @@ static int x86_vcpu_list(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x)
 static int x86_regs(struct slat_kvm_vcpu *v, struct hc_regs_x86 *r, bool set);
 static u64 x86_apic_base_reset(struct slat_kvm_vcpu *v);
 
+/* ---- The guest's TSC: KVM's offset, IA32_TSC and IA32_TSC_ADJUST ---- */
+
+/* Sets Slat's offset of a stopped vCPU (ABI 1.15) and the LAPIC's copy. */
+static int x86_tsc_offset_set(struct slat_kvm_vcpu *v, u64 offset)
+{
+	struct slat_kvm_x86 *x = v->arch;
+	struct hc_msr_entry *e;
+	struct page *pg;
+	u64 r[3] = {0};
+	int rc;
+
+	if (!x86_tsc_offset_ok())
+		return 0; /* the guest's TSC stays the host's */
+	pg = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!pg)
+		return -ENOMEM;
+	e = page_address(pg);
+	e->index = HC_MSR_TSC_OFFSET;
+	e->data = offset;
+	rc = slat_errno(
+	    slat_call(HC_VCPU_MSRS, v->vc->vm->id, v->vc->index, slat_pa(pg), 1, 1, 0, r));
+	__free_page(pg);
+	if (!rc && r[0] != 1)
+		rc = -EIO;
+	if (rc)
+		return rc;
+	x->tsc_offset = offset;
+	if (x->lapic)
+		slat_lapic_set_tsc_offset(x->lapic, offset);
+	return 0;
+}
+
+/*
+ * The VMM's write of IA32_TSC (KVM_SET_MSRS; 0 at vCPU creation), as KVM's
+ * kvm_synchronize_tsc: 0, or a value within a second of what the VM's last
+ * write would read now, lines the vCPU up with the others (the VM's last
+ * offset); any other value gives it a new offset, the VM's from then on.
+ * IA32_TSC_ADJUST does not change.
+ */
+static int x86_tsc_host_write(struct slat_kvm_vcpu *v, u64 data)
+{
+	struct slat_vm *vm = v->vc->vm;
+	u64 hz = tsc_khz * 1000ull, offset = data - rdtsc(), now, expect;
+	int rc;
+
+	mutex_lock(&vm->lock);
+	now = ktime_get_ns();
+	if (vm->kvm_tsc_written && tsc_khz) {
+		expect = vm->kvm_tsc_write +
+			 mul_u64_u32_div(now - vm->kvm_tsc_write_ns, tsc_khz, NSEC_PER_MSEC);
+		if (!data || (data < expect + hz && data + hz > expect))
+			offset = vm->kvm_tsc_offset;
+	}
+	rc = x86_tsc_offset_set(v, offset);
+	if (!rc) {
+		vm->kvm_tsc_offset = offset;
+		vm->kvm_tsc_write = data;
+		vm->kvm_tsc_write_ns = now;
+		vm->kvm_tsc_written = true;
+	}
+	mutex_unlock(&vm->lock);
+	return rc;
+}
+
+/* The vCPU's CPUID (KVM_SET_CPUID2) offers IA32_TSC_ADJUST (leaf 7 EBX bit 1). */
+static bool x86_has_tsc_adjust(const struct slat_kvm_x86 *x)
+{
+	u32 i;
+
+	for (i = 0; i < x->ncpuid; i++)
+		if (x->cpuid[i].function == 7 && x->cpuid[i].index == 0)
+			return x->cpuid[i].ebx & 2;
+	return false;
+}
+
+/*
+ * The guest's WRMSR of IA32_TSC or IA32_TSC_ADJUST, as KVM's
+ * kvm_set_msr_common: either moves the offset by the change it makes, and
+ * IA32_TSC_ADJUST with it, so that a VMM's offset survives the guest's
+ * adjustments. Without TSC_ADJUST in the vCPU's CPUID, KVM ignores the
+ * write of IA32_TSC_ADJUST (no #GP).
+ */
+static int x86_tsc_guest_write(struct slat_kvm_vcpu *v, u32 index, u64 data)
+{
+	struct slat_kvm_x86 *x = v->arch;
+	u64 adj;
+	int rc;
+
+	if (index == MSR_IA32_TSC)
+		adj = data - (rdtsc() + x->tsc_offset);
+	else if (x86_has_tsc_adjust(x))
+		adj = data - x->tsc_adjust;
+	else
+		return 0;
+	rc = x86_tsc_offset_set(v, x->tsc_offset + adj);
+	if (!rc)
+		x->tsc_adjust += adj;
+	return rc;
+}
+
 int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 {
 	struct slat_kvm_x86 *x = kzalloc(sizeof(*x), GFP_KERNEL);
@@ -481,7 +590,7 @@ int slat_kvm_arch_vcpu_create(struct slat_kvm_vcpu *v)
 	v->inited = true;
 	x->apic_base = x86_apic_base_reset(v);
 	x->platform_info = MSR_PLATFORM_INFO_CPUID_FAULT; /* KVM's initial value */
-	rc = x86_vcpu_list(v, x);
+	rc = x86_vcpu_list(v, x) ?: x86_tsc_host_write(v, 0); /* KVM's at vCPU creation */
 	if (rc || !x->lapic)
 		return rc;
 	/* The state a new vCPU has is the state INIT gives back. */
@@ -799,8 +908,9 @@ static int mtrr_fixed_slot(u32 index)
  *  - IA32_APIC_BASE: as KVM_GET/SET_SREGS (x86_apic_base_ok): with the
  *    in-kernel LAPIC 0xfee00800, with the BSP bit on vCPU 0 (Slat's LAPIC
  *    does not move or turn off), another value refused; without one, kept.
- *  - IA32_TSC: reads go to Slat (the host's TSC); a write is accepted and
- *    changes nothing: Slat has no TSC offset, the guest's TSC is the host's.
+ *  - IA32_TSC: the host's TSC plus the vCPU's offset; a write sets the
+ *    offset (x86_tsc_host_write). IA32_TSC_ADJUST: kept, its writes stored
+ *    only when the vCPU's CPUID offers it, and never moving the TSC (KVM's).
  *  - kvmclock's MSRs (both numberings): kept; no guest uses them, Slat's
  *    CPUID offers no kvmclock.
  *  - the MTRRs (default type, fixed and variable ranges): kept, checked as
@@ -828,7 +938,16 @@ static int x86_kept_msr(struct slat_kvm_vcpu *v, struct slat_kvm_x86 *x, u32 ind
 			*data = x86_apic_base(v);
 		return 1;
 	case MSR_IA32_TSC:
-		return set ? 1 : 0;
+		if (set)
+			return x86_tsc_host_write(v, *data) ? -1 : 1;
+		*data = rdtsc() + x->tsc_offset;
+		return 1;
+	case MSR_IA32_TSC_ADJUST:
+		if (!set || x86_has_tsc_adjust(x))
+			p = &x->tsc_adjust;
+		else
+			return 1;
+		break;
 	case MSR_IA32_MCG_STATUS:
 		p = &x->mcg_status;
 		break;
@@ -1559,9 +1678,10 @@ static int x86_halt(struct slat_lapic *l, struct hc_run *hr, struct kvm_run *kr)
  * IA32_TSC_DEADLINE; with 1.13 every MSR Slat does not keep), completed at
  * the next entry. IA32_TSC_DEADLINE: the LAPIC's timer, or, without an
  * in-kernel LAPIC, writes ignored and reads 0 as KVM. MSR_PLATFORM_INFO:
- * read-only, readable while KVM_CAP_MSR_PLATFORM_INFO is on. Any other MSR
- * takes #GP(0), as KVM answers an MSR it does not emulate (Slat before 1.13
- * sends no other: read as 0).
+ * read-only, readable while KVM_CAP_MSR_PLATFORM_INFO is on. IA32_TSC
+ * writes and IA32_TSC_ADJUST: the vCPU's TSC offset (x86_tsc_guest_write).
+ * Any other MSR takes #GP(0), as KVM answers an MSR it does not emulate
+ * (Slat before 1.13 sends no other: read as 0).
  */
 static int x86_msr_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc_run *hr)
 {
@@ -1578,6 +1698,10 @@ static int x86_msr_exit(struct slat_kvm_vcpu *v, struct slat_lapic *l, struct hc
 	} else if (index == MSR_PLATFORM_INFO && !write &&
 		   !READ_ONCE(v->vc->vm->kvm_no_platform_info)) {
 		hr->u.msr.data = x->platform_info;
+	} else if (index == MSR_IA32_TSC_ADJUST && !write) {
+		hr->u.msr.data = x->tsc_adjust;
+	} else if ((index == MSR_IA32_TSC || index == MSR_IA32_TSC_ADJUST) && write) {
+		return x86_tsc_guest_write(v, index, hr->u.msr.data) ?: SLAT_KVM_REENTER;
 	} else if (x86_msr_exits_ok()) {
 		hr->u.msr.fault = 1;
 	} else {

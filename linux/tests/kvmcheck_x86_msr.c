@@ -6,6 +6,9 @@
 // default), the guest's write of it, an MSR nobody emulates and, once the
 // capability is turned off, the read: each a #GP(0) at the instruction,
 // which the guest's handler reports and steps over. KVM answers the same.
+// Then the guest's TSC (ABI 1.15's offset): the VMM sets IA32_TSC, the
+// guest's RDTSC and RDMSR read from it, and its WRMSR of IA32_TSC moves the
+// offset and IA32_TSC_ADJUST with it (KVM's kvm_set_msr_common).
 #include "kvmcheck_x86.h"
 
 #define MSR_CODE	  0x13000u // the guest's code for this part
@@ -17,6 +20,12 @@
 #define AT_WRMSR	  (MSR_CODE + 16) // the code's faulting instructions
 #define AT_NOBODY	  (MSR_CODE + 23)
 #define AT_OFF		  (MSR_CODE + 32)
+#define TSC_CODE	  0x13400u // the TSC part's code
+#define MSR_TSC		  0x10u
+#define MSR_TSC_ADJUST	  0x3bu
+#define TSC_SET		  (0x50ull << 32) // the VMM's IA32_TSC
+#define TSC_GUEST	  (0x90ull << 32) // the guest's WRMSR IA32_TSC
+#define TSC_SLACK	  (1ull << 36)	  // ticks that may pass between two reads (20 s at 3 GHz)
 
 void put_msr_code(uint8_t *mem)
 {
@@ -46,21 +55,75 @@ void put_msr_code(uint8_t *mem)
 	    0x48, 0x83, 0x04, 0x24, 0x02, // add qword [rsp], 2: past the RDMSR / WRMSR
 	    0x48, 0xcf,			  // iretq
 	};
+	static const uint8_t tsc[] = {
+	    0x0f, 0x31,			  // rdtsc
+	    0x89, 0xd0,			  // mov eax, edx
+	    0xe7, 0x28,			  // out 0x28, eax: its high half
+	    0xb9, 0x10, 0x00, 0x00, 0x00, // mov ecx, IA32_TSC
+	    0x0f, 0x32,			  // rdmsr
+	    0x89, 0xd0,			  // mov eax, edx
+	    0xe7, 0x29,			  // out 0x29, eax: its high half
+	    0x31, 0xc0,			  // xor eax, eax
+	    0xba, 0x90, 0x00, 0x00, 0x00, // mov edx, TSC_GUEST >> 32
+	    0x0f, 0x30,			  // wrmsr
+	    0xf4,			  // hlt
+	};
 	memcpy(mem + MSR_CODE, code, sizeof(code));
 	memcpy(mem + MSR_STUB, gp, sizeof(gp));
+	memcpy(mem + TSC_CODE, tsc, sizeof(tsc));
 }
 
-static long platform_info(int vcpu, bool set, uint64_t *data)
+// KVM_GET/SET_MSRS of one MSR: the number done (1), or -1.
+static long one_msr(int vcpu, uint32_t index, bool set, uint64_t *data)
 {
 	struct {
 		struct kvm_msrs m;
 		struct kvm_msr_entry e[1];
-	} b = {.m.nmsrs = 1, .e = {{.index = MSR_PLATFORM_INFO, .data = set ? *data : 0}}};
+	} b = {.m.nmsrs = 1, .e = {{.index = index, .data = set ? *data : 0}}};
 	long n = ioctl(vcpu, set ? KVM_SET_MSRS : KVM_GET_MSRS, &b);
 
 	if (!set)
 		*data = b.e[0].data;
 	return n;
+}
+
+static long platform_info(int vcpu, bool set, uint64_t *data)
+{
+	return one_msr(vcpu, MSR_PLATFORM_INFO, set, data);
+}
+
+// `v` is at or after `from` by less than TSC_SLACK.
+static bool tsc_near(uint64_t v, uint64_t from)
+{
+	return v - from < TSC_SLACK;
+}
+
+// The guest's TSC as the VMM sets it and as the guest writes it.
+static void check_tsc(int vcpu, struct kvm_run *run)
+{
+	struct kvm_regs r = {.rip = TSC_CODE, .rsp = STACK_TOP, .rflags = 2};
+	uint64_t t = TSC_SET, adj = 0;
+
+	expect("KVM_SET_MSRS IA32_TSC", one_msr(vcpu, MSR_TSC, true, &t) - 1, 0);
+	t = 0;
+	one_msr(vcpu, MSR_TSC, false, &t);
+	check("KVM_GET_MSRS IA32_TSC: the value set", tsc_near(t, TSC_SET), t, TSC_SET);
+	expect("KVM_SET_REGS at the TSC part", ioctl(vcpu, KVM_SET_REGS, &r), 0);
+	uint32_t hi = expect_out(vcpu, run, 0x28, "the guest's RDTSC");
+	check("the guest's RDTSC counts from the VMM's IA32_TSC",
+	      tsc_near((uint64_t)hi << 32, TSC_SET & ~0xffffffffull), hi, TSC_SET >> 32);
+	hi = expect_out(vcpu, run, 0x29, "the guest's RDMSR IA32_TSC");
+	check("the guest's RDMSR IA32_TSC counts from it too",
+	      tsc_near((uint64_t)hi << 32, TSC_SET & ~0xffffffffull), hi, TSC_SET >> 32);
+	if (!run_to(vcpu, run, KVM_EXIT_HLT, "HLT after the guest's WRMSR IA32_TSC"))
+		return;
+	one_msr(vcpu, MSR_TSC, false, &t);
+	check("IA32_TSC after the guest's WRMSR: the guest's value", tsc_near(t, TSC_GUEST), t,
+	      TSC_GUEST);
+	one_msr(vcpu, MSR_TSC_ADJUST, false, &adj);
+	check("IA32_TSC_ADJUST moved by the guest's change",
+	      tsc_near(TSC_GUEST - TSC_SET, adj) && adj <= TSC_GUEST - TSC_SET, adj,
+	      TSC_GUEST - TSC_SET);
 }
 
 // The guest's #GP handler reports error code 0 at `at`.
@@ -120,4 +183,5 @@ void check_msr_exits(int kvm, int vm, int vcpu, struct kvm_run *run, uint8_t *me
 	check("KVM_GET_MSRS MSR_PLATFORM_INFO with the capability off", n == 1 && pi == PI_VALUE,
 	      pi, PI_VALUE);
 	expect("KVM_ENABLE_CAP MSR_PLATFORM_INFO on", platform_info_cap(vm, true), 0);
+	check_tsc(vcpu, run);
 }

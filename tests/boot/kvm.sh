@@ -96,10 +96,12 @@ kvm_expect_pass() {
 		'^SLAT-GUEST: kvm: cpuid_test exit 0$' \
 		'^SLAT-GUEST: kvm: sync_regs_test exit 0$' \
 		'^SLAT-GUEST: kvm: set_sregs_test exit 0$' \
-		'^SLAT-GUEST: kvm: platform_info_test exit 0$')
+		'^SLAT-GUEST: kvm: platform_info_test exit 0$' \
+		'^SLAT-GUEST: kvm: tsc_msrs_test exit 0$')
 	# x86: vCPU events (ABI 1.11) in slat-kvm-check: an exception the VMM sets
 	# survives KVM_SET_REGS and is delivered with its error code; an NMI
-	# pending across an unmask; an IN completed after KVM_SET_REGS.
+	# pending across an unmask; an IN completed after KVM_SET_REGS; the MSRs
+	# the module answers (ABI 1.13) and the guest's TSC offset (ABI 1.15).
 	[ "$1" = x86_64 ] && evt=('^SLAT-GUEST: kvmcheck: #GP still injected after KVM_SET_REGS, with its error code: ok' \
 		"^SLAT-GUEST: kvmcheck: the #GP handler's error code: ok" \
 		'^SLAT-GUEST: kvmcheck: the #GP came before the first instruction: ok' \
@@ -110,7 +112,10 @@ kvm_expect_pass() {
 		"^SLAT-GUEST: kvmcheck: the guest's WRMSR MSR_PLATFORM_INFO: #GP at the instruction: ok" \
 		'^SLAT-GUEST: kvmcheck: the guest.s RDMSR of an MSR nobody emulates: #GP at the instruction: ok' \
 		'^SLAT-GUEST: kvmcheck: RDMSR MSR_PLATFORM_INFO with the capability off: #GP at the instruction: ok' \
-		'^SLAT-GUEST: kvmcheck: HLT at the end of the MSR part: ok')
+		'^SLAT-GUEST: kvmcheck: HLT at the end of the MSR part: ok' \
+		"^SLAT-GUEST: kvmcheck: the guest's RDTSC counts from the VMM's IA32_TSC: ok" \
+		"^SLAT-GUEST: kvmcheck: the guest's RDMSR IA32_TSC counts from it too: ok" \
+		"^SLAT-GUEST: kvmcheck: IA32_TSC_ADJUST moved by the guest's change: ok")
 	# slat-kvm-check's huge-page section (kvmcheck_thp.c): 2 MiB leaves on
 	# stage-2 and on NPT, split by the VMM's MADV_DONTNEED.
 	expect_in_order '^SLAT-GUEST: kvmcheck: two 2 MiB leaves map the region.s two huge pages: ok' \

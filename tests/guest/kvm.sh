@@ -62,6 +62,9 @@ x86_64)
 	# MSR_PLATFORM_INFO read by the guest, #GP once the capability is off
 	# (ABI 1.13's MSR exits to the module).
 	run platform_info_test
+	# IA32_TSC and IA32_TSC_ADJUST from both sides: the vCPU's TSC offset
+	# (ABI 1.15), which a guest's adjustment moves and a VMM's write sets.
+	run tsc_msrs_test
 	;;
 esac
 # Every sub-test (map, unmap, unmap chunked, move active, move inactive, RW)

@@ -61,6 +61,7 @@ struct x86_hv_vcpu {
 	uint8_t pend_load; // MMIO read: bytes loaded (MOVZX: fewer than pend_size)
 	bool pend_pe;	   // MSR: the guest was in protected mode (ABI 1.13's #GP)
 	uint64_t pend_rip; // RIP after the instruction being completed
+	uint64_t tsc_offset; // ABI 1.15: the guest's TSC is the host's plus this
 };
 
 // The x86 part of a vCPU. gpr[] must stay first: the SVM entry code

@@ -181,6 +181,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	int again = redeliver_begin(v);
 
 	*vmcb64(vmcb, VMCB_N_CR3) = en->root_pa;
+	*vmcb64(vmcb, VMCB_TSC_OFFSET) = v->arch.hv.tsc_offset; // no clean bits are used
 	if (en->flush)
 		svm_mm_flush_here(vmcb);
 	// An event whose delivery the last exit interrupted is delivered again,

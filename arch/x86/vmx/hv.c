@@ -148,6 +148,7 @@ static void op_begin(struct vcpu *caller, struct vcpu *v)
 	for (unsigned i = 0; i < N_HOST_FIELDS; i++)
 		ok = vmwrite(host_fields[i], host[i]) && ok;
 	ok = vmx_hv_state_to_vmcs(v) && ok;
+	ok = vmwrite(VMCS_TSC_OFFSET, v->arch.hv.tsc_offset) && ok;
 	if (!ok)
 		log_err("vmx: secondary VMCS: VMWRITE failed (error %llu)\n",
 			(unsigned long long)vmread(VMCS_INSN_ERROR));
@@ -326,7 +327,7 @@ bool vmx_hv_init(struct region *r, const struct slat_plan *plan)
 	uint64_t proc_cap = rdmsr(t ? MSR_VMX_TRUE_PROCBASED : MSR_VMX_PROCBASED);
 	uint32_t pin_want = PIN_EXT_INT_EXIT | PIN_NMI_EXIT;
 	uint32_t proc_want = PROC_HLT_EXIT | PROC_UNCOND_IO | PROC_MSR_BITMAPS | PROC_SECONDARY |
-			     PROC_MWAIT_EXIT | PROC_MONITOR_EXIT;
+			     PROC_MWAIT_EXIT | PROC_MONITOR_EXIT | PROC_TSC_OFFSET;
 	vmx_hv.pin = (pin_want | (uint32_t)pin_cap) & (uint32_t)(pin_cap >> 32);
 	vmx_hv.proc = (proc_want | (uint32_t)proc_cap) & (uint32_t)(proc_cap >> 32);
 	vmx_hv.proc2 = c->proc2 & (PROC2_EPT | PROC2_UNRESTRICTED | PROC2_VPID);

@@ -26,6 +26,7 @@
 #define VMCS_IO_BITMAP_A     0x2000
 #define VMCS_IO_BITMAP_B     0x2002
 #define VMCS_MSR_BITMAP	     0x2004
+#define VMCS_TSC_OFFSET	     0x2010
 #define VMCS_EPT_POINTER     0x201a
 #define VMCS_GUEST_PHYS_ADDR 0x2400
 #define VMCS_LINK_POINTER    0x2800
@@ -104,6 +105,7 @@ enum vmx_seg { VMX_ES, VMX_CS, VMX_SS, VMX_DS, VMX_FS, VMX_GS, VMX_LDTR, VMX_TR,
 #define PIN_NMI_EXIT	   (1u << 3)
 #define PIN_VIRTUAL_NMI	   (1u << 5)
 #define PROC_INTR_WINDOW   (1u << 2)
+#define PROC_TSC_OFFSET	   (1u << 3)
 #define PROC_HLT_EXIT	   (1u << 7)
 #define PROC_MWAIT_EXIT	   (1u << 10)
 #define PROC_NMI_WINDOW	   (1u << 22)
