@@ -22,7 +22,7 @@ import sys
 
 SCENARIOS = ["b1_slot_perf", "b2_mod_stress", "b3_root_load", "b4_teardown",
              "b5_nested_churn", "b6_delete_vs_size", "b7_dirty_harvest", "live_secondary", "kvm_api",
-             "secondary_boot", "nested_live", "boot"]
+             "secondary_boot", "qemu_vmm", "nested_live", "boot"]
 STATUSES = {"ok", "unavailable", "skipped", "failed"}
 
 # For each scenario: keys every element of "results" must have (results is a
@@ -41,6 +41,8 @@ RESULT_KEYS = {
                        "refaults", "destroy_us", "table_bytes", "zap_all"],
     "kvm_api": ["bench", "system", "test"],
     "secondary_boot": ["bench", "system", "run", "boot_s", "exit"],  # arch: x86_64 when absent
+    "qemu_vmm": ["bench", "arch", "system", "run", "ok", "boot_s", "off_s", "life_s", "exit_s", "stats",
+                 "hist"],
     "nested_live": ["bench", "mode", "cycle", "shadow_pages", "longest_chain", "created",
                     "orphans_reclaimed", "cycle_us"],
     "boot": ["bench", "mode", "run", "marker_s", "kernel_uptime_s", "exit_s", "status",
@@ -107,7 +109,7 @@ class Checker:
         if status == "failed":
             self.err(where, f"failed: {s.get('reason')}")
             return
-        if name not in ("boot", "live_secondary", "kvm_api", "secondary_boot") and not isinstance(s.get("params"),
+        if name not in ("boot", "live_secondary", "kvm_api", "secondary_boot", "qemu_vmm") and not isinstance(s.get("params"),
                                                                                 dict):
             self.err(where, "no params object")
         results = s.get("results")
@@ -187,6 +189,20 @@ class Checker:
             for arch in sorted({r.get("arch", "x86_64") for r in res}):
                 rows = [r for r in res if r.get("arch", "x86_64") == arch]
                 self.both_modes(rows, f"{where} {arch}", "system", {"slat", "kvm"})
+        elif name == "qemu_vmm":
+            for arch in sorted({r.get("arch") for r in res}):
+                rows = [r for r in res if r.get("arch") == arch]
+                self.both_modes(rows, f"{where} {arch}", "system", {"slat", "kvm"})
+                # Exits per reason on both systems: QEMU's stats of the VM
+                # and of both vCPUs, and KVM's kvm_exit histogram.
+                for i, r in enumerate(rows):
+                    if not r.get("ok"):
+                        continue
+                    if set(r.get("stats", {})) != {"vm", "vcpu0", "vcpu1"}:
+                        self.err(f"{where} {arch}", f"run {r.get('run')} {r.get('system')}: "
+                                 "no info stats of the VM and both vCPUs")
+                    if r.get("system") == "kvm" and not r.get("hist", {}).get("kvm_exit"):
+                        self.err(f"{where} {arch}", f"run {r.get('run')}: no kvm_exit histogram")
         elif name == "b6_delete_vs_size":
             if len({r.get("vm_bytes") for r in res}) < 2:
                 self.err(where, "needs at least two VM sizes")

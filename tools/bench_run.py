@@ -66,6 +66,10 @@ KVM_API = ("kvm_api", "The same Linux KVM selftest binaries on Slat's /dev/kvm (
 SEC_BOOT = ("secondary_boot", "A Linux secondary's boot: slat-vmm boots Debian's kernel as a "
             "2-vCPU VM to its power-off on Slat's /dev/kvm (a Slat secondary: SVM, arm64) and on Linux's "
             "own KVM in the same emulator (tools/bench-secondary-boot.sh)")
+QEMU_VMM = ("qemu_vmm", "A VM's life under Debian's unmodified QEMU 7.2 (-smp 2, a virtio disk, "
+            "QEMU's start to its exit after the VM's power-off) on Slat's /dev/kvm and on Linux's "
+            "own KVM in the same emulator, per architecture, with exits per reason on both "
+            "(QEMU's info stats; KVM's kvm_exit tracepoint) (tools/bench-qemu-vmm.sh)")
 NESTED = ("nested_live", "Nested SVM live: the primary's own kvm_amd creates, runs and destroys a "
           "small L2 VM 60 times under Slat; Slat's shadow pages and L1's time per cycle, the "
           "shadow engine's recursive reclaim of orphans vs its non-recursive mode "
@@ -381,6 +385,49 @@ def run_kvm_api(quick, runs):
     return entry
 
 
+def run_qemu_vmm(quick, runs):
+    """tools/bench-qemu-vmm.sh: the VM's boot and life on each system, medians per arch."""
+    entry = {"scenario": QEMU_VMM[0], "title": QEMU_VMM[1]}
+    if quick:
+        entry.update(status="skipped", reason="not in QUICK: about 10 min of emulation per run")
+        return entry
+    script = os.path.join(TOP, "tools", "bench-qemu-vmm.sh")
+    # BENCH_QEMU_ARCHES: a subset of "aarch64 x86_64" (the default, both).
+    arches = os.environ.get("BENCH_QEMU_ARCHES", "aarch64 x86_64")
+    rc, raw = run_guest_script("qemu_vmm", script, [str(runs), arches], "qemu_vmm", 3 * 3600)
+    if rc is None:
+        entry.update(status="failed", reason="timed out")
+        return entry
+    summaries = []
+    for arch in sorted({r["arch"] for r in raw}):
+        summary = {"arch": arch}
+        for system in ("slat", "kvm"):
+            ok_rows = [r for r in raw if r["arch"] == arch and r["system"] == system and r["ok"]]
+            summary[f"{system}_runs_ok"] = len(ok_rows)
+            for key in ("boot_s", "off_s", "life_s", "exit_s"):
+                summary[f"{system}_{key}_median"] = median([r[key] for r in ok_rows])
+        if summary["slat_life_s_median"] and summary["kvm_life_s_median"]:
+            summary["life_ratio_slat_over_kvm"] = round(
+                summary["slat_life_s_median"] / summary["kvm_life_s_median"], 3)
+        summaries.append(summary)
+    good = bool(summaries) and all(x["slat_runs_ok"] > 0 and x["kvm_runs_ok"] > 0
+                                   for x in summaries)
+    entry.update(status="ok" if good else "failed",
+                 baseline="Linux's own KVM: the same kernel and initramfs booted by the same QEMU "
+                          "without firmware or Slat (arm64 at EL2, nVHE; x86 kvm-amd.ko on the "
+                          "emulated SVM with one emulated CPU), the same QEMU command line",
+                 unit="seconds of the primary's uptime: boot_s QEMU's start to the VM's shell, "
+                      "off_s the shell's poweroff to QEMU's exit, life_s their sum (the "
+                      "figure compared), exit_s QEMU's whole run "
+                      "(with the monitor's 5 s pause for info stats); lower is better",
+                 results=raw, summary=summaries)
+    if not good:
+        entry["reason"] = f"exit status {rc}, {len(raw)} result line(s)"
+    elif rc != 0:
+        entry["note"] = "some runs failed: see 'ok' in results"
+    return entry
+
+
 def run_nested(quick):
     """tools/bench-nested-churn.sh: per-cycle shadow pages and times, both reclaim modes."""
     entry = {"scenario": NESTED[0], "title": NESTED[1]}
@@ -489,7 +536,7 @@ def main():
     syms, lib_err = defined_symbols(args.make, args.lib)
     if syms is None:
         sys.stderr.write(lib_err)
-    todo = SCENARIOS + [LIVE, KVM_API, SEC_BOOT, NESTED, BOOT]
+    todo = SCENARIOS + [LIVE, KVM_API, SEC_BOOT, QEMU_VMM, NESTED, BOOT]
     for i, (name, title) in enumerate(todo, 1):
         if not wanted(name):
             doc["scenarios"].append({"scenario": name, "title": title, "status": "skipped",
@@ -504,6 +551,8 @@ def main():
             entry = run_kvm_api(args.quick, args.boot_runs)
         elif name == SEC_BOOT[0]:
             entry = run_secondary_boot(args.quick, args.boot_runs)
+        elif name == QEMU_VMM[0]:
+            entry = run_qemu_vmm(args.quick, args.boot_runs)
         elif name == NESTED[0]:
             entry = run_nested(args.quick)
         elif syms is None:
