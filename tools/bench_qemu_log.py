@@ -45,21 +45,28 @@ def hist_name(arch, event, keys):
 def parse(text, arch):
     res = {"stats": {}, "hist": {}}
     blocks = []
+    in_block = False
     for line in text.splitlines():
         m = re.match(r"SLAT-BENCH-QEMU (\{.*\})$", line)
         if m:
             res.update(json.loads(m.group(1)))
             continue
-        m = re.match(r"SLAT-GUEST: stats: (.*)$", line)
+        # QEMU's own output: `info stats` prints "provider: kvm" (after the
+        # console's last bytes on the same line, the first time) and then
+        # one "    name (type): value" line per figure.
+        m = re.match(r"SLAT-GUEST: qemu: (.*)$", line)
         if m:
-            body = m.group(1).strip()
-            if body.startswith("provider:"):
+            body = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", m.group(1))
+            if re.search(r"provider: kvm$", body):
                 blocks.append({})
+                in_block = True
                 continue
-            s = re.match(r"([a-z_0-9]+)(?: \(([^)]*)\))?: (.*)$", body)
-            if s and blocks:
+            s = re.match(r" {4}([a-z_0-9]+) \(([^)]*)\): (.*)$", body)
+            if s and blocks and in_block:
                 val = s.group(3).strip()
                 blocks[-1][s.group(1)] = int(val) if re.fullmatch(r"-?[0-9]+", val) else val
+            else:
+                in_block = False
             continue
         m = re.match(r"SLAT-GUEST: hist (kvm_exit|kvm_userspace_exit): \{(.*)\} hitcount: *([0-9]+)",
                      line)

@@ -12,7 +12,8 @@
 #   boot_s      QEMU's start to the VM's "shell ready" line
 #   off_s       "poweroff -f" typed to QEMU's exit
 #   exit_s      QEMU's start to its exit (the monitor's pause included)
-# then the monitor's statistics lines (prefixed "stats: ") and, on Linux's
+# (QEMU's output, with the monitor's statistics, is on the serial line,
+# prefixed "qemu: ": tools/bench_qemu_log.py reads them) and, on Linux's
 # KVM, the histograms of the kvm_exit and kvm_userspace_exit tracepoints over
 # the whole run (hardware exit reasons; exits that went out to QEMU).
 echo "SLAT-GUEST: qemu_bench on $(uname -m), kernel $(uname -r)"
@@ -94,8 +95,5 @@ if [ $rc = 0 ] && [ -f /tmp/bench.ready ] && [ -f /tmp/bench.off ]; then
 		printf "SLAT-BENCH-QEMU {\"arch\":\"%s\",\"system\":\"%s\",\"boot_s\":%.2f,\"off_s\":%.2f,\"exit_s\":%.2f}\n",
 			a, sys, r - s, e - o, e - s }'
 fi
-# The monitor's statistics: "provider: kvm" then "    name (type): value".
-tr -d '\r' </tmp/qemu.out | grep -E '^ *(provider: |[a-z_0-9]+( \([^)]*\))?: )' |
-	sed 's/^/SLAT-GUEST: stats: /'
 [ $sys = kvm ] && hist_show
 echo "SLAT-GUEST: MARKER qemu_bench-done"
