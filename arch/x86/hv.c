@@ -214,6 +214,7 @@ static void hv_set_events(struct vcpu *v, const struct hc_regs_x86 *r)
 	if (ev & HC_EVENT_ERR)
 		ev |= (uint64_t)r->event_error << 32;
 	v->arch.hv.intinfo = ev; // delivered again at the next entry, as an exit's
+	v->arch.hv.intinfo_len = 0; // the page has no instruction length
 	v->arch.nmi.pending = r->nmi & HC_NMI_HELD;
 	v->arch.nmi.blocked = r->nmi & HC_NMI_BLOCKED;
 	v->arch.nmi.iret_seen = false;
@@ -238,6 +239,7 @@ int arch_hv_set_regs(struct vcpu *v, const void *page)
 	if (!keep)
 		v->arch.hv.pending = X86_HV_PEND_NONE;
 	v->arch.hv.intinfo = 0;
+	v->arch.hv.intinfo_len = 0;
 	if (events)
 		hv_set_events(v, &r);
 	return HC_OK;

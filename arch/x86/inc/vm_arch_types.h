@@ -51,6 +51,8 @@ struct x86_hv_vcpu {
 	uint64_t cpuid_pa; // the VMM's CPUID table (deposited page), 0: Slat's policy
 	uint32_t cpuid_n;  // its entries
 	uint8_t pending;   // enum x86_hv_pending
+	uint8_t intinfo_len; // VT-x: the exit's instruction length with intinfo (a
+			     // software event's redelivery needs it), 0 for the VMM's
 	bool launched;	   // VT-x: VMLAUNCH done in this RUN (VMRESUME next)
 	bool fresh;	   // VT-x: no entry yet in this RUN (flush before the first)
 	bool cb_bad;	   // VT-x: its VMCS could not be made current in this RUN

@@ -265,38 +265,53 @@ void vmx_host_nmi(void)
 		x86_nmi_raise(&v->arch.nmi);
 }
 
-// Before an entry: inject a held NMI when the guest can take it (not blocked
-// by NMI, no MOV SS shadow, no other event queued), else ask for an
-// NMI-window exit (virtual NMIs) or wait for a later exit.
-static void nmi_apply(struct vcpu *v)
+// Before an entry of any vCPU, the primary's or a secondary's (vmx/hv.c),
+// its VMCS current: inject a held NMI when the guest can take it, else ask
+// for an NMI-window exit (`window`: NMI-window exiting is there) or wait for
+// a later exit. Blocked by the NMI blocking the CPU keeps, and by STI or
+// MOV SS blocking (as KVM's vmx_nmi_blocked: a CPU may hold an NMI back in an
+// STI shadow, and VM entry refuses one injected under MOV SS blocking); the
+// event slot must be free.
+void vmx_nmi_apply(struct x86_nmi_state *s, bool window)
 {
 	uint32_t intr = (uint32_t)vmread(VMCS_GUEST_INTERRUPTIBILITY);
-	struct x86_nmi_state *s = &v->arch.nmi;
 
 	s->blocked = intr & INTERRUPTIBILITY_NMI; // the CPU keeps it: no IRET watch
 	s->iret_seen = false;
 	bool slot_free =
-	    !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID) && !(intr & INTERRUPTIBILITY_MOV_SS);
+	    !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID) && !(intr & INTERRUPTIBILITY_SHADOW);
 	struct x86_nmi_plan p = x86_nmi_plan(s, slot_free);
 
 	if (p.inject)
 		vmwrite(VMCS_ENTRY_INTR_INFO, VMX_INTR_VALID | VMX_INTR_NMI | 2);
-	if (vmx_cfg.nmi_window)
+	if (window)
 		set_proc_bits(PROC_NMI_WINDOW, p.want_window);
 }
 
-// Event delivery an exit interrupted (IDT-vectoring information) is
-// delivered again on the next entry, unless the handler queued an event.
-static void redeliver(void)
+// An event whose delivery an exit interrupted (`idt`: its IDT-vectoring
+// information, the error code in bits 63:32) is delivered again at the next
+// entry, unless the handler queued an event; a software interrupt or
+// exception needs the instruction length the exit reported (`insn_len`).
+// The primary's vCPUs and secondaries alike.
+void vmx_event_redeliver(uint64_t idt, uint32_t insn_len)
 {
-	uint32_t idt = (uint32_t)vmread(VMCS_IDT_VECT_INFO);
-
 	if (!(idt & VMX_INTR_VALID) || (vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID))
 		return;
-	vmwrite(VMCS_ENTRY_INTR_INFO, idt & ~(1u << 12));
+	vmwrite(VMCS_ENTRY_INTR_INFO, (uint32_t)idt & ~(1u << 12));
 	if (idt & VMX_INTR_ERROR)
-		vmwrite(VMCS_ENTRY_EXC_ERROR, vmread(VMCS_IDT_VECT_ERROR));
-	vmwrite(VMCS_ENTRY_INSN_LEN, vmread(VMCS_EXIT_INSN_LEN));
+		vmwrite(VMCS_ENTRY_EXC_ERROR, idt >> 32);
+	vmwrite(VMCS_ENTRY_INSN_LEN, insn_len);
+}
+
+// The exit's IDT-vectoring information with its error code in bits 63:32
+// (the EXITINTINFO layout secondaries keep, x86_hv_vcpu.intinfo); 0 when none.
+uint64_t vmx_exit_intinfo(void)
+{
+	uint64_t idt = (uint32_t)vmread(VMCS_IDT_VECT_INFO);
+
+	if ((idt & VMX_INTR_VALID) && (idt & VMX_INTR_ERROR))
+		idt |= vmread(VMCS_IDT_VECT_ERROR) << 32;
+	return idt;
 }
 
 // ---- dispatch ---------------------------------------------------------------------
@@ -341,9 +356,9 @@ static void vmx_handle_exit(struct vmx_pcpu *pc)
 	x86_apply_action(v, x86_handle_exit(v, &e));
 	if (!vmx_cfg.native_sipi)
 		check_mailbox(v);
-	redeliver();
+	vmx_event_redeliver(vmx_exit_intinfo(), (uint32_t)vmread(VMCS_EXIT_INSN_LEN));
 	vmx_ept_sync(pc->index);
-	nmi_apply(v);
+	vmx_nmi_apply(&v->arch.nmi, vmx_cfg.nmi_window);
 
 	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
 	vmwrite(VMCS_GUEST_RIP, v->arch.rip);

@@ -177,23 +177,12 @@ static bool op_nmi_ok(void)
 	return vmx_hv.vnmi;
 }
 
+// Secondaries take the guest's NMIs only with virtual NMIs (op_nmi_ok);
+// the plan is the primary's (vmx_nmi_apply).
 static void nmi_apply(struct vcpu *v)
 {
-	struct x86_nmi_state *n = &v->arch.nmi;
-
-	if (!vmx_hv.vnmi || v->arch.hv.cb_bad)
-		return;
-	uint64_t intr = vmread(VMCS_GUEST_INTERRUPTIBILITY);
-	bool slot_free =
-	    !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID) && !(intr & INTERRUPTIBILITY_SHADOW);
-
-	n->blocked = intr & INTERRUPTIBILITY_NMI;
-	struct x86_nmi_plan p = x86_nmi_plan(n, slot_free);
-	uint64_t proc = vmread(VMCS_PROC_CTLS);
-
-	if (p.inject)
-		vmwrite(VMCS_ENTRY_INTR_INFO, 2 | VMX_INTR_NMI | VMX_INTR_VALID);
-	vmwrite(VMCS_PROC_CTLS, p.want_window ? proc | PROC_NMI_WINDOW : proc & ~PROC_NMI_WINDOW);
+	if (vmx_hv.vnmi && !v->arch.hv.cb_bad)
+		vmx_nmi_apply(&v->arch.nmi, true);
 }
 
 static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit *e)
@@ -211,12 +200,7 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 	v->arch.hv.fresh = false;
 	// An event whose delivery the last exit interrupted is delivered again,
 	// unless the policy queued an exception of its own.
-	uint64_t idt = v->arch.hv.intinfo;
-	if ((idt & VMX_INTR_VALID) && !(vmread(VMCS_ENTRY_INTR_INFO) & VMX_INTR_VALID)) {
-		vmwrite(VMCS_ENTRY_INTR_INFO, (uint32_t)idt & ~(1u << 12));
-		if (idt & VMX_INTR_ERROR)
-			vmwrite(VMCS_ENTRY_EXC_ERROR, idt >> 32);
-	}
+	vmx_event_redeliver(v->arch.hv.intinfo, v->arch.hv.intinfo_len);
 	v->arch.hv.intinfo = 0;
 	nmi_apply(v); // after the redelivery: it may take the slot
 	vmwrite(VMCS_GUEST_RSP, v->arch.gpr[X86_RSP]);
@@ -248,9 +232,8 @@ static void op_enter(struct vcpu *v, const struct hv_entry *en, struct x86_exit 
 		e->next_rip = v->arch.rip + vmread(VMCS_EXIT_INSN_LEN);
 	v->arch.hv.next_rip = e->next_rip;
 	// The EXITINTINFO layout both back ends keep: the error code in 63:32.
-	v->arch.hv.intinfo = failed ? 0 : vmread(VMCS_IDT_VECT_INFO);
-	if (v->arch.hv.intinfo & VMX_INTR_ERROR)
-		v->arch.hv.intinfo |= vmread(VMCS_IDT_VECT_ERROR) << 32;
+	v->arch.hv.intinfo = failed ? 0 : vmx_exit_intinfo();
+	v->arch.hv.intinfo_len = failed ? 0 : (uint8_t)vmread(VMCS_EXIT_INSN_LEN);
 	if (vmx_hv.vnmi && !failed) // the CPU's blocking, for the VMM's nmi_state
 		v->arch.nmi.blocked = vmread(VMCS_GUEST_INTERRUPTIBILITY) & INTERRUPTIBILITY_NMI;
 	vmwrite(VMCS_ENTRY_INTR_INFO, 0);

@@ -144,6 +144,10 @@ enum x86_action vmx_init_sipi(struct vcpu *v, const struct x86_exit *e);
 // vmx_enter_guest, then the exit's handling, again. Returns only when the
 // first VMLAUNCH failed.
 void vmx_primary_loop(void *pc);
+// Event injection before any vCPU's entry (exit.c), the primary's and secondaries'.
+void vmx_nmi_apply(struct x86_nmi_state *s, bool window);
+void vmx_event_redeliver(uint64_t idt, uint32_t insn_len);
+uint64_t vmx_exit_intinfo(void);
 void vmx_host_nmi(void);
 // Parked CPUs exit on HLT and MWAIT (so they notice their mailbox).
 void vmx_set_parked(struct vmx_pcpu *pc, bool parked);
