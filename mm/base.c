@@ -36,11 +36,6 @@ uint64_t s2_table_alloc(struct s2_vm *vm)
 	return pa;
 }
 
-void s2_table_free_deferred(struct s2_vm *vm, uint64_t pa)
-{
-	s2_page_free(vm, pa, 1, true);
-}
-
 int s2_cache_topup(struct s2_vm *vm, struct s2_cache *c, uint64_t n)
 {
 	while (c->n < n) {

@@ -292,12 +292,6 @@ int s2_unmap_per_leaf(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint
 	return run_checked(vm, root, &op, false, false);
 }
 
-int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot)
-{
-	struct range_op op = {.kind = OP_PROTECT, .lo = gpa, .hi = gpa + size, .prot = prot};
-	return run_checked(vm, root, &op, false, false);
-}
-
 int s2_protect_locked(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size,
 		      unsigned prot)
 {

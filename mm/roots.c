@@ -179,11 +179,6 @@ bool s2_root_is_invalid(const struct s2_root *root)
 	return __atomic_load_n(&root->invalid, __ATOMIC_ACQUIRE);
 }
 
-unsigned s2_root_refs(const struct s2_root *root)
-{
-	return __atomic_load_n(&root->refs, __ATOMIC_ACQUIRE);
-}
-
 void s2_roots_mark_invalid(struct s2_vm *vm)
 {
 	s2_mmu_lock(vm, S2_LOCK_WRITE);

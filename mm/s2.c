@@ -92,11 +92,6 @@ void s2_vm_stats(struct s2_vm *vm, struct s2_stats *out)
 	out->deferred_pending = __atomic_load_n(&vm->defer_pending, __ATOMIC_RELAXED);
 }
 
-void s2_vm_set_zap_mode(struct s2_vm *vm, enum s2_zap_mode mode)
-{
-	__atomic_store_n(&vm->zap_mode, mode, __ATOMIC_RELAXED);
-}
-
 void s2_vm_set_shadow(struct s2_vm *vm, const struct s2_shadow_ops *ops, void *ctx)
 {
 	s2_mmu_lock(vm, S2_LOCK_WRITE);

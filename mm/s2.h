@@ -95,7 +95,6 @@ const struct s2_geom *s2_vm_geom(const struct s2_vm *vm);
 const struct s2_fmt *s2_vm_fmt(const struct s2_vm *vm);
 unsigned s2_vm_caps(const struct s2_vm *vm);
 void s2_vm_stats(struct s2_vm *vm, struct s2_stats *out);
-void s2_vm_set_zap_mode(struct s2_vm *vm, enum s2_zap_mode mode);
 
 // Deferred frees. Table pages and root headers that a walker might still
 // read are freed only after a grace period of the VM's epoch domain that
@@ -138,7 +137,6 @@ int s2_root_get(struct s2_vm *vm, struct s2_role role, struct s2_root **out);
 void s2_root_put(struct s2_vm *vm, struct s2_root *root);
 uint64_t s2_root_pa(const struct s2_root *root); // for EPTP/nCR3/VTTBR
 bool s2_root_is_invalid(const struct s2_root *root);
-unsigned s2_root_refs(const struct s2_root *root);
 // Marks every root invalid and scheduled for zapping (mmu lock for write),
 // asks vCPUs to drop them (backend kick_reload), then zaps them under the
 // read lock. Returns after the zap is done.
@@ -235,7 +233,6 @@ int s2_slot_dirty_clear(struct s2_vm *vm, unsigned as, uint32_t id, uint64_t fir
 bool s2_slot_find(struct s2_vm *vm, unsigned as, uint64_t gpa, struct s2_slot *out);
 // Memslot generation: bit 63 set while an update is in progress.
 #define S2_GEN_IN_PROGRESS (1ull << 63)
-uint64_t s2_slots_generation(struct s2_vm *vm);
 
 // ---- faults (mm/fault.c) -----------------------------------------------------
 enum s2_fault_result {
@@ -264,9 +261,8 @@ int s2_map(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, 
 // Unmaps exactly [gpa, gpa + size) (splits partially covered large leaves),
 // reclaims empty tables, one flush. All-or-nothing on S2_E_NOMEM.
 int s2_unmap(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size);
-// Changes permissions of the mapped leaves in the range (splits as unmap).
-int s2_protect(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size, unsigned prot);
-// The same with the mmu lock already held for write (the shadow engine's
+// Changes permissions of the mapped leaves in the range (splits as unmap),
+// with the mmu lock already held for write (the shadow engine's
 // write-tracking hooks run under it). Never yields the lock.
 int s2_protect_locked(struct s2_vm *vm, struct s2_root *root, uint64_t gpa, uint64_t size,
 		      unsigned prot);
@@ -360,7 +356,6 @@ int s2_walk(struct s2_vm *vm, struct s2_root *root, uint64_t lo, uint64_t hi, un
 // They account the pending invalidation and the CMO policy.
 void s2_walk_zap(struct s2_walk *w, const struct s2_walk_entry *e);
 void s2_walk_replace(struct s2_walk *w, const struct s2_walk_entry *e, s2_pte_t new_pte);
-struct s2_vm *s2_walk_vm(struct s2_walk *w);
 // Under S2_WALK_SHARED: removes a table entry and its subtree (CAS to the
 // format's frozen value, invalidate if live, empty the subtree, write the
 // normal non-present value, free after the grace period). A racing fault
@@ -372,9 +367,7 @@ bool s2_walk_remove_table_shared(struct s2_walk *w, const struct s2_walk_entry *
 // valid root). NULL: trap. Tests install a hook that records the failure.
 extern void (*s2_assert_hook)(const char *expr, const char *file, int line);
 
-// Table pages for the shadow code: same allocator and accounting; the free
-// waits for the VM's grace period.
+// A table page for the shadow code: same allocator and accounting.
 uint64_t s2_table_alloc(struct s2_vm *vm);
-void s2_table_free_deferred(struct s2_vm *vm, uint64_t pa);
 
 #endif

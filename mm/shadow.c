@@ -330,16 +330,6 @@ void sh_rmap_del(struct sh_mmu *m, struct sh_page *sp, uint32_t idx)
 
 // ---- walkers ------------------------------------------------------------------------
 
-void sh_walk_enter(struct sh_mmu *m, unsigned cpu)
-{
-	mm_epoch_enter(&m->ep, cpu);
-}
-
-void sh_walk_exit(struct sh_mmu *m, unsigned cpu)
-{
-	mm_epoch_exit(&m->ep, cpu);
-}
-
 // ---- statistics and checks ----------------------------------------------------------
 
 static bool is_orphan(const struct sh_page *sp)

@@ -13,14 +13,15 @@
 // found through a 4096-bucket hash keyed by the L1 gfn (role compared too),
 // kept on an active FIFO (oldest first) and counted against a quota. The L1
 // table pages that SPs shadow are write-tracked: L1's writes to them are
-// emulated through sh_emulate_write(), which updates or zaps the shadow entry
+// emulated through sh_emulate_update(), which updates or zaps the shadow entry
 // and reclaims, recursively, every nested SP that lost its last parent.
 //
 // Locking: every function takes the L1 VM's mmu lock for write; callers hold
 // no mm lock. The slot hooks (s2_shadow_ops) run under the lock the engine
 // already holds. Pages of zapped SPs are freed after one flush and after a
 // grace period of the module's epoch domain (mm/sync.h): software walkers
-// (sh_walk_enter/exit) that may still read a zapped table keep it alive.
+// (tests/unit/mm_queries.c's sh_walk_enter/exit) that may still read a
+// zapped table keep it alive.
 #ifndef SLAT_MM_SHADOW_H
 #define SLAT_MM_SHADOW_H
 
@@ -53,7 +54,7 @@ struct sh_guest_mem {
 
 // Write tracking of L1's table pages (KVM's account_shadowed): L1's writes
 // to a page the engine shadows must exit, so that they reach
-// sh_emulate_write(). `protect` is called before the engine first reads a
+// sh_emulate_update(). `protect` is called before the engine first reads a
 // page as one of L1's tables (when it makes an SP for it), `unprotect` when
 // sh_unprotect_gfn() gives a page back to L1. Both run under the engine's
 // lock, the L1 VM's mmu lock held for write: an implementation changes L1's
@@ -100,14 +101,12 @@ struct sh_config {
 // Attaches a shadow MMU to the L1 VM (installs the s2_shadow_ops hooks: a
 // memslot delete/move zaps SPs shadowing L1 tables in the slot and shadow
 // leaves that map it; zap-all and VM teardown zap every SP). Memory comes
-// from the VM's page allocator. Detach with sh_destroy() before
-// s2_vm_destroy().
+// from the VM's page allocator. Slat never detaches one (the unit tests do:
+// sh_destroy, tests/unit/mm_queries.c).
 int sh_create(struct s2_vm *vm, const struct sh_config *cfg, struct sh_mmu **out);
-void sh_destroy(struct sh_mmu *m);
 
 // Mode switches (take effect for later operations).
 void sh_set_recursive(struct sh_mmu *m, bool recursive);
-void sh_set_quota(struct sh_mmu *m, uint64_t max_pages); // 0: default
 
 // ---- roots --------------------------------------------------------------------
 // The shadow root for L1's table rooted at `root_gpa` (EPTP12 / nCR3 of L1),
@@ -156,9 +155,8 @@ bool sh_gfn_tracked(struct sh_mmu *m, unsigned as, uint64_t gfn);
 // aligned 8-byte write updates (leaf) or zaps (anything else) the shadow entry;
 // a misaligned or partial write zaps those SPs whole. Children left without a
 // parent are reclaimed recursively (unless non-recursive). One flush at most.
-int sh_emulate_write(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t val, unsigned bytes);
-// The same as one atomic read-modify-write under the engine's lock, for an
-// emulated XCHG or CMPXCHG: *old gets the bytes that were there; with
+// It is one atomic read-modify-write under the engine's lock (an emulated
+// MOV, XCHG or CMPXCHG): *old (if given) gets the bytes that were there; with
 // `expect`, the write happens only when they equal *expect (a failed compare
 // writes nothing and changes no shadow entry).
 int sh_emulate_update(struct sh_mmu *m, unsigned as, uint64_t gpa, unsigned bytes,
@@ -174,17 +172,6 @@ unsigned sh_unprotect_gfn(struct sh_mmu *m, unsigned as, uint64_t gfn);
 // L1 VM's owner took away): the same zap as a memslot delete of the range
 // (SPs shadowing L1 tables in it, then shadow leaves mapping it; one flush).
 void sh_zap_range(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t size);
-
-// ---- software walks (tests, benchmarks) ---------------------------------------
-// Lockless reader sections for software walkers of shadow tables: pages of a
-// zapped SP are not freed while a walker that could see them is inside.
-// `cpu` < SH_MAX_CPUS is the walker's own slot.
-void sh_walk_enter(struct sh_mmu *m, unsigned cpu);
-void sh_walk_exit(struct sh_mmu *m, unsigned cpu);
-// What the CPU would translate l2_gpa to through `root` (no lock taken: call
-// inside sh_walk_enter/exit, or with no concurrent zap).
-void sh_translate(struct sh_mmu *m, const struct sh_page *root, uint64_t l2_gpa,
-		  struct s2_xlate *out);
 
 // ---- statistics and checks ----------------------------------------------------
 struct sh_stats {

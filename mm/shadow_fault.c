@@ -492,11 +492,6 @@ int sh_emulate_update(struct sh_mmu *m, unsigned as, uint64_t gpa, unsigned byte
 	return 0;
 }
 
-int sh_emulate_write(struct sh_mmu *m, unsigned as, uint64_t gpa, uint64_t val, unsigned bytes)
-{
-	return sh_emulate_update(m, as, gpa, bytes, NULL, val, NULL);
-}
-
 unsigned sh_unprotect_gfn(struct sh_mmu *m, unsigned as, uint64_t gfn)
 {
 	struct sh_zap_list zl = {0};
@@ -523,32 +518,3 @@ restart:
 }
 
 // ---- software translation ----------------------------------------------------------------
-
-void sh_translate(struct sh_mmu *m, const struct sh_page *root, uint64_t l2_gpa,
-		  struct s2_xlate *out)
-{
-	const struct s2_fmt *f = m->fmt;
-	uint64_t table = root->table_pa;
-
-	*out = (struct s2_xlate){0};
-	if (l2_gpa >> m->geom.ia_bits)
-		return;
-	for (int level = (int)m->geom.root_level; level >= 0; level--) {
-		const s2_pte_t *t = (const s2_pte_t *)(uintptr_t)table;
-		s2_pte_t e = __atomic_load_n(&t[s2_index(&m->geom, l2_gpa, (unsigned)level)],
-					     __ATOMIC_ACQUIRE);
-
-		out->pte = e;
-		out->level = (unsigned)level;
-		if (!f->is_present(e))
-			return;
-		if (f->is_leaf(e, (unsigned)level)) {
-			out->mapped = true;
-			out->prot = f->leaf_prot(e);
-			out->mt = f->leaf_memtype(e, m->caps);
-			out->hpa = s2_pte_addr(f, e) | (l2_gpa & (S2_PAGE_SIZE - 1));
-			return;
-		}
-		table = s2_pte_addr(f, e);
-	}
-}

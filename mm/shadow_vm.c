@@ -72,38 +72,9 @@ int sh_create(struct s2_vm *vm, const struct sh_config *cfg, struct sh_mmu **out
 	return 0;
 }
 
-void sh_destroy(struct sh_mmu *m)
-{
-	if (!m)
-		return;
-	s2_vm_set_shadow(m->vm, NULL, NULL);
-	sh_lock(m);
-	sh_zap_all_locked(m);
-	// Referenced roots (a caller forgot a put) are freed here too.
-	while (m->fifo_head) {
-		struct sh_page *sp = m->fifo_head;
-
-		sh_fifo_del(m, sp);
-		sh_free_deferred(m, sp);
-	}
-	mm_epoch_barrier(&m->ep);
-	sh_unlock(m);
-	sh_slab_destroy(m, &m->sp_slab);
-	sh_slab_destroy(m, &m->desc_slab);
-	sh_pages_free(m, m->rmap_pa, m->rmap_pages);
-	sh_pages_free(m, (uint64_t)(uintptr_t)m, pages_of(sizeof(struct sh_mmu)));
-}
-
 void sh_set_recursive(struct sh_mmu *m, bool recursive)
 {
 	sh_lock(m);
 	m->recursive = recursive;
-	sh_unlock(m);
-}
-
-void sh_set_quota(struct sh_mmu *m, uint64_t max_pages)
-{
-	sh_lock(m);
-	m->quota = max_pages ? max_pages : default_quota(m->guest_pages);
 	sh_unlock(m);
 }

@@ -147,28 +147,3 @@ struct s2_tnode *s2_tree_floor(const struct s2_tnode *t, uint64_t key, uint64_t 
 	}
 	return (struct s2_tnode *)best;
 }
-
-int s2_tree_height(const struct s2_tnode *t)
-{
-	return ht(t);
-}
-
-// -1: broken (order, stored height or balance); else the height.
-static int check(const struct s2_tnode *t, uint64_t lo, uint64_t hi)
-{
-	if (!t)
-		return 0;
-	if (t->key < lo || t->key > hi)
-		return -1;
-	int a = t->key ? check(t->l, lo, t->key - 1) : (t->l ? -1 : 0);
-	int b = t->key != UINT64_MAX ? check(t->r, t->key + 1, hi) : (t->r ? -1 : 0);
-
-	if (a < 0 || b < 0 || a - b > 1 || b - a > 1 || t->h != 1 + (a > b ? a : b))
-		return -1;
-	return t->h;
-}
-
-int s2_tree_check(const struct s2_tnode *root)
-{
-	return check(root, 0, UINT64_MAX) >= 0;
-}

@@ -23,9 +23,5 @@ void s2_tree_remove(struct s2_tnode **root, uint64_t key, uint64_t *visits);
 struct s2_tnode *s2_tree_find(const struct s2_tnode *root, uint64_t key, uint64_t *visits);
 // The node with the largest key <= `key` (NULL: none).
 struct s2_tnode *s2_tree_floor(const struct s2_tnode *root, uint64_t key, uint64_t *visits);
-// Height of the tree (0: empty), and whether every node keeps the AVL
-// invariant (tests).
-int s2_tree_height(const struct s2_tnode *root);
-int s2_tree_check(const struct s2_tnode *root);
 
 #endif

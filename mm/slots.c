@@ -204,11 +204,6 @@ bool s2_slot_find(struct s2_vm *vm, unsigned as, uint64_t gpa, struct s2_slot *o
 	return sl != NULL;
 }
 
-uint64_t s2_slots_generation(struct s2_vm *vm)
-{
-	return __atomic_load_n(&vm->generation, __ATOMIC_ACQUIRE);
-}
-
 // ---- updates ------------------------------------------------------------------
 
 static struct s2_slotset *inactive(struct s2_vm *vm, unsigned as)

@@ -49,14 +49,6 @@ void mm_spin_init(struct mm_spinlock *l)
 	*l = (struct mm_spinlock)MM_SPINLOCK_INIT;
 }
 
-bool mm_spin_trylock(struct mm_spinlock *l)
-{
-	if (__atomic_load_n(&l->locked, RELAXED) || __atomic_exchange_n(&l->locked, 1, ACQUIRE))
-		return false;
-	count(&l->acquired);
-	return true;
-}
-
 void mm_spin_lock(struct mm_spinlock *l)
 {
 	if (!__atomic_exchange_n(&l->locked, 1, ACQUIRE)) {
@@ -76,11 +68,6 @@ void mm_spin_lock(struct mm_spinlock *l)
 void mm_spin_unlock(struct mm_spinlock *l)
 {
 	__atomic_store_n(&l->locked, 0, RELEASE);
-}
-
-bool mm_spin_is_locked(const struct mm_spinlock *l)
-{
-	return __atomic_load_n(&l->locked, RELAXED) != 0;
 }
 
 void mm_spin_stats(const struct mm_spinlock *l, struct mm_spin_stats *out)
@@ -179,11 +166,6 @@ bool mm_rwlock_is_write_locked(const struct mm_rwlock *l)
 	return (__atomic_load_n(&l->state, RELAXED) & MM_RW_WRITER) != 0;
 }
 
-bool mm_rwlock_is_locked(const struct mm_rwlock *l)
-{
-	return __atomic_load_n(&l->state, RELAXED) != 0;
-}
-
 bool mm_rwlock_should_yield(const struct mm_rwlock *l)
 {
 	bool (*resched)(void) = __atomic_load_n(&need_resched_hook, RELAXED);
@@ -219,15 +201,6 @@ void mm_rwlock_stats(const struct mm_rwlock *l, struct mm_rwlock_stats *out)
 	out->yields = peek(&l->yields);
 }
 
-void mm_rwlock_stats_reset(struct mm_rwlock *l)
-{
-	__atomic_store_n(&l->read_acquired, 0, RELAXED);
-	__atomic_store_n(&l->write_acquired, 0, RELAXED);
-	__atomic_store_n(&l->read_contended, 0, RELAXED);
-	__atomic_store_n(&l->write_contended, 0, RELAXED);
-	__atomic_store_n(&l->yields, 0, RELAXED);
-}
-
 // ---- epochs -----------------------------------------------------------------
 //
 // Why it is safe. A reader publishes (epoch it read << 1 | 1) with a seq_cst
@@ -249,23 +222,6 @@ void mm_epoch_init(struct mm_epoch *e, struct mm_epoch_cpu *cpus, uint32_t ncpus
 	e->cpus = cpus;
 	e->ncpus = ncpus;
 	e->tail = &e->head;
-}
-
-int mm_epoch_claim_cpu(struct mm_epoch *e)
-{
-	for (uint32_t i = 0; i < e->ncpus; i++) {
-		uint32_t free = 0;
-
-		if (__atomic_compare_exchange_n(&e->cpus[i].claimed, &free, 1, false, ACQUIRE,
-						RELAXED))
-			return (int)i;
-	}
-	return -1;
-}
-
-void mm_epoch_release_cpu(struct mm_epoch *e, uint32_t cpu)
-{
-	__atomic_store_n(&e->cpus[cpu].claimed, 0, RELEASE);
 }
 
 void mm_epoch_enter(struct mm_epoch *e, uint32_t cpu)

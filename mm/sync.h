@@ -55,9 +55,7 @@ struct mm_spinlock {
 
 void mm_spin_init(struct mm_spinlock *l);
 void mm_spin_lock(struct mm_spinlock *l);
-bool mm_spin_trylock(struct mm_spinlock *l); // true: acquired (never waits)
 void mm_spin_unlock(struct mm_spinlock *l);
-bool mm_spin_is_locked(const struct mm_spinlock *l); // for assertions
 
 struct mm_spin_stats {
 	uint64_t acquired;
@@ -104,9 +102,8 @@ void mm_rwlock_write_unlock(struct mm_rwlock *l);
 bool mm_rwlock_try_read_lock(struct mm_rwlock *l);
 bool mm_rwlock_try_write_lock(struct mm_rwlock *l);
 
-// For assertions: the lock is held for write / held in any mode (by anyone).
+// For assertions: the lock is held for write (by anyone).
 bool mm_rwlock_is_write_locked(const struct mm_rwlock *l);
-bool mm_rwlock_is_locked(const struct mm_rwlock *l);
 
 // Asked by a holder. Read holder: a writer is waiting. Write holder: anybody
 // is waiting. Either: the need-resched hook says so.
@@ -125,7 +122,6 @@ struct mm_rwlock_stats {
 	uint64_t yields;
 };
 void mm_rwlock_stats(const struct mm_rwlock *l, struct mm_rwlock_stats *out);
-void mm_rwlock_stats_reset(struct mm_rwlock *l); // only while nobody uses the lock
 
 // ---- epoch-based deferred free ----------------------------------------------
 
@@ -140,7 +136,7 @@ void mm_rwlock_stats_reset(struct mm_rwlock *l); // only while nobody uses the l
 //
 // Rules:
 // - `cpu` is the caller's own slot index, < ncpus: in slat.efi the physical
-//   CPU index; hosted a slot from mm_epoch_claim_cpu(). A slot is used by one
+//   CPU index; hosted a slot from the tests' mm_epoch_claim_cpu(). A slot is used by one
 //   thread of execution at a time (its nesting count is not atomic).
 // - Read sections nest; only the outermost exit makes the CPU quiescent.
 // - Never call mm_epoch_synchronize() / mm_epoch_barrier() inside a read
@@ -189,12 +185,6 @@ struct mm_epoch {
 // `cpus` holds `ncpus` slots (zeroed here). `e` and `cpus` live as long as any
 // user does.
 void mm_epoch_init(struct mm_epoch *e, struct mm_epoch_cpu *cpus, uint32_t ncpus);
-
-// Hosted convenience: claim a free slot for the calling thread (-1: none
-// left); release it when the thread stops using the domain (outside any read
-// section). slat.efi uses its physical CPU index directly instead.
-int mm_epoch_claim_cpu(struct mm_epoch *e);
-void mm_epoch_release_cpu(struct mm_epoch *e, uint32_t cpu);
 
 void mm_epoch_enter(struct mm_epoch *e, uint32_t cpu);
 void mm_epoch_exit(struct mm_epoch *e, uint32_t cpu);

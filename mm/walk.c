@@ -21,11 +21,6 @@ void s2_walk_begin(struct s2_walk *w, struct s2_vm *vm, unsigned flags, enum s2_
 	*w = (struct s2_walk){.vm = vm, .flags = flags, .lock = lock};
 }
 
-struct s2_vm *s2_walk_vm(struct s2_walk *w)
-{
-	return w->vm;
-}
-
 void s2_walk_note_inval(struct s2_walk *w, uint64_t addr, uint64_t size)
 {
 	if (w->root_invalid || (w->flags & S2_WALK_SKIP_INVAL))

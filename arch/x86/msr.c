@@ -106,13 +106,3 @@ enum x86_action x86_handle_wrmsr(struct vcpu *v)
 	}
 	return msr_done(v);
 }
-
-bool x86_msr_policy_has(uint32_t msr, bool write, bool vmx)
-{
-	for (unsigned i = 0; i < x86_n_msr_intercepts; i++) {
-		const struct x86_msr_intercept *m = &x86_msr_intercepts[i];
-		if (msr >= m->first && msr <= m->last && (vmx || !m->vmx_only))
-			return write ? m->write : m->read;
-	}
-	return false;
-}

@@ -224,9 +224,6 @@ struct x86_msr_intercept {
 };
 extern const struct x86_msr_intercept x86_msr_intercepts[];
 extern const unsigned x86_n_msr_intercepts;
-// True when the policy handles `msr` for this CPU kind (SVM back end: skip
-// the vmx_only entries).
-bool x86_msr_policy_has(uint32_t msr, bool write, bool vmx);
 
 // XSETBV (exit.c): checks the new XCR0 like the CPU would (#GP otherwise)
 // and loads it.

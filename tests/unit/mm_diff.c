@@ -35,6 +35,7 @@
 #include "arch/x86/fmt_x86.h"
 #include "mm/s2.h"
 #include "mm_diff.h"
+#include "mm_queries.h"
 
 #define KiB		 1024ull
 #define MiB		 (1024ull * KiB)

@@ -17,6 +17,7 @@
 #include "arch/host/host_be.h"
 #include "arch/x86/fmt_x86.h"
 #include "mm/s2.h"
+#include "mm_queries.h"
 
 #define KiB 1024ull
 #define MiB (1024ull * KiB)

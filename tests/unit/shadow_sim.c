@@ -9,6 +9,7 @@
 
 #include "arch/host/host_be.h"
 #include "arch/x86/fmt_x86.h"
+#include "mm_queries.h"
 
 #define PAGE	  4096ull
 #define SLOT_HPA  (1ull << 40) // host-physical base of L1's memory (never dereferenced)

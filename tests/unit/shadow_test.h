@@ -21,6 +21,7 @@
 #include "arch/x86/fmt_x86.h"
 #include "mm/s2.h"
 #include "mm/shadow.h"
+#include "mm_queries.h"
 
 #define SHT_PAGE 4096ull
 

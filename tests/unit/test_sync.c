@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "mm/sync.h"
+#include "mm_queries.h"
 
 static void test_spin_stats_exact(void **state)
 {

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "mm/sync.h"
+#include "mm_queries.h"
 
 // cmocka's asserts may only fail on the main thread: worker threads count
 // failures, and each test asserts the count is zero after joining.

@@ -32,6 +32,19 @@
 #include "arch/x86/vm.c"
 #include "arch/x86/vmx/exit_decode.c"
 
+// True when the policy's table (msr.c) handles `msr` for this CPU kind (SVM:
+// without the vmx_only entries). The test's own query: Slat looks entries
+// up as it handles an exit.
+static bool x86_msr_policy_has(uint32_t msr, bool write, bool vmx)
+{
+	for (unsigned i = 0; i < x86_n_msr_intercepts; i++) {
+		const struct x86_msr_intercept *m = &x86_msr_intercepts[i];
+		if (msr >= m->first && msr <= m->last && (vmx || !m->vmx_only))
+			return write ? m->write : m->read;
+	}
+	return false;
+}
+
 // ---- the secondary-VM layer (core/hv.h), faked: records the call ---------------
 static struct hc_regs hv_seen;
 static unsigned hv_calls;
