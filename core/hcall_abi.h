@@ -79,7 +79,10 @@
 //      sets it; the guest's RDTSC and RDMSR IA32_TSC read the host's TSC
 //      plus it (KVM's TSC offset, which the VMM keeps: IA32_TSC writes and
 //      IA32_TSC_ADJUST exit to it).
-#define HC_ABI_MINOR 15u
+// 1.16: arm64 MDSCR_EL1 (as the guest wrote it: not in effect) and
+//      CSSELR_EL1 in the SET_REGS / GET_REGS page (HC_REGS_ARM64_EL1X; GET
+//      sets it, SET takes them only with it): KVM_GET/SET_ONE_REG of both.
+#define HC_ABI_MINOR 16u
 #define HC_VERSION   (HC_ABI_MAJOR << 16 | HC_ABI_MINOR)
 
 // SMCCC function id: fast call (bit 31), 64-bit convention (bit 30), owner 6
@@ -455,10 +458,12 @@ struct hc_regs_arm64 {
 	uint32_t ich_ap0r[4], ich_ap1r[4];
 	uint64_t cntvoff;
 	uint64_t ich_vtr;
+	uint64_t mdscr_el1, csselr_el1; // 1.16, with HC_REGS_ARM64_EL1X
 };
 #define HC_REGS_ARM64_FP	     1ull
 #define HC_REGS_ARM64_KEEP_PENDING 2ull
 #define HC_REGS_ARM64_GIC	     4ull
+#define HC_REGS_ARM64_EL1X	     8ull
 #define HC_ICH_VMCR_MASK	     0xfffc021full // PMR, BPR0, BPR1, EOIM, CBPR, FIQEn, AckCtl, ENG1/0
 
 // VM_STATS page: the SLAT engine's counters of one VM (mm/s2.h s2_stats) and

@@ -219,6 +219,10 @@ int arch_hv_set_regs(struct vcpu *v, const void *page)
 		memcpy(s->vgic_ap1r, r->ich_ap1r, sizeof(s->vgic_ap1r));
 		s->cntvoff = r->cntvoff;
 	}
+	if (r->flags & HC_REGS_ARM64_EL1X) { // 1.15
+		s->mdscr_guest = r->mdscr_el1;
+		s->el1.csselr = r->csselr_el1;
+	}
 	// The VMM set a new state: nothing to complete, unless it asks (1.9).
 	if (!(r->flags & HC_REGS_ARM64_KEEP_PENDING))
 		s->pending = HV_PENDING_NONE;
@@ -236,7 +240,9 @@ void arch_hv_get_regs(struct vcpu *v, void *page)
 	r->pstate = s->frame.spsr;
 	arm64_hv_el1_to_regs(&s->el1, r);
 	r->mpidr_el1 = s->vmpidr;
-	r->flags = HC_REGS_ARM64_FP | HC_REGS_ARM64_GIC;
+	r->flags = HC_REGS_ARM64_FP | HC_REGS_ARM64_GIC | HC_REGS_ARM64_EL1X;
+	r->mdscr_el1 = s->mdscr_guest;
+	r->csselr_el1 = s->el1.csselr;
 	r->ich_vmcr = s->vgic_vmcr;
 	memcpy(r->ich_ap0r, s->vgic_ap0r, sizeof(r->ich_ap0r));
 	memcpy(r->ich_ap1r, s->vgic_ap1r, sizeof(r->ich_ap1r));

@@ -69,7 +69,7 @@ void arm64_el1_load(const struct arm64_el1_regs *r)
 	isb();
 }
 
-// csselr and mdscr are not in the ABI page: a new state leaves them alone.
+// csselr and mdscr (the guest's) travel with HC_REGS_ARM64_EL1X (arch/arm64/hv.c).
 void arm64_hv_regs_to_el1(const struct hc_regs_arm64 *r, struct arm64_el1_regs *e)
 {
 	e->sp_el0 = r->sp_el0;
