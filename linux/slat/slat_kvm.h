@@ -45,6 +45,7 @@ struct slat_kvm_vcpu {
 	u64 mpidr; /* as Slat placed the vCPU */
 	u64 cntvoff;   /* arm64: the offset Slat has for it (the VM's is taken before a run) */
 	u64 spsr32[4]; /* arm64: KVM's AArch32 SPSRs (abt, und, irq, fiq), kept as set */
+	u64 kept[6];   /* arm64: registers the guest never sees, kept as set (a64_kept) */
 	wait_queue_head_t psci_wq;
 	void *arch; /* x86: struct slat_kvm_x86 (slat_kvm_x86.c) */
 	struct {    /* KVM_RUN's figures (slat_kvm_stats.c), written under vc->lock */

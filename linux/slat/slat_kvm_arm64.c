@@ -180,6 +180,88 @@ static const struct a64_reg a64_sys[] = {
 
 #define A64_MPIDR_ID ARM64_SYS_REG(3, 0, 0, 0, 5)
 
+/* ABI 1.15: MDSCR_EL1 (as the guest wrote it; Slat keeps it out of effect) and CSSELR_EL1. */
+static const struct a64_reg a64_el1x[] = {
+    {ARM64_SYS_REG(2, 0, 0, 2, 2), HCR(mdscr_el1)},
+    {ARM64_SYS_REG(3, 2, 0, 0, 0), HCR(csselr_el1)},
+};
+
+static bool a64_el1x_ok(void)
+{
+	return (slat_hv_version & 0xffff) >= 15;
+}
+
+/*
+ * Registers KVM keeps for a vCPU that a guest on Slat never reaches: ACTLR_EL1
+ * (trapped, UNDEFINED), DISR_EL1 and the AArch32-only DBGVCR32, DACR32,
+ * IFSR32, FPEXC32. Kept in the module as set (v->kept, same order), not in
+ * effect; KVM_ARM_VCPU_INIT puts KVM's reset values back.
+ */
+static const struct {
+	u64 id, reset;
+} a64_kept[] = {
+    {ARM64_SYS_REG(3, 0, 1, 0, 1), 0},	   /* ACTLR_EL1 */
+    {ARM64_SYS_REG(3, 0, 12, 1, 1), 0},	   /* DISR_EL1 */
+    {ARM64_SYS_REG(2, 4, 0, 7, 0), 0},	   /* DBGVCR32_EL2 */
+    {ARM64_SYS_REG(3, 4, 3, 0, 0), 0},	   /* DACR32_EL2 */
+    {ARM64_SYS_REG(3, 4, 5, 0, 1), 0},	   /* IFSR32_EL2 */
+    {ARM64_SYS_REG(3, 4, 5, 3, 0), 0x700}, /* FPEXC32_EL2 */
+};
+
+static int a64_kept_index(u64 id)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(a64_kept); i++)
+		if (a64_kept[i].id == id)
+			return i;
+	return -1;
+}
+
+/*
+ * The debug registers a guest on Slat reads as zero (MDCR_EL2 traps them,
+ * writes are ignored: arch/arm64/el2_policy.c): DBGB/W{V,C}R<n>, MDCCINT
+ * and OSLSR. ONE_REG reads them as the guest does and refuses another value.
+ */
+#define A64_MDCCINT_ID ARM64_SYS_REG(2, 0, 0, 2, 0)
+#define A64_OSLSR_ID   ARM64_SYS_REG(2, 0, 1, 1, 4)
+#define A64_NR_DBG     (16 * 4 + 2)
+
+static u64 a64_dbg_list(unsigned int i)
+{
+	if (i >= 64)
+		return i == 64 ? A64_MDCCINT_ID : A64_OSLSR_ID;
+	return ARM64_SYS_REG(2, 0, 0, i / 4, 4 + i % 4);
+}
+
+static bool a64_dbg_raz(u64 id)
+{
+	unsigned int i;
+
+	for (i = 0; i < A64_NR_DBG; i++)
+		if (a64_dbg_list(i) == id)
+			return true;
+	return false;
+}
+
+/* KVM's firmware pseudo-registers, all listed whatever the vCPU's features. */
+static const u64 a64_fw[] = {
+    KVM_REG_ARM_PSCI_VERSION,
+    KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_1,
+    KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_2,
+    KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_3,
+    KVM_REG_ARM_STD_BMAP,
+    KVM_REG_ARM_STD_HYP_BMAP,
+    KVM_REG_ARM_VENDOR_HYP_BMAP,
+};
+
+/* CLIDR_EL1, AIDR_EL1, CTR_EL0: as the CPU has them (the guest reads them untrapped). */
+static const u64 a64_invariant[] = {
+    ARM64_SYS_REG(3, 1, 0, 0, 1),
+    ARM64_SYS_REG(3, 1, 0, 0, 7),
+    ARM64_SYS_REG(3, 3, 0, 0, 1),
+};
+
 /* ABI 1.9: Slat's register page carries V0..V31, FPSR and FPCR. */
 static bool a64_fp_ok(void)
 {
@@ -301,13 +383,158 @@ static int a64_take_cntvoff(struct slat_kvm_vcpu *v)
 	return rc;
 }
 
-/* The firmware pseudo-register with the PSCI version (KVM's 1.0 here). */
+/* The firmware pseudo-register with the PSCI version (KVM's 1.0 here; 0.1 without the feature). */
 #define A64_PSCI_VERSION PSCI_VERSION(1, 0)
 
-static unsigned int a64_nregs(const struct slat_kvm_vcpu *v)
+/*
+ * A register that reads one value and refuses another (-EINVAL): its value
+ * in *val. The firmware registers say what the module answers the guest's
+ * SMCCC calls: no Spectre workaround call (level NOT_AVAIL, 0) and none of
+ * the services the bitmaps name (TRNG, stolen time, KVM's vendor calls).
+ */
+static bool a64_fixed_reg(struct slat_kvm_vcpu *v, u64 id, u64 *val)
 {
-	return 31 + ARRAY_SIZE(a64_core) + A64_NR_SPSR32 + (a64_fp_ok() ? 32 + 2 : 0) +
-	       ARRAY_SIZE(a64_sys) + A64_NR_ID + 1 /* TIMER_CNT */ + (v->psci ? 1 : 0);
+	unsigned int i;
+
+	if (a64_id_reg(id, val))
+		return true;
+	*val = 0;
+	if (a64_dbg_raz(id))
+		return true;
+	if (id == KVM_REG_ARM_PSCI_VERSION) {
+		*val = v->psci ? A64_PSCI_VERSION : PSCI_VERSION(0, 1);
+		return true;
+	}
+	for (i = 0; i < ARRAY_SIZE(a64_fw); i++)
+		if (id == a64_fw[i])
+			return true;
+	if (id == a64_invariant[0])
+		*val = read_sysreg(clidr_el1);
+	else if (id == a64_invariant[1])
+		*val = read_sysreg(aidr_el1);
+	else if (id == a64_invariant[2])
+		*val = read_sysreg(ctr_el0);
+	else
+		return false;
+	return true;
+}
+
+/* KVM's rule for WORKAROUND_2 at level NOT_AVAIL: UNKNOWN (1) is taken as NOT_AVAIL too. */
+static bool a64_fixed_accepts(u64 id, u64 want, u64 val)
+{
+	if (id == KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_2)
+		return val == KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_2_NOT_AVAIL ||
+		       val == KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_2_UNKNOWN;
+	return val == want;
+}
+
+/*
+ * The CCSIDR_EL1 of each cache CLIDR_EL1 names (KVM's DEMUX ids): index bit 0
+ * instruction, bits 3:1 the level; as the CPU has them (the guest reads them).
+ */
+#define A64_NR_CSSELR 14
+#define A64_CCSIDR_ID(i)                                                                           \
+	(KVM_REG_ARM64 | KVM_REG_SIZE_U32 | KVM_REG_ARM_DEMUX | KVM_REG_ARM_DEMUX_ID_CCSIDR | (i))
+
+static bool a64_cache_exists(unsigned int sel)
+{
+	unsigned int type = (read_sysreg(clidr_el1) >> (sel / 2 * 3)) & 7;
+
+	if (sel >= A64_NR_CSSELR)
+		return false;
+	switch (type) {
+	case 1: /* instruction only */
+		return sel & 1;
+	case 2: /* data only */
+	case 4: /* unified */
+		return !(sel & 1);
+	case 3: /* separate */
+		return true;
+	default: /* none, or reserved */
+		return false;
+	}
+}
+
+static u32 a64_ccsidr(unsigned int sel)
+{
+	unsigned long flags;
+	u64 old;
+	u32 val;
+
+	local_irq_save(flags); /* CSSELR is this CPU's until it is put back */
+	old = read_sysreg(csselr_el1);
+	write_sysreg(sel, csselr_el1);
+	isb();
+	val = read_sysreg(ccsidr_el1);
+	write_sysreg(old, csselr_el1);
+	isb();
+	local_irq_restore(flags);
+	return val;
+}
+
+/* KVM_REG_ARM_DEMUX: a cache's CCSIDR, 32 bits; another value -EINVAL. */
+static long a64_demux(u64 id, u32 __user *uaddr, bool set)
+{
+	u64 sel = id & ~(u64)(KVM_REG_ARCH_MASK | KVM_REG_SIZE_MASK | KVM_REG_ARM_COPROC_MASK);
+	u32 val;
+
+	if ((id & KVM_REG_SIZE_MASK) != KVM_REG_SIZE_U32 || sel >= A64_NR_CSSELR ||
+	    !a64_cache_exists(sel))
+		return -ENOENT;
+	if (!set)
+		return put_user(a64_ccsidr(sel), uaddr);
+	if (get_user(val, uaddr))
+		return -EFAULT;
+	return val == a64_ccsidr(sel) ? 0 : -EINVAL;
+}
+
+/*
+ * Every id KVM_GET_REG_LIST gives (KVM 6.1's list for a vCPU with the same
+ * features) into buf, or only counted with buf NULL: the count and the list
+ * come from the same walk.
+ */
+static unsigned int a64_reg_ids(const struct slat_kvm_vcpu *v, u64 *buf)
+{
+	unsigned int i, k = 0;
+
+#define ADD(id)                                                                                    \
+	do {                                                                                       \
+		if (buf)                                                                           \
+			buf[k] = (id);                                                             \
+		k++;                                                                               \
+	} while (0)
+	for (i = 0; i < 31; i++)
+		ADD(CORE_ID(regs.regs[i]));
+	for (i = 0; i < ARRAY_SIZE(a64_core); i++)
+		ADD(a64_core[i].id);
+	for (i = 0; i < A64_NR_SPSR32; i++)
+		ADD(CORE_ID(spsr[KVM_SPSR_ABT + i]));
+	for (i = 0; a64_fp_ok() && i < 32; i++)
+		ADD(VREG_ID(i));
+	if (a64_fp_ok()) {
+		ADD(FPSR_ID);
+		ADD(FPCR_ID);
+	}
+	for (i = 0; i < ARRAY_SIZE(a64_fw); i++)
+		ADD(a64_fw[i]);
+	ADD(KVM_REG_ARM_TIMER_CNT);
+	for (i = 0; i < ARRAY_SIZE(a64_sys); i++)
+		ADD(a64_sys[i].id);
+	for (i = 0; a64_el1x_ok() && i < ARRAY_SIZE(a64_el1x); i++)
+		ADD(a64_el1x[i].id);
+	for (i = 0; i < ARRAY_SIZE(a64_kept); i++)
+		ADD(a64_kept[i].id);
+	for (i = 0; i < ARRAY_SIZE(a64_invariant); i++)
+		ADD(a64_invariant[i]);
+	for (i = 0; i < A64_NR_ID; i++)
+		ADD(a64_id_list(i));
+	for (i = 0; i < A64_NR_DBG; i++)
+		ADD(a64_dbg_list(i));
+	for (i = 0; i < A64_NR_CSSELR; i++)
+		if (a64_cache_exists(i))
+			ADD(A64_CCSIDR_ID(i));
+#undef ADD
+	return k;
 }
 
 /* Where `id` lives in Slat's page; -ENOENT for a register Slat does not keep. */
@@ -324,6 +551,9 @@ static int a64_reg_off(u64 id)
 	for (i = 0; i < ARRAY_SIZE(a64_sys); i++)
 		if (id == a64_sys[i].id)
 			return a64_sys[i].off;
+	for (i = 0; a64_el1x_ok() && i < ARRAY_SIZE(a64_el1x); i++)
+		if (id == a64_el1x[i].id)
+			return a64_el1x[i].off;
 	if (!a64_fp_ok())
 		return -ENOENT;
 	for (i = 0; i < 32; i++)
@@ -348,41 +578,37 @@ static int a64_spsr32(u64 id)
 }
 
 /*
- * Registers the module answers without Slat: the ID registers, the virtual
- * counter, the PSCI version, the AArch32 SPSRs. 1 done (rc in *rc), 0 not one.
+ * Registers the module answers without Slat: the fixed ones (a64_fixed_reg),
+ * the virtual counter, the AArch32 SPSRs and a64_kept. 1 done (rc in *rc),
+ * 0 not one.
  */
 static int a64_module_reg(struct slat_kvm_vcpu *v, u64 id, u64 __user *uaddr, bool set, long *rc)
 {
-	u64 val, want;
+	u64 val, want, *kept = NULL;
 	int i = a64_spsr32(id);
 
-	if (i >= 0) {
-		/* A guest without AArch32 EL1 has no use for them; they are kept
-		 * as set, as KVM keeps them for an AArch64 vCPU. */
-		if (!set)
-			*rc = put_user(v->spsr32[i], uaddr);
-		else
-			*rc = get_user(v->spsr32[i], uaddr);
+	/* A guest without AArch32 EL1 has no use for the SPSRs; they are kept
+	 * as set, as KVM keeps them for an AArch64 vCPU. */
+	if (i >= 0)
+		kept = &v->spsr32[i];
+	else if ((i = a64_kept_index(id)) >= 0)
+		kept = &v->kept[i];
+	if (kept) {
+		*rc = set ? get_user(*kept, uaddr) : put_user(*kept, uaddr);
 		return 1;
 	}
-	if (a64_id_reg(id, &want)) {
-		/* fixed values: a set of another value is KVM's -EINVAL */
-	} else if (id == KVM_REG_ARM_TIMER_CNT) {
+	if (id == KVM_REG_ARM_TIMER_CNT) {
 		*rc = a64_timer_cnt(v, uaddr, set);
 		return 1;
-	} else if (id == KVM_REG_ARM_PSCI_VERSION && v->psci) {
-		want = A64_PSCI_VERSION;
-	} else {
+	}
+	if (!a64_fixed_reg(v, id, &want))
 		return 0;
-	}
-	if (!set) {
+	if (!set)
 		*rc = put_user(want, uaddr);
-		return 1;
-	}
-	if (get_user(val, uaddr))
+	else if (get_user(val, uaddr))
 		*rc = -EFAULT;
-	else
-		*rc = val == want ? 0 : -EINVAL;
+	else /* a read-only register: another value is KVM's -EINVAL */
+		*rc = a64_fixed_accepts(id, want, val) ? 0 : -EINVAL;
 	return 1;
 }
 
@@ -405,6 +631,14 @@ static u64 a64_reg_size(u64 id)
 	return 1ull << ((id & KVM_REG_SIZE_MASK) >> KVM_REG_SIZE_SHIFT);
 }
 
+/* The size of the register at `off` in Slat's page: V0..V31 16, FPSR and FPCR 4, else 8. */
+static u64 a64_page_reg_size(int off)
+{
+	if (off >= HCR(v[0]) && off < HCR(fpsr))
+		return 16;
+	return off == HCR(fpsr) || off == HCR(fpcr) ? 4 : 8;
+}
+
 static long a64_one_reg(struct slat_kvm_vcpu *v, void __user *up, bool set)
 {
 	struct kvm_one_reg r;
@@ -420,6 +654,8 @@ static long a64_one_reg(struct slat_kvm_vcpu *v, void __user *up, bool set)
 	if (rc)
 		return rc;
 	uaddr = (void __user *)(unsigned long)r.addr;
+	if ((r.id & KVM_REG_ARM_COPROC_MASK) == KVM_REG_ARM_DEMUX)
+		return a64_demux(r.id, uaddr, set);
 	size = a64_reg_size(r.id);
 	off = a64_reg_off(r.id);
 	if (off < 0 && (r.id & KVM_REG_ARM_COPROC_MASK) == KVM_REG_ARM_CORE &&
@@ -430,9 +666,8 @@ static long a64_one_reg(struct slat_kvm_vcpu *v, void __user *up, bool set)
 			return -ENOENT;
 		return a64_module_reg(v, r.id, uaddr, set, &mrc) ? mrc : -ENOENT;
 	}
-	/* Slat's registers: V0..V31 128 bits, FPSR and FPCR 32, the rest 64 (KVM:
-	 * a core register of another size is -EINVAL). */
-	if (size != (off >= HCR(v[0]) && off < HCR(fpsr) ? 16 : off >= HCR(fpsr) ? 4 : 8))
+	/* KVM: a core register of another size is -EINVAL. */
+	if (size != a64_page_reg_size(off))
 		return (r.id & KVM_REG_ARM_COPROC_MASK) == KVM_REG_ARM_CORE ? -EINVAL : -ENOENT;
 	regs = kzalloc(sizeof(*regs), GFP_KERNEL);
 	if (!regs)
@@ -464,7 +699,8 @@ static long a64_one_reg(struct slat_kvm_vcpu *v, void __user *up, bool set)
 static long a64_reg_list(struct slat_kvm_vcpu *v, void __user *up)
 {
 	struct kvm_reg_list __user *ul = up;
-	u64 n, i, k = 0, nregs = a64_nregs(v);
+	u64 n, nregs = a64_reg_ids(v, NULL), *ids;
+	long rc;
 
 	if (get_user(n, &ul->n))
 		return -EFAULT;
@@ -472,32 +708,13 @@ static long a64_reg_list(struct slat_kvm_vcpu *v, void __user *up)
 		return -EFAULT;
 	if (n < nregs)
 		return -E2BIG;
-#define PUT(id)                                                                                    \
-	do {                                                                                       \
-		if (put_user((u64)(id), &ul->reg[k++]))                                            \
-			return -EFAULT;                                                            \
-	} while (0)
-	for (i = 0; i < 31; i++)
-		PUT(CORE_ID(regs.regs[i]));
-	for (i = 0; i < ARRAY_SIZE(a64_core); i++)
-		PUT(a64_core[i].id);
-	for (i = 0; i < A64_NR_SPSR32; i++)
-		PUT(CORE_ID(spsr[KVM_SPSR_ABT + i]));
-	if (a64_fp_ok()) {
-		for (i = 0; i < 32; i++)
-			PUT(VREG_ID(i));
-		PUT(FPSR_ID);
-		PUT(FPCR_ID);
-	}
-	for (i = 0; i < ARRAY_SIZE(a64_sys); i++)
-		PUT(a64_sys[i].id);
-	PUT(KVM_REG_ARM_TIMER_CNT);
-	for (i = 0; i < A64_NR_ID; i++)
-		PUT(a64_id_list(i));
-	if (v->psci)
-		PUT(KVM_REG_ARM_PSCI_VERSION);
-#undef PUT
-	return 0;
+	ids = kcalloc(nregs, sizeof(*ids), GFP_KERNEL);
+	if (!ids)
+		return -ENOMEM;
+	a64_reg_ids(v, ids);
+	rc = copy_to_user(ul->reg, ids, nregs * sizeof(*ids)) ? -EFAULT : 0;
+	kfree(ids);
+	return rc;
 }
 
 /* ---- vCPUs ---- */
@@ -561,6 +778,9 @@ static long a64_vcpu_init(struct slat_kvm_vcpu *v, void __user *up)
 	if (rc)
 		return rc;
 	memset(v->spsr32, 0, sizeof(v->spsr32));
+	BUILD_BUG_ON(ARRAY_SIZE(a64_kept) != ARRAY_SIZE(v->kept));
+	for (i = 0; i < ARRAY_SIZE(a64_kept); i++)
+		v->kept[i] = a64_kept[i].reset;
 	slat_kvm_psci_init(v, init.features[0] & BIT(KVM_ARM_VCPU_PSCI_0_2),
 			   init.features[0] & BIT(KVM_ARM_VCPU_POWER_OFF));
 	v->inited = true;
