@@ -128,6 +128,7 @@ int psci_vcpu(int vm, int id, uint32_t features, struct kvm_run **run, long sz);
 void no_op(int sig);
 
 // ---- the feature sections (kvmcheck_<feature>.c), called by main ----
+void check_reg_list(int vcpu); // kvmcheck_arm64.c: KVM_GET_REG_LIST, KVM 6.1's count
 void check_psci(int kvm);     // kvmcheck_psci.c
 void check_readonly(int kvm); // kvmcheck_readonly.c
 void check_thp(int kvm);      // kvmcheck_thp.c: huge pages of the VMM's, 2 MiB leaves

@@ -260,6 +260,7 @@ static void check_vcpu_state(int vm, int vcpu)
 	struct kvm_reg_list small = {.n = 0};
 	expect("KVM_GET_REG_LIST too small", ioctl(vcpu, KVM_GET_REG_LIST, &small), E2BIG);
 	check("KVM_GET_REG_LIST says how many", small.n > 31, small.n, 32);
+	check_reg_list(vcpu);
 	v = 0x4000;
 	expect("SET sp_el1", one_reg(vcpu, CORE(sp_el1), &v, true), 0);
 	v = 0;
