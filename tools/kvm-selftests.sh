@@ -10,7 +10,7 @@
 #   set_memory_region_test, x86_64/xapic_ipi_test, x86_64/cpuid_test,
 #   x86_64/sync_regs_test, x86_64/set_sregs_test, x86_64/platform_info_test,
 #   x86_64/tsc_msrs_test (x86_64 only)
-#   aarch64/psci_test (aarch64 only)
+#   aarch64/psci_test, aarch64/get-reg-list (aarch64 only)
 #
 # The linux-source-6.1 .deb is downloaded once (apt-get download, into the
 # build/guest/dl/ cache tools/guest.sh uses) and only the parts of its tarball
@@ -87,7 +87,7 @@ tests=(kvm_create_max_vcpus kvm_binary_stats_test memslot_modification_stress_te
 case "$arch" in
 aarch64)
 	karch=arm64 cross=aarch64-linux-gnu-
-	tests+=(aarch64/psci_test)
+	tests+=(aarch64/psci_test aarch64/get-reg-list)
 	;;
 x86_64)
 	karch=x86_64 cross=

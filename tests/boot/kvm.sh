@@ -75,9 +75,12 @@ kvm_expect_pass() {
 	[ "$1" = aarch64 ] && [ "${2:-}" = full ] && dpthp+=('^SLAT-GUEST: kvm: running demand_paging_test .*-u MISSING -s anonymous_thp' \
 		'^SLAT-GUEST: kvm: demand_paging_test: All vCPU threads joined$' \
 		'^SLAT-GUEST: kvm: demand_paging_test exit 0$')
-	# arm64: PSCI in the module (CPU_ON, SYSTEM_SUSPEND) by psci_test's verdict.
+	# arm64: PSCI in the module (CPU_ON, SYSTEM_SUSPEND) by psci_test's verdict;
+	# get-reg-list's vregs configuration (KVM 6.1's register list) passes.
 	[ "$1" = aarch64 ] && psci=('^SLAT-GUEST: kvm: running psci_test' \
-		'^SLAT-GUEST: kvm: psci_test exit 0$')
+		'^SLAT-GUEST: kvm: psci_test exit 0$' \
+		'^SLAT-GUEST: kvm: get-reg-list: vregs: PASS$' \
+		'^SLAT-GUEST: kvm: get-reg-list exit 0$')
 	# arm64: slat-kvm-check's in-kernel GICv3 guests (SGI 3, SPI 40, PPI 27 in
 	# that order; SGI 5 to the other vCPU), as on Linux's KVM (t_arm64_kvm_reference).
 	[ "$1" = aarch64 ] && vgic=('^SLAT-GUEST: kvmcheck: vgic: exactly 3 interrupts taken: ok' \
