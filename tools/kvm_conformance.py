@@ -19,7 +19,7 @@ NOTES = {
     "aarch64": {
         "get-reg-list": "passes since 2026-11-29 (branch hg-reglist): slat.ko lists KVM "
         "6.1's registers for the vCPU (the debug registers as the guest reads them, "
-        "MDSCR_EL1 and CSSELR_EL1 from Slat's register page, ABI 1.15, the invariant and "
+        "MDSCR_EL1 and CSSELR_EL1 from Slat's register page, ABI 1.16, the invariant and "
         "firmware registers, the CCSIDRs; docs/kvm-api.md); its PMU configuration skips "
         "(no PMU offered) where KVM's passes",
         "hypercalls": "declined: no stolen-time structure (KVM_ARM_VCPU_PVTIME_CTRL -ENXIO, "

@@ -180,7 +180,7 @@ static const struct a64_reg a64_sys[] = {
 
 #define A64_MPIDR_ID ARM64_SYS_REG(3, 0, 0, 0, 5)
 
-/* ABI 1.15: MDSCR_EL1 (as the guest wrote it; Slat keeps it out of effect) and CSSELR_EL1. */
+/* ABI 1.16: MDSCR_EL1 (as the guest wrote it; Slat keeps it out of effect) and CSSELR_EL1. */
 static const struct a64_reg a64_el1x[] = {
     {ARM64_SYS_REG(2, 0, 0, 2, 2), HCR(mdscr_el1)},
     {ARM64_SYS_REG(3, 2, 0, 0, 0), HCR(csselr_el1)},
@@ -188,7 +188,7 @@ static const struct a64_reg a64_el1x[] = {
 
 static bool a64_el1x_ok(void)
 {
-	return (slat_hv_version & 0xffff) >= 15;
+	return (slat_hv_version & 0xffff) >= 16;
 }
 
 /*

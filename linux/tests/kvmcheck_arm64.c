@@ -24,7 +24,7 @@ int vcpu_attr(int vcpu, unsigned long cmd, uint32_t group, uint64_t attr, void *
  * many as the host's CLIDR_EL1 names): get-reg-list's base and vregs lists.
  * Every one reads; a read-only one (CTR_EL0) takes its own value back and
  * refuses another (KVM's -EINVAL); MDSCR_EL1 and CSSELR_EL1 keep what is set
- * (Slat's register page, ABI 1.15).
+ * (Slat's register page, ABI 1.16).
  */
 #define REG_LIST_NOT_DEMUX 239u
 #define CTR_EL0_ID	   ARM64_SYS_REG(3, 3, 0, 0, 1)
