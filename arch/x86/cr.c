@@ -54,45 +54,68 @@ bool x86_guest_cr_ok(struct vcpu *v, unsigned n, uint64_t val)
 }
 
 // The value a CR0-writing instruction at RIP loads: MOV CR0 (0F 22 /0, a
-// 32-bit operand outside 64-bit mode), CLTS (0F 06), LMSW (0F 01 /6,
-// register form: PE can be set, not cleared). False when it is none of them.
-static bool cr0_write_value(struct vcpu *v, const struct x86_insn *in, uint64_t cr0, uint64_t *val)
+// 32-bit operand outside 64-bit mode), CLTS (0F 06), LMSW (0F 01 /6, a
+// register or a 16-bit memory operand: PE can be set, not cleared).
+// CR0_NOT_DECODED when it is none of them, CR0_OPERAND_FAULT when LMSW's
+// operand cannot be read (*la: its linear address).
+enum cr0_source { CR0_VALUE, CR0_NOT_DECODED, CR0_OPERAND_FAULT };
+static enum cr0_source cr0_write_value(struct vcpu *v, const struct x86_insn *in, uint64_t cr0,
+				       uint64_t *val, uint64_t *la)
 {
-	struct x86_cr_state st;
+	uint16_t src = 0;
 
 	if (!in->two_byte)
-		return false;
+		return CR0_NOT_DECODED;
 	if (in->opcode == 0x06) {
 		*val = cr0 & ~(1ull << 3);
-		return true;
+		return CR0_VALUE;
 	}
 	if (in->opcode == 0x22 && in->reg == 0) {
-		x86_guest_cr_state(v, &st);
-		*val = st.cs_long ? v->arch.gpr[in->rm] : (uint32_t)v->arch.gpr[in->rm];
-		return true;
+		*val = in->long_mode ? v->arch.gpr[in->rm] : (uint32_t)v->arch.gpr[in->rm];
+		return CR0_VALUE;
 	}
-	if (in->opcode == 0x01 && ((in->modrm >> 3) & 7) == 6 && (in->modrm >> 6) == 3) {
-		uint64_t src = v->arch.gpr[in->rm] & 0xf;
-		*val = (cr0 & ~0xeull) | (src & 0xe) | ((cr0 | src) & 1);
-		return true;
-	}
-	return false;
+	if (in->opcode != 0x01 || ((in->modrm >> 3) & 7) != 6)
+		return CR0_NOT_DECODED;
+	if ((in->modrm >> 6) == 3)
+		src = (uint16_t)v->arch.gpr[in->rm];
+	else if (!x86_read_mem_operand(v, in, &src, 2, la))
+		return CR0_OPERAND_FAULT;
+	*val = (cr0 & ~0xeull) | (src & 0xe) | ((cr0 | src) & 1);
+	return CR0_VALUE;
+}
+
+static enum x86_action cr0_write_undecoded(struct vcpu *v)
+{
+	log_warn(
+	    "x86: vcpu%u: CR0 write at RIP 0x%llx by an instruction Slat does not decode: #UD\n",
+	    v->index, (unsigned long long)v->arch.rip);
+	return x86_inject_ud(v);
 }
 
 enum x86_action x86_handle_cr0_write(struct vcpu *v, void (*apply)(struct vcpu *, uint64_t))
 {
 	struct x86_insn in;
 	struct x86_seg ss;
-	uint64_t val;
+	uint64_t val, la = 0;
 
-	if (!x86_decode(v, &in) || !cr0_write_value(v, &in, v->arch.ops->read_cr(v, 0), &val)) {
-		log_warn("x86: vcpu%u: CR0 write at RIP 0x%llx by an instruction Slat does not "
-			 "decode: #UD\n",
-			 v->index, (unsigned long long)v->arch.rip);
-		return x86_inject_ud(v);
-	}
+	if (!x86_decode(v, &in))
+		return cr0_write_undecoded(v);
 	v->arch.ops->read_seg(v, X86_SS, &ss);
-	if (((ss.attr >> 5) & 3) != 0 || !x86_guest_cr_ok(v, 0, val))
+	if (((ss.attr >> 5) & 3) != 0) // CPL > 0: #GP before any operand is read
+		return x86_inject_gp0(v);
+	switch (cr0_write_value(v, &in, v->arch.ops->read_cr(v, 0), &val, &la)) {
+	case CR0_NOT_DECODED:
+		return cr0_write_undecoded(v);
+	case CR0_OPERAND_FAULT:
+		// Not present, a supervisor read: the only fault a CPL-0 read of a
+		// page it can reach takes (SMAP is not modelled).
+		v->arch.ops->write_cr2(v, la);
+		v->arch.ops->inject(v, X86_EXC_PF, true, 0);
+		return X86_CONTINUE;
+	case CR0_VALUE:
+		break;
+	}
+	if (!x86_guest_cr_ok(v, 0, val))
 		return x86_inject_gp0(v);
 	apply(v, val);
 	x86_skip_insn(v);

@@ -140,7 +140,7 @@ struct fetch {
 	uint8_t rex;
 	const uint64_t *gpr;
 	uint64_t ea;
-	bool ea_ok, rip_rel;
+	bool ea_ok, rip_rel, ss_based; // ss_based: (E)BP/(E)SP-based, SS by default
 };
 
 static uint64_t signed_disp(uint64_t v, unsigned bytes)
@@ -172,9 +172,9 @@ static bool take(struct fetch *f, unsigned n, uint64_t *val)
 	return true;
 }
 
-// Skips ModRM's SIB and displacement for the given address size; with 32-
-// or 64-bit addressing, also sums the memory operand's effective address
-// (segment base not added; RIP-relative finished by x86_decode).
+// Skips ModRM's SIB and displacement for the given address size and sums
+// the memory operand's effective address (segment base not added;
+// RIP-relative finished by x86_decode).
 static bool modrm_tail(struct fetch *f, uint8_t modrm, unsigned addr_size)
 {
 	unsigned mod = modrm >> 6, rm = modrm & 7;
@@ -183,9 +183,18 @@ static bool modrm_tail(struct fetch *f, uint8_t modrm, unsigned addr_size)
 
 	if (mod == 3)
 		return true;
-	if (addr_size == 2) {
+	if (addr_size == 2) { // [BX+SI] [BX+DI] [BP+SI] [BP+DI] [SI] [DI] [BP]/disp16 [BX]
+		static const uint8_t base16[8] = {X86_RBX, X86_RBX, X86_RBP, X86_RBP,
+						  X86_RSI, X86_RDI, X86_RBP, X86_RBX};
 		unsigned disp = mod == 1 ? 1 : mod == 2 ? 2 : (rm == 6 ? 2 : 0);
-		return take(f, disp, NULL);
+		if (!take(f, disp, &d))
+			return false;
+		f->ea = signed_disp(d, disp) + ((mod || rm != 6) ? f->gpr[base16[rm]] : 0) +
+			(rm < 4 ? f->gpr[(rm & 1) ? X86_RDI : X86_RSI] : 0);
+		f->ea = (uint16_t)f->ea;
+		f->ss_based = rm == 2 || rm == 3 || (rm == 6 && mod);
+		f->ea_ok = true;
+		return true;
 	}
 	unsigned disp = mod == 1 ? 1 : mod == 2 ? 4 : 0;
 	bool has_base = true;
@@ -209,6 +218,7 @@ static bool modrm_tail(struct fetch *f, uint8_t modrm, unsigned addr_size)
 		return false;
 	if (has_base)
 		base = f->gpr[breg];
+	f->ss_based = has_base && (breg == X86_RSP || breg == X86_RBP);
 	f->ea = base + (index << scale) + signed_disp(d, disp);
 	if (addr_size == 4)
 		f->ea = (uint32_t)f->ea;
@@ -288,6 +298,7 @@ bool x86_decode(struct vcpu *v, struct x86_insn *in)
 
 	bool opsize = false, adsize = false;
 	uint8_t rex = 0, b;
+	int seg = -1; // a segment override prefix (the last one counts)
 	for (;;) {
 		if (!next(&f, &b))
 			return false;
@@ -295,10 +306,11 @@ bool x86_decode(struct vcpu *v, struct x86_insn *in)
 			opsize = true;
 		else if (b == 0x67)
 			adsize = true;
-		else if (b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36 ||
-			 b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65)
-			continue;
-		else
+		else if (b == 0x26 || b == 0x2e || b == 0x36 || b == 0x3e)
+			seg = (b >> 3) & 3; // ES CS SS DS
+		else if (b == 0x64 || b == 0x65)
+			seg = b == 0x64 ? X86_FS : X86_GS;
+		else if (b != 0xf0 && b != 0xf2 && b != 0xf3)
 			break;
 	}
 	if (lm && (b & 0xf0) == 0x40) {
@@ -374,5 +386,22 @@ bool x86_decode(struct vcpu *v, struct x86_insn *in)
 	in->len = (uint8_t)f.pos;
 	in->ea_ok = f.ea_ok;
 	in->ea = f.rip_rel ? v->arch.rip + in->len + f.ea : f.ea;
+	in->seg = (uint8_t)(seg >= 0 ? seg : f.ss_based ? X86_SS : X86_DS);
+	in->long_mode = lm;
 	return true;
+}
+
+// The segment base is added outside 64-bit mode, and for FS and GS in it.
+// Limits and SMAP are not checked: a read Slat cannot make is reported with
+// its linear address (the caller's #PF).
+bool x86_read_mem_operand(struct vcpu *v, const struct x86_insn *in, void *buf, unsigned len,
+			  uint64_t *la)
+{
+	struct x86_seg s;
+
+	v->arch.ops->read_seg(v, in->seg, &s);
+	*la = in->ea + ((!in->long_mode || in->seg >= X86_FS) ? s.base : 0);
+	if (!in->long_mode)
+		*la = (uint32_t)*la;
+	return in->ea_ok && x86_guest_read_linear(v, *la, buf, len);
 }

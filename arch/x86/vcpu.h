@@ -123,6 +123,9 @@ struct x86_vcpu_ops {
 	// Queues a hardware exception for the next entry (error code when
 	// has_error). The guest takes it at the current RIP.
 	void (*inject)(struct vcpu *v, unsigned vector, bool has_error, uint32_t error);
+	// Sets CR2 for a #PF the layer injects (SVM only: VT-x reads operands
+	// itself, so its #PFs are the CPU's).
+	void (*write_cr2)(struct vcpu *v, uint64_t la);
 	// Length of the intercepted instruction when the CPU reported it, else 0.
 	unsigned (*insn_len)(struct vcpu *v);
 	// The emulated instruction completed (RIP already advanced): end an
@@ -437,9 +440,15 @@ struct x86_insn {
 	// segment base), when ea_ok.
 	uint64_t ea;
 	bool ea_ok;
+	uint8_t seg;	// its segment (enum x86_seg_reg): the override, else DS or SS
+	bool long_mode; // decoded in 64-bit mode
 };
 // Fetches and decodes the instruction at v->rip. False when it cannot be
 // read or is not one of the forms Slat knows (see decode.c).
 bool x86_decode(struct vcpu *v, struct x86_insn *out);
+// Reads `len` bytes of the decoded memory operand; its linear address in *la
+// (also when the read fails: the guest's #PF address).
+bool x86_read_mem_operand(struct vcpu *v, const struct x86_insn *in, void *buf, unsigned len,
+			  uint64_t *la);
 
 #endif

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/arch_diff.sh"
 export EMU_SMP=2
-arch_diff_x86_qemu max smoke exc step crval loader nmi ioapic apictimer smp
+arch_diff_x86_qemu max smoke exc step crval crform loader nmi ioapic apictimer smp
 # The Slat run's exit summary (BOOT_LOG is the last run's log): the parked AP
 # halts natively (no HLT exits: an NMI to it is not held in the host), and
 # the payload's 32-bit accesses at 0xCF8 are counted by the I/O fast path

@@ -94,7 +94,7 @@ int sh_emulate_update(struct sh_mmu *m, unsigned as, uint64_t gpa, unsigned byte
 struct fake {
 	uint64_t cr0, cr3, cr4, efer;
 	uint16_t cs_attr, ss_attr;
-	uint64_t cs_base;
+	uint64_t cs_base, fs_base, cr2;
 	unsigned insn_len;
 	int injected; // vector + 1, 0 = none
 	uint32_t error;
@@ -133,7 +133,13 @@ static void f_complete_insn(struct vcpu *v, bool single_step)
 static void f_read_seg(struct vcpu *v, enum x86_seg_reg s, struct x86_seg *out)
 {
 	*out = (struct x86_seg){.attr = s == X86_CS ? F(v)->cs_attr : F(v)->ss_attr,
-				.base = s == X86_CS ? F(v)->cs_base : 0};
+				.base = s == X86_CS   ? F(v)->cs_base
+					: s == X86_FS ? F(v)->fs_base
+						      : 0};
+}
+static void f_write_cr2(struct vcpu *v, uint64_t la)
+{
+	F(v)->cr2 = la;
 }
 static void f_inject(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
@@ -160,6 +166,7 @@ static const struct x86_vcpu_ops fops = {
     .read_rflags = f_read_rflags,
     .read_seg = f_read_seg,
     .inject = f_inject,
+    .write_cr2 = f_write_cr2,
     .insn_len = f_insn_len,
     .complete_insn = f_complete_insn,
     .wait = f_wait,
@@ -1140,6 +1147,96 @@ static void test_cr0_write(void **state)
 	assert_int_equal(fk[0].injected, X86_EXC_UD + 1);
 }
 
+// LMSW's memory forms (SVM without decode assists: Slat reads the operand):
+// the 16-bit source at the operand's linear address, segment base included,
+// and #PF with CR2 when it cannot be read.
+static void test_cr0_write_lmsw_memory(void **state)
+{
+	struct vcpu *v = setup();
+	static uint16_t src[4] = {0xfff8, 0x0006, 0x000a};
+	static const uint8_t lmsw_rbx[16] = {0x0f, 0x01, 0x33},
+			     lmsw_fs_r9[16] = {0x64, 0x41, 0x0f, 0x01, 0x71, 0x02},
+			     lmsw_r10_r11[16] = {0x66, 0x43, 0x0f, 0x01, 0x34, 0x5a};
+
+	fk[0].cr0 = 0x11;
+	v->arch.rip = (uint64_t)(uintptr_t)lmsw_rbx; // lmsw [rbx]: sets TS only
+	v->arch.gpr[X86_RBX] = (uint64_t)(uintptr_t)&src[0];
+	cr0_loaded = 0;
+	assert_int_equal(x86_handle_cr0_write(v, record_cr0), X86_CONTINUE);
+	assert_int_equal(cr0_loaded, 0x19);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)lmsw_rbx + 3);
+
+	v->arch.rip = (uint64_t)(uintptr_t)lmsw_fs_r9; // lmsw fs:[r9+2]
+	fk[0].fs_base = 0x1000;
+	v->arch.gpr[X86_R9] = (uint64_t)(uintptr_t)&src[0] - 0x1000;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(cr0_loaded, 0x17);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)lmsw_fs_r9 + 6);
+
+	v->arch.rip = (uint64_t)(uintptr_t)lmsw_r10_r11; // o16 lmsw [r10+r11*2]
+	v->arch.gpr[X86_R10] = (uint64_t)(uintptr_t)&src[0];
+	v->arch.gpr[X86_R11] = 2;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(cr0_loaded, 0x1b);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)lmsw_r10_r11 + 6);
+
+	fk[0].injected = 0, cr0_loaded = 0;
+	v->arch.rip = (uint64_t)(uintptr_t)lmsw_rbx; // in Slat's region: #PF, CR2
+	v->arch.gpr[X86_RBX] = 0x1800;
+	x86_handle_cr0_write(v, record_cr0);
+	assert_int_equal(fk[0].injected, X86_EXC_PF + 1);
+	assert_int_equal(fk[0].cr2, 0x1800);
+	assert_int_equal(cr0_loaded, 0);
+	assert_int_equal(v->arch.rip, (uint64_t)(uintptr_t)lmsw_rbx);
+}
+
+// 32-bit code is fetched at a 32-bit linear address: below 4 GiB.
+static uint8_t *low_code;
+static bool decode_low(struct vcpu *v, const uint8_t *code, size_t n, struct x86_insn *in)
+{
+	memset(low_code, 0x90, 32);
+	memcpy(low_code, code, n);
+	v->arch.rip = (uint64_t)(uintptr_t)low_code;
+	return x86_decode(v, in);
+}
+#define DECODE32(v, in, ...)                                                                       \
+	({                                                                                         \
+		static const uint8_t c_[] = {__VA_ARGS__};                                         \
+		decode_low(v, c_, sizeof(c_), in);                                                 \
+	})
+
+// 16-bit addressing (67 in 32-bit code): the ModRM bases, SS for BP.
+static void test_decode_16bit_addressing(void **state)
+{
+	struct vcpu *v = setup();
+	struct x86_insn in;
+
+	low_code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT,
+			-1, 0);
+	assert_true(low_code != MAP_FAILED);
+	fk[0].efer = 0;
+	fk[0].cs_attr = 0xc9b; // 32-bit code
+	v->arch.gpr[X86_RBX] = 0x10000 + 0x100, v->arch.gpr[X86_RSI] = 0x20;
+	v->arch.gpr[X86_RBP] = 0x300, v->arch.gpr[X86_RDI] = 0x4;
+	assert_true(DECODE32(v, &in, 0x67, 0x0f, 0x01, 0x30)); // lmsw [bx+si]
+	assert_int_equal(in.ea, 0x120);
+	assert_int_equal(in.seg, X86_DS);
+	assert_true(DECODE32(v, &in, 0x67, 0x0f, 0x01, 0x73, 0xfe)); // lmsw [bp+di-2]
+	assert_int_equal(in.ea, 0x302);
+	assert_int_equal(in.seg, X86_SS);
+	assert_int_equal(in.len, 5);
+	assert_true(DECODE32(v, &in, 0x67, 0x26, 0x0f, 0x01, 0x36, 0x34, 0x12)); // es:[0x1234]
+	assert_int_equal(in.ea, 0x1234);
+	assert_int_equal(in.seg, X86_ES);
+	assert_int_equal(in.len, 7);
+	assert_true(DECODE32(v, &in, 0x67, 0x0f, 0x01, 0xb6, 0x00, 0xff)); // lmsw [bp-0x100]
+	assert_int_equal(in.ea, 0x200);
+	assert_int_equal(in.seg, X86_SS);
+	assert_true(DECODE32(v, &in, 0x0f, 0x01, 0x74, 0x24, 0x08)); // lmsw [esp+8]: SS
+	assert_int_equal(in.seg, X86_SS);
+	munmap(low_code, 4096);
+}
+
 static void test_vendors_virt_insn(void **state)
 {
 	// VMRUN / VMLAUNCH: SVM and VMX are not offered to the guest.
@@ -1256,6 +1353,8 @@ int main(void)
 	    cmocka_unit_test(test_single_step_after_emulation),
 	    cmocka_unit_test(test_bad_state_refused_cr_load),
 	    cmocka_unit_test(test_cr0_write),
+	    cmocka_unit_test(test_cr0_write_lmsw_memory),
+	    cmocka_unit_test(test_decode_16bit_addressing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,6 +188,11 @@ static void load_cr0(struct vcpu *v, uint64_t val)
 		*vmcb8(vmcb, VMCB_TLB_CONTROL) = TLB_CONTROL_FLUSH_ALL;
 }
 
+static void op_write_cr2(struct vcpu *v, uint64_t la)
+{
+	*vmcb64(svm_vcpu_vmcb(v), VMCB_CR2) = la;
+}
+
 // ops->cr_access: the CR0 write intercept.
 static enum x86_action op_cr_access(struct vcpu *v, const struct x86_exit *e)
 {
@@ -201,6 +206,7 @@ const struct x86_vcpu_ops svm_vcpu_ops = {
     .read_rflags = op_read_rflags,
     .read_seg = op_read_seg,
     .inject = op_inject,
+    .write_cr2 = op_write_cr2,
     .insn_len = op_insn_len,
     .complete_insn = op_complete_insn,
     .wait = op_wait,
