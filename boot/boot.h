@@ -14,5 +14,8 @@ void boot_collect_firmware_info(EFI_SYSTEM_TABLE *st, struct fw_info *fw);
 // success; if it does, this logs it and returns `status` for the caller to
 // hand back to the firmware.
 EFI_STATUS boot_power_off(EFI_SYSTEM_TABLE *st, EFI_STATUS status);
+// Mirrors the log's errors and screen lines to the firmware's ConOut
+// (core/log.h: log_set_mirror) from this copy of the image.
+void boot_screen_mirror(EFI_SYSTEM_TABLE *st);
 
 #endif

@@ -70,9 +70,10 @@ static void handoff_in_copy(struct handoff *h)
 {
 	EFI_BOOT_SERVICES *bs = h->st->BootServices;
 
-	// The log sink set by arch_console_init() holds function pointers into
-	// the original image: point it at this copy's functions first.
+	// The log sink set by arch_console_init() and the screen mirror hold
+	// function pointers into the original image: point them at this copy's.
 	arch_console_init(h->fw);
+	boot_screen_mirror(h->st);
 	bool held = retype_original(bs, h);
 	handoff_entry entry =
 	    (handoff_entry)(uintptr_t)((uintptr_t)h->entry - h->image_base + h->copy_base);

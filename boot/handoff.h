@@ -15,8 +15,8 @@
 //   1. copy the whole image to fresh EfiBootServicesCode pages and apply its
 //      base relocations there (boot/resident.h), sync the I-cache;
 //   2. call handoff_in_copy() *in the copy*; from here no code or data of
-//      the loaded image is used again (the copy re-installs its console, the
-//      only pointer set at run time that pointed into the original);
+//      the loaded image is used again (the copy re-installs its console and
+//      screen mirror, the only pointers set at run time into the original);
 //   3. re-type the loaded image's pages from EfiLoaderCode to
 //      EfiBootServicesData: FreePages + AllocatePages(AllocateAddress) of
 //      the same range at TPL_NOTIFY, so that no event callback can take the

@@ -185,7 +185,7 @@ EFI_STATUS loader_start(EFI_HANDLE parent, struct esp *esp, const struct loader_
 		log_err("slat: cannot set load options (0x%llx)\n", (unsigned long long)s);
 		return s;
 	}
-	log_info("slat: starting %s with \"%s\"\n", req->loader, req->cmdline);
+	log_screen("slat: starting %s with \"%s\"\n", req->loader, req->cmdline);
 	log_flush();
 	s = bs->StartImage(child, NULL, NULL);
 	log_err("slat: %s returned 0x%llx\n", req->loader, (unsigned long long)s);

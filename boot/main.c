@@ -27,6 +27,30 @@ static void report_firmware(EFI_SYSTEM_TABLE *st, const struct fw_info *fw)
 			 fw->uart.source);
 }
 
+// The log's mirror (core/log.h): text to the firmware's ConOut, "\n" as CRLF.
+static void conout_write(void *ctx, const char *text, size_t len)
+{
+	SIMPLE_TEXT_OUTPUT_INTERFACE *out = ctx;
+	CHAR16 buf[66];
+	unsigned n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == '\n')
+			buf[n++] = L'\r';
+		buf[n++] = (unsigned char)text[i];
+		if (n >= 64 || i + 1 == len) {
+			buf[n] = 0, n = 0;
+			out->OutputString(out, buf);
+		}
+	}
+}
+
+void boot_screen_mirror(EFI_SYSTEM_TABLE *st)
+{
+	if (st->ConOut)
+		log_set_mirror(&(struct log_sink){.write = conout_write, .ctx = st->ConOut});
+}
+
 EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 {
 	struct fw_info fw;
@@ -34,6 +58,7 @@ EFI_STATUS EFIAPI efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 
 	boot_collect_firmware_info(st, &fw);
 	arch_console_init(&fw);
+	boot_screen_mirror(st);
 	log_info("\nSlat %s (%s), a bare-metal hypervisor\n", SLAT_VERSION, arch_name());
 	report_firmware(st, &fw);
 

@@ -186,6 +186,7 @@ static EFI_STATUS prepare_plan(EFI_HANDLE image, EFI_BOOT_SERVICES *bs, const st
 	uint64_t ring = region_alloc(&p->region, SLAT_LOG_RING_PAGES, 4096);
 	log_ring_attach((void *)(uintptr_t)ring, ring ? SLAT_LOG_RING_PAGES * 4096 : 0);
 	log_ring_share((intptr_t)(p->resident_base - p->image_base));
+	log_mirror_unshare((intptr_t)(p->resident_base - p->image_base)); // the host's copy
 	if (EFI_ERROR((s = plan_memory(bs, p)))) {
 		log_err("slat: cannot read the memory map (0x%llx)\n", (unsigned long long)s);
 		return s;
@@ -272,7 +273,12 @@ EFI_STATUS boot_primary(EFI_HANDLE image, EFI_SYSTEM_TABLE *st, const struct fw_
 			return s;
 		// From the take-over on this copy runs as the primary: not in the ring.
 		log_ring_detach();
-		if (arch_enter_hypervisor(&boot_plan) != 0) {
+		// No firmware call while the CPUs change mode; then it is up again:
+		// the firmware's, deprivileged, or untouched when this failed.
+		log_mirror_hold(true);
+		int entered = arch_enter_hypervisor(&boot_plan);
+		log_mirror_hold(false);
+		if (entered != 0) {
 			log_err("slat: could not become the hypervisor; the firmware keeps the "
 				"machine\n");
 			return EFI_UNSUPPORTED;

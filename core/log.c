@@ -206,6 +206,10 @@ size_t log_snprintf(char *buf, size_t size, const char *fmt, ...)
 // ---- log ----------------------------------------------------------------
 
 static struct log_sink log_sink_current;
+// The firmware's text console while boot services are up (log_set_mirror).
+static struct log_sink log_mirror;
+static unsigned log_mirror_cpu;
+static bool log_mirror_held;
 static enum log_level log_level_current = LOG_INFO;
 static unsigned (*log_cpu_id)(void);
 // 0 when free; otherwise the holder's CPU id + 1, or LOG_OWNER_ANON when no
@@ -338,15 +342,18 @@ enum log_level log_get_level(void)
 struct log_stage {
 	char buf[128];
 	size_t used;
+	bool mirror; // to log_mirror only (a second pass: lines stay whole)
 };
 
 static void stage_flush(struct log_stage *st)
 {
 	struct log_ring *r = ring_here();
 
-	if (st->used && r)
+	if (st->used && st->mirror)
+		log_mirror.write(log_mirror.ctx, st->buf, st->used);
+	if (st->used && r && !st->mirror)
 		ring_put(r, st->buf, st->used);
-	if (st->used && log_sink_current.write)
+	if (st->used && log_sink_current.write && !st->mirror)
 		log_sink_current.write(log_sink_current.ctx, st->buf, st->used);
 	st->used = 0;
 }
@@ -362,19 +369,29 @@ static void stage_out(void *ctx, const char *text, size_t len)
 	}
 }
 
-static void log_vprintf_prefixed(const char *prefix, const char *fmt, va_list ap)
+static void log_stage_message(struct log_stage *st, const char *prefix, const char *fmt, va_list ap)
 {
-	struct log_stage st;
+	for (; prefix && *prefix; prefix++)
+		stage_out(st, prefix, 1);
+	log_vformat(stage_out, st, fmt, ap);
+	stage_flush(st);
+}
 
-	st.used = 0;
+static void log_vprintf_prefixed(const char *prefix, bool mirror, const char *fmt, va_list ap)
+{
+	struct log_stage st = {.used = 0};
+	va_list again;
+
+	va_copy(again, ap);
 	bool taken = owner_lock(&log_owner);
-	if (prefix) {
-		for (; *prefix; prefix++)
-			stage_out(&st, prefix, 1);
-	}
-	log_vformat(stage_out, &st, fmt, ap);
-	stage_flush(&st);
+	log_stage_message(&st, prefix, fmt, ap);
+	// Only the CPU that installed the mirror calls the firmware.
+	st.mirror = mirror && log_mirror.write && !log_mirror_held &&
+		    (!log_cpu_id || log_cpu_id() == log_mirror_cpu);
+	if (st.mirror)
+		log_stage_message(&st, prefix, fmt, again);
 	owner_unlock(&log_owner, taken);
+	va_end(again);
 }
 
 void log_printf(enum log_level level, const char *fmt, ...)
@@ -390,8 +407,34 @@ void log_printf(enum log_level level, const char *fmt, ...)
 	if (level > log_level_current || (!log_sink_current.write && !ring_here()))
 		return;
 	va_start(ap, fmt);
-	log_vprintf_prefixed((unsigned)level <= LOG_DEBUG ? prefixes[level] : 0, fmt, ap);
+	log_vprintf_prefixed((unsigned)level <= LOG_DEBUG ? prefixes[level] : 0, level == LOG_ERROR,
+			     fmt, ap);
 	va_end(ap);
+}
+
+void log_screen(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vprintf_prefixed(0, true, fmt, ap);
+	va_end(ap);
+}
+
+void log_set_mirror(const struct log_sink *sink)
+{
+	log_mirror = sink ? *sink : (struct log_sink){0};
+	log_mirror_cpu = log_cpu_id ? log_cpu_id() : 0;
+}
+
+void log_mirror_hold(bool hold)
+{
+	log_mirror_held = hold;
+}
+
+void log_mirror_unshare(intptr_t delta)
+{
+	*(struct log_sink *)((uintptr_t)&log_mirror + (uintptr_t)delta) = (struct log_sink){0};
 }
 
 void log_flush(void)

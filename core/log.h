@@ -55,6 +55,17 @@ enum log_level log_get_level(void);
 // with "error: " / "warning: ". The text is written as given (add "\n").
 void log_printf(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// A box whose console is only a screen: a second sink, the firmware's text
+// console (boot/), gets the error lines and log_screen()'s (always printed,
+// like info) from the CPU that installed it, never from others. It calls the
+// firmware, so it must never be reached from the host: log_mirror_unshare()
+// clears it in a copy of this image `delta` bytes away (the resident one).
+void log_set_mirror(const struct log_sink *sink);
+void log_screen(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_mirror_unshare(intptr_t delta);
+// Holds the mirror back (while the CPUs change mode) or lets it go on.
+void log_mirror_hold(bool hold);
+
 // Waits until the sink has sent everything (no-op without a flush hook).
 void log_flush(void);
 

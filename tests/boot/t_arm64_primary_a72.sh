@@ -10,6 +10,6 @@
 arm64_primary_boot cortex-a72 primary 'colour = blue'
 arm64_primary_expect
 expect_literal 'slat: HCR_EL2 0x80080001,'
-expect_count 1 '^error: slat\.cfg:5: '
+expect_count 2 '^error: slat\.cfg:5: ' # Slat's UART and the firmware's ConOut
 expect_literal 'slat: slat.cfg read (1 line ignored): loader \slat\vmlinuz, initrd \slat\initrd.img'
 boot_done

@@ -125,6 +125,51 @@ static void test_levels_and_prefixes(void **state)
 	assert_int_equal(log_get_level(), LOG_DEBUG);
 }
 
+static unsigned fake_cpu;
+static unsigned fake_cpu_id(void)
+{
+	return fake_cpu;
+}
+
+// The screen mirror (the firmware's ConOut): error lines and log_screen()'s,
+// from the CPU that installed it only, none while held; the main sink gets
+// everything as before.
+static void test_mirror_gets_errors_and_screen_lines(void **state)
+{
+	struct capture *c = *state;
+	static struct capture m;
+	struct log_sink mirror = {capture_write, NULL, &m};
+
+	memset(&m, 0, sizeof(m));
+	log_set_cpu_id(fake_cpu_id);
+	fake_cpu = 0;
+	log_set_mirror(&mirror);
+	log_info("info\n");
+	log_warn("warn\n");
+	log_err("err %d\n", 1);
+	log_screen("starting %s\n", "x");
+	fake_cpu = 1; // another CPU: main sink only
+	log_err("ap\n");
+	fake_cpu = 0;
+	log_mirror_hold(true);
+	log_err("held\n");
+	log_mirror_hold(false);
+	assert_string_equal(m.text, "error: err 1\nstarting x\n");
+	assert_string_equal(c->text, "info\nwarning: warn\nerror: err 1\nstarting x\nerror: ap\n"
+				     "error: held\n");
+	// A line longer than the staging buffer reaches each sink whole.
+	memset(c, 0, sizeof(*c)), memset(&m, 0, sizeof(m));
+	log_err("%0200d\n", 7);
+	assert_int_equal(c->len, 208);
+	assert_int_equal(m.len, 208);
+	assert_string_equal(c->text, m.text);
+	memset(&m, 0, sizeof(m));
+	log_set_mirror(NULL);
+	log_set_cpu_id(NULL);
+	log_err("after\n");
+	assert_string_equal(m.text, "");
+}
+
 static void test_long_message_arrives_whole_and_flush_reaches_sink(void **state)
 {
 	struct capture *c = *state;
@@ -246,6 +291,8 @@ int main(void)
 					    capture_teardown),
 	    cmocka_unit_test_setup_teardown(test_long_message_arrives_whole_and_flush_reaches_sink,
 					    capture_setup, capture_teardown),
+	    cmocka_unit_test_setup_teardown(test_mirror_gets_errors_and_screen_lines, capture_setup,
+					    capture_teardown),
 	    cmocka_unit_test(test_same_cpu_reentry_does_not_deadlock),
 	    cmocka_unit_test(test_no_sink_discards),
 	    cmocka_unit_test(test_ring_keeps_positions_across_attach_and_wrap), // last: detaches
