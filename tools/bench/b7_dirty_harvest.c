@@ -75,6 +75,7 @@ enum harvest_mode { GET_AND_CLEAR, GET_THEN_CLEAR, SCAN };
 static const char *const mode_names[] = {"get-and-clear", "get+clear", "scan (baseline)"};
 
 struct scan_ctx {
+	struct s2_vm *vm;
 	uint64_t *bm; // bit i: the slot's page i (the slot starts at GPA 0)
 };
 
@@ -82,9 +83,8 @@ struct scan_ctx {
 // take its write access away (the walk batches the flush).
 static int scan_visit(struct s2_walk *w, const struct s2_walk_entry *e, unsigned kind, void *ctx)
 {
-	struct s2_vm *vm = s2_walk_vm(w);
-	const struct s2_fmt *f = s2_vm_fmt(vm);
 	struct scan_ctx *c = ctx;
+	const struct s2_fmt *f = s2_vm_fmt(c->vm);
 	unsigned prot = f->leaf_prot(e->old);
 	uint64_t page = e->addr / PAGE;
 
@@ -94,7 +94,7 @@ static int scan_visit(struct s2_walk *w, const struct s2_walk_entry *e, unsigned
 	c->bm[page / 64] |= 1ull << (page % 64);
 	s2_walk_replace(w, e,
 			f->make_leaf(s2_pte_addr(f, e->old), 0, prot & ~S2_PROT_W,
-				     f->leaf_memtype(e->old, vm->caps), vm->caps));
+				     f->leaf_memtype(e->old, c->vm->caps), c->vm->caps));
 	return 0;
 }
 
@@ -109,7 +109,7 @@ static int harvest(struct s2_vm *vm, struct s2_root *root, enum harvest_mode mod
 		int rc = s2_slot_dirty_get(vm, 0, SLOT_ID, 0, pages, bm, false);
 		return rc ? rc : s2_slot_dirty_clear(vm, 0, SLOT_ID, 0, pages, bm);
 	}
-	struct scan_ctx c = {.bm = bm};
+	struct scan_ctx c = {.vm = vm, .bm = bm};
 	memset(bm, 0, pages / 8);
 	s2_mmu_lock(vm, S2_LOCK_WRITE);
 	int rc = s2_walk(vm, root, 0, size, 0, S2_WALK_LEAF, scan_visit, &c);
